@@ -1,0 +1,35 @@
+#pragma once
+// The decoder sees code and data only through these interfaces, so it never
+// touches the OS: the stub adapts them to the inferior's ORIGINAL bytes
+// (breakpoint int3s removed), tests adapt them to plain buffers.
+#include <cstddef>
+#include <cstdint>
+
+namespace decoder {
+
+class CodeReader {
+ public:
+  virtual ~CodeReader() = default;
+  // Copies up to `len` bytes starting at `addr` into `out` and returns how
+  // many were copied; a short count means the readable range ended there.
+  virtual std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) = 0;
+};
+
+// Data memory has the same shape; the alias keeps call sites self-describing.
+using MemoryReader = CodeReader;
+
+// A reader over one contiguous buffer mapped at `base`; reads outside it are
+// short or empty. Useful for tests and for decoding already-fetched bytes.
+class BufferReader final : public CodeReader {
+ public:
+  BufferReader(uint64_t base, const uint8_t* data, std::size_t size)
+      : base_(base), data_(data), size_(size) {}
+  std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) override;
+
+ private:
+  uint64_t base_;
+  const uint8_t* data_;
+  std::size_t size_;
+};
+
+}  // namespace decoder

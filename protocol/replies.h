@@ -1,0 +1,93 @@
+#pragma once
+// Every reply's wire syntax lives here; handlers never format packets by hand.
+// All functions return the payload (unframed); RspLink::send frames it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/expected.h"
+#include "protocol/register_file.h"
+#include "protocol/thread_id.h"
+
+namespace protocol {
+
+// ---- encoding helpers ----
+std::string hex_encode(const uint8_t* data, std::size_t len);
+std::string hex_encode(std::string_view bytes);
+// nullopt on odd length or a non-hex digit.
+std::optional<std::vector<uint8_t>> hex_decode(std::string_view hex);
+// Escapes '#', '$', '}' and '*' as '}' followed by byte ^ 0x20.
+std::string escape_binary(std::string_view bytes);
+// Reverses escape_binary; nullopt on a trailing lone '}'.
+std::optional<std::string> unescape_binary(std::string_view bytes);
+
+// ---- generic ----
+std::string reply_ok();                       // "OK"
+std::string reply_empty();                    // "" (unsupported)
+std::string reply_error(const btstub::Error&);  // "E." + message (never empty message)
+std::string reply_error_code(uint8_t code);   // "Enn" for packets whose clients want a number
+
+// ---- queries ----
+// `features` are the stub's own, e.g. "PacketSize=4000", "swbreak+".
+std::string reply_supported(const std::vector<std::string>& features);
+std::string reply_current_thread(const ThreadId& id, bool multiprocess);  // "QC" + id
+// qfThreadInfo/qsThreadInfo: "m" + comma-separated ids, or "l" when `ids` is empty.
+std::string reply_thread_list(const std::vector<ThreadId>& ids, bool multiprocess);
+std::string reply_attached(bool attached);    // "1" / "0"
+// qRcmd: console output as "O" + hex(text). The final reply is reply_ok().
+std::string reply_console_output(std::string_view text);
+// qXfer read of `object` (whole document) at offset/length: "m"+chunk when more
+// follows, "l"+chunk for the last part; chunk is binary-escaped.
+std::string reply_xfer_chunk(std::string_view object, uint64_t offset, uint64_t length);
+// vCont?: the actions we support, e.g. "vCont;c;C;s;S;t".
+std::string reply_vcont_supported(std::string_view actions);
+
+// ---- registers / memory ----
+std::string reply_registers(const RegisterFile& regs);                 // g: hex, "xx" for unavailable
+std::string reply_register(const RegisterFile& regs, unsigned regnum);  // p
+std::string reply_memory(const std::vector<uint8_t>& bytes);           // m: hex
+
+// ---- stop replies ----
+enum class StopReason { None, SoftwareBreakpoint, HardwareBreakpoint, Watch, ReadWatch, AccessWatch,
+                        ReplayBegin, ReplayEnd, Fork, Vfork, VforkDone, Exec, Create };
+struct StopReply {
+  enum class Kind { Signal, Exited, Terminated, ThreadExited, NoResumed };
+  Kind kind = Kind::Signal;
+  int signal = 0;        // gdb signal number (Signal, Terminated)
+  int exit_code = 0;     // Exited, ThreadExited
+  std::optional<ThreadId> thread;
+  std::optional<int64_t> process;  // pid for W/X ";process:pid"
+  StopReason reason = StopReason::None;
+  uint64_t reason_addr = 0;        // data address for watch kinds
+  std::string reason_text;         // child id for fork, path hex for exec
+  // Registers to expedite in a T reply (regnum -> value): pc, sp, fp.
+  std::vector<std::pair<unsigned, std::vector<uint8_t>>> expedited;
+};
+std::string reply_stop(const StopReply& stop, bool multiprocess);
+
+// ---- vFile ----
+// "F" + hex result, or "F-1," + hex errno on failure, with ";" + escaped data attached.
+std::string reply_file_result(int64_t result, int error_number = 0);
+std::string reply_file_data(int64_t result, std::string_view data);
+
+// Signal number translation (host <-> gdb). Equal for common signals on
+// x86-64 Linux but not in general (e.g. realtime signals).
+int host_signal_to_gdb(int host_signal);
+int gdb_signal_to_host(int gdb_signal);
+
+}  // namespace protocol
+
+namespace protocol {
+// gdb's File-I/O protocol values (vFile): big-endian struct stat, its own
+// errno numbers and open flags.
+struct FileioStat {
+  uint32_t dev = 0, ino = 0, mode = 0, nlink = 0, uid = 0, gid = 0, rdev = 0;
+  uint64_t size = 0, blksize = 0, blocks = 0;
+  uint32_t atime = 0, mtime = 0, ctime = 0;
+};
+std::string encode_fileio_stat(const FileioStat& st);  // 64 raw bytes (escape before sending)
+int host_errno_to_fileio(int host_errno);
+int fileio_open_flags_to_host(int fileio_flags);
+}  // namespace protocol

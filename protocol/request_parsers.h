@@ -1,0 +1,22 @@
+#pragma once
+// Per-family request parsers behind parse_request() (internal to protocol/).
+// Each takes the whole payload and is only called for its own family.
+#include <string_view>
+
+#include "protocol/requests.h"
+
+namespace protocol::detail {
+
+btstub::Expected<Request> parse_query(std::string_view payload);      // q..., Q...
+btstub::Expected<Request> parse_v_packet(std::string_view payload);   // v...
+btstub::Expected<Request> parse_vcont(std::string_view payload);      // vCont;...
+btstub::Expected<Request> parse_vfile(std::string_view payload);      // vFile:...
+btstub::Expected<Request> parse_legacy_resume(std::string_view payload);  // c C s S
+btstub::Expected<Request> parse_reverse(std::string_view payload);    // bc bs
+btstub::Expected<Request> parse_breakpoint(std::string_view payload); // Z z
+btstub::Expected<Request> parse_kill_detach(std::string_view payload);  // k D
+btstub::Expected<Request> parse_registers(std::string_view payload);  // g G p P
+btstub::Expected<Request> parse_memory(std::string_view payload);     // m M X
+btstub::Expected<Request> parse_thread_packet(std::string_view payload);  // H T
+
+}  // namespace protocol::detail

@@ -1,0 +1,178 @@
+// parse_request() dispatch, packet names, and the query/thread families.
+#include "protocol/requests.h"
+
+#include "protocol/parse_util.h"
+#include "protocol/replies.h"
+#include "protocol/request_parsers.h"
+
+namespace protocol {
+
+using btstub::Expected;
+using detail::bad_packet;
+
+std::string packet_name(std::string_view payload) {
+  if (payload.empty()) return "";
+  char first = payload.front();
+  if (first == 'q' || first == 'Q' || first == 'v') {
+    auto end = payload.find_first_of(":,;?");
+    return std::string(payload.substr(0, end));
+  }
+  if ((first == 'Z' || first == 'z') && payload.size() > 1) {
+    auto end = payload.find(',');
+    return std::string(payload.substr(0, end));
+  }
+  // bc/bs are documented as packets of their own (reverse continue/step).
+  if (first == 'b' && payload.size() > 1 && (payload[1] == 'c' || payload[1] == 's'))
+    return std::string(payload.substr(0, 2));
+  return std::string(1, first);
+}
+
+namespace detail {
+namespace {
+
+Expected<Request> expect_exact(std::string_view rest, std::string_view name, Request value) {
+  if (!rest.empty()) return bad_packet(std::string(name) + ": unexpected trailing data");
+  return value;
+}
+
+Expected<Request> parse_supported(std::string_view rest) {
+  QSupported out;
+  if (rest.empty()) return Request{out};
+  if (rest.front() != ':') return bad_packet("qSupported: expected ':' before features");
+  for (auto feature : split_all(rest.substr(1), ';'))
+    if (!feature.empty()) out.client_features.emplace_back(feature);
+  return Request{out};
+}
+
+Expected<Request> parse_attached(std::string_view rest) {
+  if (rest.empty()) return Request{QueryAttached{}};
+  if (rest.front() != ':') return bad_packet("qAttached: expected ':' before pid");
+  auto pid = parse_hex_i64(rest.substr(1));
+  if (!pid) return bad_packet("qAttached: bad pid");
+  return Request{QueryAttached{*pid}};
+}
+
+Expected<Request> parse_xfer(std::string_view rest) {
+  if (rest.empty() || rest.front() != ':') return bad_packet("qXfer: expected ':' after qXfer");
+  auto object = split_once(rest.substr(1), ':');
+  if (!object || object->first.empty()) return bad_packet("qXfer: missing object");
+  auto op = split_once(object->second, ':');
+  if (!op) return bad_packet("qXfer: missing operation");
+  if (op->first != "read") return Request{UnknownPacket{"qXfer"}};
+  // The annex is whatever precedes the last ':' so an annex with ':' in it
+  // still parses.
+  auto tail = op->second;
+  auto colon = tail.rfind(':');
+  if (colon == std::string_view::npos) return bad_packet("qXfer: missing annex separator");
+  auto range = split_once(tail.substr(colon + 1), ',');
+  if (!range) return bad_packet("qXfer: expected OFFSET,LENGTH");
+  auto offset = parse_hex_u64(range->first);
+  auto length = parse_hex_u64(range->second);
+  if (!offset || !length) return bad_packet("qXfer: bad offset or length");
+  XferRead out;
+  out.object = std::string(object->first);
+  out.annex = std::string(tail.substr(0, colon));
+  out.offset = *offset;
+  out.length = *length;
+  return Request{out};
+}
+
+Expected<Request> parse_rcmd(std::string_view rest) {
+  if (rest.empty() || rest.front() != ',') return bad_packet("qRcmd: expected ',' before command");
+  auto bytes = hex_decode(rest.substr(1));
+  if (!bytes) return bad_packet("qRcmd: command is not valid hex");
+  return Request{MonitorCommand{std::string(bytes->begin(), bytes->end())}};
+}
+
+Expected<std::vector<int>> parse_signal_list(std::string_view rest, std::string_view name) {
+  if (rest.empty() || rest.front() != ':')
+    return bad_packet(std::string(name) + ": expected ':' before signal list");
+  std::vector<int> signals;
+  for (auto piece : split_all(rest.substr(1), ';')) {
+    if (piece.empty()) continue;  // tolerate a trailing ';'
+    auto sig = parse_hex_int(piece);
+    if (!sig || *sig < 0 || *sig > 0xff) return bad_packet(std::string(name) + ": bad signal number");
+    signals.push_back(*sig);
+  }
+  return signals;
+}
+
+}  // namespace
+
+Expected<Request> parse_query(std::string_view payload) {
+  std::string name = packet_name(payload);
+  std::string_view rest = payload.substr(name.size());
+  if (name == "qSupported") return parse_supported(rest);
+  if (name == "QStartNoAckMode") return expect_exact(rest, name, QStartNoAckMode{});
+  if (name == "qAttached") return parse_attached(rest);
+  if (name == "qC") return expect_exact(rest, name, QueryCurrentThread{});
+  if (name == "qfThreadInfo") return expect_exact(rest, name, QueryThreadInfoFirst{});
+  if (name == "qsThreadInfo") return expect_exact(rest, name, QueryThreadInfoNext{});
+  if (name == "qXfer") return parse_xfer(rest);
+  if (name == "qRcmd") return parse_rcmd(rest);
+  if (name == "QPassSignals" || name == "QProgramSignals") {
+    auto signals = parse_signal_list(rest, name);
+    if (!signals) return signals.error();
+    if (name == "QPassSignals") return Request{SetPassSignals{std::move(*signals)}};
+    return Request{SetProgramSignals{std::move(*signals)}};
+  }
+  return Request{UnknownPacket{name}};
+}
+
+Expected<Request> parse_thread_packet(std::string_view payload) {
+  if (payload.front() == 'T') {
+    auto thread = parse_thread_id(payload.substr(1));
+    if (!thread) return bad_packet("T: bad thread id");
+    return Request{ThreadAlive{*thread}};
+  }
+  if (payload.size() < 2) return bad_packet("H: missing operation");
+  char op = payload[1];
+  if (op != 'g' && op != 'c') return Request{UnknownPacket{"H"}};
+  auto thread = parse_thread_id(payload.substr(2));
+  if (!thread) return bad_packet(std::string("H") + op + ": bad thread id");
+  return Request{SetThread{op, *thread}};
+}
+
+}  // namespace detail
+
+Expected<Request> parse_request(std::string_view payload) {
+  if (payload.empty()) return Request{UnknownPacket{""}};
+  switch (payload.front()) {
+    case 'q':
+    case 'Q':
+      return detail::parse_query(payload);
+    case 'v':
+      return detail::parse_v_packet(payload);
+    case '?':
+      return detail::expect_exact(payload.substr(1), "?", QueryStopReason{});
+    case 'H':
+    case 'T':
+      return detail::parse_thread_packet(payload);
+    case 'g':
+    case 'G':
+    case 'p':
+    case 'P':
+      return detail::parse_registers(payload);
+    case 'm':
+    case 'M':
+    case 'X':
+      return detail::parse_memory(payload);
+    case 'Z':
+    case 'z':
+      return detail::parse_breakpoint(payload);
+    case 'c':
+    case 'C':
+    case 's':
+    case 'S':
+      return detail::parse_legacy_resume(payload);
+    case 'b':
+      return detail::parse_reverse(payload);
+    case 'k':
+    case 'D':
+      return detail::parse_kill_detach(payload);
+    default:
+      return Request{UnknownPacket{packet_name(payload)}};
+  }
+}
+
+}  // namespace protocol

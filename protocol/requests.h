@@ -1,0 +1,102 @@
+#pragma once
+// Every request btstub understands, parsed into a typed value before anything
+// acts on it. parse_request() never throws: a malformed known packet is an
+// Error (the caller answers `E.<message>`), an unknown one is UnknownPacket
+// (the caller answers with the empty packet, as the protocol requires).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "protocol/expected.h"
+#include "protocol/thread_id.h"
+
+namespace protocol {
+
+// ---- session / queries ----
+struct QSupported { std::vector<std::string> client_features; };  // "swbreak+", "xmlRegisters=i386", ...
+struct QStartNoAckMode {};
+struct QueryAttached { std::optional<int64_t> pid; };   // qAttached[:pid]
+struct QueryCurrentThread {};                           // qC
+struct QueryThreadInfoFirst {};                         // qfThreadInfo
+struct QueryThreadInfoNext {};                          // qsThreadInfo
+struct QueryStopReason {};                              // ?
+struct XferRead {                                       // qXfer:OBJECT:read:ANNEX:OFF,LEN
+  std::string object;
+  std::string annex;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+struct MonitorCommand { std::string command; };         // qRcmd,<hex> decoded
+struct SetThread { char op = 'g'; ThreadId thread; };   // Hg / Hc
+struct ThreadAlive { ThreadId thread; };                // T<thread>
+struct MustReplyEmpty {};                               // vMustReplyEmpty
+struct SetPassSignals { std::vector<int> signals; };    // QPassSignals:a;b
+struct SetProgramSignals { std::vector<int> signals; }; // QProgramSignals:a;b
+struct QueryVContSupported {};                          // vCont?
+
+// ---- registers / memory ----
+struct ReadAllRegisters {};                                  // g
+struct WriteAllRegisters { std::vector<uint8_t> bytes; };    // G<hex>
+struct ReadRegister { unsigned regnum = 0; };                // p<n>
+struct WriteRegister { unsigned regnum = 0; std::vector<uint8_t> bytes; };  // P<n>=<hex>
+struct ReadMemory { uint64_t addr = 0; uint64_t length = 0; };              // m
+struct WriteMemory { uint64_t addr = 0; std::vector<uint8_t> bytes; };      // M (hex) and X (binary)
+
+// ---- breakpoints ----
+enum class BreakpointType { Software = 0, Hardware = 1, WriteWatch = 2, ReadWatch = 3, AccessWatch = 4 };
+struct InsertBreakpoint { BreakpointType type; uint64_t addr = 0; uint64_t kind = 0; };  // Z
+struct RemoveBreakpoint { BreakpointType type; uint64_t addr = 0; uint64_t kind = 0; };  // z
+
+// ---- execution ----
+enum class ResumeAction { Continue, Step, Stop };
+enum class Direction { Forward, Reverse };
+struct ThreadAction {
+  ResumeAction action = ResumeAction::Continue;
+  int signal = 0;                 // 0: none (gdb signal number)
+  std::optional<ThreadId> thread; // none: applies to all threads without an action
+};
+// c, C, s, S, vCont;..., bs, bc all parse to Resume: forward and reverse share
+// one path. Legacy c/s with an address set `resume_addr`.
+struct Resume {
+  std::vector<ThreadAction> actions;
+  Direction direction = Direction::Forward;
+  std::optional<uint64_t> resume_addr;
+};
+struct Kill { std::optional<int64_t> pid; };    // k, vKill;pid
+struct Detach { std::optional<int64_t> pid; };  // D, D;pid
+
+// ---- host I/O (vFile) ----
+struct FileOpen { std::string path; int flags = 0; int mode = 0; };   // vFile:open:hexpath,flags,mode
+struct FileClose { int fd = -1; };                                     // vFile:close:fd
+struct FilePread { int fd = -1; uint64_t count = 0; uint64_t offset = 0; };  // vFile:pread:fd,count,offset
+struct FileFstat { int fd = -1; };                                     // vFile:fstat:fd
+struct FileSetFs { int64_t pid = 0; };                                 // vFile:setfs:pid
+struct FileReadlink { std::string path; };                             // vFile:readlink:hexpath
+struct FileUnlink { std::string path; };                               // vFile:unlink:hexpath
+
+// A packet we do not implement: the reply is the empty packet.
+struct UnknownPacket { std::string name; };
+
+using Request = std::variant<
+    QSupported, QStartNoAckMode, QueryAttached, QueryCurrentThread,
+    QueryThreadInfoFirst, QueryThreadInfoNext, QueryStopReason, XferRead,
+    MonitorCommand, SetThread, ThreadAlive, MustReplyEmpty, SetPassSignals,
+    SetProgramSignals, QueryVContSupported,
+    ReadAllRegisters, WriteAllRegisters, ReadRegister, WriteRegister,
+    ReadMemory, WriteMemory,
+    InsertBreakpoint, RemoveBreakpoint,
+    Resume, Kill, Detach,
+    FileOpen, FileClose, FilePread, FileFstat, FileSetFs, FileReadlink, FileUnlink,
+    UnknownPacket>;
+
+// Parses one packet payload (as returned by RspLink, still escaped).
+btstub::Expected<Request> parse_request(std::string_view payload);
+
+// Short name of a packet for logs and --disable-packet matching: "qXfer",
+// "vCont", "m", "Z0", ...
+std::string packet_name(std::string_view payload);
+
+}  // namespace protocol

@@ -1,0 +1,64 @@
+#pragma once
+// RSP framing without any I/O: bytes from the wire go in, whole packets and
+// interrupt bytes come out, and the bytes to send back (acks, framed replies,
+// retransmissions) accumulate in an outbox the caller drains.
+// Bytes not yet consumed are kept, so a 0x03 or the next packet that arrives
+// in the same read as a packet is never lost.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace protocol {
+
+struct InboundPacket {
+  std::string payload;  // between '$' and '#', still escaped ('}' kept)
+};
+struct InboundInterrupt {};  // a lone 0x03 outside a packet
+using Inbound = std::variant<InboundPacket, InboundInterrupt>;
+
+class RspLink {
+ public:
+  // Largest packet payload we accept; advertised as PacketSize. A longer
+  // packet is discarded and NAKed.
+  static constexpr std::size_t kMaxPayload = 16384;
+
+  // Feeds raw bytes from the client.
+  void receive(std::string_view bytes);
+
+  // Next complete inbound item, in arrival order. A good packet is acked with
+  // '+' (unless no-ack mode is on), a bad checksum or oversize packet with '-'
+  // and not returned. A '-' from the client retransmits the last reply.
+  std::optional<Inbound> next();
+
+  // Frames a reply payload ('$' payload '#' checksum) into the outbox and
+  // remembers it for retransmission. The payload must already be escaped
+  // where binary (see escape_binary in replies.h).
+  void send(std::string_view payload);
+  // Sends a notification-free raw string (used for nothing but tests today).
+  void send_raw(std::string_view bytes) { outbox_.append(bytes); }
+
+  // Bytes to write to the client; clears the outbox.
+  std::string take_output();
+  bool has_output() const { return !outbox_.empty(); }
+
+  void set_no_ack_mode(bool on) { no_ack_ = on; }
+  bool no_ack_mode() const { return no_ack_; }
+
+  // Count of packets rejected for bad checksum/oversize/garbage (for tests and logs).
+  std::size_t rejected_packets() const { return rejected_; }
+
+ private:
+  std::string inbuf_;
+  std::string outbox_;
+  std::string last_sent_;  // framed, for retransmission on '-'
+  bool no_ack_ = false;
+  std::size_t rejected_ = 0;
+};
+
+// '$' + payload + '#' + two hex digits of the modulo-256 sum.
+std::string frame(std::string_view payload);
+uint8_t checksum(std::string_view payload);
+
+}  // namespace protocol

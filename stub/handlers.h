@@ -1,0 +1,68 @@
+#pragma once
+// One handler per request type. Session::handle visits the request variant
+// and overload resolution picks the handler: the variant's type list is the
+// dispatch table. Handlers live in one file per packet family:
+//   handlers_query.cc     qSupported, qC, qAttached, thread queries, H, T, ?
+//   handlers_state.cc     registers and memory
+//   handlers_exec.cc      resume (c/s/vCont/bs/bc), breakpoints, k, D, signals
+//   handlers_xfer.cc      qXfer objects
+//   handlers_file.cc      vFile
+//   handlers_monitor.cc   qRcmd (monitor commands)
+#include "protocol/requests.h"
+#include "protocol/rsp_link.h"
+#include "stub/session.h"
+
+namespace stub {
+
+using namespace protocol;
+
+// handlers_query.cc
+Reply handle(Session&, const QSupported&);
+Reply handle(Session&, const QStartNoAckMode&);
+Reply handle(Session&, const QueryAttached&);
+Reply handle(Session&, const QueryCurrentThread&);
+Reply handle(Session&, const QueryThreadInfoFirst&);
+Reply handle(Session&, const QueryThreadInfoNext&);
+Reply handle(Session&, const QueryStopReason&);
+Reply handle(Session&, const SetThread&);
+Reply handle(Session&, const ThreadAlive&);
+Reply handle(Session&, const MustReplyEmpty&);
+Reply handle(Session&, const QueryVContSupported&);
+Reply handle(Session&, const UnknownPacket&);
+
+// handlers_state.cc
+Reply handle(Session&, const ReadAllRegisters&);
+Reply handle(Session&, const WriteAllRegisters&);
+Reply handle(Session&, const ReadRegister&);
+Reply handle(Session&, const WriteRegister&);
+Reply handle(Session&, const ReadMemory&);
+Reply handle(Session&, const WriteMemory&);
+
+// handlers_exec.cc
+Reply handle(Session&, const InsertBreakpoint&);
+Reply handle(Session&, const RemoveBreakpoint&);
+Reply handle(Session&, const Resume&);
+Reply handle(Session&, const Kill&);
+Reply handle(Session&, const Detach&);
+Reply handle(Session&, const SetPassSignals&);
+Reply handle(Session&, const SetProgramSignals&);
+
+// handlers_xfer.cc
+Reply handle(Session&, const XferRead&);
+
+// handlers_file.cc
+Reply handle(Session&, const FileOpen&);
+Reply handle(Session&, const FileClose&);
+Reply handle(Session&, const FilePread&);
+Reply handle(Session&, const FileFstat&);
+Reply handle(Session&, const FileSetFs&);
+Reply handle(Session&, const FileReadlink&);
+Reply handle(Session&, const FileUnlink&);
+
+// handlers_monitor.cc
+Reply handle(Session&, const MonitorCommand&);
+
+// Shared reply for "there is no program to act on".
+Reply no_process_reply();
+
+}  // namespace stub

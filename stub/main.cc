@@ -1,0 +1,34 @@
+// btstub entry point: parse the gdbserver-compatible command line and run.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "stub/options.h"
+#include "stub/server.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto command_line = stub::parse_command_line(args);
+  if (!command_line) {
+    std::fprintf(stderr, "btstub: %s\n\n%s", command_line.error().message.c_str(), stub::usage_text().c_str());
+    return 2;
+  }
+  if (command_line->mode == stub::CommandLine::Mode::Help) {
+    std::fputs(stub::usage_text().c_str(), stdout);
+    return 0;
+  }
+  if (command_line->mode == stub::CommandLine::Mode::Version) {
+    std::printf("btstub %s\nA gdbserver-compatible debug server with branch tracing and reverse execution.\n",
+                BTSTUB_VERSION);
+    return 0;
+  }
+  try {
+    stub::Server server(std::move(*command_line));
+    return server.run();
+  } catch (const std::exception& e) {
+    // Start-up failures from the libraries (e.g. Asio) end here, never a crash.
+    std::fprintf(stderr, "btstub: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,162 @@
+#include "stub/options.h"
+
+#include <charconv>
+#include <sstream>
+
+namespace stub {
+
+namespace {
+
+using btstub::ErrorCode;
+using btstub::make_error;
+
+bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
+
+std::optional<long> parse_number(const std::string& text) {
+  long value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+void add_disabled_packets(CommandLine& cl, const std::string& list) {
+  std::istringstream in(list);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    if (!name.empty()) cl.disabled_packets.insert(name);
+  }
+}
+
+}  // namespace
+
+std::string usage_text() {
+  return "Usage:\tbtstub [OPTIONS] COMM PROG [ARGS ...]\n"
+         "\tbtstub [OPTIONS] --attach COMM PID\n"
+         "\tbtstub [OPTIONS] --multi COMM\n"
+         "\n"
+         "COMM may either be a tty device (for serial debugging),\n"
+         "HOST:PORT to listen for a TCP connection (HOST defaults to 127.0.0.1),\n"
+         "or '-' or 'stdio' to use stdin/stdout of btstub.\n"
+         "\n"
+         "Options:\n"
+         "  --help                Print this message and exit.\n"
+         "  --version             Display version information and exit.\n"
+         "  --once                Exit after the first connection has closed.\n"
+         "  --attach              Attach to the process PID.\n"
+         "  --multi               Start without a program (extended-remote).\n"
+         "  --wrapper WRAPPER --  Run WRAPPER to start new programs.\n"
+         "  --disable-randomization\n"
+         "                        Run PROG with address space randomization disabled (default).\n"
+         "  --no-disable-randomization\n"
+         "                        Don't disable address space randomization when starting PROG.\n"
+         "  --disable-packet=PKT1[,PKT2,...]\n"
+         "                        Answer these packets as unsupported (e.g. vCont,qC,T).\n"
+         "  --remote-debug        Log every packet on stderr.\n"
+         "  --startup-with-shell, --no-startup-with-shell\n"
+         "                        Accepted for gdbserver compatibility; btstub execs PROG directly.\n";
+}
+
+btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>& args) {
+  CommandLine cl;
+  bool attach = false;
+  bool multi = false;
+  std::vector<std::string> positional;
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (!positional.empty() && !starts_with(a, "--")) {
+      break;  // the program and its arguments start here
+    }
+    if (a == "--help") {
+      cl.mode = CommandLine::Mode::Help;
+      return cl;
+    } else if (a == "--version") {
+      cl.mode = CommandLine::Mode::Version;
+      return cl;
+    } else if (a == "--once") {
+      cl.once = true;
+    } else if (a == "--attach") {
+      attach = true;
+    } else if (a == "--multi") {
+      multi = true;
+    } else if (a == "--no-disable-randomization") {
+      cl.disable_randomization = false;
+    } else if (a == "--disable-randomization") {
+      cl.disable_randomization = true;
+    } else if (a == "--remote-debug" || a == "--debug") {
+      cl.remote_debug = true;
+    } else if (a == "--startup-with-shell" || a == "--no-startup-with-shell" || starts_with(a, "--debug-format=")) {
+      // accepted for compatibility
+    } else if (starts_with(a, "--disable-packet=")) {
+      add_disabled_packets(cl, a.substr(std::string_view("--disable-packet=").size()));
+    } else if (a == "--wrapper") {
+      std::size_t j = i + 1;
+      while (j < args.size() && args[j] != "--") cl.wrapper.push_back(args[j++]);
+      if (j == args.size() || cl.wrapper.empty()) {
+        return make_error(ErrorCode::InvalidArgument, "--wrapper needs a command ending with --");
+      }
+      i = j;
+    } else if (a == "--") {
+      ++i;
+      break;
+    } else if (starts_with(a, "--")) {
+      return make_error(ErrorCode::InvalidArgument, "Unknown argument: " + a);
+    } else {
+      positional.push_back(a);  // COMM
+    }
+  }
+  if (positional.empty()) {
+    if (i < args.size()) positional.push_back(args[i++]);
+    else return make_error(ErrorCode::InvalidArgument, "Missing COMM argument");
+  }
+  cl.comm = positional.front();
+  std::vector<std::string> rest(args.begin() + static_cast<long>(i), args.end());
+
+  if (attach && multi) return make_error(ErrorCode::InvalidArgument, "--attach and --multi cannot be used together");
+  if (attach) {
+    cl.mode = CommandLine::Mode::Attach;
+    if (rest.size() != 1) return make_error(ErrorCode::InvalidArgument, "--attach needs exactly one PID");
+    auto pid = parse_number(rest[0]);
+    if (!pid || *pid <= 0 || *pid > 0x3fffffff) {
+      return make_error(ErrorCode::InvalidArgument, "Invalid PID: " + rest[0]);
+    }
+    cl.attach_pid = static_cast<int>(*pid);
+  } else if (multi) {
+    cl.mode = CommandLine::Mode::Multi;
+    cl.program = rest;
+  } else {
+    cl.mode = CommandLine::Mode::Launch;
+    if (rest.empty()) return make_error(ErrorCode::InvalidArgument, "No program specified");
+    cl.program = rest;
+  }
+  if (!cl.stdio()) {
+    if (auto addr = parse_listen_address(cl.comm); !addr) return addr.error();
+  }
+  return cl;
+}
+
+btstub::Expected<ListenAddress> parse_listen_address(const std::string& comm) {
+  std::string text = comm;
+  for (std::string_view prefix : {"tcp:", "tcp4:"}) {
+    if (starts_with(text, prefix)) text = text.substr(prefix.size());
+  }
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "Bad COMM '" + comm + "': expected [HOST]:PORT, '-' or 'stdio'");
+  }
+  ListenAddress addr;
+  addr.host = text.substr(0, colon);
+  if (addr.host.size() >= 2 && addr.host.front() == '[' && addr.host.back() == ']') {
+    addr.host = addr.host.substr(1, addr.host.size() - 2);
+  }
+  if (addr.host.empty()) addr.host = "127.0.0.1";  // never listen on every address by accident
+  auto port = parse_number(text.substr(colon + 1));
+  if (!port || *port < 0 || *port > 65535) {
+    return make_error(ErrorCode::InvalidArgument, "Bad port in '" + comm + "'");
+  }
+  addr.port = static_cast<unsigned short>(*port);
+  return addr;
+}
+
+}  // namespace stub

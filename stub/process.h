@@ -1,0 +1,85 @@
+#pragma once
+// The debugged process behind a small interface, so that packet handling and
+// replay can be unit-tested with a fake. The ptrace implementation is
+// stub/ptrace_process.{h,cc}; it is the only code that calls ptrace.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/expected.h"
+#include "protocol/register_file.h"
+
+namespace stub {
+
+using btstub::Expected;
+
+enum class StepKind { Continue, SingleStep };
+
+// What a wait observed. Signals are host signal numbers.
+struct ProcessEvent {
+  enum class Kind {
+    Stopped,        // thread `tid` stopped with `signal` (SIGTRAP for breakpoints/steps)
+    Exited,         // whole process exited with `exit_code`
+    Killed,         // whole process was killed by `signal`
+  };
+  Kind kind = Kind::Stopped;
+  pid_t tid = 0;
+  int signal = 0;
+  int exit_code = 0;
+  bool software_breakpoint = false;  // stopped by one of our int3s; pc already rewound
+  bool single_stepped = false;       // a single-step completed
+};
+
+struct LaunchOptions {
+  std::vector<std::string> argv;      // argv[0] is the program path
+  std::vector<std::string> wrapper;   // --wrapper CMD.. (run as wrapper prog args)
+  bool disable_randomization = true;
+  bool stdio_to_stderr = false;       // stdio mode: inferior's stdout -> our stderr, stdin <- /dev/null
+};
+
+class Process {
+ public:
+  virtual ~Process() = default;
+
+  virtual pid_t pid() const = 0;
+  virtual std::vector<pid_t> threads() const = 0;
+  virtual bool attached() const = 0;  // true if we attached rather than launched
+
+  // Registers in the wire layout (protocol/amd64_registers.h).
+  virtual Expected<protocol::RegisterFile> read_registers(pid_t tid) = 0;
+  virtual Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& regs) = 0;
+
+  // Memory as the program sees it with our breakpoints hidden: reads never
+  // show an inserted int3, writes over an inserted breakpoint update the
+  // saved original byte. A partial read returns the readable prefix; nothing
+  // readable is a MemoryFault error.
+  virtual Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len) = 0;
+  virtual Expected<void> write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) = 0;
+
+  // Software breakpoints (int3), reference-free: insert twice, remove once removes it.
+  virtual Expected<void> insert_breakpoint(uint64_t addr) = 0;
+  virtual Expected<void> remove_breakpoint(uint64_t addr) = 0;
+
+  // Resumes one thread (signal 0: none). Stepping off an inserted breakpoint
+  // at the thread's pc is handled inside.
+  virtual Expected<void> resume(pid_t tid, StepKind kind, int signal) = 0;
+
+  // Non-blocking: the next event if one is ready. Blocking variant waits.
+  virtual std::optional<ProcessEvent> poll_event() = 0;
+  virtual Expected<ProcessEvent> wait_event() = 0;
+
+  // Asks a running process to stop (SIGINT, like gdbserver's Ctrl-C).
+  virtual Expected<void> interrupt() = 0;
+  virtual Expected<void> kill() = 0;
+  // Removes all breakpoints and detaches; the program runs on.
+  virtual Expected<void> detach() = 0;
+
+  // Auxiliary vector (/proc/pid/auxv), path of the executable.
+  virtual Expected<std::string> read_auxv() = 0;
+  virtual Expected<std::string> exec_file() = 0;
+};
+
+}  // namespace stub

@@ -1,0 +1,151 @@
+#include "stub/server.h"
+
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <csignal>
+#include <cstdio>
+
+#include "stub/connection.h"
+#include "stub/ptrace_process.h"
+
+namespace stub {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+Server::Server(CommandLine command_line) : command_line_(std::move(command_line)) {}
+
+Expected<std::unique_ptr<Process>> Server::start_program() {
+  if (command_line_.mode == CommandLine::Mode::Attach) {
+    auto attached = PtraceProcess::attach(command_line_.attach_pid);
+    if (!attached) return attached.error();
+    std::fprintf(stderr, "Attached; pid = %d\n", command_line_.attach_pid);
+    return std::unique_ptr<Process>(std::move(*attached));
+  }
+  LaunchOptions options;
+  options.argv = command_line_.program;
+  options.wrapper = command_line_.wrapper;
+  options.disable_randomization = command_line_.disable_randomization;
+  options.stdio_to_stderr = command_line_.stdio();
+  auto launched = PtraceProcess::launch(options);
+  if (!launched) return launched.error();
+  std::fprintf(stderr, "Process %s created; pid = %d\n", command_line_.program.front().c_str(),
+               static_cast<int>((*launched)->pid()));
+  return std::unique_ptr<Process>(std::move(*launched));
+}
+
+void Server::release_program() {
+  if (!process_) return;
+  if (process_->attached()) {
+    if (process_->detach()) std::fprintf(stderr, "Detached from process %d\n", static_cast<int>(process_->pid()));
+  } else {
+    (void)process_->kill();
+  }
+  process_.reset();
+}
+
+int Server::run() {
+  std::signal(SIGPIPE, SIG_IGN);  // a vanished client is a read/write error, not a death
+  if (command_line_.mode == CommandLine::Mode::Multi) {
+    std::fprintf(stderr, "btstub: --multi (extended-remote) is not implemented yet\n");
+    return 2;
+  }
+  return command_line_.stdio() ? serve_stdio() : serve_tcp();
+}
+
+namespace {
+
+template <class In, class Out>
+ConnectionResult serve(asio::io_context& io, In& in, Out& out, Process* process,
+                       asio::signal_set& sigchld, const CommandLine& cl) {
+  SessionConfig config;
+  config.disabled_packets = cl.disabled_packets;
+  Session session(config, process);
+  Connection<In, Out> connection(io, in, out, session, sigchld, cl.remote_debug);
+  return connection.run();
+}
+
+}  // namespace
+
+int Server::serve_stdio() {
+  auto process = start_program();
+  if (!process) {
+    std::fprintf(stderr, "%s\nExiting\n", process.error().message.c_str());
+    return 1;
+  }
+  process_ = std::move(*process);
+  asio::io_context io;
+  asio::signal_set sigchld(io, SIGCHLD);
+  asio::posix::stream_descriptor in(io, ::dup(STDIN_FILENO));
+  asio::posix::stream_descriptor out(io, ::dup(STDOUT_FILENO));
+  std::fprintf(stderr, "Remote debugging using stdio\n");
+  serve(io, in, out, process_.get(), sigchld, command_line_);
+  release_program();
+  return 0;
+}
+
+int Server::serve_tcp() {
+  auto address = parse_listen_address(command_line_.comm);
+  if (!address) {
+    std::fprintf(stderr, "%s\n", address.error().message.c_str());
+    return 1;
+  }
+  asio::io_context io;
+  asio::signal_set sigchld(io, SIGCHLD);
+  boost::system::error_code ec;
+  auto ip = asio::ip::make_address(address->host, ec);
+  if (ec) {
+    tcp::resolver resolver(io);
+    auto results = resolver.resolve(address->host, "", ec);
+    if (ec || results.empty()) {
+      std::fprintf(stderr, "Can't resolve host %s: %s\n", address->host.c_str(), ec.message().c_str());
+      return 1;
+    }
+    ip = results.begin()->endpoint().address();
+  }
+  tcp::acceptor acceptor(io);
+  tcp::endpoint endpoint(ip, address->port);
+  if (acceptor.open(endpoint.protocol(), ec) || acceptor.set_option(tcp::acceptor::reuse_address(true), ec) ||
+      acceptor.bind(endpoint, ec) || acceptor.listen(1, ec)) {
+    std::fprintf(stderr, "Can't bind address: %s.\nExiting\n",
+                 ec == asio::error::address_in_use ? "Address already in use" : ec.message().c_str());
+    return 1;
+  }
+
+  auto process = start_program();
+  if (!process) {
+    std::fprintf(stderr, "%s\nExiting\n", process.error().message.c_str());
+    return 1;
+  }
+  process_ = std::move(*process);
+  std::fprintf(stderr, "Listening on port %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
+
+  for (;;) {
+    tcp::socket socket(io);
+    acceptor.accept(socket, ec);
+    if (ec) {
+      std::fprintf(stderr, "Accept failed: %s\n", ec.message().c_str());
+      release_program();
+      return 1;
+    }
+    auto peer = socket.remote_endpoint(ec);
+    std::fprintf(stderr, "Remote debugging from host %s, port %u\n", peer.address().to_string().c_str(),
+                 static_cast<unsigned>(peer.port()));
+    socket.set_option(tcp::no_delay(true), ec);
+    ConnectionResult result = serve(io, socket, socket, process_.get(), sigchld, command_line_);
+    release_program();
+    if (result.exit_server || command_line_.once || command_line_.mode == CommandLine::Mode::Attach) break;
+    // Without --once, the next client gets a fresh copy of the program.
+    auto next = start_program();
+    if (!next) {
+      std::fprintf(stderr, "%s\nExiting\n", next.error().message.c_str());
+      return 1;
+    }
+    process_ = std::move(*next);
+    std::fprintf(stderr, "Listening on port %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
+  }
+  return 0;
+}
+
+}  // namespace stub

@@ -1,0 +1,90 @@
+#pragma once
+// One debugging session: the state a connected client sees (selected
+// threads, negotiated features, the last stop) over one Process. Requests go
+// in as typed values; replies come out as payloads. No sockets here: the
+// server (stub/server.h) moves bytes, the session decides what they mean.
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "protocol/replies.h"
+#include "protocol/requests.h"
+#include "stub/host_files.h"
+#include "stub/process.h"
+
+namespace stub {
+
+// What the command line fixed for every session.
+struct SessionConfig {
+  std::set<std::string> disabled_packets;  // --disable-packet=
+};
+
+// The outcome of one request.
+struct Reply {
+  std::optional<std::string> payload;  // nullopt: the program now runs; the stop reply comes later
+  bool close_connection = false;       // after sending payload (kill, detach)
+  bool exit_server = false;            // monitor exit
+  std::string console;                 // text for gdb's console, sent as O packets first
+
+  static Reply now(std::string p) {
+    Reply r;
+    r.payload = std::move(p);
+    return r;
+  }
+  static Reply later() { return Reply{}; }
+};
+
+class Session {
+ public:
+  Session(SessionConfig config, Process* process);
+
+  Reply handle(const protocol::Request& request);
+  // Handles a raw packet payload: parse, --disable-packet, dispatch.
+  Reply handle_packet(std::string_view payload);
+
+  // A process event while the program runs: the stop reply to send, or
+  // nullopt when the event was absorbed (e.g. a passed signal).
+  std::optional<std::string> on_process_event(const ProcessEvent& event);
+  // Ctrl-C from the client.
+  void on_interrupt();
+
+  bool running() const { return running_; }
+  bool has_process() const { return process_ != nullptr && !process_gone_; }
+  Process* process() { return has_process() ? process_ : nullptr; }
+
+  // ---- state the handlers share (public for the handler functions) ----
+  struct Features {
+    bool multiprocess = false;
+    bool swbreak = false;
+    bool hwbreak = false;
+  };
+  Features client_features;
+  pid_t general_thread = 0;   // Hg; 0: the process's main thread
+  pid_t continue_thread = 0;  // Hc; 0 or -1: all
+  std::set<int> pass_signals;     // host numbers: delivered without stopping
+  std::set<int> program_signals;  // host numbers; empty set: all may reach the program
+  bool program_signals_set = false;
+  std::optional<protocol::StopReply> last_stop;
+  HostFiles host_files;
+
+  // Helpers used by several handler families.
+  protocol::ThreadId thread_id(pid_t tid) const;
+  Expected<pid_t> resolve_thread(const protocol::ThreadId& id) const;
+  pid_t current_thread() const;
+  void mark_running() { running_ = true; }
+  void mark_process_gone() { process_gone_ = true; }
+  std::string stop_reply_payload(const protocol::StopReply& stop) const;
+  protocol::StopReply make_stop_reply(const ProcessEvent& event);
+
+ private:
+  SessionConfig config_;
+  Process* process_;
+  bool running_ = false;
+  bool process_gone_ = false;
+};
+
+}  // namespace stub

@@ -1,0 +1,594 @@
+"""Shared helpers for the integration tests: start a debug server (btstub or
+gdbserver) on a test program, drive the real gdb against it, compare output.
+
+Every test runs against btstub by default. `--server gdbserver` (or the
+environment variable BTSTUB_TEST_SERVER=gdbserver) runs the same checks
+against the Debian gdbserver, which is how the tests themselves are proved
+right: a check that fails against gdbserver is a bug in the test.
+
+Environment:
+  BTSTUB        path of the btstub executable (set by CTest)
+  GDBSERVER     path of gdbserver (default /usr/bin/gdbserver)
+  PROGRAMS_DIR  directory holding the built test programs (NAME_O0, NAME_O2)
+  GDB           path of gdb (default: gdb on PATH)
+
+Python standard library only. Every child runs in its own session so that a
+timeout or failure can kill it together with whatever it started (the
+debugged program included); nothing is left behind.
+"""
+
+import argparse
+import difflib
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
+PROGRAM_SOURCES = os.path.join(SOURCE_ROOT, "tests", "programs")
+
+GDB_TIMEOUT = 60.0
+SERVER_START_TIMEOUT = 15.0
+
+
+# --------------------------------------------------------------------------
+# Configuration
+
+def parse_args(description="", argv=None):
+    """Parses the common test options; returns the namespace (server, verbose)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--server", choices=["btstub", "gdbserver"],
+        default=os.environ.get("BTSTUB_TEST_SERVER", "btstub"),
+        help="which debug server to test (default btstub)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print every gdb transcript")
+    args = parser.parse_args(argv)
+    global VERBOSE
+    VERBOSE = args.verbose
+    return args
+
+
+VERBOSE = False
+
+
+def server_path(kind):
+    if kind == "gdbserver":
+        path = os.environ.get("GDBSERVER", "/usr/bin/gdbserver")
+    else:
+        path = os.environ.get("BTSTUB", "")
+        if not path:
+            default = os.path.join(SOURCE_ROOT, "build", "stub", "btstub")
+            path = default if os.path.exists(default) else ""
+    if not path or not os.access(path, os.X_OK):
+        fatal("no executable %s (set %s)" %
+              (kind, "GDBSERVER" if kind == "gdbserver" else "BTSTUB"))
+    return path
+
+
+def gdb_path():
+    return os.environ.get("GDB", "gdb")
+
+
+def programs_dir():
+    path = os.environ.get("PROGRAMS_DIR") or os.path.join(
+        SOURCE_ROOT, "build", "programs")
+    return path
+
+
+def program(name, opt="O0"):
+    """Absolute path of a built test program, e.g. program('basic')."""
+    path = os.path.join(programs_dir(), "%s_%s" % (name, opt))
+    if not os.access(path, os.X_OK):
+        fatal("test program %s not built (PROGRAMS_DIR=%s)" %
+              (path, programs_dir()))
+    return path
+
+
+def marker_line(source, mark):
+    """Line number of the unique `MARK: mark` comment in tests/programs/source."""
+    path = os.path.join(PROGRAM_SOURCES, source)
+    hits = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            if re.search(r"MARK: %s\b" % re.escape(mark), line):
+                hits.append(number)
+    if len(hits) != 1:
+        fatal("marker %s found %d times in %s" % (mark, len(hits), path))
+    return hits[0]
+
+
+def source_line(source, mark):
+    """The line holding `MARK: mark` as gdb lists it: "N\t<source text>"."""
+    number = marker_line(source, mark)
+    with open(os.path.join(PROGRAM_SOURCES, source)) as f:
+        text = f.read().splitlines()[number - 1]
+    return "%d\t%s" % (number, text)
+
+
+class Script:
+    """A list of gdb commands; add() returns the command's index."""
+
+    def __init__(self):
+        self.commands = []
+
+    def add(self, command):
+        self.commands.append(command)
+        return len(self.commands) - 1
+
+
+def fatal(message):
+    print("FATAL: " + message, flush=True)
+    print("0 passed, 1 failed", flush=True)
+    sys.exit(2)
+
+
+# --------------------------------------------------------------------------
+# Process hygiene
+
+def _session_members(sid):
+    """Pids of live processes whose session id is sid (read from /proc)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        # fields[0] is state; session id is field 6 of stat, index 3 here.
+        if len(fields) > 3 and int(fields[3]) == sid and fields[0] != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+def kill_session(sid):
+    """SIGKILLs every process in session sid (our child and its descendants)."""
+    for _ in range(50):
+        members = _session_members(sid)
+        if not members:
+            return
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.02)
+
+
+def pid_alive(pid):
+    """True if pid exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+def wait_until(predicate, timeout, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+
+
+class _LineCollector:
+    """Reads a pipe on a thread, keeping every line; lets callers wait for one."""
+
+    def __init__(self, stream):
+        self.lines = []
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, args=(stream,),
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, stream):
+        for raw in iter(stream.readline, b""):
+            with self._cond:
+                self.lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def wait_for(self, pattern, timeout):
+        """Returns the first match of regex pattern in a line, or None."""
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for line in self.lines:
+                    m = regex.search(line)
+                    if m:
+                        return m
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closed:
+                    return None
+                self._cond.wait(left)
+
+    def join(self, timeout=5.0):
+        self._thread.join(timeout)
+
+    def text(self):
+        with self._cond:
+            return "\n".join(self.lines) + ("\n" if self.lines else "")
+
+
+# --------------------------------------------------------------------------
+# Servers
+
+class Server:
+    """A debug server listening on TCP. Use as a context manager.
+
+    Server(kind, [prog, args...], options=["--once"], comm="127.0.0.1:0")
+    starts it and waits for "Listening on port N"; .port, .inferior_pid
+    (from "Process P created; pid = N", or None), .stdout / .stderr text.
+    """
+
+    def __init__(self, kind, command, options=("--once",),
+                 comm="127.0.0.1:0", wait_listening=True):
+        self.kind = kind
+        self.argv = [server_path(kind)] + list(options) + [comm] + list(command)
+        self.proc = subprocess.Popen(
+            self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True)
+        self._out = _LineCollector(self.proc.stdout)
+        self._err = _LineCollector(self.proc.stderr)
+        self.port = None
+        self.inferior_pid = None
+        if wait_listening:
+            self.wait_listening()
+
+    def wait_listening(self):
+        m = self._err.wait_for(r"^Listening on port (\d+)$",
+                               SERVER_START_TIMEOUT)
+        if m is None:
+            self.stop()
+            raise HarnessError(
+                "server did not print 'Listening on port N'\ncommand: %s\n"
+                "exit status: %s\nstderr:\n%s" %
+                (shlex.join(self.argv), self.proc.returncode, self.stderr))
+        self.port = int(m.group(1))
+        created = self._err.wait_for(r"^Process .* created; pid = (\d+)$", 0)
+        if created:
+            self.inferior_pid = int(created.group(1))
+        return self.port
+
+    def wait_stderr(self, pattern, timeout=10.0):
+        return self._err.wait_for(pattern, timeout)
+
+    @property
+    def address(self):
+        return "127.0.0.1:%d" % self.port
+
+    @property
+    def stdout(self):
+        return self._out.text()
+
+    @property
+    def stderr(self):
+        return self._err.text()
+
+    def wait_exit(self, timeout=10.0):
+        """Waits for the server to exit on its own; returns its status or None."""
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self):
+        """Kills the server and everything it started; idempotent."""
+        kill_session(self.proc.pid)
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        self._out.join()
+        self._err.join()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+class HarnessError(Exception):
+    pass
+
+
+def run_command(argv, timeout=30.0, env=None):
+    """Runs argv in its own session; returns (status, stdout, stderr).
+
+    status is None on timeout (the process tree is killed then)."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, env=env)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        status = proc.returncode
+    except subprocess.TimeoutExpired:
+        kill_session(proc.pid)
+        out, err = proc.communicate()
+        status = None
+    kill_session(proc.pid)
+    return status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------
+# gdb
+
+MARK = "@@@gdbcmd"
+
+GDB_PRELUDE = [
+    "set confirm off",
+    "set pagination off",
+    "set width 0",
+    "set height 0",
+]
+
+
+class GdbResult:
+    """Transcript of one gdb -batch run.
+
+    .output   stdout and stderr, interleaved as gdb wrote them
+    .status   gdb's exit status (None if it had to be killed on timeout)
+    .preamble output before the first command (connection, shared libraries)
+    .outputs  list of (command, output) pairs, one per command
+    """
+
+    def __init__(self, argv, commands, output, status):
+        self.argv = argv
+        self.commands = commands
+        self.output = output
+        self.status = status
+        self.preamble, self.outputs = self._split(output)
+
+    def _split(self, output):
+        pieces = re.split(r"^%s (\d+)\n" % MARK, output, flags=re.M)
+        preamble = pieces[0]
+        found = {}
+        for i in range(1, len(pieces) - 1, 2):
+            found[int(pieces[i])] = pieces[i + 1]
+        return preamble, [(c, found.get(i)) for i, c in enumerate(self.commands)]
+
+    def of(self, index):
+        """Output of command number index (negative counts from the end)."""
+        return self.outputs[index][1] or ""
+
+    def of_command(self, command, nth=0):
+        """Output of the nth occurrence of command."""
+        hits = [out for cmd, out in self.outputs if cmd == command]
+        if len(hits) <= nth:
+            raise HarnessError("command %r not run %d times" % (command, nth + 1))
+        return hits[nth] or ""
+
+    def transcript(self):
+        lines = ["$ " + shlex.join(self.argv), "exit status: %s" % self.status,
+                 "--- preamble ---", self.preamble.rstrip("\n")]
+        for cmd, out in self.outputs:
+            lines.append("(gdb) " + cmd)
+            lines.append("<not reached>" if out is None else out.rstrip("\n"))
+        return "\n".join(lines) + "\n"
+
+
+def run_gdb(commands, program_path=None, target=None, timeout=GDB_TIMEOUT,
+            extra_init=()):
+    """Runs gdb -batch: prelude, `target ...`, then commands.
+
+    target is the argument of `target remote` (e.g. "127.0.0.1:1234" or
+    "| /path/btstub - prog args"). Each command is preceded by an echo of a
+    marker so the output can be cut per command (GdbResult.outputs).
+    """
+    argv = [gdb_path(), "-batch", "-nx", "-q",
+            "-iex", "set debuginfod enabled off"]
+    for line in GDB_PRELUDE + list(extra_init):
+        argv += ["-ex", line]
+    if program_path:
+        argv.append(program_path)
+    if target is not None:
+        argv += ["-ex", "target remote " + target]
+    for i, cmd in enumerate(commands):
+        argv += ["-ex", "echo %s %d\\n" % (MARK, i), "-ex", cmd]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        status = proc.returncode
+    except subprocess.TimeoutExpired:
+        kill_session(proc.pid)
+        out, _ = proc.communicate()
+        status = None
+    kill_session(proc.pid)
+    result = GdbResult(argv, list(commands), out.decode("utf-8", "replace"),
+                       status)
+    if VERBOSE:
+        print(result.transcript())
+    return result
+
+
+def run_gdb_tcp(kind, program_path, args, commands, options=("--once",),
+                timeout=GDB_TIMEOUT):
+    """Starts a server on program_path args, runs gdb against it over TCP.
+
+    Returns (GdbResult, server) with the server stopped (all its output kept)."""
+    server = Server(kind, [program_path] + list(args), options=options)
+    try:
+        result = run_gdb(commands, program_path, server.address,
+                         timeout=timeout)
+        server.wait_exit(10.0)
+    finally:
+        server.stop()
+    return result, server
+
+
+def stdio_target(kind, program_path, args):
+    return "| " + shlex.join([server_path(kind), "-", program_path] +
+                             list(args))
+
+
+# --------------------------------------------------------------------------
+# Normalisation for comparing two servers' transcripts
+
+_NORMALISERS = [
+    (re.compile(r"process \d+"), "process PID"),
+    (re.compile(r"Thread \d+\.\d+"), "Thread PID.TID"),
+    (re.compile(r"LWP \d+"), "LWP TID"),
+    (re.compile(r"pid = \d+"), "pid = PID"),
+    # Stack addresses depend on the environment the program was started
+    # with (gdbserver starts it through a shell, which adds variables).
+    (re.compile(r"0x0*7ffffff[0-9a-f]{5}\b"), "0xSTACK"),
+]
+
+_DROP = [
+    re.compile(r"^Remote debugging using "),
+]
+
+
+def normalise(text):
+    """Replaces inherently server-specific details; drops such lines."""
+    lines = []
+    for line in text.splitlines():
+        if any(p.search(line) for p in _DROP):
+            continue
+        for pattern, repl in _NORMALISERS:
+            line = pattern.sub(repl, line)
+        lines.append(line)
+    return lines
+
+
+def unified_diff(expected_lines, actual_lines, expected_name="expected",
+                 actual_name="actual"):
+    return "\n".join(difflib.unified_diff(expected_lines, actual_lines,
+                                          expected_name, actual_name,
+                                          lineterm=""))
+
+
+# --------------------------------------------------------------------------
+# Checks
+
+class Checker:
+    """Counts checks; prints PASS/FAIL per check and a diff for failures.
+
+    finish() prints "N passed, M failed" and exits non-zero on any failure."""
+
+    def __init__(self, name, server_kind):
+        self.name = name
+        self.server = server_kind
+        self.passed = 0
+        self.failed = 0
+        print("== %s against %s" % (name, server_kind), flush=True)
+
+    def _report(self, ok, label, detail, context):
+        if ok:
+            self.passed += 1
+            print("PASS " + label, flush=True)
+            return True
+        self.failed += 1
+        print("FAIL " + label, flush=True)
+        if detail:
+            print(_indent(detail), flush=True)
+        if context:
+            print("  --- context ---", flush=True)
+            print(_indent(context), flush=True)
+        return False
+
+    def true(self, label, condition, detail="", context=""):
+        return self._report(bool(condition), label, detail, context)
+
+    def equal(self, label, expected, actual, context=""):
+        if expected == actual:
+            return self._report(True, label, "", "")
+        if isinstance(expected, str) and isinstance(actual, str) and (
+                "\n" in expected or "\n" in actual):
+            detail = unified_diff(expected.splitlines(), actual.splitlines())
+        else:
+            detail = "expected: %r\nactual:   %r" % (expected, actual)
+        return self._report(False, label, detail, context)
+
+    def contains(self, label, text, needle, context=None):
+        """needle must appear in text as a substring."""
+        text = text or ""
+        ok = needle in text
+        return self._report(ok, label, "expected to find: %r\nin actual:\n%s" %
+                            (needle, _indent(text)) if not ok else "",
+                            context if context else "")
+
+    def not_contains(self, label, text, needle, context=None):
+        text = text or ""
+        ok = needle not in text
+        return self._report(ok, label, "expected NOT to find: %r\nin actual:\n%s"
+                            % (needle, _indent(text)) if not ok else "",
+                            context if context else "")
+
+    def matches(self, label, text, pattern, context=None):
+        """Regex pattern must match somewhere in text (multiline); returns match."""
+        text = text or ""
+        m = re.search(pattern, text, re.M)
+        self._report(bool(m), label,
+                     "expected a match for: %r\nin actual:\n%s" %
+                     (pattern, _indent(text)) if not m else "",
+                     context if context else "")
+        return m
+
+    def lines(self, label, text, expected_lines, context=None):
+        """Every expected line appears, exactly, in order, among text's lines."""
+        actual = (text or "").splitlines()
+        pos = 0
+        missing = None
+        for want in expected_lines:
+            while pos < len(actual) and actual[pos] != want:
+                pos += 1
+            if pos == len(actual):
+                missing = want
+                break
+            pos += 1
+        if missing is None:
+            return self._report(True, label, "", "")
+        detail = ("line not found (in order): %r\n" % missing +
+                  unified_diff(list(expected_lines), actual))
+        return self._report(False, label, detail, context or "")
+
+    def finish(self):
+        print("%d passed, %d failed" % (self.passed, self.failed), flush=True)
+        sys.exit(1 if self.failed else 0)
+
+
+def _indent(text, prefix="  "):
+    return "\n".join(prefix + line for line in str(text).splitlines())
+
+
+def free_port():
+    """A TCP port that was free a moment ago (for tests that need a fixed one)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_test(name, main):
+    """Parses options, calls main(args, checker), prints the summary, exits.
+
+    A HarnessError (server did not start, ...) counts as one failed check."""
+    args = parse_args(name)
+    checker = Checker(name, args.server)
+    try:
+        main(args, checker)
+    except HarnessError as e:
+        checker.true("harness", False, str(e))
+    checker.finish()
