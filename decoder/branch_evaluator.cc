@@ -26,7 +26,7 @@ std::string hex(uint64_t value) {
   return buffer;
 }
 
-Error unsupported(const Instruction& insn, const char* why) {
+btstub::Error unsupported(const Instruction& insn, const char* why) {
   return make_error(ErrorCode::NotSupported,
                     "cannot predict '" + insn.text + "' at " +
                         hex(insn.address) + ": " + why);
@@ -164,7 +164,7 @@ Expected<NextPc> next_pc(const Instruction& insn, const RegisterSource& regs,
     case ControlKind::Loop:
       return near_transfer(insn, regs, mem);
     case ControlKind::Syscall:
-      if (insn.text == "sysenter") {
+      if (insn.kernel_picks_return) {
         return unsupported(insn, "the kernel picks sysenter's return point");
       }
       return NextPc{NextKind::Syscall, insn.next_address()};

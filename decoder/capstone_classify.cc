@@ -1,6 +1,7 @@
 #include "decoder/capstone_classify.h"
 
 #include <optional>
+#include <string>
 
 namespace decoder {
 namespace {
@@ -138,19 +139,20 @@ IndirectOperand convert_memory(const cs_x86& x86, const x86_op_mem& mem,
   return out;
 }
 
-// Fills target / indirect from the single branch operand.
-void read_branch_operand(const cs_x86& x86, Instruction& out, bool& direct) {
-  direct = false;
-  if (x86.op_count < 1) return;
+// Fills target / indirect from the single branch operand; true if direct.
+bool read_branch_operand(const cs_x86& x86, Instruction& out) {
+  if (x86.op_count < 1) return false;
   const cs_x86_op& op = x86.operands[0];
   if (op.type == X86_OP_IMM) {
     out.target = static_cast<uint64_t>(op.imm);
-    direct = true;
-  } else if (op.type == X86_OP_REG) {
+    return true;
+  }
+  if (op.type == X86_OP_REG) {
     if (auto reg = map_register(op.reg)) out.indirect = *reg;
   } else if (op.type == X86_OP_MEM) {
     out.indirect = convert_memory(x86, op.mem, op.size, out.next_address());
   }
+  return false;
 }
 
 int64_t first_immediate(const cs_x86& x86) {
@@ -169,20 +171,19 @@ bool in_any_transfer_group(csh handle, const cs_insn& insn) {
 }
 
 void classify_near(const cs_insn& insn, const cs_x86& x86, Instruction& out) {
-  bool direct = false;
   if (auto cond = jcc_condition(insn.id)) {
     out.kind = ControlKind::ConditionalJump;
     out.condition = *cond;
-    read_branch_operand(x86, out, direct);
+    read_branch_operand(x86, out);
   } else if (auto op = loop_op(insn.id)) {
     out.kind = ControlKind::Loop;
     out.loop_op = *op;
     const bool ecx = insn.id == X86_INS_JECXZ ||
                      (insn.id != X86_INS_JRCXZ && x86.prefix[3] == kPrefixAddrSize);
     out.counter_width = ecx ? 4 : 8;
-    read_branch_operand(x86, out, direct);
+    read_branch_operand(x86, out);
   } else if (insn.id == X86_INS_JMP || insn.id == X86_INS_CALL) {
-    read_branch_operand(x86, out, direct);
+    const bool direct = read_branch_operand(x86, out);
     const bool jump = insn.id == X86_INS_JMP;
     out.kind = direct ? (jump ? ControlKind::Jump : ControlKind::Call)
                       : (jump ? ControlKind::IndirectJump : ControlKind::IndirectCall);
@@ -216,19 +217,15 @@ Instruction classify_capstone(csh handle, const cs_insn& insn) {
                                             : ControlKind::Interrupt;
   } else if (auto kind = fixed_kind(id)) {
     out.kind = *kind;
+    out.kernel_picks_return = id == X86_INS_SYSENTER;
     if (id == X86_INS_INT1) out.interrupt_vector = 1;
     if (id == X86_INS_INT3) out.interrupt_vector = 3;
     if (id == X86_INS_INTO) out.interrupt_vector = 4;
     if (id == X86_INS_RETF || id == X86_INS_RETFQ) {
       out.stack_adjust = static_cast<uint16_t>(first_immediate(x86));
     }
-    if (id == X86_INS_XBEGIN) {
-      bool direct = false;
-      read_branch_operand(x86, out, direct);
-    }
-    if (id == X86_INS_LJMP || id == X86_INS_LCALL) {
-      bool direct = false;
-      read_branch_operand(x86, out, direct);
+    if (id == X86_INS_XBEGIN || id == X86_INS_LJMP || id == X86_INS_LCALL) {
+      read_branch_operand(x86, out);
     }
   } else if (in_any_transfer_group(handle, insn)) {
     out.kind = ControlKind::Other;

@@ -88,6 +88,8 @@ struct Instruction {
   // target to 16 bits (and Capstone decodes the AMD length), so the outcome
   // depends on the CPU vendor and the evaluator refuses it.
   bool operand_size_override = false;
+  // sysenter: Linux returns through the vDSO, not to next_address().
+  bool kernel_picks_return = false;
 
   uint64_t next_address() const { return address + size; }
   // True when execution can continue at next_address() right after this

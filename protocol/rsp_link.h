@@ -5,6 +5,7 @@
 // Bytes not yet consumed are kept, so a 0x03 or the next packet that arrives
 // in the same read as a packet is never lost.
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,9 @@ class RspLink {
 
   // Count of packets rejected for bad checksum/oversize/garbage (for tests and logs).
   std::size_t rejected_packets() const { return rejected_; }
+  // Inbound bytes held for a packet not yet complete (bounded by about
+  // kMaxPayload once next() has drained the complete items).
+  std::size_t buffered_bytes() const { return inbuf_.size(); }
 
  private:
   std::string inbuf_;
@@ -55,6 +59,15 @@ class RspLink {
   std::string last_sent_;  // framed, for retransmission on '-'
   bool no_ack_ = false;
   std::size_t rejected_ = 0;
+  // Rest of an oversize packet still to be thrown away: until its '#', then
+  // its two checksum digits.
+  bool skipping_payload_ = false;
+  int skipping_checksum_ = 0;
+
+  // Each returns false when it needs more input before it can go on.
+  bool discard_oversize();
+  bool take_packet(std::optional<Inbound>& out);
+  void reject();
 };
 
 // '$' + payload + '#' + two hex digits of the modulo-256 sum.

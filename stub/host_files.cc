@@ -36,8 +36,9 @@ std::string HostFiles::resolve(const std::string& path) const {
 
 std::string HostFiles::open(const std::string& path, int fileio_flags, int mode) {
   if (fds_.size() >= kMaxOpen) return fail(EMFILE);
-  int host_flags = protocol::fileio_open_flags_to_host(fileio_flags) | O_CLOEXEC;
-  int fd = ::open(resolve(path).c_str(), host_flags, mode & 0777);
+  int host_flags = protocol::fileio_open_flags_to_host(fileio_flags);
+  if (host_flags < 0) return fail(EINVAL);
+  int fd = ::open(resolve(path).c_str(), host_flags | O_CLOEXEC, mode & 0777);
   if (fd < 0) return fail(errno);
   while (fds_.count(next_fd_) != 0) ++next_fd_;
   int client_fd = next_fd_++;

@@ -5,7 +5,6 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -61,12 +60,14 @@ class PtraceProcess final : public Process {
   struct ThreadState {
     bool running = false;
     bool stepping = false;
+    bool continue_after_step = false;  // stepping off a breakpoint for a continue
     StepKind last_kind = StepKind::Continue;
     std::optional<uint64_t> reinsert_at;  // breakpoint lifted for a single-step
   };
 
   PtraceProcess(pid_t pid, bool attached);
 
+  Expected<void> finish_launch(bool wrapped);
   void open_memory();
   std::vector<uint8_t> raw_read(uint64_t addr, std::size_t len);
   Expected<void> raw_write(uint64_t addr, const std::vector<uint8_t>& bytes);
@@ -79,7 +80,6 @@ class PtraceProcess final : public Process {
   void handle_clone(pid_t parent);
   void handle_exec();
   void mark_gone();
-  Expected<void> step_over_and_continue(pid_t tid, uint64_t pc, int signal);
   void stop_running_thread(pid_t tid);
 
   pid_t pid_ = 0;
@@ -88,7 +88,6 @@ class PtraceProcess final : public Process {
   int mem_fd_ = -1;
   std::map<pid_t, ThreadState> threads_;
   std::map<uint64_t, uint8_t> breakpoints_;  // address -> original byte
-  std::deque<ProcessEvent> pending_;
   std::map<pid_t, int> early_status_;  // statuses of threads not known yet
 };
 

@@ -1,0 +1,97 @@
+// target.xml generated from kAmd64Registers, so register numbers in the
+// description and in g/p packets cannot drift apart.
+#include <string>
+
+#include "protocol/amd64_registers.h"
+
+namespace protocol {
+namespace {
+
+struct Bit {
+  const char* name;
+  int bit;
+};
+
+void append_flags(std::string& out, const char* id, std::initializer_list<Bit> bits) {
+  out += "<flags id=\"";
+  out += id;
+  out += "\" size=\"4\">";
+  for (const auto& b : bits) {
+    std::string pos = std::to_string(b.bit);
+    out += "<field name=\"" + std::string(b.name) + "\" start=\"" + pos + "\" end=\"" + pos + "\"/>";
+  }
+  out += "</flags>\n";
+}
+
+void append_core_types(std::string& out) {
+  append_flags(out, "i386_eflags",
+               {{"CF", 0}, {"", 1}, {"PF", 2}, {"AF", 4}, {"ZF", 6}, {"SF", 7}, {"TF", 8},
+                {"IF", 9}, {"DF", 10}, {"OF", 11}, {"NT", 14}, {"RF", 16}, {"VM", 17},
+                {"AC", 18}, {"VIF", 19}, {"VIP", 20}, {"ID", 21}});
+}
+
+void append_sse_types(std::string& out) {
+  out +=
+      "<vector id=\"v4f\" type=\"ieee_single\" count=\"4\"/>\n"
+      "<vector id=\"v2d\" type=\"ieee_double\" count=\"2\"/>\n"
+      "<vector id=\"v16i8\" type=\"int8\" count=\"16\"/>\n"
+      "<vector id=\"v8i16\" type=\"int16\" count=\"8\"/>\n"
+      "<vector id=\"v4i32\" type=\"int32\" count=\"4\"/>\n"
+      "<vector id=\"v2i64\" type=\"int64\" count=\"2\"/>\n"
+      "<union id=\"vec128\">"
+      "<field name=\"v4_float\" type=\"v4f\"/>"
+      "<field name=\"v2_double\" type=\"v2d\"/>"
+      "<field name=\"v16_int8\" type=\"v16i8\"/>"
+      "<field name=\"v8_int16\" type=\"v8i16\"/>"
+      "<field name=\"v4_int32\" type=\"v4i32\"/>"
+      "<field name=\"v2_int64\" type=\"v2i64\"/>"
+      "<field name=\"uint128\" type=\"uint128\"/>"
+      "</union>\n";
+  append_flags(out, "i386_mxcsr",
+               {{"IE", 0}, {"DE", 1}, {"ZE", 2}, {"OE", 3}, {"UE", 4}, {"PE", 5}, {"DAZ", 6},
+                {"IM", 7}, {"DM", 8}, {"ZM", 9}, {"OM", 10}, {"UM", 11}, {"PM", 12}, {"FZ", 15}});
+}
+
+// x87 control words and mxcsr belong with their units in `info registers`
+// groups rather than with the general registers.
+std::string_view group_of(unsigned regnum) {
+  if (regnum >= static_cast<unsigned>(Amd64Reg::fctrl) && regnum <= static_cast<unsigned>(Amd64Reg::fop))
+    return "float";
+  if (regnum == static_cast<unsigned>(Amd64Reg::mxcsr)) return "vector";
+  return "";
+}
+
+void append_reg(std::string& out, unsigned regnum) {
+  const RegisterInfo& info = kAmd64Registers[regnum];
+  out += "<reg name=\"" + std::string(info.name) + "\" bitsize=\"" + std::to_string(info.bitsize) +
+         "\" type=\"" + std::string(info.type) + "\" regnum=\"" + std::to_string(regnum) + "\"";
+  if (auto group = group_of(regnum); !group.empty()) out += " group=\"" + std::string(group) + "\"";
+  out += "/>\n";
+}
+
+}  // namespace
+
+std::string amd64_target_xml() {
+  std::string out =
+      "<?xml version=\"1.0\"?>\n"
+      "<!DOCTYPE target SYSTEM \"gdb-target.dtd\">\n"
+      "<target>\n"
+      "<architecture>i386:x86-64</architecture>\n"
+      "<osabi>GNU/Linux</osabi>\n";
+  std::string_view current;
+  for (unsigned regnum = 0; regnum < kAmd64RegisterCount; ++regnum) {
+    std::string_view feature = kAmd64Registers[regnum].feature;
+    if (feature != current) {
+      if (!current.empty()) out += "</feature>\n";
+      out += "<feature name=\"org.gnu.gdb.i386." + std::string(feature) + "\">\n";
+      if (feature == "core") append_core_types(out);
+      if (feature == "sse") append_sse_types(out);
+      current = feature;
+    }
+    append_reg(out, regnum);
+  }
+  out += "</feature>\n</target>\n";
+  return out;
+}
+
+}  // namespace protocol

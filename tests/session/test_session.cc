@@ -1,0 +1,209 @@
+// Session + handlers against FakeProcess: each check names the exact payload
+// gdb would receive.
+#include <catch2/catch.hpp>
+#include <csignal>
+
+#include "fake_process.h"
+#include "protocol/replies.h"
+#include "stub/session.h"
+
+namespace {
+
+struct Fixture {
+  test::FakeProcess process;
+  stub::Session session{stub::SessionConfig{}, &process};
+
+  std::string ask(std::string_view payload) {
+    auto reply = session.handle_packet(payload);
+    REQUIRE(reply.payload.has_value());
+    return *reply.payload;
+  }
+  void negotiate() { ask("qSupported:multiprocess+;swbreak+;hwbreak+;xmlRegisters=i386"); }
+};
+
+bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("qSupported advertises what btstub does and echoes client features", "[session]") {
+  Fixture f;
+  std::string reply = f.ask("qSupported:multiprocess+;swbreak+;hwbreak+;xmlRegisters=i386");
+  CHECK(contains(reply, "PacketSize=4000"));
+  CHECK(contains(reply, "qXfer:features:read+"));
+  CHECK(contains(reply, "multiprocess+"));
+  CHECK(contains(reply, "swbreak+"));
+  CHECK_FALSE(contains(reply, "ReverseStep"));  // not until replay exists
+
+  Fixture plain;
+  std::string reply2 = plain.ask("qSupported");
+  CHECK_FALSE(contains(reply2, "multiprocess+"));
+  CHECK_FALSE(contains(reply2, "swbreak+"));
+}
+
+TEST_CASE("initial stop reply is a SIGTRAP with expedited rbp, rsp, rip and the thread", "[session]") {
+  Fixture f;
+  f.negotiate();
+  CHECK(f.ask("?") ==
+        "T0506:0000000000000000;07:0000fe7f00000000;10:0010400000000000;thread:p64.64;");
+  CHECK(f.ask("qC") == "QCp64.64");
+  CHECK(f.ask("qfThreadInfo") == "mp64.64");
+  CHECK(f.ask("qsThreadInfo") == "l");
+  CHECK(f.ask("qAttached") == "0");
+}
+
+TEST_CASE("memory reads and writes go through the process, errors are numeric", "[session]") {
+  Fixture f;
+  for (uint64_t a = 0x1000; a < 0x1004; ++a) f.process.memory[a] = static_cast<uint8_t>(a & 0xff);
+  CHECK(f.ask("m1000,4") == "00010203");
+  CHECK(f.ask("m1002,8") == "0203");  // partial: the readable prefix
+  CHECK(f.ask("m5000,4") == "E01");
+  CHECK(f.ask("M1000,2:abcd") == "OK");
+  CHECK(f.ask("m1000,2") == "abcd");
+  CHECK(f.ask("M5000,1:00") == "E01");
+  CHECK(f.ask("X1000,0:") == "OK");
+}
+
+TEST_CASE("registers: g shows all, P writes one, p reads it back", "[session]") {
+  Fixture f;
+  std::string g = f.ask("g");
+  CHECK(g.size() == 2 * protocol::amd64_register_buffer_size());
+  CHECK(f.ask("P0=efbeadde00000000") == "OK");
+  CHECK(f.ask("p0") == "efbeadde00000000");
+  CHECK(f.process.regs[100].get_u64(protocol::Amd64Reg::rax) == 0xdeadbeef);
+  CHECK(contains(f.ask("p999"), "E."));
+  CHECK(contains(f.ask("P0=12"), "E."));  // wrong size
+}
+
+TEST_CASE("continue, then a breakpoint stop reports swbreak", "[session]") {
+  Fixture f;
+  f.negotiate();
+  f.process.memory[0x401000] = 0x90;
+  CHECK(f.ask("Z0,401000,1") == "OK");
+  auto reply = f.session.handle_packet("vCont;c");
+  CHECK_FALSE(reply.payload.has_value());
+  CHECK(f.session.running());
+  CHECK(f.process.log.back() == "resume 100 cont 0");
+
+  stub::ProcessEvent stop;
+  stop.tid = 100;
+  stop.signal = SIGTRAP;
+  stop.software_breakpoint = true;
+  auto stop_reply = f.session.on_process_event(stop);
+  REQUIRE(stop_reply.has_value());
+  CHECK(contains(*stop_reply, "T05"));
+  CHECK(contains(*stop_reply, "swbreak:;"));
+  CHECK_FALSE(f.session.running());
+  CHECK(f.ask("z0,401000,1") == "OK");
+  CHECK(contains(f.ask("Z0,999999,1"), "E."));
+}
+
+TEST_CASE("signals given to C/vCont are translated from gdb's numbering", "[session]") {
+  Fixture f;
+  f.negotiate();
+  (void)f.session.handle_packet("vCont;C1e:p64.64");  // GDB_SIGNAL_USR1
+  CHECK(f.process.log.back() == "resume 100 cont " + std::to_string(SIGUSR1));
+}
+
+TEST_CASE("legacy step resumes the current thread with a step", "[session]") {
+  Fixture f;
+  (void)f.session.handle_packet("s");
+  CHECK(f.process.log.back() == "resume 100 step 0");
+}
+
+TEST_CASE("QPassSignals: a passed signal is delivered without a stop reply", "[session]") {
+  Fixture f;
+  f.negotiate();
+  CHECK(f.ask("QPassSignals:1e") == "OK");
+  (void)f.session.handle_packet("c");
+  stub::ProcessEvent usr1;
+  usr1.tid = 100;
+  usr1.signal = SIGUSR1;
+  CHECK_FALSE(f.session.on_process_event(usr1).has_value());
+  CHECK(f.process.log.back() == "resume 100 cont " + std::to_string(SIGUSR1));
+  stub::ProcessEvent segv = usr1;
+  segv.signal = SIGSEGV;
+  auto reply = f.session.on_process_event(segv);
+  REQUIRE(reply.has_value());
+  CHECK(reply->rfind("T0b", 0) == 0);
+}
+
+TEST_CASE("exit and death by signal give W and X with the process", "[session]") {
+  Fixture f;
+  f.negotiate();
+  (void)f.session.handle_packet("c");
+  stub::ProcessEvent exited;
+  exited.kind = stub::ProcessEvent::Kind::Exited;
+  exited.exit_code = 7;
+  CHECK(f.session.on_process_event(exited) == std::optional<std::string>("W07;process:64"));
+  CHECK_FALSE(f.session.has_process());
+  CHECK(contains(f.ask("g"), "E."));
+
+  Fixture g;
+  g.negotiate();
+  (void)g.session.handle_packet("c");
+  stub::ProcessEvent killed;
+  killed.kind = stub::ProcessEvent::Kind::Killed;
+  killed.signal = SIGSEGV;
+  CHECK(g.session.on_process_event(killed) == std::optional<std::string>("X0b;process:64"));
+}
+
+TEST_CASE("interrupt reaches the process only while it runs", "[session]") {
+  Fixture f;
+  f.session.on_interrupt();
+  CHECK(f.process.log.empty());
+  (void)f.session.handle_packet("c");
+  f.session.on_interrupt();
+  CHECK(f.process.log.back() == "interrupt");
+}
+
+TEST_CASE("unknown packets get the empty reply, malformed ones an error", "[session]") {
+  Fixture f;
+  CHECK(f.ask("qTStatus") == "");
+  CHECK(f.ask("vMustReplyEmpty") == "");
+  CHECK(f.ask("m12").rfind("E.", 0) == 0);
+  CHECK(f.ask("Hgzz").rfind("E", 0) == 0);
+}
+
+TEST_CASE("--disable-packet answers the named packets as unsupported", "[session]") {
+  test::FakeProcess process;
+  stub::SessionConfig config;
+  config.disabled_packets = {"vCont", "qC"};
+  stub::Session session(config, &process);
+  CHECK(session.handle_packet("qC").payload == std::optional<std::string>(""));
+  CHECK(session.handle_packet("vCont?").payload == std::optional<std::string>(""));
+  CHECK(process.log.empty());
+}
+
+TEST_CASE("kill and detach close the connection", "[session]") {
+  Fixture f;
+  auto k = f.session.handle_packet("k");
+  CHECK(k.close_connection);
+  CHECK_FALSE(k.payload.has_value());
+  CHECK(f.process.log.back() == "kill");
+
+  Fixture d;
+  auto detach = d.session.handle_packet("D");
+  CHECK(detach.payload == std::optional<std::string>("OK"));
+  CHECK(detach.close_connection);
+  CHECK(d.process.log.back() == "detach");
+}
+
+TEST_CASE("monitor commands print to the console; exit ends the server", "[session]") {
+  Fixture f;
+  auto help = f.session.handle_packet("qRcmd," + protocol::hex_encode(std::string_view("help")));
+  CHECK(help.payload == std::optional<std::string>("OK"));
+  CHECK(contains(help.console, "exit"));
+  auto bad = f.session.handle_packet("qRcmd," + protocol::hex_encode(std::string_view("frobnicate")));
+  CHECK(bad.payload->rfind("E.", 0) == 0);
+  auto exit = f.session.handle_packet("qRcmd," + protocol::hex_encode(std::string_view("exit")));
+  CHECK(exit.exit_server);
+}
+
+TEST_CASE("qXfer serves target.xml and the exec file in chunks", "[session]") {
+  Fixture f;
+  std::string first = f.ask("qXfer:features:read:target.xml:0,20");
+  CHECK(first.rfind("m<?xml", 0) == 0);
+  CHECK(f.ask("qXfer:exec-file:read::0,1000") == "l/bin/fake");
+  CHECK(f.ask("qXfer:frobs:read::0,10") == "");
+  CHECK(f.ask("qXfer:features:read:other.xml:0,10").rfind("E.", 0) == 0);
+}
