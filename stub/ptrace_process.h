@@ -2,6 +2,11 @@
 // stub::Process on Linux ptrace (x86-64). Threads are auto-attached on clone
 // and run freely; only the thread that reports an event stops (all-stop
 // across threads is not implemented yet).
+//
+// ptrace binds a tracee to the tracing *thread*: every call on one object
+// must come from the thread that created it. Events are reaped with
+// waitpid(tid) while one thread is known and waitpid(-1, __WALL) otherwise,
+// so nothing else in the stub may reap children with waitpid(-1).
 #include <sys/types.h>
 
 #include <cstdint>

@@ -1,0 +1,101 @@
+// register_mapping on synthetic kernel buffers (no process).
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "stub/register_mapping.h"
+
+using protocol::Amd64Reg;
+
+namespace {
+
+void put_st(uint8_t* fx, int st, uint64_t significand, uint16_t sign_exponent) {
+  std::memcpy(fx + 32 + st * 16, &significand, 8);
+  std::memcpy(fx + 32 + st * 16 + 8, &sign_exponent, 2);
+}
+
+unsigned idx(Amd64Reg r) { return static_cast<unsigned>(r); }
+
+}  // namespace
+
+TEST_CASE("the abridged FXSAVE tag expands by register contents and stack top") {
+  uint8_t fx[512] = {};
+  SECTION("all empty") { CHECK(stub::expand_fxsave_tag(fx) == 0xffff); }
+  SECTION("top = 5: st(i) is physical register (5+i)%8") {
+    uint16_t fsw = 5 << 11;
+    std::memcpy(fx + 2, &fsw, 2);
+    fx[4] = (1 << 5) | (1 << 6) | (1 << 7) | (1 << 0) | (1 << 1);
+    put_st(fx, 0, 0x8000000000000000, 0x3fff);  // phys 5: 1.0, valid
+    put_st(fx, 1, 0, 0);                        // phys 6: zero
+    put_st(fx, 2, 0x8000000000000000, 0x7fff);  // phys 7: infinity, special
+    put_st(fx, 3, 1, 0);                        // phys 0: denormal, special
+    put_st(fx, 4, 0x4000000000000000, 0x3fff);  // phys 1: unnormal, special
+    uint16_t expected = (0u << 10) | (1u << 12) | (2u << 14) | (2u << 0) | (2u << 2) |
+                        (3u << 4) | (3u << 6) | (3u << 8);
+    CHECK(stub::expand_fxsave_tag(fx) == expected);
+    CHECK(stub::abridge_tag(expected) == fx[4]);
+  }
+}
+
+TEST_CASE("FXSAVE fields map to gdb's i387 registers and back") {
+  uint8_t fx[512] = {};
+  uint16_t fcw = 0x27f, fsw = 0x3800, fop = 0xf9d2;
+  uint64_t fip = 0x00007fff12345678, fdp = 0x0000555500abcdef;
+  uint32_t mxcsr = 0x1fa0;
+  std::memcpy(fx + 0, &fcw, 2);
+  std::memcpy(fx + 2, &fsw, 2);
+  std::memcpy(fx + 6, &fop, 2);
+  std::memcpy(fx + 8, &fip, 8);
+  std::memcpy(fx + 16, &fdp, 8);
+  std::memcpy(fx + 24, &mxcsr, 4);
+  for (int i = 0; i < 16; ++i) fx[160 + 15 * 16 + i] = static_cast<uint8_t>(i + 1);  // xmm15
+
+  protocol::RegisterFile regs;
+  stub::fxsave_to_file(fx, regs);
+  CHECK(regs.get_u64(Amd64Reg::fctrl) == 0x27f);
+  CHECK(regs.get_u64(Amd64Reg::fstat) == 0x3800);
+  CHECK(regs.get_u64(Amd64Reg::fop) == (0xf9d2 & 0x7ff));
+  CHECK(regs.get_u64(Amd64Reg::fioff) == 0x12345678);
+  CHECK(regs.get_u64(Amd64Reg::fiseg) == 0x7fff);
+  CHECK(regs.get_u64(Amd64Reg::fooff) == 0x00abcdef);
+  CHECK(regs.get_u64(Amd64Reg::foseg) == 0x5555);
+  CHECK(regs.get_u64(Amd64Reg::mxcsr) == 0x1fa0);
+  CHECK(regs.bytes(idx(Amd64Reg::xmm0) + 15)[15] == 16);
+
+  uint8_t out[512];
+  std::memcpy(out, fx, 512);
+  out[0] = 0;  // must be rewritten from the file
+  stub::file_to_fxsave(regs, out);
+  CHECK(std::memcmp(out, fx, 512) == 0);  // including fop's upper bits
+}
+
+TEST_CASE("general registers keep bits the wire format cannot carry") {
+  user_regs_struct g{};
+  g.rax = 0x1234;
+  g.eflags = 0xffffffff00000246ull;
+  g.fs_base = 0x7ffff7d8a740;
+  protocol::RegisterFile regs;
+  stub::gregs_to_file(g, regs);
+  CHECK(regs.get_u64(Amd64Reg::eflags) == 0x246);
+  CHECK(regs.get_u64(Amd64Reg::fs_base) == 0x7ffff7d8a740);
+  regs.set_u64(Amd64Reg::eflags, 0x202);
+  regs.set_available(idx(Amd64Reg::rax), false);
+  g.rax = 0x9999;
+  stub::file_to_gregs(regs, g);
+  CHECK(g.eflags == 0xffffffff00000202ull);
+  CHECK(g.rax == 0x9999);  // unavailable: left alone
+}
+
+TEST_CASE("an XSAVE buffer in initial state is normalized") {
+  std::vector<uint8_t> xsave(576 + 256, 0xee);
+  uint64_t bv = 0x4;  // AVX only: x87 and SSE in initial state
+  std::memcpy(xsave.data() + 512, &bv, 8);
+  stub::normalize_xsave(xsave);
+  protocol::RegisterFile regs;
+  stub::fxsave_to_file(xsave.data(), regs);
+  CHECK(regs.get_u64(Amd64Reg::fctrl) == 0x37f);
+  CHECK(regs.get_u64(Amd64Reg::ftag) == 0xffff);
+  CHECK(regs.bytes(idx(Amd64Reg::xmm0))[0] == 0);
+  std::memcpy(&bv, xsave.data() + 512, 8);
+  CHECK(bv == 0x7);
+  CHECK(xsave[600] == 0xee);  // other components untouched
+}
