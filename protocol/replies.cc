@@ -37,7 +37,17 @@ std::string hex_number(uint64_t value) {
   return out;
 }
 
-std::string stop_reason_field(const StopReply& stop) {
+std::string fork_child(const StopReply& stop, bool multiprocess) {
+  if (stop.child) return format_thread_id(*stop.child, multiprocess);
+  return stop.reason_text;
+}
+
+std::string exec_file(const StopReply& stop) {
+  if (stop.exec_path) return hex_encode(*stop.exec_path);
+  return stop.reason_text;
+}
+
+std::string stop_reason_field(const StopReply& stop, bool multiprocess) {
   switch (stop.reason) {
     case StopReason::None: return "";
     case StopReason::SoftwareBreakpoint: return "swbreak:;";
@@ -47,10 +57,10 @@ std::string stop_reason_field(const StopReply& stop) {
     case StopReason::AccessWatch: return "awatch:" + hex_number(stop.reason_addr) + ";";
     case StopReason::ReplayBegin: return "replaylog:begin;";
     case StopReason::ReplayEnd: return "replaylog:end;";
-    case StopReason::Fork: return "fork:" + stop.reason_text + ";";
-    case StopReason::Vfork: return "vfork:" + stop.reason_text + ";";
+    case StopReason::Fork: return "fork:" + fork_child(stop, multiprocess) + ";";
+    case StopReason::Vfork: return "vfork:" + fork_child(stop, multiprocess) + ";";
     case StopReason::VforkDone: return "vforkdone:;";
-    case StopReason::Exec: return "exec:" + stop.reason_text + ";";
+    case StopReason::Exec: return "exec:" + exec_file(stop) + ";";
     case StopReason::Create: return "create:;";
   }
   return "";
@@ -228,7 +238,7 @@ std::string reply_stop(const StopReply& stop, bool multiprocess) {
   for (const auto& [regnum, value] : stop.expedited)
     out += (regnum < 0x100 ? hex2(regnum) : hex_number(regnum)) + ":" + hex_encode(value.data(), value.size()) + ";";
   if (stop.thread) out += "thread:" + format_thread_id(*stop.thread, multiprocess) + ";";
-  out += stop_reason_field(stop);
+  out += stop_reason_field(stop, multiprocess);
   return out;
 }
 

@@ -62,10 +62,39 @@ struct StopReply {
   StopReason reason = StopReason::None;
   uint64_t reason_addr = 0;        // data address for watch kinds
   std::string reason_text;         // child id for fork, path hex for exec
+  // Preferred over reason_text when set: the (v)fork child, formatted like
+  // every other thread id of this reply, and the exec'd program's path (raw;
+  // reply_stop hex-encodes it).
+  std::optional<ThreadId> child;
+  std::optional<std::string> exec_path;
   // Registers to expedite in a T reply (regnum -> value): pc, sp, fp.
   std::vector<std::pair<unsigned, std::vector<uint8_t>>> expedited;
 };
 std::string reply_stop(const StopReply& stop, bool multiprocess);
+
+// ---- XML documents (qXfer objects built from data, not from the OS) ----
+// Escapes &, <, >, " and ' for element text and attribute values.
+std::string xml_escape(std::string_view text);
+
+// qXfer:threads:read. `name` is omitted when empty, `core` when negative.
+struct ThreadInfo {
+  ThreadId id;
+  std::string name;
+  int core = -1;
+};
+std::string threads_xml(const std::vector<ThreadInfo>& threads, bool multiprocess);
+
+// qXfer:osdata:read:processes, the table behind `info os processes`.
+struct OsProcess {
+  int64_t pid = 0;
+  std::string user;
+  std::string command;
+  std::vector<int> cores;  // cores the process's threads last ran on
+};
+std::string osdata_processes_xml(const std::vector<OsProcess>& processes);
+// qXfer:osdata:read with an empty annex: the list of osdata types we serve
+// (only "processes"), which `info os` prints.
+std::string osdata_types_xml();
 
 // ---- vFile ----
 // "F" + hex result, or "F-1," + hex errno on failure, with ";" + escaped data attached.

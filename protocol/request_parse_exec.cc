@@ -65,6 +65,8 @@ Expected<Request> parse_v_packet(std::string_view payload) {
   std::string_view rest = payload.substr(name.size());
   if (name == "vCont") return parse_vcont(payload);
   if (name == "vFile") return parse_vfile(payload);
+  if (name == "vRun") return parse_vrun(payload);
+  if (name == "vAttach") return parse_vattach(payload);
   if (name == "vMustReplyEmpty") {
     if (!rest.empty()) return bad_packet("vMustReplyEmpty: unexpected trailing data");
     return Request{MustReplyEmpty{}};

@@ -18,5 +18,10 @@ btstub::Expected<Request> parse_kill_detach(std::string_view payload);  // k D
 btstub::Expected<Request> parse_registers(std::string_view payload);  // g G p P
 btstub::Expected<Request> parse_memory(std::string_view payload);     // m M X
 btstub::Expected<Request> parse_thread_packet(std::string_view payload);  // H T
+btstub::Expected<Request> parse_vrun(std::string_view payload);       // vRun;...
+btstub::Expected<Request> parse_vattach(std::string_view payload);    // vAttach;pid
+btstub::Expected<Request> parse_restart(std::string_view payload);    // R
+btstub::Expected<Request> parse_extended_mode(std::string_view payload);  // !
+btstub::Expected<Request> parse_thread_events(std::string_view payload);  // QThreadEvents:
 
 }  // namespace protocol::detail

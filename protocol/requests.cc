@@ -110,6 +110,7 @@ Expected<Request> parse_query(std::string_view payload) {
   if (name == "qsThreadInfo") return expect_exact(rest, name, QueryThreadInfoNext{});
   if (name == "qXfer") return parse_xfer(rest);
   if (name == "qRcmd") return parse_rcmd(rest);
+  if (name == "QThreadEvents") return parse_thread_events(payload);
   if (name == "QPassSignals" || name == "QProgramSignals") {
     auto signals = parse_signal_list(rest, name);
     if (!signals) return signals.error();
@@ -170,6 +171,10 @@ Expected<Request> parse_request(std::string_view payload) {
     case 'k':
     case 'D':
       return detail::parse_kill_detach(payload);
+    case 'R':
+      return detail::parse_restart(payload);
+    case '!':
+      return detail::parse_extended_mode(payload);
     default:
       return Request{UnknownPacket{packet_name(payload)}};
   }

@@ -77,6 +77,15 @@ struct FileSetFs { int64_t pid = 0; };                                 // vFile:
 struct FileReadlink { std::string path; };                             // vFile:readlink:hexpath
 struct FileUnlink { std::string path; };                               // vFile:unlink:hexpath
 
+// ---- extended-remote / multi-threading ----
+// vRun;HEXARG0;HEXARG1...: argv[0] empty means "the program given on the
+// command line"; later arguments may be empty strings too.
+struct RunProgram { std::vector<std::string> argv; };
+struct AttachProcess { int64_t pid = 0; };               // vAttach;PID
+struct Restart {};                                       // R XX (argument ignored)
+struct ExtendedMode {};                                  // !
+struct SetThreadEvents { bool enable = false; };         // QThreadEvents:0|1
+
 // A packet we do not implement: the reply is the empty packet.
 struct UnknownPacket { std::string name; };
 
@@ -90,6 +99,7 @@ using Request = std::variant<
     InsertBreakpoint, RemoveBreakpoint,
     Resume, Kill, Detach,
     FileOpen, FileClose, FilePread, FileFstat, FileSetFs, FileReadlink, FileUnlink,
+    RunProgram, AttachProcess, Restart, ExtendedMode, SetThreadEvents,
     UnknownPacket>;
 
 // Parses one packet payload (as returned by RspLink, still escaped).

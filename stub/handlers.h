@@ -8,6 +8,7 @@
 //   handlers_xfer.cc      qXfer objects
 //   handlers_file.cc      vFile
 //   handlers_monitor.cc   qRcmd (monitor commands)
+//   handlers_extended.cc  !, vRun, vAttach, R, QThreadEvents
 #include "protocol/requests.h"
 #include "protocol/rsp_link.h"
 #include "stub/session.h"
@@ -61,6 +62,13 @@ Reply handle(Session&, const FileUnlink&);
 
 // handlers_monitor.cc
 Reply handle(Session&, const MonitorCommand&);
+
+// handlers_extended.cc
+Reply handle(Session&, const ExtendedMode&);
+Reply handle(Session&, const RunProgram&);
+Reply handle(Session&, const AttachProcess&);
+Reply handle(Session&, const Restart&);
+Reply handle(Session&, const SetThreadEvents&);
 
 // Shared reply for "there is no program to act on".
 Reply no_process_reply();

@@ -181,10 +181,10 @@ TEST_CASE("unknown packets are UnknownPacket with their name", "[requests]") {
   require_unknown("QNonStop:1", "QNonStop");
   require_unknown("qSymbol::", "qSymbol");
   require_unknown("qTfV", "qTfV");
-  require_unknown("vRun;2f62696e", "vRun");
+  require_unknown("vStopped", "vStopped");
   require_unknown("qCRC:401000,10", "qCRC");
   require_unknown("vFile:pwrite:3,0,abc", "vFile:pwrite");
-  require_unknown("!", "!");
+  require_unknown("qThreadExtraInfo,p1f.1f", "qThreadExtraInfo");
   require_unknown("", "");
   require_unknown("b9600", "b");
   require_unknown("Z5,1000,1", "Z5");

@@ -1,0 +1,65 @@
+// extended-remote requests (vRun, vAttach, R, !) and QThreadEvents.
+#include "protocol/parse_util.h"
+#include "protocol/replies.h"
+#include "protocol/request_parsers.h"
+
+namespace protocol::detail {
+
+using btstub::Expected;
+
+namespace {
+
+// One vRun argument. Unlike a vFile path an empty argument is legal (argv[0]
+// empty selects the default program); an embedded NUL is not, because the
+// argument ends up in an execve() argv.
+std::optional<std::string> decode_argument(std::string_view hex) {
+  auto bytes = hex_decode(hex);
+  if (!bytes) return std::nullopt;
+  for (auto b : *bytes)
+    if (b == 0) return std::nullopt;
+  return std::string(bytes->begin(), bytes->end());
+}
+
+}  // namespace
+
+Expected<Request> parse_vrun(std::string_view payload) {
+  std::string_view rest = payload.substr(4);  // after "vRun"
+  if (rest.empty() || rest.front() != ';') return bad_packet("vRun: expected ';' before the program");
+  RunProgram out;
+  for (auto piece : split_all(rest.substr(1), ';')) {
+    auto arg = decode_argument(piece);
+    if (!arg) return bad_packet("vRun: argument " + std::to_string(out.argv.size()) + " is not valid hex");
+    out.argv.push_back(std::move(*arg));
+  }
+  return Request{std::move(out)};
+}
+
+Expected<Request> parse_vattach(std::string_view payload) {
+  std::string_view rest = payload.substr(7);  // after "vAttach"
+  if (rest.empty() || rest.front() != ';') return bad_packet("vAttach: expected ';' before pid");
+  auto pid = parse_hex_i64(rest.substr(1));
+  if (!pid || *pid <= 0) return bad_packet("vAttach: bad pid");
+  return Request{AttachProcess{*pid}};
+}
+
+Expected<Request> parse_restart(std::string_view payload) {
+  // The argument is documented as ignored; gdb sends "R0" or "R00". Accept
+  // any hex (or none) but still refuse garbage.
+  std::string_view rest = payload.substr(1);
+  if (!rest.empty() && !parse_hex_u64(rest)) return bad_packet("R: bad argument");
+  return Request{Restart{}};
+}
+
+Expected<Request> parse_extended_mode(std::string_view payload) {
+  if (payload.size() != 1) return bad_packet("!: unexpected trailing data");
+  return Request{ExtendedMode{}};
+}
+
+Expected<Request> parse_thread_events(std::string_view payload) {
+  std::string_view rest = payload.substr(13);  // after "QThreadEvents"
+  if (rest == ":1") return Request{SetThreadEvents{true}};
+  if (rest == ":0") return Request{SetThreadEvents{false}};
+  return bad_packet("QThreadEvents: expected ':0' or ':1'");
+}
+
+}  // namespace protocol::detail

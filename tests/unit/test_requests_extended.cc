@@ -1,0 +1,103 @@
+// parse_request(): extended-remote (vRun, vAttach, R, !) and QThreadEvents.
+#include <catch2/catch.hpp>
+
+#include "protocol/requests.h"
+
+using namespace protocol;
+
+namespace {
+
+template <class T>
+T parse_as(std::string_view payload) {
+  INFO("payload: " << payload);
+  auto result = parse_request(payload);
+  if (!result.ok()) FAIL("unexpected error: " << result.error().message);
+  REQUIRE(std::holds_alternative<T>(*result));
+  return std::get<T>(*result);
+}
+
+void require_bad(std::string_view payload) {
+  INFO("payload: " << payload);
+  auto result = parse_request(payload);
+  REQUIRE_FALSE(result.ok());
+  CHECK(result.error().code == btstub::ErrorCode::BadPacket);
+  CHECK_FALSE(result.error().message.empty());
+}
+
+using Args = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("vRun decodes every hex argument", "[requests][extended]") {
+  // "/bin/ls" "-l" "a b"
+  CHECK(parse_as<RunProgram>("vRun;2f62696e2f6c73;2d6c;612062").argv == Args{"/bin/ls", "-l", "a b"});
+  CHECK(parse_as<RunProgram>("vRun;2F62696E2F6C73").argv == Args{"/bin/ls"});
+  // What gdb sends for a bare `run` with no program: argv[0] empty.
+  CHECK(parse_as<RunProgram>("vRun;").argv == Args{""});
+  CHECK(parse_as<RunProgram>("vRun;;78").argv == Args{"", "x"});
+  // Empty arguments are real arguments, including a trailing one.
+  CHECK(parse_as<RunProgram>("vRun;2f;;").argv == Args{"/", "", ""});
+  // Bytes that mean something in the protocol are plain data once decoded.
+  CHECK(parse_as<RunProgram>("vRun;2f;233b24").argv == Args{"/", "#;$"});
+  for (const char* bad : {"vRun", "vRun:2f", "vRun;2", "vRun;zz", "vRun;2f;6", "vRun;2f00",
+                          "vRun;2f;00", "vRun; 2f"})
+    require_bad(bad);
+  // Without a separator the name is a different (unknown) packet.
+  CHECK(parse_as<UnknownPacket>("vRun2f").name == "vRun2f");
+}
+
+TEST_CASE("vAttach takes a positive hex pid", "[requests][extended]") {
+  CHECK(parse_as<AttachProcess>("vAttach;1f").pid == 0x1f);
+  CHECK(parse_as<AttachProcess>("vAttach;7FFFFFFF").pid == 0x7fffffff);
+  for (const char* bad : {"vAttach", "vAttach;", "vAttach:1f", "vAttach;0", "vAttach;-1",
+                          "vAttach;zz", "vAttach;1f;2", "vAttach;8000000000000000"})
+    require_bad(bad);
+}
+
+TEST_CASE("R restarts and ! enables extended mode", "[requests][extended]") {
+  parse_as<Restart>("R00");
+  parse_as<Restart>("Rff");
+  parse_as<Restart>("R0");  // gdb formats the ignored argument with %x
+  parse_as<Restart>("R");
+  parse_as<ExtendedMode>("!");
+  for (const char* bad : {"Rzz", "R0g", "R-1", "!!", "!0"}) require_bad(bad);
+}
+
+TEST_CASE("QThreadEvents", "[requests][extended]") {
+  CHECK(parse_as<SetThreadEvents>("QThreadEvents:1").enable);
+  CHECK_FALSE(parse_as<SetThreadEvents>("QThreadEvents:0").enable);
+  for (const char* bad : {"QThreadEvents", "QThreadEvents:", "QThreadEvents:2", "QThreadEvents:01",
+                          "QThreadEvents;1", "QThreadEvents:1;"})
+    require_bad(bad);
+}
+
+TEST_CASE("extended packets are named for logs and --disable-packet", "[requests][extended]") {
+  CHECK(packet_name("vRun;2f62696e") == "vRun");
+  CHECK(packet_name("vRun;") == "vRun");
+  CHECK(packet_name("vAttach;1f") == "vAttach");
+  CHECK(packet_name("R00") == "R");
+  CHECK(packet_name("!") == "!");
+  CHECK(packet_name("QThreadEvents:1") == "QThreadEvents");
+}
+
+TEST_CASE("packets left for later stay unknown", "[requests][extended]") {
+  // Non-stop mode and catch syscall are not served; gdb falls back when the
+  // reply is empty.
+  CHECK(parse_as<UnknownPacket>("QNonStop:1").name == "QNonStop");
+  CHECK(parse_as<UnknownPacket>("QCatchSyscalls:1").name == "QCatchSyscalls");
+}
+
+TEST_CASE("extended packets never throw on arbitrary bytes", "[requests][extended]") {
+  const std::vector<std::string> prefixes = {"vRun", "vAttach", "R", "!", "QThreadEvents"};
+  const std::string alphabet = ";:0123456789abcdefABCDEFxz-\xff";
+  uint32_t state = 777;
+  for (int i = 0; i < 5000; ++i) {
+    std::string payload = prefixes[i % prefixes.size()];
+    std::size_t len = i % 12;
+    for (std::size_t j = 0; j < len; ++j) {
+      state = state * 1103515245u + 12345u;
+      payload += alphabet[(state >> 16) % alphabet.size()];
+    }
+    CHECK_NOTHROW((void)parse_request(payload));
+  }
+}
