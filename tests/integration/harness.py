@@ -12,13 +12,16 @@ Environment:
   PROGRAMS_DIR  directory holding the built test programs (NAME_O0, NAME_O2)
   GDB           path of gdb (default: gdb on PATH)
 
+Companions: checker.py (Checker: PASS/FAIL lines, diffs, the final
+"N passed, M failed"; normalise() for comparing servers) and pty_gdb.py
+(gdb on a pseudo-terminal, for Ctrl-C).
+
 Python standard library only. Every child runs in its own session so that a
 timeout or failure can kill it together with whatever it started (the
 debugged program included); nothing is left behind.
 """
 
 import argparse
-import difflib
 import os
 import re
 import shlex
@@ -26,9 +29,10 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+
+from checker import Checker, normalise, unified_diff  # noqa: F401 (re-exported)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -65,7 +69,7 @@ def server_path(kind):
     else:
         path = os.environ.get("BTSTUB", "")
         if not path:
-            default = os.path.join(SOURCE_ROOT, "build", "stub", "btstub")
+            default = os.path.join(SOURCE_ROOT, "build", "btstub")
             path = default if os.path.exists(default) else ""
     if not path or not os.access(path, os.X_OK):
         fatal("no executable %s (set %s)" %
@@ -336,6 +340,8 @@ def run_command(argv, timeout=30.0, env=None):
 MARK = "@@@gdbcmd"
 
 GDB_PRELUDE = [
+    # CMake compiles with absolute source paths; tests expect "basic.c:30".
+    "set filename-display basename",
     "set confirm off",
     "set pagination off",
     "set width 0",
@@ -388,12 +394,13 @@ class GdbResult:
 
 
 def run_gdb(commands, program_path=None, target=None, timeout=GDB_TIMEOUT,
-            extra_init=()):
+            extra_init=(), markers=True):
     """Runs gdb -batch: prelude, `target ...`, then commands.
 
     target is the argument of `target remote` (e.g. "127.0.0.1:1234" or
     "| /path/btstub - prog args"). Each command is preceded by an echo of a
-    marker so the output can be cut per command (GdbResult.outputs).
+    marker so the output can be cut per command (GdbResult.outputs), unless
+    markers is False (then only .output is meaningful).
     """
     argv = [gdb_path(), "-batch", "-nx", "-q",
             "-iex", "set debuginfod enabled off"]
@@ -404,7 +411,9 @@ def run_gdb(commands, program_path=None, target=None, timeout=GDB_TIMEOUT,
     if target is not None:
         argv += ["-ex", "target remote " + target]
     for i, cmd in enumerate(commands):
-        argv += ["-ex", "echo %s %d\\n" % (MARK, i), "-ex", cmd]
+        if markers:
+            argv += ["-ex", "echo %s %d\\n" % (MARK, i)]
+        argv += ["-ex", cmd]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -424,14 +433,14 @@ def run_gdb(commands, program_path=None, target=None, timeout=GDB_TIMEOUT,
 
 
 def run_gdb_tcp(kind, program_path, args, commands, options=("--once",),
-                timeout=GDB_TIMEOUT):
+                timeout=GDB_TIMEOUT, markers=True):
     """Starts a server on program_path args, runs gdb against it over TCP.
 
     Returns (GdbResult, server) with the server stopped (all its output kept)."""
     server = Server(kind, [program_path] + list(args), options=options)
     try:
         result = run_gdb(commands, program_path, server.address,
-                         timeout=timeout)
+                         timeout=timeout, markers=markers)
         server.wait_exit(10.0)
     finally:
         server.stop()
@@ -441,137 +450,6 @@ def run_gdb_tcp(kind, program_path, args, commands, options=("--once",),
 def stdio_target(kind, program_path, args):
     return "| " + shlex.join([server_path(kind), "-", program_path] +
                              list(args))
-
-
-# --------------------------------------------------------------------------
-# Normalisation for comparing two servers' transcripts
-
-_NORMALISERS = [
-    (re.compile(r"process \d+"), "process PID"),
-    (re.compile(r"Thread \d+\.\d+"), "Thread PID.TID"),
-    (re.compile(r"LWP \d+"), "LWP TID"),
-    (re.compile(r"pid = \d+"), "pid = PID"),
-    # Stack addresses depend on the environment the program was started
-    # with (gdbserver starts it through a shell, which adds variables).
-    (re.compile(r"0x0*7ffffff[0-9a-f]{5}\b"), "0xSTACK"),
-]
-
-_DROP = [
-    re.compile(r"^Remote debugging using "),
-]
-
-
-def normalise(text):
-    """Replaces inherently server-specific details; drops such lines."""
-    lines = []
-    for line in text.splitlines():
-        if any(p.search(line) for p in _DROP):
-            continue
-        for pattern, repl in _NORMALISERS:
-            line = pattern.sub(repl, line)
-        lines.append(line)
-    return lines
-
-
-def unified_diff(expected_lines, actual_lines, expected_name="expected",
-                 actual_name="actual"):
-    return "\n".join(difflib.unified_diff(expected_lines, actual_lines,
-                                          expected_name, actual_name,
-                                          lineterm=""))
-
-
-# --------------------------------------------------------------------------
-# Checks
-
-class Checker:
-    """Counts checks; prints PASS/FAIL per check and a diff for failures.
-
-    finish() prints "N passed, M failed" and exits non-zero on any failure."""
-
-    def __init__(self, name, server_kind):
-        self.name = name
-        self.server = server_kind
-        self.passed = 0
-        self.failed = 0
-        print("== %s against %s" % (name, server_kind), flush=True)
-
-    def _report(self, ok, label, detail, context):
-        if ok:
-            self.passed += 1
-            print("PASS " + label, flush=True)
-            return True
-        self.failed += 1
-        print("FAIL " + label, flush=True)
-        if detail:
-            print(_indent(detail), flush=True)
-        if context:
-            print("  --- context ---", flush=True)
-            print(_indent(context), flush=True)
-        return False
-
-    def true(self, label, condition, detail="", context=""):
-        return self._report(bool(condition), label, detail, context)
-
-    def equal(self, label, expected, actual, context=""):
-        if expected == actual:
-            return self._report(True, label, "", "")
-        if isinstance(expected, str) and isinstance(actual, str) and (
-                "\n" in expected or "\n" in actual):
-            detail = unified_diff(expected.splitlines(), actual.splitlines())
-        else:
-            detail = "expected: %r\nactual:   %r" % (expected, actual)
-        return self._report(False, label, detail, context)
-
-    def contains(self, label, text, needle, context=None):
-        """needle must appear in text as a substring."""
-        text = text or ""
-        ok = needle in text
-        return self._report(ok, label, "expected to find: %r\nin actual:\n%s" %
-                            (needle, _indent(text)) if not ok else "",
-                            context if context else "")
-
-    def not_contains(self, label, text, needle, context=None):
-        text = text or ""
-        ok = needle not in text
-        return self._report(ok, label, "expected NOT to find: %r\nin actual:\n%s"
-                            % (needle, _indent(text)) if not ok else "",
-                            context if context else "")
-
-    def matches(self, label, text, pattern, context=None):
-        """Regex pattern must match somewhere in text (multiline); returns match."""
-        text = text or ""
-        m = re.search(pattern, text, re.M)
-        self._report(bool(m), label,
-                     "expected a match for: %r\nin actual:\n%s" %
-                     (pattern, _indent(text)) if not m else "",
-                     context if context else "")
-        return m
-
-    def lines(self, label, text, expected_lines, context=None):
-        """Every expected line appears, exactly, in order, among text's lines."""
-        actual = (text or "").splitlines()
-        pos = 0
-        missing = None
-        for want in expected_lines:
-            while pos < len(actual) and actual[pos] != want:
-                pos += 1
-            if pos == len(actual):
-                missing = want
-                break
-            pos += 1
-        if missing is None:
-            return self._report(True, label, "", "")
-        detail = ("line not found (in order): %r\n" % missing +
-                  unified_diff(list(expected_lines), actual))
-        return self._report(False, label, detail, context or "")
-
-    def finish(self):
-        print("%d passed, %d failed" % (self.passed, self.failed), flush=True)
-        sys.exit(1 if self.failed else 0)
-
-
-def _indent(text, prefix="  "):
-    return "\n".join(prefix + line for line in str(text).splitlines())
 
 
 def free_port():

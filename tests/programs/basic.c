@@ -37,7 +37,7 @@ int compute(int n) {
 }
 
 int factorial(int n) {
-  if (n <= 1) {
+  if (n <= 1) { /* MARK: factorial_entry */
     return 1; /* MARK: factorial_base */
   }
   return n * factorial(n - 1);

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""stepi benchmark (not a test): how long 1,500 single steps take through
+gdbserver and through btstub, in one run.
+
+For each server: start it on tests/programs/stepper.c (built as
+PROGRAMS_DIR/stepper_O0), let gdb -batch run to step_loop, then time, inside
+gdb with Python's perf_counter, only the stepping:
+
+  count: one `stepi 1500` command
+  loop:  1,500 separate `stepi` commands (gdb.execute from a Python loop),
+         as a user or a front end would issue them
+
+Each measurement is repeated (--repeat, default 5) and the median is shown,
+as a markdown table, together with the exact command lines.
+
+    BTSTUB=build/stub/btstub PROGRAMS_DIR=build/programs \\
+        python3 tests/bench/stepi_bench.py [--steps 1500] [--repeat 5]
+        [--servers gdbserver,btstub]
+"""
+
+import argparse
+import os
+import re
+import shlex
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+import harness  # noqa: E402
+
+TIMED = {
+    "count": ["python import time; _t0 = time.perf_counter()",
+              "stepi {steps}",
+              "python print('BENCH_SECONDS %.6f' % (time.perf_counter() - _t0))"],
+    "loop": ["python import time; _t0 = time.perf_counter()\n"
+             "python [gdb.execute('stepi', to_string=True) for _ in range({steps})]",
+             "python print('BENCH_SECONDS %.6f' % (time.perf_counter() - _t0))"],
+}
+
+
+def commands(mode, steps):
+    pre = ["break step_loop", "continue", "print $pc"]
+    timed = []
+    for line in TIMED[mode]:
+        timed += [part.format(steps=steps) for part in line.split("\n")]
+    return pre + timed + ["x/i $pc", "kill"]
+
+
+def measure(kind, mode, steps):
+    """One run; returns (seconds, gdb argv, server argv)."""
+    prog = harness.program("stepper")
+    result, server = harness.run_gdb_tcp(kind, prog, [], commands(mode, steps),
+                                         timeout=600, markers=False)
+    m = re.search(r"^BENCH_SECONDS ([0-9.]+)$", result.output, re.M)
+    if not m or "<step_loop+" not in result.output.split("BENCH_SECONDS")[-1]:
+        raise harness.HarnessError(
+            "%s (%s) did not complete %d steps inside step_loop:\n%s" %
+            (kind, mode, steps, result.transcript()))
+    return float(m.group(1)), result.argv, server.argv
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=1500)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--servers", default="gdbserver,btstub")
+    parser.add_argument("--modes", default="count,loop")
+    args = parser.parse_args()
+
+    rows = []
+    shown = []
+    for mode in args.modes.split(","):
+        for kind in args.servers.split(","):
+            times = []
+            for _ in range(args.repeat):
+                seconds, gdb_argv, server_argv = measure(kind, mode, args.steps)
+                times.append(seconds)
+            median = statistics.median(times)
+            rows.append((kind, mode, median, times))
+            if (kind, mode) not in [(k, m) for k, m, _, _ in shown]:
+                shown.append((kind, mode, server_argv, gdb_argv))
+
+    print("stepi benchmark: %d steps, median of %d runs, %s, %s" %
+          (args.steps, args.repeat, os.uname().machine,
+           "%d CPUs" % os.cpu_count()))
+    print()
+    print("| server | mode | seconds | µs per stepi | runs (s) |")
+    print("|---|---|---:|---:|---|")
+    for kind, mode, median, times in rows:
+        print("| %s | %s | %.3f | %.0f | %s |" % (
+            kind, mode, median, median / args.steps * 1e6,
+            ", ".join("%.3f" % t for t in times)))
+    by_mode = {}
+    for kind, mode, median, _ in rows:
+        by_mode.setdefault(mode, {})[kind] = median
+    print()
+    for mode, medians in by_mode.items():
+        if "gdbserver" in medians and "btstub" in medians:
+            print("%s: btstub / gdbserver = %.2f" %
+                  (mode, medians["btstub"] / medians["gdbserver"]))
+    print()
+    print("Command lines (the port is picked by the server, :0):")
+    for kind, mode, server_argv, gdb_argv in shown:
+        print()
+        print("%s, %s:" % (kind, mode))
+        print("    " + shlex.join(server_argv))
+        print("    " + shlex.join(gdb_argv))
+    print()
+    print("Reproduce: " + shlex.join([sys.executable] + sys.argv))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except harness.HarnessError as e:
+        print("benchmark failed: %s" % e, file=sys.stderr)
+        sys.exit(1)

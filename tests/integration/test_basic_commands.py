@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Everyday gdb commands over TCP on tests/programs/basic.c (see
+basic_session.py for the session and the expected values), plus a short
+session on the -O2 build.
+
+    python3 test_basic_commands.py [--server gdbserver] [-v]
+"""
+
+import basic_session
+from harness import program, run_gdb_tcp, run_test
+
+
+def check_o0(args, c):
+    commands, _ = basic_session.build()
+    result, server = run_gdb_tcp(args.server, program("basic"),
+                                 basic_session.ARGS, commands)
+    basic_session.check(c, result, server.stdout, "O0: ")
+    c.matches("O0: server reports the process", server.stderr,
+              r"^Process \S+basic_O0 created; pid = \d+$")
+    c.contains("O0: server reports the client", server.stderr,
+               "Remote debugging from host 127.0.0.1, port ")
+
+
+def check_o2(args, c):
+    commands = ["break add_one", "continue", "bt 1", "finish",
+                "delete", "continue"]
+    result, server = run_gdb_tcp(args.server, program("basic", "O2"),
+                                 ["only-one"], commands)
+    ctx = result.transcript()
+    # At -O2 add_one is also inlined into main: two locations, and gdb
+    # shows the stop as "Breakpoint 1.1, 0x... in add_one (v=<optimized out>)".
+    line = basic_session.line_no("add_one_body")
+    c.matches("O2: breakpoint on optimised function", result.of(1),
+              r"^Breakpoint 1(\.\d)?, (0x[0-9a-f]+ in )?add_one \(v=.*\) "
+              r"at basic\.c:%d$" % line, ctx)
+    c.matches("O2: bt", result.of(2),
+              r"^#0  (0x[0-9a-f]+ in )?add_one \(v=.*\) at basic\.c:%d$" % line,
+              ctx)
+    c.matches("O2: finish returns to main", result.of(3),
+              r"^(0x[0-9a-f]+ in )?main \(argc=2, argv=.*\) at basic\.c:\d+$",
+              ctx)
+    # argc == 2 and the arguments are not alpha beta: exit code 10 + 2.
+    c.matches("O2: exit code 12", result.of(5),
+              r"^\[Inferior 1 \(process \d+\) exited with code 014\]$", ctx)
+    c.contains("O2: program output", server.stdout, "result=")
+
+
+def main(args, c):
+    check_o0(args, c)
+    check_o2(args, c)
+
+
+if __name__ == "__main__":
+    run_test("test_basic_commands", main)
