@@ -1,0 +1,63 @@
+#include "decoder/block_trace.h"
+
+#include <algorithm>
+
+namespace decoder {
+
+BlockTrace::BlockTrace(uint64_t origin, std::size_t capacity_records, OverflowPolicy policy)
+    : ring_(std::max<std::size_t>(capacity_records, 1)), oldest_begin_(origin), policy_(policy) {}
+
+bool BlockTrace::append(uint64_t from, uint64_t to) {
+  if (full()) {
+    if (policy_ == OverflowPolicy::Stop) return false;
+    oldest_begin_ = ring_[head_].to;
+    head_ = (head_ + 1) % ring_.size();
+    --count_;
+  }
+  ring_[(head_ + count_) % ring_.size()] = Branch{from, to};
+  ++count_;
+  ++next_sequence_;
+  return true;
+}
+
+const Branch& BlockTrace::at(uint64_t seq) const {
+  std::size_t offset = static_cast<std::size_t>(seq - first_sequence());
+  return ring_[(head_ + offset) % ring_.size()];
+}
+
+std::vector<Block> BlockTrace::blocks(uint64_t from_seq, uint64_t current_pc) const {
+  std::vector<Block> out;
+  out.reserve(static_cast<std::size_t>(end_sequence() - from_seq) + 1);
+  uint64_t begin = from_seq == first_sequence() ? oldest_begin_ : at(from_seq - 1).to;
+  for (uint64_t seq = from_seq; seq < end_sequence(); ++seq) {
+    const Branch& b = at(seq);
+    out.push_back(Block{begin, b.from});
+    begin = b.to;
+  }
+  out.push_back(Block{begin, current_pc});
+  return out;
+}
+
+void BlockTrace::clear(uint64_t origin) {
+  head_ = 0;
+  count_ = 0;
+  oldest_begin_ = origin;
+}
+
+void BlockTrace::resize(std::size_t capacity_records) {
+  std::size_t capacity = std::max<std::size_t>(capacity_records, 1);
+  std::vector<Branch> kept;
+  std::size_t keep = std::min(count_, capacity);
+  for (uint64_t seq = end_sequence() - keep; seq < end_sequence(); ++seq) kept.push_back(at(seq));
+  if (keep < count_) oldest_begin_ = at(end_sequence() - keep - 1).to;
+  ring_.assign(capacity, Branch{});
+  std::copy(kept.begin(), kept.end(), ring_.begin());
+  head_ = 0;
+  count_ = keep;
+}
+
+std::size_t bts_records_for_bytes(uint64_t bytes) {
+  return static_cast<std::size_t>(std::max<uint64_t>(bytes / BlockTrace::kBtsRecordSize, 1));
+}
+
+}  // namespace decoder

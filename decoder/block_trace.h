@@ -1,0 +1,90 @@
+#pragma once
+// One thread's branch trace: the taken branches (from, to) in the order they
+// happened, in a bounded ring like a BTS buffer. Capacity is counted in
+// 24-byte BTS records so that gdb's `set record btrace bts buffer-size`
+// means the same here as on hardware.
+//
+// Sequence numbers: every appended branch gets the next number (0, 1, ...);
+// readers remember the number they have seen up to, which is what qXfer
+// btrace `new`/`delta` reads and replay cursors need. Dropping old branches
+// never renumbers the rest.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace decoder {
+
+struct Branch {
+  uint64_t from = 0;  // address of the branch instruction (or where the thread was interrupted)
+  uint64_t to = 0;    // where execution continued
+  bool operator==(const Branch&) const = default;
+};
+
+// A block as gdb's BTS format describes it: from a branch target (`begin`)
+// to the address of the last instruction executed before the next taken
+// branch (`end`, inclusive).
+struct Block {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  bool operator==(const Block&) const = default;
+};
+
+enum class OverflowPolicy {
+  DropOldest,  // ring: the newest branches win (BTS default)
+  Stop,        // refuse to append; the tracer stops the program and reports it
+};
+
+class BlockTrace {
+ public:
+  static constexpr std::size_t kBtsRecordSize = 24;
+
+  // `origin`: where the thread was when tracing began (the first block's begin).
+  BlockTrace(uint64_t origin, std::size_t capacity_records,
+             OverflowPolicy policy = OverflowPolicy::DropOldest);
+
+  // Appends one taken branch. False (and nothing stored) only when the
+  // buffer is full under OverflowPolicy::Stop.
+  bool append(uint64_t from, uint64_t to);
+
+  std::size_t size() const { return count_; }
+  std::size_t capacity() const { return ring_.size(); }
+  bool full() const { return count_ == ring_.size(); }
+  OverflowPolicy policy() const { return policy_; }
+
+  // Sequence numbers of the oldest retained branch and one past the newest.
+  uint64_t first_sequence() const { return next_sequence_ - count_; }
+  uint64_t end_sequence() const { return next_sequence_; }
+  // True when branches numbered >= `seq` were dropped before a reader saw them.
+  bool lost_since(uint64_t seq) const { return seq < first_sequence(); }
+  // Precondition: first_sequence() <= seq < end_sequence().
+  const Branch& at(uint64_t seq) const;
+
+  // Where the oldest retained block begins: the target of the newest dropped
+  // branch, or the origin when nothing was dropped.
+  uint64_t oldest_begin() const { return oldest_begin_; }
+
+  // Blocks for branches [from_seq, end_sequence()), oldest first; the last
+  // block ends at `current_pc`. The first block begins at the target of
+  // branch from_seq-1 (or oldest_begin() when from_seq is the first retained).
+  // Precondition: first_sequence() <= from_seq <= end_sequence().
+  std::vector<Block> blocks(uint64_t from_seq, uint64_t current_pc) const;
+
+  // Drops everything; tracing goes on from `origin`.
+  void clear(uint64_t origin);
+  // New capacity; keeps the newest branches that fit.
+  void resize(std::size_t capacity_records);
+
+ private:
+  std::vector<Branch> ring_;
+  std::size_t head_ = 0;    // index of the oldest retained branch
+  std::size_t count_ = 0;
+  uint64_t next_sequence_ = 0;
+  uint64_t oldest_begin_ = 0;
+  OverflowPolicy policy_;
+};
+
+// Capacity in records for a buffer of `bytes` (at least one record).
+std::size_t bts_records_for_bytes(uint64_t bytes);
+
+}  // namespace decoder

@@ -1,0 +1,83 @@
+#pragma once
+// The contract between the process layer (PtraceProcess, which owns ptrace
+// and the event loop) and a software branch tracer. The tracer sees every
+// resume and every stop of a traced thread before the process layer acts on
+// it, and may absorb a stop so the thread goes on without the client ever
+// hearing of it: that is how one block runs per ptrace stop.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "protocol/expected.h"
+#include "protocol/register_file.h"
+#include "stub/process.h"
+
+namespace stub {
+
+// What a tracer may do to a stopped thread. Implemented by the process layer.
+class TracedThreadControl {
+ public:
+  virtual ~TracedThreadControl() = default;
+  virtual Expected<protocol::RegisterFile> read_registers(pid_t tid) = 0;
+  // The program's original bytes: user breakpoints hidden, as Process::read_memory.
+  virtual Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len) = 0;
+  // True when a user software breakpoint (Z0) is inserted at `addr`.
+  virtual bool has_user_breakpoint(uint64_t addr) const = 0;
+  // Arms (nullopt: disarms) this thread's trace stop: an execution
+  // breakpoint in a debug-register slot reserved for the tracer, apart from
+  // the slots Z1-Z4 share. It fires before the instruction at `addr` runs.
+  virtual Expected<void> set_trace_stop(pid_t tid, std::optional<uint64_t> addr) = 0;
+};
+
+// One stop of a traced thread as the process layer observed it.
+struct TracedStop {
+  pid_t tid = 0;
+  int signal = 0;                    // host signal (SIGTRAP for traps and steps)
+  uint64_t pc = 0;                   // after rewinding a software breakpoint
+  bool trace_stop_hit = false;       // the tracer's execution breakpoint fired (DR6)
+  bool single_stepped = false;       // a single-step completed
+  bool software_breakpoint = false;  // a user int3 fired
+  bool watchpoint_hit = false;       // a user Z1-Z4 fired
+  bool syscall_exit = false;         // reserved for a syscall-stop backend
+};
+
+enum class TraceVerdict {
+  Report,      // the process layer handles the stop as it would untraced
+  Continue,    // absorbed: PTRACE_CONT without a signal, nothing reported
+  SingleStep,  // absorbed: PTRACE_SINGLESTEP without a signal, nothing reported
+};
+
+class TraceHook {
+ public:
+  virtual ~TraceHook() = default;
+
+  // Is `tid` traced? The process layer calls the other methods only for
+  // traced threads (and on_thread_created for every new thread).
+  virtual bool traces(pid_t tid) const = 0;
+
+  // Before EVERY resume of a traced thread: the client's resumes and the
+  // process layer's own (stepping off a breakpoint, resuming after all-stop).
+  // `signal` is delivered with the resume. The tracer arms its trace stop
+  // and returns the kind to use: it may turn a Continue into a SingleStep
+  // (e.g. at a syscall, or to stop at a signal handler's first instruction;
+  // that step's stop then comes to on_stop), never a step into a continue.
+  virtual StepKind before_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal) = 0;
+
+  // At EVERY stop of a traced thread, before the process layer interprets
+  // it, except the SIGSTOPs the process layer itself sends to stop all
+  // threads (those threads get before_resume when they resume). A verdict
+  // other than Report while the process layer is stopping all threads means
+  // "keep it stopped quietly"; before_resume follows when it resumes.
+  virtual TraceVerdict on_stop(TracedThreadControl& control, const TracedStop& stop) = 0;
+
+  virtual void on_thread_created(pid_t tid, pid_t parent) = 0;
+  // The thread is gone; its trace stays readable (gdb may still ask).
+  virtual void on_thread_exited(pid_t tid) = 0;
+  // execve replaced the address space (the calling thread survives as the
+  // process's main thread).
+  virtual void on_exec(pid_t tid) = 0;
+};
+
+}  // namespace stub
