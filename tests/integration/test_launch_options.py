@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Launch options, end to end through gdb:
+
+--wrapper CMD.. --   the program starts behind the wrapper (env sets a
+                     variable the program then sees) and gdb still stops
+                     at the program, not at the wrapper;
+--disable-packet=vCont
+                     the server answers vCont packets as unsupported, gdb
+                     falls back to s/c and stepping still works;
+address space randomization: disabled by default (two runs show the same
+stack address), kept with --no-disable-randomization (different
+addresses).
+
+    python3 test_launch_options.py [--server gdbserver] [-v]
+"""
+
+import re
+
+from harness import program, run_gdb_tcp, run_test
+
+
+def stack_pointer(kind, prog, options, c, label):
+    result, _ = run_gdb_tcp(kind, prog, [], ["break main", "continue",
+                                             "print/x $sp", "kill"],
+                            options=("--once",) + tuple(options))
+    m = re.search(r"^\$1 = (0x[0-9a-f]+)$", result.of(2), re.M)
+    c.true(label + ": $sp printed", m is not None, result.transcript())
+    return m.group(1) if m else None
+
+
+def check_wrapper(kind, c):
+    prog = program("basic")
+    result, server = run_gdb_tcp(
+        kind, prog, ["alpha", "beta"],
+        ["break main", "continue", "info symbol $pc",
+         'print (char *) getenv("BTSTUB_WRAPPED")', "delete", "continue"],
+        options=("--once", "--wrapper", "env", "BTSTUB_WRAPPED=yes", "--"))
+    ctx = result.transcript() + "\nserver stderr:\n" + server.stderr
+    c.matches("wrapper: stops in the program's main", result.of(1),
+              r"^Breakpoint 1, main \(argc=3, argv=0x[0-9a-f]+\) at ", ctx)
+    c.matches("wrapper: the wrapper's environment reached the program",
+              result.of(3), r'^\$1 = 0x[0-9a-f]+ "yes"$', ctx)
+    c.matches("wrapper: arguments arrived (exit code 07)", result.of(5),
+              r"^\[Inferior 1 \(process \d+\) exited with code 07\]$", ctx)
+
+
+def check_disable_vcont(kind, c):
+    prog = program("basic")
+    result, _ = run_gdb_tcp(
+        kind, prog, ["alpha", "beta"],
+        ["break add_one", "continue", "set debug remote 1", "next",
+         "stepi", "set debug remote 0", "delete", "continue"],
+        options=("--once", "--disable-packet=vCont"))
+    ctx = result.transcript()
+    debug = result.of(3) + result.of(4)
+    c.not_contains("vCont disabled: gdb never resumes with vCont", debug,
+                   "Sending packet: $vCont;", ctx)
+    c.matches("vCont disabled: gdb steps with s", debug,
+              r"Sending packet: \$s#", ctx)
+    c.not_contains("vCont disabled: next and stepi give no error", debug,
+                   "error", ctx)
+    c.matches("vCont disabled: program exits normally", result.of(7),
+              r"^\[Inferior 1 \(process \d+\) exited with code 07\]$", ctx)
+
+
+def check_randomization(kind, c):
+    prog = program("basic")
+    fixed = [stack_pointer(kind, prog, [], c, "default run %d" % i)
+             for i in (1, 2)]
+    c.true("randomization disabled by default: same $sp twice",
+           None not in fixed and fixed[0] == fixed[1], str(fixed))
+    kept = [stack_pointer(kind, prog, ["--no-disable-randomization"], c,
+                          "--no-disable-randomization run %d" % i)
+            for i in (1, 2)]
+    c.true("--no-disable-randomization: $sp differs between runs",
+           None not in kept and kept[0] != kept[1], str(kept))
+
+
+def main(args, c):
+    check_wrapper(args.server, c)
+    check_disable_vcont(args.server, c)
+    check_randomization(args.server, c)
+
+
+if __name__ == "__main__":
+    run_test("test_launch_options", main)
