@@ -1,5 +1,7 @@
 #include "stub/libraries_svr4.h"
 
+#include "protocol/replies.h"
+
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -30,21 +32,6 @@ std::string hex(uint64_t value) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
   return buf;
-}
-
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 // Reads exactly `len` bytes or fails.
@@ -164,7 +151,7 @@ Expected<std::string> libraries_svr4_xml(Process& process) {
     } else {
       auto name = l_name ? read_c_string(process, l_name) : Expected<std::string>(std::string());
       if (name && !name->empty()) {
-        body += "<library name=\"" + xml_escape(*name) + "\" lm=\"" + hex(lm) + "\" l_addr=\"" +
+        body += "<library name=\"" + protocol::xml_escape(*name) + "\" lm=\"" + hex(lm) + "\" l_addr=\"" +
                 hex(l_addr) + "\" l_ld=\"" + hex(l_ld) + "\" lmid=\"0x0\"/>";
       }
     }

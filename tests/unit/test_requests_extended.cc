@@ -1,28 +1,15 @@
 // parse_request(): extended-remote (vRun, vAttach, R, !) and QThreadEvents.
 #include <catch2/catch.hpp>
 
+#include "parse_helpers.h"
 #include "protocol/requests.h"
 
 using namespace protocol;
 
 namespace {
 
-template <class T>
-T parse_as(std::string_view payload) {
-  INFO("payload: " << payload);
-  auto result = parse_request(payload);
-  if (!result.ok()) FAIL("unexpected error: " << result.error().message);
-  REQUIRE(std::holds_alternative<T>(*result));
-  return std::get<T>(*result);
-}
-
-void require_bad(std::string_view payload) {
-  INFO("payload: " << payload);
-  auto result = parse_request(payload);
-  REQUIRE_FALSE(result.ok());
-  CHECK(result.error().code == btstub::ErrorCode::BadPacket);
-  CHECK_FALSE(result.error().message.empty());
-}
+using test::parse_as;
+using test::require_bad;
 
 using Args = std::vector<std::string>;
 
