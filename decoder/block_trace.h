@@ -30,6 +30,16 @@ struct Block {
   bool operator==(const Block&) const = default;
 };
 
+// rsp and rbp of the thread at a branch, before it executed. The software
+// tracer stops there anyway and records them, so replay can rebuild the
+// stack pointer and frame pointer at every instruction of history (hardware
+// traces carry none: has_stacks() is false then).
+struct StackSnapshot {
+  uint64_t rsp = 0;
+  uint64_t rbp = 0;
+  bool operator==(const StackSnapshot&) const = default;
+};
+
 enum class OverflowPolicy {
   DropOldest,  // ring: the newest branches win (BTS default)
   Stop,        // refuse to append; the tracer stops the program and reports it
@@ -46,6 +56,12 @@ class BlockTrace {
   // Appends one taken branch. False (and nothing stored) only when the
   // buffer is full under OverflowPolicy::Stop.
   bool append(uint64_t from, uint64_t to);
+  // The same, with the registers at `from`. A trace holds snapshots for all
+  // of its branches or for none: mixing the two forms is a caller bug.
+  bool append(uint64_t from, uint64_t to, const StackSnapshot& at_from);
+  bool has_stacks() const { return !stacks_.empty(); }
+  // Precondition: has_stacks() and first_sequence() <= seq < end_sequence().
+  const StackSnapshot& stack_at(uint64_t seq) const;
 
   std::size_t size() const { return count_; }
   std::size_t capacity() const { return ring_.size(); }
@@ -76,7 +92,10 @@ class BlockTrace {
   void resize(std::size_t capacity_records);
 
  private:
+  std::size_t slot_for_append();
+
   std::vector<Branch> ring_;
+  std::vector<StackSnapshot> stacks_;  // parallel to ring_, or empty
   std::size_t head_ = 0;    // index of the oldest retained branch
   std::size_t count_ = 0;
   uint64_t next_sequence_ = 0;

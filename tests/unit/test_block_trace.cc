@@ -55,3 +55,21 @@ TEST_CASE("BTS buffer sizes are counted in 24-byte records") {
   REQUIRE(decoder::bts_records_for_bytes(64 * 1024) == 2730);
   REQUIRE(decoder::bts_records_for_bytes(1) == 1);
 }
+
+TEST_CASE("BlockTrace keeps the stack snapshot of each branch through drops and resizes") {
+  BlockTrace trace(0x100, 2);
+  REQUIRE_FALSE(trace.has_stacks());
+  trace.append(0x110, 0x200, {0x7000, 0x7100});
+  trace.append(0x210, 0x300, {0x6ff8, 0x7100});
+  trace.append(0x310, 0x400, {0x6ff0, 0x6ff8});
+  REQUIRE(trace.has_stacks());
+  REQUIRE(trace.first_sequence() == 1);
+  REQUIRE(trace.stack_at(1) == decoder::StackSnapshot{0x6ff8, 0x7100});
+  REQUIRE(trace.stack_at(2) == decoder::StackSnapshot{0x6ff0, 0x6ff8});
+  trace.resize(1);
+  REQUIRE(trace.stack_at(2) == decoder::StackSnapshot{0x6ff0, 0x6ff8});
+  trace.resize(3);
+  trace.append(0x410, 0x500, {0x6fe8, 0x6ff0});
+  REQUIRE(trace.stack_at(2) == decoder::StackSnapshot{0x6ff0, 0x6ff8});
+  REQUIRE(trace.stack_at(3) == decoder::StackSnapshot{0x6fe8, 0x6ff0});
+}
