@@ -86,6 +86,15 @@ struct Restart {};                                       // R XX (argument ignor
 struct ExtendedMode {};                                  // !
 struct SetThreadEvents { bool enable = false; };         // QThreadEvents:0|1
 
+// ---- branch tracing (gdb's `record btrace`) ----
+enum class BtraceOp { Bts, Pt, Off };
+enum class BtraceFormat { Bts, Pt };
+struct BtraceControl { BtraceOp op = BtraceOp::Bts; };      // Qbtrace:bts|pt|off
+struct BtraceConfigure {                                    // Qbtrace-conf:bts:size=0xN, ...:pt:size=0xN
+  BtraceFormat format = BtraceFormat::Bts;
+  uint64_t size = 0;  // bytes; fits 32 bits (gdb's limit)
+};
+
 // A packet we do not implement: the reply is the empty packet.
 struct UnknownPacket { std::string name; };
 
@@ -100,6 +109,7 @@ using Request = std::variant<
     Resume, Kill, Detach,
     FileOpen, FileClose, FilePread, FileFstat, FileSetFs, FileReadlink, FileUnlink,
     RunProgram, AttachProcess, Restart, ExtendedMode, SetThreadEvents,
+    BtraceControl, BtraceConfigure,
     UnknownPacket>;
 
 // Parses one packet payload (as returned by RspLink, still escaped).

@@ -9,6 +9,7 @@
 //   handlers_file.cc      vFile
 //   handlers_monitor.cc   qRcmd (monitor commands)
 //   handlers_extended.cc  !, vRun, vAttach, R, QThreadEvents
+//   handlers_btrace.cc    Qbtrace, Qbtrace-conf, qXfer:btrace(-conf)
 #include "protocol/requests.h"
 #include "protocol/rsp_link.h"
 #include "stub/session.h"
@@ -69,6 +70,16 @@ Reply handle(Session&, const RunProgram&);
 Reply handle(Session&, const AttachProcess&);
 Reply handle(Session&, const Restart&);
 Reply handle(Session&, const SetThreadEvents&);
+
+// handlers_btrace.cc (gdb's `record btrace`)
+Reply handle(Session&, const BtraceControl&);
+Reply handle(Session&, const BtraceConfigure&);
+// qXfer:btrace:read and qXfer:btrace-conf:read (from handlers_xfer.cc).
+Reply handle_btrace_xfer(Session&, const XferRead&);
+// qSupported entries: none without a trace backend.
+std::vector<std::string> btrace_supported_features(const Session&);
+// The Qbtrace:pt error text, by whether the intel_pt PMU exists.
+std::string btrace_pt_unavailable_message(bool pmu_present);
 
 // Shared reply for "there is no program to act on".
 Reply no_process_reply();

@@ -1,6 +1,7 @@
 // Running the program: resume requests, breakpoints, signals, kill, detach.
 #include <csignal>
 
+#include "stub/debug_registers.h"
 #include "stub/handlers.h"
 
 namespace stub {
@@ -43,15 +44,25 @@ Resume with_legacy_threads(const Session& s, Resume req, pid_t pid) {
 
 Reply handle(Session& s, const InsertBreakpoint& req) {
   if (!s.has_process()) return no_process_reply();
-  if (req.type != BreakpointType::Software) return Reply::now(reply_empty());
-  if (auto ok = s.process()->insert_breakpoint(req.addr); !ok) return error(ok.error());
+  // x86 has no read-only watch: like gdbserver, refuse Z3 so gdb emulates
+  // rwatch with an access watchpoint (stub/debug_registers.h).
+  if (req.type == BreakpointType::ReadWatch && !kHasReadOnlyWatchpoints) return Reply::now(reply_empty());
+  // Without working debug registers answer empty, so gdb falls back to
+  // software watchpoints; running out of them is an error gdb shows.
+  if (req.type != BreakpointType::Software && !s.process()->has_hw_points()) return Reply::now(reply_empty());
+  auto ok = req.type == BreakpointType::Software ? s.process()->insert_breakpoint(req.addr)
+                                                 : s.process()->insert_hw_point(req.type, req.addr, req.kind);
+  if (!ok) return error(ok.error());
   return Reply::now(reply_ok());
 }
 
 Reply handle(Session& s, const RemoveBreakpoint& req) {
   if (!s.has_process()) return no_process_reply();
-  if (req.type != BreakpointType::Software) return Reply::now(reply_empty());
-  if (auto ok = s.process()->remove_breakpoint(req.addr); !ok) return error(ok.error());
+  if (req.type == BreakpointType::ReadWatch && !kHasReadOnlyWatchpoints) return Reply::now(reply_empty());
+  if (req.type != BreakpointType::Software && !s.process()->has_hw_points()) return Reply::now(reply_empty());
+  auto ok = req.type == BreakpointType::Software ? s.process()->remove_breakpoint(req.addr)
+                                                 : s.process()->remove_hw_point(req.type, req.addr, req.kind);
+  if (!ok) return error(ok.error());
   return Reply::now(reply_ok());
 }
 
@@ -99,7 +110,9 @@ Reply handle(Session& s, const Kill& req) {
   // gdb reads no reply to `k`; vKill wants OK.
   Reply reply;
   if (req.pid) reply.payload = reply_ok();
-  reply.close_connection = true;
+  // Extended remote: the connection outlives the program, so gdb can run again.
+  reply.close_connection = !s.extended;
+  if (s.extended) s.last_stop.reset();
   return reply;
 }
 
@@ -108,13 +121,16 @@ Reply handle(Session& s, const Detach&) {
   if (auto ok = s.process()->detach(); !ok) return error(ok.error());
   s.mark_process_gone();
   Reply reply = Reply::now(reply_ok());
-  reply.close_connection = true;
+  reply.close_connection = !s.extended;
+  if (s.extended) s.last_stop.reset();
   return reply;
 }
 
 Reply handle(Session& s, const SetPassSignals& req) {
   s.pass_signals.clear();
   for (int gdb_signal : req.signals) s.pass_signals.insert(gdb_signal_to_host(gdb_signal));
+  // The process layer delivers them itself, so other threads never stop.
+  if (s.has_process()) s.process()->set_pass_signals(s.pass_signals);
   return Reply::now(reply_ok());
 }
 

@@ -1,22 +1,91 @@
 // Extended-remote requests (!, vRun, vAttach, R) and QThreadEvents.
-// Until --multi lands (issue 3) btstub serves one program per connection, so
-// these answer as gdbserver does outside extended mode: gdb keeps using the
-// program it is connected to.
+// The session starts and attaches to programs through its ProcessFactory
+// (the server); without one (a session built for tests of other packets)
+// these requests answer with an error and nothing else changes.
+#include <csignal>
+
 #include "stub/handlers.h"
 
 namespace stub {
 
 namespace {
-Reply needs_extended_mode(const char* what) {
-  return Reply::now(reply_error(btstub::make_error(
-      btstub::ErrorCode::NotSupported, std::string(what) + " needs extended-remote mode (btstub --multi)")));
+
+Reply error(btstub::ErrorCode code, std::string message) {
+  return Reply::now(reply_error(btstub::make_error(code, std::move(message))));
 }
+
+// Outside extended mode gdb may still run or attach when nothing is being
+// debugged (gdbserver allows it too); with a live program it must not.
+std::optional<Reply> refuse_start(Session& s, const char* what) {
+  if (s.process_factory == nullptr) {
+    return error(btstub::ErrorCode::NotSupported, std::string(what) + " is not available on this connection");
+  }
+  if (s.has_process() && !s.extended) {
+    return error(btstub::ErrorCode::InvalidArgument, "Already debugging a process");
+  }
+  return std::nullopt;
+}
+
+// A fresh program sits at its first instruction (launch) or wherever it was
+// (attach); either way gdb expects a plain SIGTRAP stop, as gdbserver reports.
+Reply initial_stop(Session& s, Process* process) {
+  s.set_process(process);
+  ProcessEvent event;
+  event.tid = process->pid();
+  event.signal = SIGTRAP;
+  s.last_stop = s.make_stop_reply(event);
+  return Reply::now(s.stop_reply_payload(*s.last_stop));
+}
+
+Expected<Process*> launch(Session& s, std::vector<std::string> argv) {
+  if (argv.empty()) argv.emplace_back();
+  if (argv[0].empty()) {
+    argv[0] = s.last_run_argv.empty() ? s.process_factory->default_program() : s.last_run_argv[0];
+  }
+  if (argv[0].empty()) {
+    return btstub::make_error(btstub::ErrorCode::InvalidArgument,
+                              "No program to run; give one with 'set remote exec-file'");
+  }
+  s.set_process(nullptr);  // the factory releases the previous program
+  auto process = s.process_factory->launch(argv);
+  if (process) s.last_run_argv = std::move(argv);
+  return process;
+}
+
 }  // namespace
 
-Reply handle(Session&, const ExtendedMode&) { return Reply::now(reply_empty()); }
-Reply handle(Session&, const RunProgram&) { return needs_extended_mode("vRun"); }
-Reply handle(Session&, const AttachProcess&) { return needs_extended_mode("vAttach"); }
-Reply handle(Session&, const Restart&) { return needs_extended_mode("R (restart)"); }
+Reply handle(Session& s, const ExtendedMode&) {
+  s.extended = true;
+  return Reply::now(reply_ok());
+}
+
+Reply handle(Session& s, const RunProgram& req) {
+  if (auto refused = refuse_start(s, "vRun")) return *refused;
+  auto process = launch(s, req.argv);
+  if (!process) return Reply::now(reply_error(process.error()));
+  return initial_stop(s, *process);
+}
+
+Reply handle(Session& s, const AttachProcess& req) {
+  if (auto refused = refuse_start(s, "vAttach")) return *refused;
+  if (req.pid <= 0 || req.pid > 0x3fffffff) {
+    return error(btstub::ErrorCode::InvalidArgument, "Invalid process id " + std::to_string(req.pid));
+  }
+  s.set_process(nullptr);
+  auto process = s.process_factory->attach(static_cast<pid_t>(req.pid));
+  if (!process) return Reply::now(reply_error(process.error()));
+  return initial_stop(s, *process);
+}
+
+// R has no reply: gdb asks `?` next and gets the new program's first stop.
+Reply handle(Session& s, const Restart&) {
+  Reply reply;  // no payload: nothing is sent
+  if (!s.extended || s.process_factory == nullptr) return reply;
+  auto process = launch(s, s.last_run_argv);
+  if (process) (void)initial_stop(s, *process);
+  return reply;
+}
+
 Reply handle(Session&, const SetThreadEvents&) { return Reply::now(reply_empty()); }
 
 }  // namespace stub

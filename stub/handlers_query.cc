@@ -30,10 +30,15 @@ Reply handle(Session& s, const QSupported& req) {
       "qXfer:auxv:read+",
       "qXfer:exec-file:read+",
       "qXfer:libraries-svr4:read+",
+      "qXfer:threads:read+",
+      "qXfer:siginfo:read+",
+      "qXfer:osdata:read+",
       "vContSupported+",
   };
   if (s.client_features.multiprocess) features.emplace_back("multiprocess+");
   if (s.client_features.swbreak) features.emplace_back("swbreak+");
+  if (s.client_features.hwbreak) features.emplace_back("hwbreak+");
+  for (auto& feature : btrace_supported_features(s)) features.push_back(std::move(feature));
   return Reply::now(reply_supported(features));
 }
 

@@ -5,6 +5,7 @@
 #include "protocol/amd64_registers.h"
 #include "stub/handlers.h"
 #include "stub/libraries_svr4.h"
+#include "stub/os_processes.h"
 
 namespace stub {
 
@@ -34,19 +35,58 @@ Expected<std::string> libraries(Session& s, const std::string&) {
   return libraries_svr4_xml(*s.process());
 }
 
+// Every thread with its name (comm) and last core: `info threads` shows the names.
+Expected<std::string> threads(Session& s, const std::string&) {
+  std::vector<protocol::ThreadInfo> infos;
+  if (s.has_process()) {
+    for (pid_t tid : s.process()->threads()) {
+      infos.push_back({s.thread_id(tid), s.process()->thread_name(tid), s.process()->thread_core(tid)});
+    }
+  }
+  return protocol::threads_xml(infos, s.client_features.multiprocess);
+}
+
+// The raw siginfo_t of the general thread's last stop ($_siginfo).
+Expected<std::string> siginfo(Session& s, const std::string&) {
+  if (!s.has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
+  auto bytes = s.process()->read_siginfo(s.current_thread());
+  if (!bytes) return bytes.error();
+  return std::string(bytes->begin(), bytes->end());
+}
+
 const std::map<std::string, XferSource, std::less<>>& xfer_sources() {
   static const std::map<std::string, XferSource, std::less<>> sources = {
       {"features", target_features},
       {"auxv", auxv},
       {"exec-file", exec_file},
       {"libraries-svr4", libraries},
+      {"threads", threads},
+      {"siginfo", siginfo},
   };
   return sources;
+}
+
+// The process table changes between gdb's chunked reads, so the document is
+// built at offset 0 and later chunks come from that snapshot.
+Reply handle_osdata_xfer(Session& s, const XferRead& req) {
+  if (req.offset == 0 || s.osdata_snapshot.empty()) {
+    if (req.annex.empty()) {
+      s.osdata_snapshot = osdata_types_xml();
+    } else if (req.annex == "processes") {
+      s.osdata_snapshot = osdata_processes_xml(list_os_processes());
+    } else {
+      return Reply::now(reply_error(
+          btstub::make_error(btstub::ErrorCode::InvalidArgument, "Unknown osdata type " + req.annex)));
+    }
+  }
+  return Reply::now(reply_xfer_chunk(s.osdata_snapshot, req.offset, req.length));
 }
 
 }  // namespace
 
 Reply handle(Session& s, const XferRead& req) {
+  if (req.object == "osdata") return handle_osdata_xfer(s, req);
+  if (req.object == "btrace" || req.object == "btrace-conf") return handle_btrace_xfer(s, req);
   auto it = xfer_sources().find(req.object);
   if (it == xfer_sources().end()) return Reply::now(reply_empty());
   auto document = it->second(s, req.annex);

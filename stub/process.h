@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "protocol/expected.h"
 #include "protocol/register_file.h"
+#include "protocol/requests.h"
 
 namespace stub {
 
@@ -24,6 +26,7 @@ struct ProcessEvent {
     Stopped,        // thread `tid` stopped with `signal` (SIGTRAP for breakpoints/steps)
     Exited,         // whole process exited with `exit_code`
     Killed,         // whole process was killed by `signal`
+    ThreadExited,   // thread `tid` exited with `exit_code` (only with set_thread_events(true))
   };
   Kind kind = Kind::Stopped;
   pid_t tid = 0;
@@ -31,6 +34,10 @@ struct ProcessEvent {
   int exit_code = 0;
   bool software_breakpoint = false;  // stopped by one of our int3s; pc already rewound
   bool single_stepped = false;       // a single-step completed
+  // A Z1-Z4 debug register fired: Hardware for Z1, the watch kinds carry
+  // the triggering data address in hw_address.
+  std::optional<protocol::BreakpointType> hw_stop;
+  uint64_t hw_address = 0;
 };
 
 struct LaunchOptions {
@@ -80,6 +87,31 @@ class Process {
   // Auxiliary vector (/proc/pid/auxv), path of the executable.
   virtual Expected<std::string> read_auxv() = 0;
   virtual Expected<std::string> exec_file() = 0;
+
+  // ---- added with all-stop threads; defaults suit a process without them ----
+  // Hardware breakpoints and watchpoints (Z1-Z4) on every thread, if the
+  // machine's debug registers really trap.
+  virtual bool has_hw_points() const { return false; }
+  virtual Expected<void> insert_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) {
+    (void)type, (void)addr, (void)len;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No hardware breakpoints");
+  }
+  virtual Expected<void> remove_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) {
+    (void)type, (void)addr, (void)len;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No hardware breakpoints");
+  }
+  // Signals (host numbers) delivered to the thread at once, never reported.
+  virtual void set_pass_signals(const std::set<int>& signals) { (void)signals; }
+  // Report thread exits as ProcessEvent::Kind::ThreadExited (QThreadEvents).
+  virtual void set_thread_events(bool enabled) { (void)enabled; }
+  // For qXfer:threads: the thread's name (comm) and the core it last ran on.
+  virtual std::string thread_name(pid_t tid) const { (void)tid; return {}; }
+  virtual int thread_core(pid_t tid) const { (void)tid; return -1; }
+  // The siginfo_t of the signal that stopped `tid` (qXfer:siginfo:read).
+  virtual Expected<std::vector<uint8_t>> read_siginfo(pid_t tid) {
+    (void)tid;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No siginfo");
+  }
 };
 
 }  // namespace stub

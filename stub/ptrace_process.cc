@@ -19,25 +19,21 @@
 #include <cstring>
 #include <set>
 
+#include "stub/ptrace_internal.h"
 #include "stub/register_mapping.h"
 
 namespace stub {
+
+namespace ptrace_detail {
 namespace {
 
-using btstub::Error;
-using btstub::ErrorCode;
-using btstub::make_error;
-
-constexpr uint8_t kInt3 = 0xcc;
-// Large enough for any XSAVE layout (AMX included); the kernel shrinks
-// iov_len to the real size.
-constexpr std::size_t kXstateMaxSize = 32768;
-
-const char* request_name(__ptrace_request request) {
+const char* request_name(int request) {
   switch (request) {
     case PTRACE_TRACEME: return "PTRACE_TRACEME";
     case PTRACE_PEEKDATA: return "PTRACE_PEEKDATA";
     case PTRACE_POKEDATA: return "PTRACE_POKEDATA";
+    case PTRACE_PEEKUSER: return "PTRACE_PEEKUSER";
+    case PTRACE_POKEUSER: return "PTRACE_POKEUSER";
     case PTRACE_CONT: return "PTRACE_CONT";
     case PTRACE_SINGLESTEP: return "PTRACE_SINGLESTEP";
     case PTRACE_GETREGS: return "PTRACE_GETREGS";
@@ -53,32 +49,20 @@ const char* request_name(__ptrace_request request) {
   }
 }
 
-// On failure errno is left as the kernel set it, so callers may phrase
-// their own message (e.g. "Cannot attach to process N: ...").
-Expected<long> do_ptrace(__ptrace_request request, pid_t tid, uint64_t addr, void* data) {
+}  // namespace
+
+Expected<long> do_ptrace(int request, pid_t tid, uint64_t addr, void* data) {
   errno = 0;
-  long result = ::ptrace(request, tid, reinterpret_cast<void*>(addr), data);
+  long result = ::ptrace(static_cast<__ptrace_request>(request), tid, reinterpret_cast<void*>(addr), data);
   if (result != -1 || errno == 0) return result;
   int err = errno;
-  ErrorCode code = ErrorCode::Internal;
-  if (err == ESRCH) code = ErrorCode::NoProcess;
-  if (err == EIO || err == EFAULT) code = ErrorCode::MemoryFault;
-  Error error = make_error(code, std::string(request_name(request)) + " on thread " +
-                                     std::to_string(tid) + ": " + std::strerror(err));
+  btstub::ErrorCode code = btstub::ErrorCode::Internal;
+  if (err == ESRCH) code = btstub::ErrorCode::NoProcess;
+  if (err == EIO || err == EFAULT) code = btstub::ErrorCode::MemoryFault;
+  btstub::Error error = btstub::make_error(code, std::string(request_name(request)) + " on thread " +
+                                                     std::to_string(tid) + ": " + std::strerror(err));
   errno = err;
   return error;
-}
-
-void* signal_arg(int signal) { return reinterpret_cast<void*>(static_cast<uintptr_t>(signal)); }
-
-std::string hex(uint64_t value) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
-  return buf;
-}
-
-Error memory_fault(uint64_t addr) {
-  return make_error(ErrorCode::MemoryFault, "Cannot access memory at address " + hex(addr));
 }
 
 pid_t wait_retry(pid_t pid, int* status, int flags) {
@@ -86,6 +70,30 @@ pid_t wait_retry(pid_t pid, int* status, int flags) {
     pid_t r = ::waitpid(pid, status, flags);
     if (r >= 0 || errno != EINTR) return r;
   }
+}
+
+std::string hex(uint64_t value) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
+  return buf;
+}
+
+}  // namespace ptrace_detail
+
+namespace {
+
+using namespace ptrace_detail;
+using btstub::Error;
+using btstub::ErrorCode;
+using btstub::make_error;
+
+constexpr uint8_t kInt3 = 0xcc;
+// Large enough for any XSAVE layout (AMX included); the kernel shrinks
+// iov_len to the real size.
+constexpr std::size_t kXstateMaxSize = 32768;
+
+Error memory_fault(uint64_t addr) {
+  return make_error(ErrorCode::MemoryFault, "Cannot access memory at address " + hex(addr));
 }
 
 Expected<std::string> read_whole_file(const std::string& path) {
@@ -524,191 +532,6 @@ Expected<void> PtraceProcess::remove_breakpoint(uint64_t addr) {
   return raw_write(addr, {original});
 }
 
-// --- Execution --------------------------------------------------------------
-
-Expected<void> PtraceProcess::resume(pid_t tid, StepKind kind, int signal) {
-  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
-  auto found = threads_.find(tid);
-  if (found == threads_.end()) {
-    return make_error(ErrorCode::NoProcess, "No thread " + std::to_string(tid));
-  }
-  ThreadState& thread = found->second;
-  if (thread.running) return {};
-  auto pc = read_pc(tid);
-  if (!pc) return pc.error();
-  auto bp = breakpoints_.find(*pc);
-  bool lift = bp != breakpoints_.end() && !thread.reinsert_at;
-  if (lift) {
-    // Step the original instruction with the int3 lifted; the breakpoint
-    // goes back when that step's event is reaped (handle_status), and for a
-    // continue the step's trap is swallowed there and the thread continued.
-    if (auto r = raw_write(*pc, {bp->second}); !r) return r;
-    thread.reinsert_at = *pc;
-  }
-  bool step = kind == StepKind::SingleStep || lift;
-  auto r = do_ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, tid, 0, signal_arg(signal));
-  if (!r) {
-    if (lift) {
-      (void)raw_write(*pc, {kInt3});
-      thread.reinsert_at.reset();
-    }
-    return r.error();
-  }
-  thread.running = true;
-  thread.stepping = step;
-  thread.continue_after_step = lift && kind == StepKind::Continue;
-  thread.last_kind = step ? StepKind::SingleStep : StepKind::Continue;
-  return {};
-}
-
-std::optional<ProcessEvent> PtraceProcess::poll_event() {
-  auto event = next_event(false);
-  if (!event) return std::nullopt;
-  return *event;
-}
-
-Expected<ProcessEvent> PtraceProcess::wait_event() {
-  auto event = next_event(true);
-  if (!event) return event.error();
-  if (!*event) return make_error(ErrorCode::Internal, "waitpid returned no event");
-  return **event;
-}
-
-Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
-  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
-  for (;;) {
-    // A specific pid keeps us from reaping children that are not ours;
-    // with several threads any tracee may report, so wait for any.
-    pid_t target = threads_.size() == 1 ? threads_.begin()->first : -1;
-    int status = 0;
-    pid_t tid = wait_retry(target, &status, __WALL | (block ? 0 : WNOHANG));
-    if (tid == 0) return std::optional<ProcessEvent>{};
-    if (tid < 0) {
-      int err = errno;
-      mark_gone();
-      return make_error(ErrorCode::NoProcess, std::string("waitpid: ") + std::strerror(err));
-    }
-    if (auto event = handle_status(tid, status)) return event;
-  }
-}
-
-std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) {
-  auto found = threads_.find(tid);
-  if (found == threads_.end()) {
-    early_status_[tid] = status;  // a new thread reporting before its clone event
-    return std::nullopt;
-  }
-  ThreadState& thread = found->second;
-  thread.running = false;
-  if (thread.reinsert_at) {
-    // Also when this thread died: other threads may still run there.
-    if (breakpoints_.count(*thread.reinsert_at)) (void)raw_write(*thread.reinsert_at, {kInt3});
-    thread.reinsert_at.reset();
-  }
-  ProcessEvent event;
-  event.tid = tid;
-  if (WIFEXITED(status) || WIFSIGNALED(status)) {
-    if (tid != pid_) {
-      threads_.erase(found);
-      return std::nullopt;
-    }
-    event.kind = WIFEXITED(status) ? ProcessEvent::Kind::Exited : ProcessEvent::Kind::Killed;
-    event.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-    event.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    mark_gone();
-    return event;
-  }
-  if (!WIFSTOPPED(status)) return std::nullopt;
-  int ptrace_event = status >> 16;
-  if (ptrace_event == PTRACE_EVENT_CLONE) {
-    handle_clone(tid);
-    return std::nullopt;
-  }
-  if (ptrace_event == PTRACE_EVENT_EXEC) {
-    handle_exec();
-    event.tid = pid_;
-    event.signal = SIGTRAP;
-    return event;
-  }
-  if (ptrace_event != 0) {  // an event we did not ask for: keep going
-    bool step = thread.last_kind == StepKind::SingleStep;
-    thread.running = do_ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, tid, 0, nullptr).ok();
-    return std::nullopt;
-  }
-  if (WSTOPSIG(status) == SIGTRAP) return handle_sigtrap(tid, thread);
-  thread.stepping = false;
-  thread.continue_after_step = false;
-  event.signal = WSTOPSIG(status);
-  return event;
-}
-
-std::optional<ProcessEvent> PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread) {
-  siginfo_t info{};
-  int code = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info) ? info.si_code : 0;
-  // si_code <= 0: SIGTRAP sent by kill/tkill/sigqueue, not by the CPU.
-  bool from_kernel = code > 0;
-  bool was_stepping = thread.stepping;
-  bool continue_after = thread.continue_after_step;
-  thread.stepping = false;
-  thread.continue_after_step = false;
-
-  ProcessEvent event;
-  event.tid = tid;
-  event.signal = SIGTRAP;
-  if (was_stepping && from_kernel) {
-    // A step reports TRAP_TRACE, or TRAP_BRKPT after a syscall instruction.
-    if (continue_after) {
-      thread.running = do_ptrace(PTRACE_CONT, tid, 0, nullptr).ok();
-      thread.last_kind = StepKind::Continue;
-      if (thread.running) return std::nullopt;
-    }
-    event.single_stepped = true;
-    return event;
-  }
-  if (from_kernel && (code == SI_KERNEL || code == TRAP_BRKPT)) {
-    user_regs_struct gregs{};
-    if (do_ptrace(PTRACE_GETREGS, tid, 0, &gregs) && breakpoints_.count(gregs.rip - 1)) {
-      gregs.rip -= 1;
-      event.software_breakpoint = do_ptrace(PTRACE_SETREGS, tid, 0, &gregs).ok();
-    }
-  }
-  return event;
-}
-
-void PtraceProcess::handle_clone(pid_t parent) {
-  unsigned long new_tid = 0;
-  if (do_ptrace(PTRACE_GETEVENTMSG, parent, 0, &new_tid) && new_tid > 0) {
-    pid_t tid = static_cast<pid_t>(new_tid);
-    int status = 0;
-    if (auto early = early_status_.find(tid); early != early_status_.end()) {
-      status = early->second;
-      early_status_.erase(early);
-    } else if (wait_retry(tid, &status, __WALL) != tid) {
-      status = 0;
-    }
-    // The new thread starts with a SIGSTOP we do not pass on. Threads run
-    // freely for now (no all-stop yet), so let it go at once.
-    if (WIFSTOPPED(status) && do_ptrace(PTRACE_CONT, tid, 0, nullptr)) {
-      ThreadState state;
-      state.running = true;
-      threads_[tid] = state;
-    }
-  }
-  auto found = threads_.find(parent);
-  if (found == threads_.end()) return;
-  bool step = found->second.last_kind == StepKind::SingleStep;
-  found->second.running = do_ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, parent, 0, nullptr).ok();
-}
-
-void PtraceProcess::handle_exec() {
-  // The old address space, its breakpoints and all other threads are gone.
-  threads_.clear();
-  threads_[pid_] = ThreadState{};
-  breakpoints_.clear();
-  early_status_.clear();
-  open_memory();
-}
-
 // --- Control ----------------------------------------------------------------
 
 Expected<void> PtraceProcess::interrupt() {
@@ -746,8 +569,8 @@ Expected<void> PtraceProcess::kill() {
   return {};
 }
 
-void PtraceProcess::stop_running_thread(pid_t tid) {
-  ::syscall(SYS_tgkill, pid_, tid, SIGSTOP);
+void PtraceProcess::stop_running_thread(pid_t tid, bool send_sigstop) {
+  if (send_sigstop) ::syscall(SYS_tgkill, pid_, tid, SIGSTOP);
   for (;;) {
     int status = 0;
     if (wait_retry(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
@@ -758,6 +581,11 @@ void PtraceProcess::stop_running_thread(pid_t tid) {
     // Another stop came first: let it run on (delivering a real signal)
     // until our SIGSTOP arrives.
     int deliver = (status >> 16) == 0 && WSTOPSIG(status) != SIGTRAP ? WSTOPSIG(status) : 0;
+    user_regs_struct gregs{};
+    if (deliver == 0 && do_ptrace(PTRACE_GETREGS, tid, 0, &gregs) && breakpoints_.count(gregs.rip - 1)) {
+      gregs.rip -= 1;  // one of our int3s: run the real instruction after detaching
+      (void)do_ptrace(PTRACE_SETREGS, tid, 0, &gregs);
+    }
     if (!do_ptrace(PTRACE_CONT, tid, 0, signal_arg(deliver))) return;
   }
 }
@@ -768,14 +596,21 @@ Expected<void> PtraceProcess::detach() {
   std::vector<pid_t> tids = threads();
   for (pid_t tid : tids) {
     auto found = threads_.find(tid);
-    if (found != threads_.end() && found->second.running) stop_running_thread(tid);
+    if (found == threads_.end()) continue;
+    // A thread still owing us an all-stop SIGSTOP would stop for good
+    // once detached: run it into that SIGSTOP first.
+    bool owed = found->second.sigstop_expected;
+    if (owed && !found->second.running) found->second.running = do_ptrace(PTRACE_CONT, tid, 0, nullptr).ok();
+    if (found->second.running) stop_running_thread(tid, !owed);
   }
   for (const auto& [addr, original] : breakpoints_) (void)raw_write(addr, {original});
   for (auto& [tid, state] : threads_) state.reinsert_at.reset();
   breakpoints_.clear();
   Expected<void> result;
   for (const auto& [tid, state] : threads_) {
-    auto r = do_ptrace(PTRACE_DETACH, tid, 0, nullptr);
+    // A signal kept while stopping all still belongs to the program.
+    int deliver = state.pending && state.pending->signal != SIGTRAP ? state.pending->signal : 0;
+    auto r = do_ptrace(PTRACE_DETACH, tid, 0, signal_arg(deliver));
     if (!r && tid == pid_) result = r.error();
   }
   if (!attached_) detached_children().push_back(pid_);

@@ -1,7 +1,14 @@
 #pragma once
-// stub::Process on Linux ptrace (x86-64). Threads are auto-attached on clone
-// and run freely; only the thread that reports an event stops (all-stop
-// across threads is not implemented yet).
+// stub::Process on Linux ptrace (x86-64), all-stop: threads are
+// auto-attached on clone, and when one thread's event is reported every
+// other thread is stopped too (SIGSTOP). An event another thread had
+// meanwhile is kept pending and reported on a later resume instead of
+// running that thread. A TraceHook (stub/trace_hook.h) sees every resume and
+// stop of the threads it traces.
+//
+// Split over ptrace_process.cc (launch, attach, memory, control),
+// ptrace_events.cc (resume, event loop, all-stop) and ptrace_debug.cc
+// (debug registers, trace stops, Z1-Z4).
 //
 // ptrace binds a tracee to the tracing *thread*: every call on one object
 // must come from the thread that created it. Events are reaped with
@@ -10,16 +17,20 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <array>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "stub/debug_registers.h"
 #include "stub/process.h"
+#include "stub/trace_hook.h"
 
 namespace stub {
 
-class PtraceProcess final : public Process {
+class PtraceProcess final : public Process, public TracedThreadControl {
  public:
   // Starts argv (behind the wrapper, if any) stopped at its first
   // instruction, in its own process group, killed if we die.
@@ -57,17 +68,52 @@ class PtraceProcess final : public Process {
   Expected<std::string> read_auxv() override;
   Expected<std::string> exec_file() override;
 
+  bool has_hw_points() const override { return debug_registers_work(); }
+  Expected<void> insert_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) override;
+  Expected<void> remove_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) override;
+  void set_pass_signals(const std::set<int>& signals) override { pass_signals_ = signals; }
+  void set_thread_events(bool enabled) override { thread_events_ = enabled; }
+  std::string thread_name(pid_t tid) const override;
+  int thread_core(pid_t tid) const override;
+  Expected<std::vector<uint8_t>> read_siginfo(pid_t tid) override;
+
+  // The hook sees every later resume and stop of the threads it traces;
+  // nullptr removes it. Not owned; it must outlive its installation.
+  void set_trace_hook(TraceHook* hook);
+
+  // TracedThreadControl (read_registers/read_memory are shared with Process).
+  bool has_user_breakpoint(uint64_t addr) const override { return breakpoints_.count(addr) != 0; }
+  Expected<void> set_trace_stop(pid_t tid, std::optional<uint64_t> addr) override;
+
+  // Whether debug registers really trap here (probed once in a child):
+  // under some hypervisors the writes succeed and nothing ever fires. A
+  // tracer needs this before relying on set_trace_stop.
+  static bool debug_registers_work();
+
   // Reaps launched programs that were detached earlier and have exited since
   // (they stay our children). Never blocks.
   static void reap_detached_children();
 
  private:
+  // What a thread's debug registers hold, to write only what changed.
+  struct DebugRegs {
+    std::array<uint64_t, 4> address{};
+    uint64_t dr7 = 0;
+  };
   struct ThreadState {
     bool running = false;
     bool stepping = false;
-    bool continue_after_step = false;  // stepping off a breakpoint for a continue
-    StepKind last_kind = StepKind::Continue;
+    StepKind requested = StepKind::Continue;  // what the client asked for
+    StepKind last_kind = StepKind::Continue;  // what the kernel was told
     std::optional<uint64_t> reinsert_at;  // breakpoint lifted for a single-step
+    bool sigstop_expected = false;        // our all-stop SIGSTOP is still to come
+    std::optional<ProcessEvent> pending;  // an event kept while stopping all
+    uint64_t pending_pc = 0;              // pc when `pending` was kept
+    std::optional<StepKind> deferred;     // resume requested while another event is pending
+    int deferred_signal = 0;
+    std::optional<uint64_t> trace_stop;   // the tracer's slot-3 breakpoint
+    DebugRegs written;                    // what DR0-3/DR7 hold in the kernel
+    int last_signal = 0;                  // signal of the last stop (siginfo)
   };
 
   PtraceProcess(pid_t pid, bool attached);
@@ -80,12 +126,27 @@ class PtraceProcess final : public Process {
   Expected<uint64_t> read_pc(pid_t tid);
 
   Expected<std::optional<ProcessEvent>> next_event(bool block);
+  std::optional<ProcessEvent> take_pending();
+  void commit_deferred();
   std::optional<ProcessEvent> handle_status(pid_t tid, int status);
-  std::optional<ProcessEvent> handle_sigtrap(pid_t tid, ThreadState& thread);
+  std::optional<ProcessEvent> classify_stop(pid_t tid, ThreadState& thread, int signal);
+  ProcessEvent handle_sigtrap(pid_t tid, ThreadState& thread, bool& trace_hit);
+  std::optional<ProcessEvent> thread_gone(pid_t tid, int status);
+  Expected<void> raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal);
+  Expected<void> start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal);
   void handle_clone(pid_t parent);
   void handle_exec();
   void mark_gone();
-  void stop_running_thread(pid_t tid);
+  void stop_running_thread(pid_t tid, bool send_sigstop);
+  void stop_all_threads(pid_t except);
+  void keep_while_stopping(pid_t tid, int status);
+
+  // Debug registers (ptrace_debug.cc).
+  DebugRegs wanted_debug_regs(const ThreadState& thread) const;
+  Expected<void> sync_debug_regs(pid_t tid, ThreadState& thread);
+  void sync_all_debug_regs();
+  uint64_t take_dr6(pid_t tid, const ThreadState& thread);
+  TracedStop traced_stop(pid_t tid, const ProcessEvent& event, bool trace_hit) const;
 
   pid_t pid_ = 0;
   bool attached_ = false;
@@ -94,6 +155,12 @@ class PtraceProcess final : public Process {
   std::map<pid_t, ThreadState> threads_;
   std::map<uint64_t, uint8_t> breakpoints_;  // address -> original byte
   std::map<pid_t, int> early_status_;  // statuses of threads not known yet
+  bool stopping_all_ = false;          // inside stop_all_threads
+  std::set<int> pass_signals_;
+  bool thread_events_ = false;
+  TraceHook* hook_ = nullptr;
+  DebugRegisterState user_debug_;      // Z1-Z4, the same on every thread
+  pid_t last_reported_ = 0;            // fairness among pending events
 };
 
 }  // namespace stub

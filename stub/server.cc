@@ -16,6 +16,18 @@ using asio::ip::tcp;
 
 Server::Server(CommandLine command_line) : command_line_(std::move(command_line)) {}
 
+Expected<std::unique_ptr<Process>> Server::launch_program(const std::vector<std::string>& argv) {
+  LaunchOptions options;
+  options.argv = argv;
+  options.wrapper = command_line_.wrapper;
+  options.disable_randomization = command_line_.disable_randomization;
+  options.stdio_to_stderr = command_line_.stdio();
+  auto launched = PtraceProcess::launch(options);
+  if (!launched) return launched.error();
+  std::fprintf(stderr, "Process %s created; pid = %d\n", argv.front().c_str(), static_cast<int>((*launched)->pid()));
+  return std::unique_ptr<Process>(std::move(*launched));
+}
+
 Expected<std::unique_ptr<Process>> Server::start_program() {
   if (command_line_.mode == CommandLine::Mode::Attach) {
     auto attached = PtraceProcess::attach(command_line_.attach_pid);
@@ -23,16 +35,40 @@ Expected<std::unique_ptr<Process>> Server::start_program() {
     std::fprintf(stderr, "Attached; pid = %d\n", command_line_.attach_pid);
     return std::unique_ptr<Process>(std::move(*attached));
   }
-  LaunchOptions options;
-  options.argv = command_line_.program;
-  options.wrapper = command_line_.wrapper;
-  options.disable_randomization = command_line_.disable_randomization;
-  options.stdio_to_stderr = command_line_.stdio();
-  auto launched = PtraceProcess::launch(options);
-  if (!launched) return launched.error();
-  std::fprintf(stderr, "Process %s created; pid = %d\n", command_line_.program.front().c_str(),
-               static_cast<int>((*launched)->pid()));
-  return std::unique_ptr<Process>(std::move(*launched));
+  return launch_program(command_line_.program);
+}
+
+bool Server::starts_with_program() const {
+  return command_line_.mode != CommandLine::Mode::Multi || !command_line_.program.empty();
+}
+
+std::string Server::default_program() const {
+  return command_line_.program.empty() ? std::string() : command_line_.program.front();
+}
+
+// The old program goes first: two traced programs at once could steal each
+// other's wait statuses, and gdb has killed or detached it already anyway.
+Expected<Process*> Server::launch(const std::vector<std::string>& argv) {
+  release_program();
+  auto launched = launch_program(argv);
+  if (!launched) {
+    std::fprintf(stderr, "%s\n", launched.error().message.c_str());
+    return launched.error();
+  }
+  process_ = std::move(*launched);
+  return process_.get();
+}
+
+Expected<Process*> Server::attach(pid_t pid) {
+  release_program();
+  auto attached = PtraceProcess::attach(pid);
+  if (!attached) {
+    std::fprintf(stderr, "%s\n", attached.error().message.c_str());
+    return attached.error();
+  }
+  std::fprintf(stderr, "Attached; pid = %d\n", static_cast<int>(pid));
+  process_ = std::move(*attached);
+  return process_.get();
 }
 
 void Server::release_program() {
@@ -47,21 +83,18 @@ void Server::release_program() {
 
 int Server::run() {
   std::signal(SIGPIPE, SIG_IGN);  // a vanished client is a read/write error, not a death
-  if (command_line_.mode == CommandLine::Mode::Multi) {
-    std::fprintf(stderr, "btstub: --multi (extended-remote) is not implemented yet\n");
-    return 2;
-  }
   return command_line_.stdio() ? serve_stdio() : serve_tcp();
 }
 
 namespace {
 
 template <class In, class Out>
-ConnectionResult serve(asio::io_context& io, In& in, Out& out, Process* process,
+ConnectionResult serve(asio::io_context& io, In& in, Out& out, Process* process, ProcessFactory* factory,
                        asio::signal_set& sigchld, const CommandLine& cl) {
   SessionConfig config;
   config.disabled_packets = cl.disabled_packets;
   Session session(config, process);
+  session.process_factory = factory;
   Connection<In, Out> connection(io, in, out, session, sigchld, cl.remote_debug);
   return connection.run();
 }
@@ -69,18 +102,20 @@ ConnectionResult serve(asio::io_context& io, In& in, Out& out, Process* process,
 }  // namespace
 
 int Server::serve_stdio() {
-  auto process = start_program();
-  if (!process) {
-    std::fprintf(stderr, "%s\nExiting\n", process.error().message.c_str());
-    return 1;
+  if (starts_with_program()) {
+    auto process = start_program();
+    if (!process) {
+      std::fprintf(stderr, "%s\nExiting\n", process.error().message.c_str());
+      return 1;
+    }
+    process_ = std::move(*process);
   }
-  process_ = std::move(*process);
   asio::io_context io;
   asio::signal_set sigchld(io, SIGCHLD);
   asio::posix::stream_descriptor in(io, ::dup(STDIN_FILENO));
   asio::posix::stream_descriptor out(io, ::dup(STDOUT_FILENO));
   std::fprintf(stderr, "Remote debugging using stdio\n");
-  serve(io, in, out, process_.get(), sigchld, command_line_);
+  serve(io, in, out, process_.get(), this, sigchld, command_line_);
   release_program();
   return 0;
 }
@@ -113,12 +148,14 @@ int Server::serve_tcp() {
     return 1;
   }
 
-  auto process = start_program();
-  if (!process) {
-    std::fprintf(stderr, "%s\nExiting\n", process.error().message.c_str());
-    return 1;
+  if (starts_with_program()) {
+    auto process = start_program();
+    if (!process) {
+      std::fprintf(stderr, "%s\nExiting\n", process.error().message.c_str());
+      return 1;
+    }
+    process_ = std::move(*process);
   }
-  process_ = std::move(*process);
   std::fprintf(stderr, "Listening on port %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
 
   for (;;) {
@@ -133,10 +170,15 @@ int Server::serve_tcp() {
     std::fprintf(stderr, "Remote debugging from host %s, port %u\n", peer.address().to_string().c_str(),
                  static_cast<unsigned>(peer.port()));
     socket.set_option(tcp::no_delay(true), ec);
-    ConnectionResult result = serve(io, socket, socket, process_.get(), sigchld, command_line_);
+    ConnectionResult result = serve(io, socket, socket, process_.get(), this, sigchld, command_line_);
     release_program();
     if (result.exit_server || command_line_.once || command_line_.mode == CommandLine::Mode::Attach) break;
-    // Without --once, the next client gets a fresh copy of the program.
+    // Without --once, the next client gets a fresh copy of the program;
+    // in --multi mode it starts with none, as gdbserver does.
+    if (command_line_.mode == CommandLine::Mode::Multi) {
+      std::fprintf(stderr, "Listening on port %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
+      continue;
+    }
     auto next = start_program();
     if (!next) {
       std::fprintf(stderr, "%s\nExiting\n", next.error().message.c_str());

@@ -1,24 +1,35 @@
 #pragma once
 // The btstub server: starts or attaches to the program, accepts connections
-// (TCP or stdio) and serves each with a Session, as gdbserver does.
+// (TCP or stdio) and serves each with a Session, as gdbserver does. It is
+// also the sessions' ProcessFactory: vRun/vAttach/R replace the one program
+// it holds.
 #include <memory>
 
 #include "stub/options.h"
 #include "stub/process.h"
+#include "stub/session.h"
 
 namespace stub {
 
-class Server {
+class Server final : public ProcessFactory {
  public:
   explicit Server(CommandLine command_line);
   // Returns the process exit status for main().
   int run();
 
+  // ProcessFactory: the previous program is released first.
+  Expected<Process*> launch(const std::vector<std::string>& argv) override;
+  Expected<Process*> attach(pid_t pid) override;
+  std::string default_program() const override;
+
  private:
   Expected<std::unique_ptr<Process>> start_program();
+  Expected<std::unique_ptr<Process>> launch_program(const std::vector<std::string>& argv);
   // Ends the program's part in a finished connection: a program btstub
   // started is killed, an attached one detached.
   void release_program();
+  // Whether a program must run before the first client connects.
+  bool starts_with_program() const;
   int serve_stdio();
   int serve_tcp();
 

@@ -22,6 +22,15 @@ Reply Session::handle_packet(std::string_view payload) {
   return handle(*request);
 }
 
+void Session::set_process(Process* process) {
+  process_ = process;
+  process_gone_ = false;
+  running_ = false;
+  last_stop.reset();
+  general_thread = 0;
+  continue_thread = 0;
+}
+
 protocol::ThreadId Session::thread_id(pid_t tid) const {
   pid_t pid = process_ != nullptr ? process_->pid() : tid;
   return protocol::ThreadId{pid, tid};
@@ -63,6 +72,11 @@ protocol::StopReply Session::make_stop_reply(const ProcessEvent& event) {
       stop.signal = protocol::host_signal_to_gdb(event.signal);
       stop.process = process_->pid();
       return stop;
+    case ProcessEvent::Kind::ThreadExited:
+      stop.kind = StopReply::Kind::ThreadExited;
+      stop.exit_code = event.exit_code;
+      stop.thread = thread_id(event.tid);
+      return stop;
     case ProcessEvent::Kind::Stopped:
       break;
   }
@@ -72,6 +86,7 @@ protocol::StopReply Session::make_stop_reply(const ProcessEvent& event) {
   if (event.software_breakpoint && client_features.swbreak) {
     stop.reason = protocol::StopReason::SoftwareBreakpoint;
   }
+  if (event.hw_stop) set_hardware_reason(stop, *event.hw_stop, event.hw_address);
   // Expedite pc, sp and fp so gdb can show the stop without asking.
   if (auto regs = process_->read_registers(event.tid)) {
     for (auto reg : {protocol::Amd64Reg::rbp, protocol::Amd64Reg::rsp, protocol::Amd64Reg::rip}) {
@@ -83,6 +98,24 @@ protocol::StopReply Session::make_stop_reply(const ProcessEvent& event) {
   return stop;
 }
 
+// Watchpoints always say which address triggered (gdb needs it to check
+// the value); a hardware breakpoint only to a client that asked (hwbreak+).
+void Session::set_hardware_reason(protocol::StopReply& stop, protocol::BreakpointType type,
+                                  uint64_t address) const {
+  using protocol::BreakpointType;
+  using protocol::StopReason;
+  stop.reason_addr = address;
+  switch (type) {
+    case BreakpointType::Hardware:
+      if (client_features.hwbreak) stop.reason = StopReason::HardwareBreakpoint;
+      break;
+    case BreakpointType::WriteWatch: stop.reason = StopReason::Watch; break;
+    case BreakpointType::ReadWatch: stop.reason = StopReason::ReadWatch; break;
+    case BreakpointType::AccessWatch: stop.reason = StopReason::AccessWatch; break;
+    case BreakpointType::Software: break;
+  }
+}
+
 std::optional<std::string> Session::on_process_event(const ProcessEvent& event) {
   if (!has_process()) return std::nullopt;
   if (event.kind == ProcessEvent::Kind::Stopped && event.signal != SIGTRAP &&
@@ -91,10 +124,11 @@ std::optional<std::string> Session::on_process_event(const ProcessEvent& event) 
     if (process_->resume(event.tid, StepKind::Continue, event.signal)) return std::nullopt;
   }
   running_ = false;
-  if (event.kind != ProcessEvent::Kind::Stopped) general_thread = 0;
+  bool process_ended = event.kind == ProcessEvent::Kind::Exited || event.kind == ProcessEvent::Kind::Killed;
+  if (process_ended) general_thread = 0;
   if (event.kind == ProcessEvent::Kind::Stopped) general_thread = event.tid;  // as gdbserver does
   last_stop = make_stop_reply(event);
-  if (event.kind != ProcessEvent::Kind::Stopped) mark_process_gone();
+  if (process_ended) mark_process_gone();
   return stop_reply_payload(*last_stop);
 }
 

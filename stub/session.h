@@ -18,6 +18,21 @@
 
 namespace stub {
 
+class TraceBackend;  // stub/trace_backend.h
+
+// How an extended-remote session starts (vRun, R) or attaches to (vAttach)
+// a program. The factory owns what it creates and releases the previous
+// program first (a launched one is killed, an attached one detached), so
+// the session drops its pointer before asking (see set_process).
+class ProcessFactory {
+ public:
+  virtual ~ProcessFactory() = default;
+  virtual Expected<Process*> launch(const std::vector<std::string>& argv) = 0;
+  virtual Expected<Process*> attach(pid_t pid) = 0;
+  // What an empty argv[0] in vRun means: the program named on the command line.
+  virtual std::string default_program() const { return {}; }
+};
+
 // What the command line fixed for every session.
 struct SessionConfig {
   std::set<std::string> disabled_packets;  // --disable-packet=
@@ -70,6 +85,22 @@ class Session {
   bool program_signals_set = false;
   std::optional<protocol::StopReply> last_stop;
   HostFiles host_files;
+  // Extended remote (handlers_extended.cc): `!` seen; who starts programs;
+  // the argv of the last vRun (for R and a later vRun with an empty argv[0]).
+  bool extended = false;
+  ProcessFactory* process_factory = nullptr;
+  std::vector<std::string> last_run_argv;
+  std::string osdata_snapshot;  // gdb reads `info os` documents in chunks from this copy
+  // Branch tracing (handlers_btrace.cc). No backend: the btrace packets are
+  // neither advertised nor served.
+  TraceBackend* trace_backend = nullptr;
+  struct BtraceReads {
+    std::map<pid_t, uint64_t> seen;  // per thread: end_sequence() at its last trace read
+    std::string cached_key;          // "object:annex:tid" of the document in `cached`
+    std::string cached;              // gdb reads a document in chunks from this copy
+    uint64_t pt_size = 0;            // Qbtrace-conf:pt:size, remembered but unused
+  };
+  BtraceReads btrace_reads;
 
   // Helpers used by several handler families.
   protocol::ThreadId thread_id(pid_t tid) const;
@@ -77,8 +108,12 @@ class Session {
   pid_t current_thread() const;
   void mark_running() { running_ = true; }
   void mark_process_gone() { process_gone_ = true; }
+  // Switches to another program (nullptr: none), forgetting everything
+  // that belonged to the previous one.
+  void set_process(Process* process);
   std::string stop_reply_payload(const protocol::StopReply& stop) const;
   protocol::StopReply make_stop_reply(const ProcessEvent& event);
+  void set_hardware_reason(protocol::StopReply& stop, protocol::BreakpointType type, uint64_t address) const;
 
  private:
   SessionConfig config_;

@@ -1,0 +1,225 @@
+// Debug registers (user Z1-Z4 in slots 0-3, the tracer's trace stop in slot
+// 3), the trace hook's view of a thread, and per-thread /proc facts.
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "stub/ptrace_internal.h"
+#include "stub/ptrace_process.h"
+
+namespace stub {
+namespace {
+
+using namespace ptrace_detail;
+using btstub::ErrorCode;
+using btstub::make_error;
+
+constexpr int kTraceSlot = 3;
+constexpr uint64_t kDr6Step = uint64_t{1} << 14;
+constexpr uint64_t kDr7SlotMask = (uint64_t{3} << (2 * kTraceSlot)) | (uint64_t{0xf} << (16 + 4 * kTraceSlot));
+
+uint64_t debugreg_offset(int n) { return offsetof(struct user, u_debugreg) + sizeof(long) * static_cast<uint64_t>(n); }
+
+Expected<void> poke_debugreg(pid_t tid, int n, uint64_t value) {
+  auto r = do_ptrace(PTRACE_POKEUSER, tid, debugreg_offset(n), reinterpret_cast<void*>(value));
+  if (!r) return r.error();
+  return {};
+}
+
+// The probe's child: stops for its parent, then runs the probed function.
+__attribute__((noinline)) void probe_target() { asm volatile("nop"); }
+
+[[noreturn]] void run_probe_child() {
+  if (!do_ptrace(PTRACE_TRACEME, 0, 0, nullptr)) ::_exit(2);
+  ::raise(SIGSTOP);
+  probe_target();
+  ::_exit(0);
+}
+
+// Arms DR0 on probe_target in a forked child and sees whether it fires.
+bool probe_debug_registers() {
+  pid_t child = ::fork();
+  if (child < 0) return false;
+  if (child == 0) run_probe_child();
+  int status = 0;
+  bool fired = false;
+  if (wait_retry(child, &status, 0) == child && WIFSTOPPED(status)) {
+    auto addr = reinterpret_cast<uint64_t>(&probe_target);
+    bool armed = poke_debugreg(child, 0, addr).ok() && poke_debugreg(child, 7, 1).ok();
+    if (armed && do_ptrace(PTRACE_CONT, child, 0, nullptr)) {
+      fired = wait_retry(child, &status, 0) == child && WIFSTOPPED(status) && WSTOPSIG(status) == SIGTRAP;
+    }
+  }
+  ::kill(child, SIGKILL);
+  while (wait_retry(child, &status, 0) == child && !WIFEXITED(status) && !WIFSIGNALED(status)) {
+  }
+  return fired;
+}
+
+}  // namespace
+
+bool PtraceProcess::debug_registers_work() {
+  // Some hypervisors accept debug-register writes and never trap on them.
+  static const bool works = probe_debug_registers();
+  return works;
+}
+
+void PtraceProcess::set_trace_hook(TraceHook* hook) {
+  hook_ = hook;
+  if (hook_ != nullptr) return;
+  for (auto& [tid, thread] : threads_) thread.trace_stop.reset();
+  sync_all_debug_regs();
+}
+
+Expected<void> PtraceProcess::set_trace_stop(pid_t tid, std::optional<uint64_t> addr) {
+  auto found = threads_.find(tid);
+  if (found == threads_.end()) return make_error(ErrorCode::NoProcess, "No thread " + std::to_string(tid));
+  if (found->second.running) {
+    return make_error(ErrorCode::InvalidArgument, "Thread " + std::to_string(tid) + " is running");
+  }
+  if (addr && user_debug_.in_use(kTraceSlot)) {
+    return make_error(ErrorCode::NotSupported, "Debug register 3 is taken by a hardware watchpoint");
+  }
+  found->second.trace_stop = addr;
+  return sync_debug_regs(tid, found->second);
+}
+
+PtraceProcess::DebugRegs PtraceProcess::wanted_debug_regs(const ThreadState& thread) const {
+  DebugRegs regs;
+  for (int i = 0; i < DebugRegisterState::kSlotCount; ++i) regs.address[i] = user_debug_.address(i);
+  regs.dr7 = user_debug_.dr7();
+  if (thread.trace_stop) {
+    // Local enable, execute condition, length 1 (R/W and LEN both zero).
+    regs.address[kTraceSlot] = *thread.trace_stop;
+    regs.dr7 = (regs.dr7 & ~kDr7SlotMask) | (uint64_t{1} << (2 * kTraceSlot));
+  }
+  return regs;
+}
+
+// Writes only what differs from the thread's registers: each write is a
+// system call, and this runs before every resume.
+Expected<void> PtraceProcess::sync_debug_regs(pid_t tid, ThreadState& thread) {
+  DebugRegs want = wanted_debug_regs(thread);
+  if (want.address == thread.written.address && want.dr7 == thread.written.dr7) return {};
+  if (thread.written.dr7 != 0 && want.address != thread.written.address) {
+    // Disable first: an address may only change under a valid DR7.
+    if (auto r = poke_debugreg(tid, 7, 0); !r) return r;
+    thread.written.dr7 = 0;
+  }
+  for (int i = 0; i < DebugRegisterState::kSlotCount; ++i) {
+    if (want.address[i] == thread.written.address[i]) continue;
+    if (auto r = poke_debugreg(tid, i, want.address[i]); !r) return r;
+    thread.written.address[i] = want.address[i];
+  }
+  if (want.dr7 != thread.written.dr7) {
+    if (auto r = poke_debugreg(tid, 7, want.dr7); !r) return r;
+    thread.written.dr7 = want.dr7;
+  }
+  return {};
+}
+
+void PtraceProcess::sync_all_debug_regs() {
+  for (auto& [tid, thread] : threads_) {
+    if (!thread.running) (void)sync_debug_regs(tid, thread);  // running ones sync when started
+  }
+}
+
+uint64_t PtraceProcess::take_dr6(pid_t tid, const ThreadState& thread) {
+  if (thread.written.dr7 == 0) return 0;  // nothing armed: the trap is no debug-register hit
+  auto dr6 = do_ptrace(PTRACE_PEEKUSER, tid, debugreg_offset(6), nullptr);
+  if (!dr6) return 0;
+  uint64_t value = static_cast<uint64_t>(*dr6);
+  if ((value & (0xf | kDr6Step)) != 0) (void)poke_debugreg(tid, 6, 0);
+  return value;
+}
+
+TracedStop PtraceProcess::traced_stop(pid_t tid, const ProcessEvent& event, bool trace_hit) const {
+  TracedStop stop;
+  stop.tid = tid;
+  stop.signal = event.signal;
+  stop.trace_stop_hit = trace_hit;
+  stop.single_stepped = event.single_stepped;
+  stop.software_breakpoint = event.software_breakpoint;
+  stop.watchpoint_hit = event.hw_stop.has_value();
+  user_regs_struct gregs{};
+  if (do_ptrace(PTRACE_GETREGS, tid, 0, &gregs)) stop.pc = gregs.rip;
+  return stop;
+}
+
+Expected<void> PtraceProcess::insert_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  auto kind = watch_kind_for(type);
+  if (!kind) return make_error(ErrorCode::InvalidArgument, "Not a hardware breakpoint type");
+  if (!debug_registers_work()) {
+    return make_error(ErrorCode::NotSupported, "Debug registers do not trap on this machine");
+  }
+  DebugRegisterState next = user_debug_;
+  if (auto r = next.insert(*kind, addr, len); !r) return r;
+  bool tracer_slot_busy = hook_ != nullptr || std::any_of(threads_.begin(), threads_.end(), [](const auto& e) {
+                            return e.second.trace_stop.has_value();
+                          });
+  if (tracer_slot_busy && next.in_use(kTraceSlot)) {
+    return make_error(ErrorCode::NotSupported,
+                      "No free debug register: 3 are usable while branch tracing holds the fourth");
+  }
+  DebugRegisterState before = user_debug_;
+  user_debug_ = next;
+  for (auto& [tid, thread] : threads_) {
+    if (thread.running) continue;
+    if (auto r = sync_debug_regs(tid, thread); !r) {
+      user_debug_ = before;
+      sync_all_debug_regs();
+      return make_error(r.error().code, "Cannot set debug registers: " + r.error().message);
+    }
+  }
+  return {};
+}
+
+Expected<void> PtraceProcess::remove_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) {
+  auto kind = watch_kind_for(type);
+  if (!kind) return make_error(ErrorCode::InvalidArgument, "Not a hardware breakpoint type");
+  if (auto r = user_debug_.remove(*kind, addr, len); !r) return r;
+  sync_all_debug_regs();
+  return {};
+}
+
+std::string PtraceProcess::thread_name(pid_t tid) const {
+  std::ifstream comm("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(tid) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name;
+}
+
+int PtraceProcess::thread_core(pid_t tid) const {
+  std::ifstream stat("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(tid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  // The name (field 2) may hold spaces and parentheses: count after the last ')'.
+  auto close = text.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  for (int n = 3; fields >> field; ++n) {
+    if (n == 39) return std::atoi(field.c_str());  // "processor"
+  }
+  return -1;
+}
+
+Expected<std::vector<uint8_t>> PtraceProcess::read_siginfo(pid_t tid) {
+  auto found = threads_.find(tid);
+  if (!alive_ || found == threads_.end()) return make_error(ErrorCode::NoProcess, "No thread " + std::to_string(tid));
+  if (found->second.running) return make_error(ErrorCode::InvalidArgument, "Thread is running");
+  siginfo_t info{};
+  if (auto r = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info); !r) return r.error();
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&info);
+  return std::vector<uint8_t>(bytes, bytes + sizeof info);
+}
+
+}  // namespace stub

@@ -1,0 +1,420 @@
+// Resuming threads and turning wait statuses into events, all-stop: when an
+// event is to be reported, every other running thread gets a SIGSTOP; what
+// such a thread had to say meanwhile is kept as its pending event and
+// reported on a later resume instead of running it (ptrace_process.h).
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "stub/ptrace_internal.h"
+#include "stub/ptrace_process.h"
+
+namespace stub {
+namespace {
+
+using namespace ptrace_detail;
+using btstub::ErrorCode;
+using btstub::make_error;
+
+constexpr uint8_t kInt3 = 0xcc;
+
+// A pending trap no longer means anything once gdb moved the thread, removed
+// the breakpoint, or continues a thread whose step had already finished.
+bool pending_is_stale(const ProcessEvent& event, uint64_t kept_pc, uint64_t pc, bool breakpoint_present,
+                      StepKind next) {
+  if (event.kind != ProcessEvent::Kind::Stopped || event.signal != SIGTRAP) return false;
+  if (pc != kept_pc) return true;
+  if (event.software_breakpoint && !breakpoint_present) return true;
+  return event.single_stepped && !event.hw_stop && next == StepKind::Continue;
+}
+
+}  // namespace
+
+Expected<void> PtraceProcess::resume(pid_t tid, StepKind kind, int signal) {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  auto found = threads_.find(tid);
+  if (found == threads_.end()) {
+    return make_error(ErrorCode::NoProcess, "No thread " + std::to_string(tid));
+  }
+  ThreadState& thread = found->second;
+  if (thread.running || thread.deferred) return {};
+  bool any_pending = std::any_of(threads_.begin(), threads_.end(),
+                                 [](const auto& entry) { return entry.second.pending.has_value(); });
+  if (any_pending) {
+    // Decided in next_event: a pending event is reported without running
+    // anybody, or every deferred thread starts.
+    thread.deferred = kind;
+    thread.deferred_signal = signal;
+    return {};
+  }
+  return start_thread(tid, thread, kind, signal);
+}
+
+// The client's (or our own logical) resume: the tracer's say, stepping off
+// a breakpoint under the thread, debug registers, then ptrace.
+Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal) {
+  StepKind actual = kind;
+  if (hook_ != nullptr && hook_->traces(tid)) {
+    actual = hook_->before_resume(*this, tid, kind, signal);
+    if (kind == StepKind::SingleStep) actual = StepKind::SingleStep;
+  }
+  auto pc = read_pc(tid);
+  if (!pc) return pc.error();
+  auto bp = breakpoints_.find(*pc);
+  bool lift = bp != breakpoints_.end() && !thread.reinsert_at;
+  if (lift) {
+    // Step the original instruction with the int3 lifted; the breakpoint
+    // goes back when that step's event is reaped (handle_status), and for a
+    // continue the step's trap is swallowed there and the thread continued.
+    if (auto r = raw_write(*pc, {bp->second}); !r) return r;
+    thread.reinsert_at = *pc;
+  }
+  if (auto r = sync_debug_regs(tid, thread); !r) {
+    if (lift) {
+      (void)raw_write(*pc, {kInt3});
+      thread.reinsert_at.reset();
+    }
+    return r;
+  }
+  auto r = raw_resume(tid, thread, lift ? StepKind::SingleStep : actual, signal);
+  if (!r) {
+    if (lift) {
+      (void)raw_write(*pc, {kInt3});
+      thread.reinsert_at.reset();
+    }
+    return r;
+  }
+  thread.requested = kind;
+  return {};
+}
+
+Expected<void> PtraceProcess::raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal) {
+  bool step = kind == StepKind::SingleStep;
+  auto r = do_ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, tid, 0, signal_arg(signal));
+  if (!r) return r.error();
+  thread.running = true;
+  thread.stepping = step;
+  thread.last_kind = kind;
+  return {};
+}
+
+std::optional<ProcessEvent> PtraceProcess::poll_event() {
+  auto event = next_event(false);
+  if (!event) return std::nullopt;
+  return *event;
+}
+
+Expected<ProcessEvent> PtraceProcess::wait_event() {
+  auto event = next_event(true);
+  if (!event) return event.error();
+  if (!*event) return make_error(ErrorCode::Internal, "waitpid returned no event");
+  return **event;
+}
+
+Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  if (auto event = take_pending()) return event;
+  commit_deferred();
+  for (;;) {
+    if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+    // A specific pid keeps us from reaping children that are not ours;
+    // with several threads any tracee may report, so wait for any.
+    pid_t target = threads_.size() == 1 ? threads_.begin()->first : -1;
+    int status = 0;
+    pid_t tid = wait_retry(target, &status, __WALL | (block ? 0 : WNOHANG));
+    if (tid == 0) return std::optional<ProcessEvent>{};
+    if (tid < 0) {
+      int err = errno;
+      mark_gone();
+      return make_error(ErrorCode::NoProcess, std::string("waitpid: ") + std::strerror(err));
+    }
+    auto event = handle_status(tid, status);
+    if (!event) continue;
+    if (event->kind == ProcessEvent::Kind::Stopped || event->kind == ProcessEvent::Kind::ThreadExited) {
+      stop_all_threads(event->tid);
+    }
+    last_reported_ = event->tid;
+    return event;
+  }
+}
+
+// The first valid pending event of a thread the client resumed, taking
+// threads in turn after the last one reported so no thread starves.
+std::optional<ProcessEvent> PtraceProcess::take_pending() {
+  std::vector<pid_t> order;
+  for (auto it = threads_.upper_bound(last_reported_); it != threads_.end(); ++it) order.push_back(it->first);
+  for (auto it = threads_.begin(); it != threads_.end() && it->first <= last_reported_; ++it) {
+    order.push_back(it->first);
+  }
+  for (pid_t tid : order) {
+    ThreadState& thread = threads_[tid];
+    if (!thread.pending || !thread.deferred) continue;
+    ProcessEvent event = *thread.pending;
+    auto pc = read_pc(tid);
+    bool stale = !pc || pending_is_stale(event, thread.pending_pc, *pc, breakpoints_.count(*pc) != 0,
+                                         *thread.deferred);
+    thread.pending.reset();
+    if (stale) continue;
+    if (event.signal != SIGTRAP && pass_signals_.count(event.signal) != 0) {
+      thread.deferred_signal = event.signal;  // delivered when it starts
+      continue;
+    }
+    for (auto& [other, state] : threads_) state.deferred.reset();
+    stop_all_threads(tid);  // normally nobody runs; threads left running (no action) do
+    last_reported_ = tid;
+    return event;
+  }
+  return std::nullopt;
+}
+
+void PtraceProcess::commit_deferred() {
+  for (auto& [tid, thread] : threads_) {
+    if (!thread.deferred) continue;
+    StepKind kind = *thread.deferred;
+    thread.deferred.reset();
+    (void)start_thread(tid, thread, kind, thread.deferred_signal);
+    thread.deferred_signal = 0;
+  }
+}
+
+std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) {
+  auto found = threads_.find(tid);
+  if (found == threads_.end()) {
+    early_status_[tid] = status;  // a new thread reporting before its clone event
+    return std::nullopt;
+  }
+  ThreadState& thread = found->second;
+  thread.running = false;
+  if (thread.reinsert_at) {
+    // Also when this thread died: other threads may still run there.
+    if (breakpoints_.count(*thread.reinsert_at)) (void)raw_write(*thread.reinsert_at, {kInt3});
+    thread.reinsert_at.reset();
+  }
+  if (WIFEXITED(status) || WIFSIGNALED(status)) return thread_gone(tid, status);
+  if (!WIFSTOPPED(status)) return std::nullopt;
+  int ptrace_event = status >> 16;
+  if (ptrace_event == PTRACE_EVENT_CLONE) {
+    handle_clone(tid);
+    return std::nullopt;
+  }
+  if (ptrace_event == PTRACE_EVENT_EXEC) {
+    handle_exec();
+    if (hook_ != nullptr) hook_->on_exec(pid_);
+    ProcessEvent event;
+    event.tid = pid_;
+    event.signal = SIGTRAP;
+    return event;
+  }
+  if (ptrace_event != 0) {  // an event we did not ask for: keep going
+    if (!stopping_all_) (void)raw_resume(tid, thread, thread.last_kind, 0);
+    return std::nullopt;
+  }
+  int signal = WSTOPSIG(status);
+  if (signal == SIGSTOP && thread.sigstop_expected) {
+    // The all-stop SIGSTOP of a thread that had another event first.
+    thread.sigstop_expected = false;
+    if (!stopping_all_) (void)start_thread(tid, thread, thread.requested, 0);
+    return std::nullopt;
+  }
+  thread.last_signal = signal;
+  return classify_stop(tid, thread, signal);
+}
+
+std::optional<ProcessEvent> PtraceProcess::thread_gone(pid_t tid, int status) {
+  if (hook_ != nullptr && hook_->traces(tid)) hook_->on_thread_exited(tid);
+  ProcessEvent event;
+  event.tid = tid;
+  if (tid != pid_) {
+    threads_.erase(tid);
+    if (!thread_events_ || stopping_all_) return std::nullopt;
+    event.kind = ProcessEvent::Kind::ThreadExited;
+    event.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+    return event;
+  }
+  event.kind = WIFEXITED(status) ? ProcessEvent::Kind::Exited : ProcessEvent::Kind::Killed;
+  event.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+  event.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  mark_gone();
+  return event;
+}
+
+// What a signal stop means, after the tracer had its say; nullopt when the
+// stop was absorbed and the thread goes on (or, while stopping all, stays).
+std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState& thread, int signal) {
+  ProcessEvent event;
+  event.tid = tid;
+  event.signal = signal;
+  bool trace_hit = false;
+  if (signal == SIGTRAP) {
+    event = handle_sigtrap(tid, thread, trace_hit);
+  } else {
+    thread.stepping = false;
+  }
+  bool traced = hook_ != nullptr && hook_->traces(tid);
+  if (traced) {
+    TraceVerdict verdict = hook_->on_stop(*this, traced_stop(tid, event, trace_hit));
+    if (verdict != TraceVerdict::Report) {
+      StepKind kind = verdict == TraceVerdict::SingleStep ? StepKind::SingleStep : StepKind::Continue;
+      if (!stopping_all_) (void)raw_resume(tid, thread, kind, 0);
+      return std::nullopt;
+    }
+  }
+  if (stopping_all_) return event;
+  bool bare_step = event.single_stepped && !event.hw_stop && !event.software_breakpoint;
+  bool bare_trace_stop = trace_hit && !event.single_stepped && !event.hw_stop && !event.software_breakpoint;
+  // A step the client did not ask for (stepping off a breakpoint, or one
+  // the tracer chose), or a trace stop of a tracer that is gone: go on.
+  if (bare_step && thread.requested == StepKind::Continue) {
+    // A continue run as steps still stops at the breakpoints it reaches.
+    auto pc = read_pc(tid);
+    if (pc && breakpoints_.count(*pc) != 0) {
+      event.single_stepped = false;
+      event.software_breakpoint = true;
+      return event;
+    }
+  }
+  if ((bare_step && thread.requested == StepKind::Continue) || (bare_trace_stop && !traced)) {
+    if (start_thread(tid, thread, thread.requested, 0)) return std::nullopt;
+  }
+  if (signal != SIGTRAP && pass_signals_.count(signal) != 0) {
+    // QPassSignals: delivered at once, the other threads never stop.
+    if (start_thread(tid, thread, thread.requested, signal)) return std::nullopt;
+  }
+  return event;
+}
+
+ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool& trace_hit) {
+  siginfo_t info{};
+  int code = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info) ? info.si_code : 0;
+  // si_code <= 0: SIGTRAP sent by kill/tkill/sigqueue, not by the CPU.
+  bool from_kernel = code > 0;
+  bool was_stepping = thread.stepping;
+  thread.stepping = false;
+
+  ProcessEvent event;
+  event.tid = tid;
+  event.signal = SIGTRAP;
+  uint64_t dr6 = from_kernel ? take_dr6(tid, thread) : 0;
+  trace_hit = thread.trace_stop.has_value() && (dr6 & (uint64_t{1} << 3)) != 0;
+  // With a tracer installed slot 3 is its own; without, Z1-Z4 may use it.
+  uint64_t user_bits = (hook_ != nullptr || thread.trace_stop) ? (dr6 & ~uint64_t{1 << 3}) : dr6;
+  auto hits = user_debug_.hits_for_dr6(user_bits);
+  if (!hits.empty()) {
+    const DebugHit& hit = hits.front();
+    switch (hit.kind) {
+      case WatchKind::Execute: event.hw_stop = protocol::BreakpointType::Hardware; break;
+      case WatchKind::Write: event.hw_stop = protocol::BreakpointType::WriteWatch; break;
+      case WatchKind::Read: event.hw_stop = protocol::BreakpointType::ReadWatch; break;
+      case WatchKind::Access: event.hw_stop = protocol::BreakpointType::AccessWatch; break;
+    }
+    event.hw_address = hit.kind == WatchKind::Execute ? 0 : hit.address;
+  }
+  if (was_stepping && from_kernel) {
+    // A step reports TRAP_TRACE, or TRAP_BRKPT after a syscall instruction.
+    event.single_stepped = true;
+    return event;
+  }
+  if (from_kernel && (code == SI_KERNEL || code == TRAP_BRKPT)) {
+    user_regs_struct gregs{};
+    if (do_ptrace(PTRACE_GETREGS, tid, 0, &gregs) && breakpoints_.count(gregs.rip - 1)) {
+      gregs.rip -= 1;
+      event.software_breakpoint = do_ptrace(PTRACE_SETREGS, tid, 0, &gregs).ok();
+    }
+  }
+  return event;
+}
+
+void PtraceProcess::handle_clone(pid_t parent) {
+  unsigned long new_tid = 0;
+  if (do_ptrace(PTRACE_GETEVENTMSG, parent, 0, &new_tid) && new_tid > 0) {
+    pid_t tid = static_cast<pid_t>(new_tid);
+    int status = 0;
+    if (auto early = early_status_.find(tid); early != early_status_.end()) {
+      status = early->second;
+      early_status_.erase(early);
+    } else if (wait_retry(tid, &status, __WALL) != tid) {
+      status = 0;
+    }
+    // The new thread starts with a SIGSTOP we do not pass on.
+    if (WIFSTOPPED(status)) {
+      ThreadState& state = threads_[tid];
+      if (hook_ != nullptr) hook_->on_thread_created(tid, parent);
+      if (!stopping_all_) (void)start_thread(tid, state, StepKind::Continue, 0);
+    }
+  }
+  auto found = threads_.find(parent);
+  if (found == threads_.end()) return;
+  ThreadState& thread = found->second;
+  if (stopping_all_) {
+    thread.sigstop_expected = true;  // ours is still queued behind the clone stop
+    return;
+  }
+  StepKind kind = thread.last_kind;
+  if (hook_ != nullptr && hook_->traces(parent)) {
+    StepKind chosen = hook_->before_resume(*this, parent, kind, 0);
+    if (chosen == StepKind::SingleStep) kind = chosen;
+  }
+  (void)raw_resume(parent, thread, kind, 0);
+}
+
+void PtraceProcess::handle_exec() {
+  // The old address space, its breakpoints and all other threads are gone.
+  for (auto& [tid, state] : threads_) {
+    if (tid != pid_ && hook_ != nullptr && hook_->traces(tid)) hook_->on_thread_exited(tid);
+  }
+  threads_.clear();
+  threads_[pid_] = ThreadState{};
+  breakpoints_.clear();
+  early_status_.clear();
+  open_memory();
+}
+
+// --- All-stop ----------------------------------------------------------------
+
+void PtraceProcess::stop_all_threads(pid_t except) {
+  std::vector<pid_t> stopping;
+  for (auto& [tid, thread] : threads_) {
+    if (tid == except || !thread.running) continue;
+    if (::syscall(SYS_tgkill, pid_, tid, SIGSTOP) == 0) {
+      thread.sigstop_expected = true;
+      stopping.push_back(tid);
+    }
+  }
+  stopping_all_ = true;
+  for (pid_t tid : stopping) {
+    for (;;) {
+      auto found = threads_.find(tid);
+      if (!alive_ || found == threads_.end() || !found->second.running) break;
+      int status = 0;
+      if (wait_retry(tid, &status, __WALL) != tid) {
+        threads_.erase(tid);
+        break;
+      }
+      keep_while_stopping(tid, status);
+    }
+  }
+  stopping_all_ = false;
+}
+
+// A status reaped while stopping all: our SIGSTOP (done), a clone (the new
+// thread stays stopped too), or a real event kept for later.
+void PtraceProcess::keep_while_stopping(pid_t tid, int status) {
+  auto event = handle_status(tid, status);
+  auto found = threads_.find(tid);
+  if (!event || found == threads_.end()) return;
+  if (event->kind != ProcessEvent::Kind::Stopped) return;
+  ThreadState& thread = found->second;
+  thread.sigstop_expected = true;  // not consumed by this event
+  auto pc = read_pc(tid);
+  thread.pending = *event;
+  thread.pending_pc = pc ? *pc : 0;
+}
+
+}  // namespace stub

@@ -1,0 +1,24 @@
+#pragma once
+// Helpers shared by the stub/ptrace_*.cc files, which alone may include
+// <sys/ptrace.h>; this header does not, so requests travel as plain ints.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "protocol/expected.h"
+
+namespace stub::ptrace_detail {
+
+// ptrace(request, tid, addr, data); errno becomes a btstub::Error naming the
+// request, and stays set for callers that phrase their own message.
+btstub::Expected<long> do_ptrace(int request, pid_t tid, uint64_t addr, void* data);
+
+inline void* signal_arg(int signal) { return reinterpret_cast<void*>(static_cast<uintptr_t>(signal)); }
+
+// waitpid, retried on EINTR.
+pid_t wait_retry(pid_t pid, int* status, int flags);
+
+std::string hex(uint64_t value);
+
+}  // namespace stub::ptrace_detail

@@ -1,0 +1,325 @@
+// The btrace packets through Session against FakeProcess and
+// FakeTraceBackend: every reply is the exact payload gdb would receive.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "fake_process.h"
+#include "fake_trace_backend.h"
+#include "stub/handlers.h"
+#include "stub/session.h"
+
+namespace {
+
+const std::string kHead = "<!DOCTYPE btrace SYSTEM \"btrace.dtd\">\n<btrace version=\"1.0\">\n";
+const std::string kTail = "</btrace>\n";
+
+std::string block(uint64_t begin, uint64_t end) {
+  char buf[80];
+  std::snprintf(buf, sizeof buf, "<block begin=\"0x%llx\" end=\"0x%llx\"/>\n",
+                static_cast<unsigned long long>(begin), static_cast<unsigned long long>(end));
+  return buf;
+}
+
+struct Fixture {
+  test::FakeProcess process;
+  test::FakeTraceBackend backend;
+  stub::Session session{stub::SessionConfig{}, &process};
+
+  Fixture() { session.trace_backend = &backend; }
+
+  std::string ask(std::string_view payload) {
+    auto reply = session.handle_packet(payload);
+    REQUIRE(reply.payload.has_value());
+    return *reply.payload;
+  }
+  void set_pc(pid_t tid, uint64_t pc) { process.regs[tid].set_u64(protocol::Amd64Reg::rip, pc); }
+  // Enables thread 100 (origin 0x401000) and records two taken branches;
+  // the thread now stands at 0x403008.
+  void trace_two_branches() {
+    REQUIRE(ask("Qbtrace:bts") == "OK");
+    backend.trace_of(100).append(0x401005, 0x402000);
+    backend.trace_of(100).append(0x402010, 0x403000);
+    set_pc(100, 0x403008);
+  }
+};
+
+bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+const char* const kFeatures[] = {"Qbtrace:bts+",          "Qbtrace:pt+",          "Qbtrace:off+",
+                                 "Qbtrace-conf:bts:size+", "Qbtrace-conf:pt:size+", "qXfer:btrace:read+",
+                                 "qXfer:btrace-conf:read+"};
+
+}  // namespace
+
+TEST_CASE("btrace features are advertised only with a trace backend", "[btrace]") {
+  Fixture with;
+  std::string reply = with.ask("qSupported:multiprocess+;swbreak+");
+  for (const char* feature : kFeatures) CHECK(contains(reply, std::string(";") + feature));
+
+  Fixture without;
+  without.session.trace_backend = nullptr;
+  std::string plain = without.ask("qSupported:multiprocess+;swbreak+");
+  CHECK_FALSE(contains(plain, "btrace"));
+}
+
+TEST_CASE("without a backend every btrace packet says the target cannot trace", "[btrace]") {
+  Fixture f;
+  f.session.trace_backend = nullptr;
+  const std::string error = "E.Target does not support branch tracing.";
+  CHECK(f.ask("Qbtrace:bts") == error);
+  CHECK(f.ask("Qbtrace:off") == error);
+  CHECK(f.ask("Qbtrace-conf:bts:size=0x1000") == error);
+  CHECK(f.ask("qXfer:btrace:read:all:0,fff") == error);
+  CHECK(f.ask("qXfer:btrace-conf:read::0,fff") == error);
+}
+
+TEST_CASE("without a program there is no single thread to trace", "[btrace]") {
+  test::FakeTraceBackend backend;
+  stub::Session session{stub::SessionConfig{}, nullptr};
+  session.trace_backend = &backend;
+  const std::string error = "E.Must select a single thread.";
+  CHECK(session.handle_packet("Qbtrace:bts").payload == error);
+  CHECK(session.handle_packet("Qbtrace-conf:bts:size=0x1000").payload == error);
+  CHECK(session.handle_packet("qXfer:btrace:read:all:0,fff").payload == error);
+  CHECK(backend.log.empty());
+}
+
+TEST_CASE("Qbtrace:bts and Qbtrace:off switch tracing with gdb's error texts", "[btrace]") {
+  Fixture f;
+  CHECK(f.ask("Qbtrace:off") == "E.Branch tracing not enabled.");
+  CHECK(f.ask("Qbtrace:bts") == "OK");
+  CHECK(f.backend.enabled(100));
+  CHECK(f.ask("Qbtrace:bts") == "E.Btrace already enabled.");
+  CHECK(f.ask("Qbtrace:off") == "OK");
+  CHECK_FALSE(f.backend.enabled(100));
+  CHECK(f.backend.log == std::vector<std::string>{"enable 100", "disable 100"});
+  CHECK(f.ask("Qbtrace:lbr") == "E.Bad Qbtrace operation.  Use bts, pt, or off.");
+}
+
+TEST_CASE("backend failures reach gdb as E. messages", "[btrace]") {
+  Fixture f;
+  f.backend.fail_next = "perf_event_open failed: Permission denied";
+  CHECK(f.ask("Qbtrace:bts") == "E.perf_event_open failed: Permission denied");
+  CHECK_FALSE(f.backend.enabled(100));
+  CHECK(f.ask("Qbtrace:bts") == "OK");
+  f.backend.fail_next = "cannot stop tracing";
+  CHECK(f.ask("Qbtrace:off") == "E.cannot stop tracing");
+}
+
+TEST_CASE("Qbtrace:pt fails naming the missing hardware so gdb falls back to bts", "[btrace]") {
+  Fixture f;
+  bool pmu = std::filesystem::exists("/sys/bus/event_source/devices/intel_pt");
+  CHECK(f.ask("Qbtrace:pt") == "E." + stub::btrace_pt_unavailable_message(pmu));
+  CHECK_FALSE(f.backend.enabled(100));
+  CHECK(f.ask("Qbtrace:bts") == "OK");
+  CHECK(f.ask("Qbtrace:pt") == "E.Btrace already enabled.");
+
+  CHECK(stub::btrace_pt_unavailable_message(false) ==
+        "Intel PT is not available on this machine (no intel_pt PMU); use bts");
+  CHECK(contains(stub::btrace_pt_unavailable_message(true), "use bts"));
+  CHECK_FALSE(contains(stub::btrace_pt_unavailable_message(true), "no intel_pt PMU"));
+}
+
+TEST_CASE("btrace packets act on the general thread", "[btrace]") {
+  Fixture f;
+  f.process.threads_ = {100, 101};
+  f.process.regs[101] = f.process.regs[100];
+  f.ask("qSupported:multiprocess+");
+  REQUIRE(f.ask("Hgp64.65") == "OK");
+  CHECK(f.ask("Qbtrace:bts") == "OK");
+  CHECK(f.backend.enabled(101));
+  CHECK_FALSE(f.backend.enabled(100));
+  CHECK(f.ask("qXfer:btrace:read:all:0,fff").front() == 'l');
+
+  // Thread 100 was never enabled.
+  REQUIRE(f.ask("Hgp64.64") == "OK");
+  CHECK(f.ask("qXfer:btrace:read:all:0,fff") == "E.Btrace not enabled.");
+  CHECK(f.ask("qXfer:btrace-conf:read::0,fff") == "E.Btrace not enabled.");
+
+  // The selected thread exits: gdbserver's answer.
+  REQUIRE(f.ask("Hgp64.65") == "OK");
+  f.process.threads_ = {100};
+  CHECK(f.ask("qXfer:btrace:read:all:0,fff") == "E.No such thread.");
+  CHECK(f.ask("Qbtrace:off") == "E.No such thread.");
+}
+
+TEST_CASE("Qbtrace-conf sets the size new traces get; btrace-conf reports the thread's", "[btrace]") {
+  Fixture f;
+  CHECK(f.ask("Qbtrace-conf:bts:size=0x800") == "OK");
+  CHECK(f.backend.config().buffer_bytes == 0x800);
+  CHECK(f.ask("Qbtrace-conf:pt:size=0x4000") == "OK");  // remembered; pt itself is refused
+  CHECK(f.backend.config().buffer_bytes == 0x800);
+  CHECK(f.session.btrace_reads.pt_size == 0x4000);
+  CHECK(f.ask("Qbtrace-conf:bts:size=0x100000000") == "E.Bad size value.");
+  CHECK(f.ask("Qbtrace-conf:lbr:size=0x10") == "E.Bad Qbtrace configuration option.");
+
+  CHECK(f.ask("Qbtrace:bts") == "OK");
+  const std::string conf_800 =
+      "l<!DOCTYPE btrace-conf SYSTEM \"btrace-conf.dtd\">\n<btrace-conf version=\"1.0\">\n"
+      "<bts size=\"0x800\" />\n</btrace-conf>\n";
+  CHECK(f.ask("qXfer:btrace-conf:read::0,fff") == conf_800);
+  // A later size applies to threads enabled later, not to this one.
+  CHECK(f.ask("Qbtrace-conf:bts:size=0x10000") == "OK");
+  CHECK(f.ask("qXfer:btrace-conf:read::0,fff") == conf_800);
+  CHECK(f.ask("qXfer:btrace-conf:read:x:0,fff") == "E.Bad annex.");
+}
+
+TEST_CASE("all: the whole trace newest first, ending at the current pc", "[btrace]") {
+  Fixture f;
+  f.trace_two_branches();
+  const std::string all = kHead + block(0x403000, 0x403008) + block(0x402000, 0x402010) +
+                          block(0x401000, 0x401005) + kTail;
+  CHECK(f.ask("qXfer:btrace:read:all:0,fff") == "l" + all);
+  // `all` does not depend on earlier reads.
+  CHECK(f.ask("qXfer:btrace:read:all:0,fff") == "l" + all);
+  CHECK(f.ask("qXfer:btrace:read:everything:0,fff") == "E.Bad annex.");
+}
+
+TEST_CASE("all right after enabling: one block from where tracing began to the pc", "[btrace]") {
+  Fixture f;
+  REQUIRE(f.ask("Qbtrace:bts") == "OK");
+  f.set_pc(100, 0x401004);
+  CHECK(f.ask("qXfer:btrace:read:all:0,fff") == "l" + kHead + block(0x401000, 0x401004) + kTail);
+  // An unknown origin (0) is not sent: gdb cannot decode from address 0.
+  f.backend.replace_trace(100, decoder::BlockTrace(0, 16));
+  CHECK(f.ask("qXfer:btrace:read:all:0,fff") == "l" + kHead + kTail);
+}
+
+TEST_CASE("delta: only what is new, the oldest block begins at 0x0", "[btrace]") {
+  Fixture f;
+  f.trace_two_branches();
+  REQUIRE(f.ask("qXfer:btrace:read:all:0,fff").front() == 'l');
+
+  // Nothing new: the partial block up to the pc, for gdb to stitch on.
+  CHECK(f.ask("qXfer:btrace:read:delta:0,fff") == "l" + kHead + block(0, 0x403008) + kTail);
+
+  // Two more branches, then the thread stands at 0x405002.
+  f.backend.trace_of(100).append(0x403010, 0x404000);
+  f.backend.trace_of(100).append(0x404020, 0x405000);
+  f.set_pc(100, 0x405002);
+  CHECK(f.ask("qXfer:btrace:read:delta:0,fff") ==
+        "l" + kHead + block(0x405000, 0x405002) + block(0x404000, 0x404020) + block(0, 0x403010) + kTail);
+  // Read again: nothing new any more.
+  CHECK(f.ask("qXfer:btrace:read:delta:0,fff") == "l" + kHead + block(0, 0x405002) + kTail);
+}
+
+TEST_CASE("delta before any read covers everything since tracing began", "[btrace]") {
+  Fixture f;
+  f.trace_two_branches();
+  CHECK(f.ask("qXfer:btrace:read:delta:0,fff") ==
+        "l" + kHead + block(0x403000, 0x403008) + block(0x402000, 0x402010) + block(0, 0x401005) + kTail);
+}
+
+TEST_CASE("new: the whole trace when it changed, nothing when it did not", "[btrace]") {
+  Fixture f;
+  f.trace_two_branches();
+  const std::string all = kHead + block(0x403000, 0x403008) + block(0x402000, 0x402010) +
+                          block(0x401000, 0x401005) + kTail;
+  CHECK(f.ask("qXfer:btrace:read:new:0,fff") == "l" + all);
+  CHECK(f.ask("qXfer:btrace:read:new:0,fff") == "l" + kHead + kTail);
+  // A delta read also counts as a read.
+  f.backend.trace_of(100).append(0x403010, 0x404000);
+  f.set_pc(100, 0x404004);
+  REQUIRE(f.ask("qXfer:btrace:read:delta:0,fff").front() == 'l');
+  CHECK(f.ask("qXfer:btrace:read:new:0,fff") == "l" + kHead + kTail);
+  f.backend.trace_of(100).append(0x404008, 0x405000);
+  f.set_pc(100, 0x405000);
+  CHECK(f.ask("qXfer:btrace:read:new:0,fff") ==
+        "l" + kHead + block(0x405000, 0x405000) + block(0x404000, 0x404008) + block(0x403000, 0x403010) +
+            block(0x402000, 0x402010) + block(0x401000, 0x401005) + kTail);
+}
+
+TEST_CASE("overflow between reads: delta fails, new recovers, delta works again", "[btrace]") {
+  Fixture f;
+  REQUIRE(f.ask("Qbtrace-conf:bts:size=0x30") == "OK");  // two BTS records
+  REQUIRE(f.ask("Qbtrace:bts") == "OK");
+  auto& trace = f.backend.trace_of(100);
+  REQUIRE(trace.capacity() == 2);
+  trace.append(0x401005, 0x402000);
+  f.set_pc(100, 0x402004);
+  REQUIRE(f.ask("qXfer:btrace:read:all:0,fff") ==
+          "l" + kHead + block(0x402000, 0x402004) + block(0x401000, 0x401005) + kTail);
+
+  // Three branches since that read, two fit: the first one is lost.
+  trace.append(0x402008, 0x403000);
+  trace.append(0x403008, 0x404000);
+  trace.append(0x404008, 0x405000);
+  f.set_pc(100, 0x405004);
+  CHECK(f.ask("qXfer:btrace:read:delta:0,fff") == "E.Overflow.");
+  CHECK(f.ask("qXfer:btrace:read:delta:0,fff") == "E.Overflow.");  // a failed read moves nothing
+  // gdb's fallback: new gives what the buffer holds; its oldest block begins
+  // at the target of the newest dropped branch.
+  CHECK(f.ask("qXfer:btrace:read:new:0,fff") ==
+        "l" + kHead + block(0x405000, 0x405004) + block(0x404000, 0x404008) + block(0x403000, 0x403008) +
+            kTail);
+  trace.append(0x405008, 0x406000);
+  f.set_pc(100, 0x406001);
+  CHECK(f.ask("qXfer:btrace:read:delta:0,fff") ==
+        "l" + kHead + block(0x406000, 0x406001) + block(0, 0x405008) + kTail);
+}
+
+TEST_CASE("a trace replaced since the last read counts as overflow", "[btrace]") {
+  Fixture f;
+  f.trace_two_branches();
+  REQUIRE(f.ask("qXfer:btrace:read:all:0,fff").front() == 'l');
+  f.backend.replace_trace(100, decoder::BlockTrace(0x500000, 16));
+  f.set_pc(100, 0x500004);
+  CHECK(f.ask("qXfer:btrace:read:delta:0,fff") == "E.Overflow.");
+  CHECK(f.ask("qXfer:btrace:read:new:0,fff") == "l" + kHead + block(0x500000, 0x500004) + kTail);
+}
+
+TEST_CASE("re-enabling starts the read position afresh", "[btrace]") {
+  Fixture f;
+  f.trace_two_branches();
+  REQUIRE(f.ask("qXfer:btrace:read:all:0,fff").front() == 'l');
+  REQUIRE(f.ask("Qbtrace:off") == "OK");
+  REQUIRE(f.ask("Qbtrace:bts") == "OK");
+  f.backend.trace_of(100).append(0x403010, 0x404000);
+  f.set_pc(100, 0x404002);
+  CHECK(f.ask("qXfer:btrace:read:delta:0,fff") ==
+        "l" + kHead + block(0x404000, 0x404002) + block(0, 0x403010) + kTail);
+}
+
+TEST_CASE("btrace documents are read in chunks from one snapshot", "[btrace]") {
+  Fixture f;
+  f.trace_two_branches();
+  const std::string delta = kHead + block(0x403000, 0x403008) + block(0x402000, 0x402010) +
+                            block(0, 0x401005) + kTail;
+  REQUIRE(delta.size() > 0x40);
+  CHECK(f.ask("qXfer:btrace:read:delta:0,40") == "m" + delta.substr(0, 0x40));
+  // The thread moves on between chunks: the document gdb is reading does not.
+  f.backend.trace_of(100).append(0x403010, 0x404000);
+  f.set_pc(100, 0x404004);
+  CHECK(f.ask("qXfer:btrace:read:delta:40,40") == "m" + delta.substr(0x40, 0x40));
+  std::string rest;
+  for (uint64_t off = 0x80; off < delta.size(); off += 0x40) {
+    char packet[64];
+    std::snprintf(packet, sizeof packet, "qXfer:btrace:read:delta:%llx,40", static_cast<unsigned long long>(off));
+    std::string reply = f.ask(packet);
+    REQUIRE((reply.front() == 'm' || reply.front() == 'l'));
+    rest += reply.substr(1);
+  }
+  CHECK(rest == delta.substr(0x80));
+  CHECK(f.ask("qXfer:btrace:read:delta:fff,40") == "E.Bad offset; read the branch trace from offset 0 first.");
+  // The next read from offset 0 starts where the chunked one ended.
+  CHECK(f.ask("qXfer:btrace:read:delta:0,fff") ==
+        "l" + kHead + block(0x404000, 0x404004) + block(0, 0x403010) + kTail);
+}
+
+TEST_CASE("a chunk of another document needs that document read from offset 0", "[btrace]") {
+  Fixture f;
+  f.trace_two_branches();
+  CHECK(f.ask("qXfer:btrace:read:all:10,40") == "E.Bad offset; read the branch trace from offset 0 first.");
+  REQUIRE(f.ask("qXfer:btrace:read:all:0,10").front() == 'm');
+  CHECK(f.ask("qXfer:btrace:read:new:10,40") == "E.Bad offset; read the branch trace from offset 0 first.");
+  CHECK(f.ask("qXfer:btrace-conf:read::10,40") == "E.Bad offset; read the branch trace from offset 0 first.");
+  CHECK(f.ask("qXfer:btrace:read:all:10,40").front() == 'm');
+}
+
+TEST_CASE("unreadable registers make the trace read fail, not crash", "[btrace]") {
+  Fixture f;
+  f.trace_two_branches();
+  f.process.regs.erase(100);
+  CHECK(f.ask("qXfer:btrace:read:all:0,fff") == "E.no such thread");
+}
