@@ -194,6 +194,124 @@ void classify_near(const cs_insn& insn, const cs_x86& x86, Instruction& out) {
   out.operand_size_override = x86.prefix[2] == kPrefixOpSize;
 }
 
+
+StackEffect effect(StackOp op, int64_t value) {
+  StackEffect e;
+  e.op = op;
+  e.value = value;
+  return e;
+}
+
+bool is_reg(const cs_x86_op& op, x86_reg reg) {
+  return op.type == X86_OP_REG && op.reg == reg;
+}
+
+bool names_rsp(uint16_t reg) {
+  return reg == X86_REG_RSP || reg == X86_REG_ESP || reg == X86_REG_SP || reg == X86_REG_SPL;
+}
+bool names_rbp(uint16_t reg) {
+  return reg == X86_REG_RBP || reg == X86_REG_EBP || reg == X86_REG_BP || reg == X86_REG_BPL;
+}
+
+// [base + disp] with nothing else, in 64-bit addressing.
+std::optional<int64_t> plain_offset(const cs_x86& x86, const cs_x86_op& op, x86_reg base) {
+  if (op.type != X86_OP_MEM || op.mem.base != base || op.mem.index != X86_REG_INVALID ||
+      op.mem.segment != X86_REG_INVALID || x86.prefix[3] == kPrefixAddrSize) {
+    return std::nullopt;
+  }
+  return op.mem.disp;
+}
+
+// The exact forms of StackOp for mov/lea/add/sub/and; nullopt otherwise.
+std::optional<StackEffect> register_form(unsigned id, const cs_x86& x86) {
+  if (x86.op_count != 2) return std::nullopt;
+  const cs_x86_op& dst = x86.operands[0];
+  const cs_x86_op& src = x86.operands[1];
+  const bool imm = src.type == X86_OP_IMM;
+  StackEffect e;
+  if ((id == X86_INS_ADD || id == X86_INS_SUB) && is_reg(dst, X86_REG_RSP) && imm) {
+    e.op = StackOp::AdjustRsp;
+    e.value = id == X86_INS_ADD ? src.imm : -src.imm;
+  } else if (id == X86_INS_AND && is_reg(dst, X86_REG_RSP) && imm) {
+    e.op = StackOp::AndRsp;
+    e.value = src.imm;
+  } else if (id == X86_INS_MOV && is_reg(dst, X86_REG_RBP) && is_reg(src, X86_REG_RSP)) {
+    e.op = StackOp::RbpFromRsp;
+  } else if (id == X86_INS_MOV && is_reg(dst, X86_REG_RSP) && is_reg(src, X86_REG_RBP)) {
+    e.op = StackOp::RspFromRbp;
+  } else if (id == X86_INS_LEA && is_reg(dst, X86_REG_RSP)) {
+    if (auto d = plain_offset(x86, src, X86_REG_RSP)) {
+      e = effect(StackOp::AdjustRsp, *d);
+    } else if (auto d2 = plain_offset(x86, src, X86_REG_RBP)) {
+      e = effect(StackOp::RspFromRbp, *d2);
+    } else {
+      return std::nullopt;
+    }
+  } else if (id == X86_INS_LEA && is_reg(dst, X86_REG_RBP)) {
+    auto d = plain_offset(x86, src, X86_REG_RSP);
+    if (!d) return std::nullopt;
+    e = effect(StackOp::RbpFromRsp, *d);
+  } else {
+    return std::nullopt;
+  }
+  return e;
+}
+
+// Any write to rsp/rbp Capstone knows of (explicit or implicit).
+void mark_clobbers(csh handle, const cs_insn& insn, StackEffect& e) {
+  cs_regs read{}, written{};
+  uint8_t read_count = 0, write_count = 0;
+  if (cs_regs_access(handle, &insn, read, &read_count, written, &write_count) != CS_ERR_OK) {
+    e.clobbers_rsp = e.clobbers_rbp = true;  // cannot tell: never guess
+    return;
+  }
+  for (uint8_t i = 0; i < write_count; ++i) {
+    if (names_rsp(written[i])) e.clobbers_rsp = true;
+    if (names_rbp(written[i])) e.clobbers_rbp = true;
+  }
+}
+
+StackEffect classify_stack(csh handle, const cs_insn& insn) {
+  const cs_x86& x86 = insn.detail->x86;
+  const int64_t word = x86.prefix[2] == kPrefixOpSize ? 2 : 8;
+  const bool has_op = x86.op_count >= 1;
+  StackEffect e;
+  switch (insn.id) {
+    case X86_INS_PUSH:
+      e.op = StackOp::Push;
+      e.value = word;
+      e.pushes_rbp = has_op && word == 8 && is_reg(x86.operands[0], X86_REG_RBP);
+      if (has_op && word == 8 && x86.operands[0].type == X86_OP_IMM) {
+        e.pushed_value = static_cast<uint64_t>(x86.operands[0].imm);
+      }
+      return e;
+    case X86_INS_PUSHF:
+    case X86_INS_PUSHFQ: return effect(StackOp::Push, word);
+    case X86_INS_POPF:
+    case X86_INS_POPFQ: return effect(StackOp::Pop, word);
+    case X86_INS_POP:
+      if (has_op && is_reg(x86.operands[0], X86_REG_RSP)) break;  // pop rsp: a clobber
+      e.op = StackOp::Pop;
+      e.value = word;
+      // pop into rbp (any width) or a memory operand based on rsp: rbp only
+      // changes in the first case.
+      e.clobbers_rbp = has_op && x86.operands[0].type == X86_OP_REG && names_rbp(x86.operands[0].reg);
+      return e;
+    case X86_INS_CALL: return effect(StackOp::Call, 0);
+    case X86_INS_RET: return effect(StackOp::Return, first_immediate(x86));
+    case X86_INS_LEAVE:
+      if (word != 8) break;
+      return effect(StackOp::Leave, 0);
+    case X86_INS_ENTER:  // Capstone 4 lists no register writes for it
+      e.clobbers_rsp = e.clobbers_rbp = true;
+      return e;
+    default:
+      if (auto form = register_form(insn.id, x86)) return *form;
+      break;
+  }
+  mark_clobbers(handle, insn, e);
+  return e;
+}
 }  // namespace
 
 Instruction classify_capstone(csh handle, const cs_insn& insn) {
@@ -208,6 +326,7 @@ Instruction classify_capstone(csh handle, const cs_insn& insn) {
   }
   const cs_x86& x86 = insn.detail->x86;
   const unsigned id = insn.id;
+  out.stack = classify_stack(handle, insn);
   if (jcc_condition(id) || loop_op(id) || id == X86_INS_JMP ||
       id == X86_INS_CALL || id == X86_INS_RET) {
     classify_near(insn, x86, out);

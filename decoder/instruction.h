@@ -71,6 +71,34 @@ struct MemoryOperand {
 // Where an indirect transfer takes its target from.
 using IndirectOperand = std::variant<std::monostate, RegisterRef, MemoryOperand>;
 
+// How an instruction changes rsp and rbp, for rebuilding them at every
+// position of a recorded history (decoder/stack_tracking.h). Only the exact,
+// register-independent forms get an op; any other write to rsp or rbp sets
+// a clobber flag, so that replay reports the register as unknown rather than
+// guessing.
+enum class StackOp {
+  None,
+  Push,        // rsp -= value (8, or 2 with a 0x66 prefix); writes [rsp, rsp+value)
+  Pop,         // rsp += value
+  AdjustRsp,   // rsp += value (add/sub rsp, imm; lea rsp, [rsp + d])
+  AndRsp,      // rsp &= value
+  RbpFromRsp,  // rbp = rsp + value (mov rbp, rsp; lea rbp, [rsp + d])
+  RspFromRbp,  // rsp = rbp + value (mov rsp, rbp; lea rsp, [rbp + d])
+  Leave,       // rsp = rbp + 8; rbp = loaded from the stack
+  Call,        // rsp -= 8; writes the return address (next_address())
+  Return,      // rsp += 8 + value (ret imm16)
+};
+
+struct StackEffect {
+  StackOp op = StackOp::None;
+  int64_t value = 0;
+  bool pushes_rbp = false;                // Push of rbp: the slot gets rbp's value
+  std::optional<uint64_t> pushed_value;   // Push of an immediate
+  bool clobbers_rsp = false;  // rsp after it is unrelated to rsp/rbp before
+  bool clobbers_rbp = false;  // rbp after it is unrelated (pop rbp, mov rbp, rax...)
+  bool operator==(const StackEffect&) const = default;
+};
+
 struct Instruction {
   uint64_t address = 0;
   uint8_t size = 0;
@@ -90,6 +118,8 @@ struct Instruction {
   bool operand_size_override = false;
   // sysenter: Linux returns through the vDSO, not to next_address().
   bool kernel_picks_return = false;
+  // Effect on rsp/rbp (replay's stack tracking).
+  StackEffect stack;
 
   uint64_t next_address() const { return address + size; }
   // True when execution can continue at next_address() right after this

@@ -1,0 +1,220 @@
+#include "decoder/replay_history.h"
+
+#include <algorithm>
+
+namespace decoder {
+namespace {
+
+bool contains(const std::vector<uint64_t>& sorted, uint64_t addr) {
+  return std::binary_search(sorted.begin(), sorted.end(), addr);
+}
+
+// True when some breakpoint address lies in [begin, end]: the only blocks a
+// breakpoint scan has to decode.
+bool may_contain(const std::vector<uint64_t>& sorted, const Block& block) {
+  auto it = std::lower_bound(sorted.begin(), sorted.end(), block.begin);
+  return it != sorted.end() && *it <= block.end;
+}
+
+}  // namespace
+
+ReplayCursor::ReplayCursor(const BlockTrace& trace, const LiveState& live, BlockCache& cache)
+    : trace_(trace),
+      live_(live),
+      cache_(cache),
+      first_seq_(trace.first_sequence()),
+      end_seq_(trace.end_sequence()),
+      validated_(trace.end_sequence()) {
+  live_block_ = cache_.get(block(end_seq_));
+  if (!live_block_.complete) {
+    // Without a decodable live block there is no history to walk into.
+    ReplayInstruction at_pc;
+    at_pc.address = live.pc;
+    live_block_.instructions.assign(1, at_pc);
+    floor_ = end_seq_;
+  }
+  go_live_end();
+}
+
+ReplayPosition ReplayCursor::live_position() const {
+  return {end_seq_, static_cast<uint32_t>(live_block_.instructions.size() - 1)};
+}
+
+void ReplayCursor::go_live_end() {
+  seq_ = end_seq_;
+  cur_ = &live_block_;
+  index_ = static_cast<uint32_t>(live_block_.instructions.size() - 1);
+}
+
+Block ReplayCursor::block(uint64_t seq) const {
+  uint64_t begin = seq == first_seq_ ? trace_.oldest_begin() : trace_.at(seq - 1).to;
+  uint64_t end = seq == end_seq_ ? live_.pc : trace_.at(seq).from;
+  return Block{begin, end};
+}
+
+const DecodedBlock& ReplayCursor::decoded(uint64_t seq) {
+  return seq == end_seq_ ? live_block_ : cache_.get(block(seq));
+}
+
+bool ReplayCursor::enter_older() {
+  if (floor_ && seq_ <= *floor_) return false;
+  if (seq_ == first_seq_) {
+    floor_ = seq_;
+    return false;
+  }
+  const DecodedBlock& older = decoded(seq_ - 1);
+  if (!older.complete || older.instructions.empty()) {
+    floor_ = seq_;
+    return false;
+  }
+  --seq_;
+  validated_ = std::min(validated_, seq_);
+  cur_ = &older;
+  index_ = static_cast<uint32_t>(older.instructions.size() - 1);
+  return true;
+}
+
+// Blocks newer than the position were validated on the way back.
+void ReplayCursor::enter_newer() {
+  ++seq_;
+  cur_ = &decoded(seq_);
+  index_ = 0;
+}
+
+uint64_t ReplayCursor::find_floor() {
+  if (floor_) return *floor_;
+  uint64_t k = validated_;
+  while (k > first_seq_ && decoded(k - 1).complete) --k;
+  validated_ = k;
+  floor_ = k;
+  return k;
+}
+
+ReplayStop ReplayCursor::step_back() {
+  if (index_ > 0) {
+    --index_;
+    return ReplayStop::Moved;
+  }
+  return enter_older() ? ReplayStop::Moved : ReplayStop::HistoryBegin;
+}
+
+ReplayStop ReplayCursor::step_forward() {
+  if (at_live_end()) return ReplayStop::HistoryEnd;
+  if (index_ + 1 < cur_->instructions.size()) {
+    ++index_;
+  } else {
+    enter_newer();
+  }
+  return at_live_end() ? ReplayStop::HistoryEnd : ReplayStop::Moved;
+}
+
+ReplayStop ReplayCursor::continue_back(const std::vector<uint64_t>& breakpoints) {
+  while (index_ > 0) {
+    --index_;
+    if (contains(breakpoints, pc())) return ReplayStop::Breakpoint;
+  }
+  const uint64_t floor = find_floor();
+  // Only range checks here: a block is decoded (from the cache) only when a
+  // breakpoint address lies inside it.
+  for (uint64_t k = seq_; k-- > floor;) {
+    if (!may_contain(breakpoints, block(k))) continue;
+    const DecodedBlock& d = decoded(k);
+    for (std::size_t j = d.instructions.size(); j-- > 0;) {
+      if (contains(breakpoints, d.instructions[j].address)) {
+        seq_ = k;
+        cur_ = &d;
+        index_ = static_cast<uint32_t>(j);
+        return ReplayStop::Breakpoint;
+      }
+    }
+  }
+  seq_ = floor;
+  cur_ = &decoded(floor);
+  index_ = 0;
+  return ReplayStop::HistoryBegin;
+}
+
+ReplayStop ReplayCursor::continue_forward(const std::vector<uint64_t>& breakpoints) {
+  if (at_live_end()) return ReplayStop::HistoryEnd;
+  while (index_ + 1 < cur_->instructions.size()) {
+    ++index_;
+    if (contains(breakpoints, pc())) return ReplayStop::Breakpoint;
+  }
+  for (uint64_t k = seq_ + 1; k <= end_seq_; ++k) {
+    if (!may_contain(breakpoints, block(k))) continue;
+    const DecodedBlock& d = decoded(k);
+    for (std::size_t j = 0; j < d.instructions.size(); ++j) {
+      if (contains(breakpoints, d.instructions[j].address)) {
+        seq_ = k;
+        cur_ = &d;
+        index_ = static_cast<uint32_t>(j);
+        return ReplayStop::Breakpoint;
+      }
+    }
+  }
+  go_live_end();
+  return ReplayStop::HistoryEnd;
+}
+
+// The state right after branch seq-1 executed: its snapshot moved through
+// the branch instruction itself.
+StackState ReplayCursor::start_state(uint64_t seq) {
+  if (seq == first_seq_ || !trace_.has_stacks()) return {};
+  const Branch& branch = trace_.at(seq - 1);
+  const DecodedBlock& prev = cache_.get(block(seq - 1));
+  std::optional<ReplayInstruction> from;
+  if (prev.complete && !prev.instructions.empty()) {
+    from = prev.instructions.back();
+  } else {
+    from = cache_.instruction_at(branch.from);
+  }
+  if (!from) return {};
+  Instruction insn;
+  insn.address = from->address;
+  insn.size = from->size;
+  insn.kind = from->kind;
+  insn.target = from->target;
+  insn.stack = from->stack;
+  const StackSnapshot& snap = trace_.stack_at(seq - 1);
+  return after_branch(insn, branch.to, StackState{snap.rsp, snap.rbp});
+}
+
+StackState ReplayCursor::end_state(uint64_t seq) const {
+  if (seq == end_seq_) return live_.stack;
+  if (!trace_.has_stacks()) return {};
+  const StackSnapshot& snap = trace_.stack_at(seq);
+  return StackState{snap.rsp, snap.rbp};
+}
+
+// Forward from the block's start and backward from its end snapshot; each
+// register is taken from whichever pass knows it.
+std::vector<StackState> ReplayCursor::block_states(uint64_t seq, const DecodedBlock& block) {
+  const std::size_t n = block.instructions.size();
+  std::vector<StackState> forward(n), out(n);
+  forward[0] = start_state(seq);
+  for (std::size_t i = 1; i < n; ++i) {
+    forward[i] = decoder::step_forward(block.instructions[i - 1].stack, forward[i - 1]);
+  }
+  StackState backward = end_state(seq);
+  for (std::size_t i = n; i-- > 0;) {
+    if (i + 1 < n) backward = decoder::step_backward(block.instructions[i].stack, backward);
+    out[i] = merge(backward, forward[i]);
+  }
+  return out;
+}
+
+StackState ReplayCursor::stack() { return block_states(seq_, *cur_)[index_]; }
+
+ReplayCursor::Count ReplayCursor::instruction_number() {
+  const uint64_t floor = find_floor();
+  Count count;
+  for (uint64_t k = floor; k <= end_seq_; ++k) {
+    const uint64_t size = decoded(k).instructions.size();
+    if (k < seq_) count.index += size;
+    count.total += size;
+  }
+  count.index += index_;
+  return count;
+}
+
+}  // namespace decoder

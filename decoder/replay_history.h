@@ -1,0 +1,109 @@
+#pragma once
+// A replay cursor: one thread's position in its recorded history, moved one
+// instruction at a time (O(1) amortised: decoded blocks are cached) or to
+// the next breakpoint address in either direction, with rsp, rbp and stack
+// memory (return addresses, saved frame pointers) rebuilt at the position.
+//
+// Positions: block k (branch sequence number k of the BlockTrace) holds the
+// instructions from the target of branch k-1 (or oldest_begin()) through
+// branch k's `from`; block end_sequence() is the live block, ending at the
+// live pc. Position (k, i) means "instruction i of block k is about to
+// execute". The live position is the last instruction of the live block.
+// History begins at the oldest retained block, or just after the newest
+// block that does not decode exactly to its end (a gap).
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "decoder/block_cache.h"
+#include "decoder/block_trace.h"
+#include "decoder/stack_tracking.h"
+
+namespace decoder {
+
+struct ReplayPosition {
+  uint64_t sequence = 0;  // block number
+  uint32_t index = 0;     // instruction within the block
+  bool operator==(const ReplayPosition&) const = default;
+};
+
+enum class ReplayStop {
+  Moved,         // one step done, still inside the history
+  Breakpoint,    // stopped at an instruction whose address is a breakpoint
+  HistoryBegin,  // at the oldest position (did not move if already there)
+  HistoryEnd,    // at the live position
+};
+
+// The thread as it is now: its pc and, when known, rsp/rbp.
+struct LiveState {
+  uint64_t pc = 0;
+  StackState stack;
+};
+
+class ReplayCursor {
+ public:
+  // Starts at the live position. `trace` and `cache` must outlive the cursor
+  // and `trace` must not change while it exists (the program is stopped).
+  ReplayCursor(const BlockTrace& trace, const LiveState& live, BlockCache& cache);
+
+  ReplayPosition position() const { return {seq_, index_}; }
+  ReplayPosition live_position() const;
+  bool at_live_end() const { return position() == live_position(); }
+  uint64_t pc() const { return cur_->instructions[index_].address; }
+
+  ReplayStop step_back();
+  ReplayStop step_forward();
+  // Move at least one instruction, then on until an instruction whose
+  // address is in `breakpoints` (sorted ascending) or the end of history.
+  ReplayStop continue_back(const std::vector<uint64_t>& breakpoints);
+  ReplayStop continue_forward(const std::vector<uint64_t>& breakpoints);
+  void go_live_end();
+
+  // rsp and rbp at the position, each when the history determines it.
+  StackState stack();
+
+  // Bytes of [addr, addr+len) at the position that the history determines:
+  // those last written by a call (return address) or a push of rbp or of an
+  // immediate, provided the slot stayed inside the stack (rsp never rose
+  // above it) from that write to the position. nullopt for every other
+  // byte: the caller decides (read-only mapping: the live bytes are right).
+  std::vector<std::optional<uint8_t>> memory(uint64_t addr, std::size_t len);
+
+  // "Instruction `index` of `total`" (0 = oldest), computed on demand:
+  // O(blocks of history).
+  struct Count {
+    uint64_t index = 0;
+    uint64_t total = 0;
+  };
+  Count instruction_number();
+
+ private:
+  Block block(uint64_t seq) const;
+  const DecodedBlock& decoded(uint64_t seq);
+  // Moves to the last instruction of block seq_-1 when it is part of the
+  // history; false at the start of history.
+  bool enter_older();
+  void enter_newer();
+  uint64_t find_floor();
+  StackState start_state(uint64_t seq);
+  StackState end_state(uint64_t seq) const;
+  std::vector<StackState> block_states(uint64_t seq, const DecodedBlock& block);
+
+  const BlockTrace& trace_;
+  LiveState live_;
+  BlockCache& cache_;
+  uint64_t first_seq_;
+  uint64_t end_seq_;
+  DecodedBlock live_block_;
+  // Blocks [validated_, end_seq_] are known to decode exactly; floor_ is set
+  // once the oldest block of history is known.
+  uint64_t validated_;
+  std::optional<uint64_t> floor_;
+
+  uint64_t seq_ = 0;
+  uint32_t index_ = 0;
+  const DecodedBlock* cur_ = nullptr;
+};
+
+}  // namespace decoder

@@ -1,0 +1,215 @@
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "decoder/replay_history.h"
+#include "replay_fixture.h"
+
+using decoder::ReplayCursor;
+using decoder::ReplayStop;
+using replay_test::kB0;
+using replay_test::kR0;
+
+namespace {
+
+uint64_t read_u64(ReplayCursor& cursor, uint64_t addr, bool* known) {
+  auto bytes = cursor.memory(addr, 8);
+  uint64_t value = 0;
+  *known = true;
+  for (std::size_t i = 0; i < 8; ++i) {
+    if (!bytes[i]) *known = false;
+    value |= static_cast<uint64_t>(bytes[i].value_or(0)) << (8 * i);
+  }
+  return value;
+}
+
+std::optional<uint64_t> slot(ReplayCursor& cursor, uint64_t addr) {
+  bool known = false;
+  uint64_t value = read_u64(cursor, addr, &known);
+  if (!known) return std::nullopt;
+  return value;
+}
+
+// Moves the cursor to oracle position `n` (0 = oldest) from the live end.
+void seek(ReplayCursor& cursor, std::size_t n) {
+  cursor.go_live_end();
+  for (std::size_t i = replay_test::oracle().size() - 1; i > n; --i) REQUIRE(cursor.step_back() == ReplayStop::Moved);
+}
+
+}  // namespace
+
+TEST_CASE("replay walks back and forth over every position with exact rsp/rbp") {
+  replay_test::Fixture f;
+  const auto points = replay_test::oracle();
+  auto trace = replay_test::trace(true);
+  ReplayCursor cursor(trace, replay_test::live(), f.cache);
+  REQUIRE(cursor.at_live_end());
+  REQUIRE(cursor.pc() == points.back().pc);
+
+  for (std::size_t n = points.size(); n-- > 0;) {
+    CAPTURE(n, points[n].pc);
+    REQUIRE(cursor.pc() == points[n].pc);
+    auto st = cursor.stack();
+    REQUIRE(st.rsp == points[n].rsp);
+    REQUIRE(st.rbp == points[n].rbp);
+    REQUIRE(cursor.instruction_number().index == n);
+    REQUIRE(cursor.instruction_number().total == points.size());
+    REQUIRE(cursor.step_back() == (n == 0 ? ReplayStop::HistoryBegin : ReplayStop::Moved));
+  }
+  // At the start it stays put.
+  REQUIRE(cursor.pc() == points.front().pc);
+  REQUIRE(cursor.step_back() == ReplayStop::HistoryBegin);
+  REQUIRE(cursor.pc() == points.front().pc);
+
+  for (std::size_t n = 1; n < points.size(); ++n) {
+    CAPTURE(n);
+    REQUIRE(cursor.step_forward() == (n + 1 == points.size() ? ReplayStop::HistoryEnd : ReplayStop::Moved));
+    REQUIRE(cursor.pc() == points[n].pc);
+    REQUIRE(cursor.stack().rsp == points[n].rsp);
+  }
+  REQUIRE(cursor.at_live_end());
+  REQUIRE(cursor.step_forward() == ReplayStop::HistoryEnd);
+}
+
+TEST_CASE("reverse-continue stops at breakpoints in the past and at the start") {
+  replay_test::Fixture f;
+  auto trace = replay_test::trace(true);
+  ReplayCursor cursor(trace, replay_test::live(), f.cache);
+  const std::vector<uint64_t> bps = {0x401024, 0x500000};
+  const auto points = replay_test::oracle();
+  std::vector<std::size_t> expected;  // oracle indices with pc 0x401024, newest first
+  for (std::size_t n = points.size(); n-- > 0;) {
+    if (points[n].pc == 0x401024) expected.push_back(n);
+  }
+  REQUIRE(expected.size() == 3);
+  for (std::size_t n : expected) {
+    REQUIRE(cursor.continue_back(bps) == ReplayStop::Breakpoint);
+    REQUIRE(cursor.pc() == 0x401024);
+    REQUIRE(cursor.instruction_number().index == n);
+    REQUIRE(cursor.stack().rsp == points[n].rsp);
+  }
+  REQUIRE(cursor.continue_back(bps) == ReplayStop::HistoryBegin);
+  REQUIRE(cursor.instruction_number().index == 0);
+  REQUIRE(cursor.continue_back(bps) == ReplayStop::HistoryBegin);
+
+  // Forward again: the same three stops in the other order, then the end.
+  for (auto it = expected.rbegin(); it != expected.rend(); ++it) {
+    REQUIRE(cursor.continue_forward(bps) == ReplayStop::Breakpoint);
+    REQUIRE(cursor.instruction_number().index == *it);
+  }
+  REQUIRE(cursor.continue_forward(bps) == ReplayStop::HistoryEnd);
+  REQUIRE(cursor.at_live_end());
+}
+
+TEST_CASE("a breakpoint at the current instruction does not stop a continue at once") {
+  replay_test::Fixture f;
+  auto trace = replay_test::trace(true);
+  ReplayCursor cursor(trace, replay_test::live(), f.cache);
+  const std::vector<uint64_t> bps = {0x401012, 0x401017};  // 0x401017 is the live pc
+  REQUIRE(cursor.continue_back(bps) == ReplayStop::Breakpoint);
+  REQUIRE(cursor.pc() == 0x401012);
+  REQUIRE(cursor.continue_back(bps) == ReplayStop::Breakpoint);
+  REQUIRE(cursor.pc() == 0x401012);
+  REQUIRE(cursor.instruction_number().index == 21);
+  // Forward it meets the live pc's breakpoint as a breakpoint.
+  REQUIRE(cursor.continue_forward(bps) == ReplayStop::Breakpoint);
+  REQUIRE(cursor.continue_forward(bps) == ReplayStop::Breakpoint);
+  REQUIRE(cursor.at_live_end());
+}
+
+TEST_CASE("return addresses and saved frame pointers are read as they were") {
+  replay_test::Fixture f;
+  auto trace = replay_test::trace(true);
+  ReplayCursor cursor(trace, replay_test::live(), f.cache);
+  const auto points = replay_test::oracle();
+  // Position 26: the third call of f, at `push 0x2a` (0x401024).
+  seek(cursor, 26);
+  REQUIRE(cursor.pc() == 0x401024);
+  CHECK(slot(cursor, kR0 - 40) == kR0 - 8);       // f's saved rbp
+  CHECK(slot(cursor, kR0 - 32) == 0x401012);      // f's return address
+  CHECK(slot(cursor, kR0 - 8) == kB0);            // main's saved rbp
+  CHECK(slot(cursor, kR0) == 0x401035);           // main's return address
+  CHECK(slot(cursor, kR0 - 16) == std::nullopt);  // main's locals: never pushed
+  CHECK(slot(cursor, kR0 + 8) == std::nullopt);   // above the whole history
+  CHECK(slot(cursor, kR0 - 48) == std::nullopt);  // below rsp
+
+  seek(cursor, 27);  // after push 0x2a
+  CHECK(slot(cursor, kR0 - 48) == 0x2a);
+  seek(cursor, 28);  // after pop rax: the slot is free again
+  CHECK(slot(cursor, kR0 - 48) == std::nullopt);
+  seek(cursor, 30);  // back in main: f's frame is gone
+  CHECK(slot(cursor, kR0 - 32) == std::nullopt);
+  CHECK(slot(cursor, kR0) == 0x401035);
+
+  // Unaligned and partial reads: 4 bytes of the return address and 4 of
+  // the saved rbp at position 26.
+  seek(cursor, 26);
+  auto bytes = cursor.memory(kR0 - 36, 8);
+  for (int i = 0; i < 4; ++i) CHECK(bytes[i] == static_cast<uint8_t>((kR0 - 8) >> (8 * (4 + i))));
+  for (int i = 0; i < 4; ++i) CHECK(bytes[4 + i] == static_cast<uint8_t>(0x401012 >> (8 * i)));
+  // The live position reads the stack of its own frame only.
+  cursor.go_live_end();
+  CHECK(slot(cursor, kR0) == 0x401035);
+  CHECK(slot(cursor, kR0 - 8) == std::nullopt);
+}
+
+TEST_CASE("a hardware trace knows rsp/rbp only near the live end") {
+  replay_test::Fixture f;
+  auto trace = replay_test::trace(false);
+  ReplayCursor cursor(trace, replay_test::live(), f.cache);
+  const auto points = replay_test::oracle();
+  REQUIRE(cursor.stack().rsp == kR0);
+  REQUIRE(cursor.step_back() == ReplayStop::Moved);  // before leave
+  auto st = cursor.stack();
+  CHECK_FALSE(st.rsp.has_value());
+  CHECK(st.rbp == kR0 - 8);
+  seek(cursor, 10);
+  CHECK(cursor.stack() == decoder::StackState{});
+  CHECK(slot(cursor, kR0) == std::nullopt);
+}
+
+TEST_CASE("a dropped-oldest ring starts history at the oldest retained block") {
+  replay_test::Fixture f;
+  auto trace = replay_test::trace(true, 3);  // keeps the last 3 branches
+  ReplayCursor cursor(trace, replay_test::live(), f.cache);
+  const auto points = replay_test::oracle();
+  std::size_t steps = 0;
+  while (cursor.step_back() == ReplayStop::Moved) ++steps;
+  // Retained: the last jne, call f and ret; the ret before them was
+  // dropped, so history starts at its target.
+  CHECK(cursor.pc() == 0x401012);
+  const std::size_t first = points.size() - 1 - steps;
+  CHECK(first == 21);
+  CHECK(cursor.stack().rsp == points[first].rsp);  // from the snapshot backward
+  CHECK(cursor.instruction_number().index == 0);
+  CHECK(cursor.instruction_number().total == points.size() - first);
+}
+
+TEST_CASE("a block that does not decode to its end is the start of history") {
+  replay_test::Fixture f;
+  decoder::BlockTrace trace(0x401030, 64);
+  // A bogus first block (ends inside an instruction), then f once.
+  trace.append(0x401003, 0x401020, decoder::StackSnapshot{kR0 - 24, kR0 - 8});
+  trace.append(0x401028, 0x401012, decoder::StackSnapshot{kR0 - 32, kR0 - 8});
+  ReplayCursor cursor(trace, decoder::LiveState{0x401014, {kR0 - 24, kR0 - 8}}, f.cache);
+  std::vector<uint64_t> pcs;
+  do pcs.push_back(cursor.pc());
+  while (cursor.step_back() == ReplayStop::Moved);
+  CHECK(pcs == std::vector<uint64_t>{0x401014, 0x401012, 0x401028, 0x401027, 0x401026, 0x401024,
+                                     0x401021, 0x401020});
+  cursor.go_live_end();
+  CHECK(cursor.continue_back({0x401000}) == ReplayStop::HistoryBegin);
+  CHECK(cursor.pc() == 0x401020);
+  CHECK(cursor.instruction_number().total == 8);
+}
+
+TEST_CASE("an undecodable live pc leaves no history") {
+  replay_test::Fixture f;
+  decoder::BlockTrace trace(0x401030, 64);
+  trace.append(0x401030, 0x900000, decoder::StackSnapshot{kR0 + 8, kB0});
+  ReplayCursor cursor(trace, decoder::LiveState{0x900000, {kR0, kB0}}, f.cache);
+  CHECK(cursor.pc() == 0x900000);
+  CHECK(cursor.step_back() == ReplayStop::HistoryBegin);
+  CHECK(cursor.continue_back({0x401030}) == ReplayStop::HistoryBegin);
+  CHECK(cursor.at_live_end());
+}
