@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "stub/handlers.h"
+#include "stub/trace_backend.h"
 
 namespace stub {
 
@@ -21,6 +22,59 @@ MonitorOutput monitor_exit(Session&, const std::string&) {
   return MonitorOutput{"btstub exiting\n", true};
 }
 
+std::string describe_config(const TraceConfig& config) {
+  std::ostringstream out;
+  out << config.buffer_bytes << "-byte buffers ("
+      << decoder::bts_records_for_bytes(config.buffer_bytes) << " branches), "
+      << (config.overflow == decoder::OverflowPolicy::Stop ? "stop the program" : "drop the oldest")
+      << " when full";
+  return out.str();
+}
+
+std::string record_status(Session& s, TraceBackend& backend) {
+  std::ostringstream out;
+  out << "Branch recording (" << backend.name() << " backend): "
+      << (backend.all_enabled() ? "every thread" : "per thread") << "; new threads get "
+      << describe_config(backend.config()) << ".\n";
+  if (Process* process = s.process()) {
+    for (pid_t tid : process->threads()) {
+      out << "  thread " << tid << ": ";
+      const decoder::BlockTrace* trace = backend.trace(tid);
+      if (!backend.enabled(tid)) {
+        out << "not recording\n";
+        continue;
+      }
+      if (trace == nullptr) {
+        out << "recording from its next resume\n";
+        continue;
+      }
+      out << trace->size() << " of " << trace->capacity() << " branches";
+      if (trace->first_sequence() > 0) out << ", " << trace->first_sequence() << " older dropped";
+      if (backend.stopped_full(tid)) out << ", stopped: buffer full";
+      out << "\n";
+    }
+  }
+  return out.str();
+}
+
+// monitor record start|stop|status: whole-program recording, as --record.
+MonitorOutput monitor_record(Session& s, const std::string& args) {
+  TraceBackend* backend = s.trace_backend;
+  if (backend == nullptr) return MonitorOutput{"Branch tracing is not available in this btstub.\n", false};
+  if (args == "start") {
+    if (auto r = backend->enable_all(); !r) return MonitorOutput{"Cannot start recording: " + r.error().message + "\n", false};
+    return MonitorOutput{"Recording the branches of every thread (" + std::string(backend->name()) + " backend, " +
+                             describe_config(backend->config()) + ").\n",
+                         false};
+  }
+  if (args == "stop") {
+    backend->disable_all();
+    return MonitorOutput{"Branch recording stopped; the traces are discarded.\n", false};
+  }
+  if (args == "status" || args.empty()) return MonitorOutput{record_status(s, *backend), false};
+  return MonitorOutput{"Usage: monitor record start|stop|status\n", false};
+}
+
 struct MonitorEntry {
   MonitorCommandFn fn;
   const char* help;
@@ -30,6 +84,7 @@ const std::map<std::string, MonitorEntry, std::less<>>& monitor_commands() {
   static const std::map<std::string, MonitorEntry, std::less<>> commands = {
       {"help", {monitor_help, "List monitor commands."}},
       {"exit", {monitor_exit, "End btstub (the program it started is killed)."}},
+      {"record", {monitor_record, "record start|stop|status: branch-trace every thread (as --record)."}},
   };
   return commands;
 }

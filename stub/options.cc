@@ -27,7 +27,54 @@ void add_disabled_packets(CommandLine& cl, const std::string& list) {
   }
 }
 
+btstub::Expected<void> parse_trace_option(CommandLine& cl, const std::string& a) {
+  auto value = a.substr(a.find('=') + 1);
+  if (starts_with(a, "--backend=")) {
+    if (value == "auto") cl.trace_backend = TraceBackendChoice::Auto;
+    else if (value == "software") cl.trace_backend = TraceBackendChoice::Software;
+    else return make_error(ErrorCode::InvalidArgument, "Bad --backend '" + value + "': expected auto or software");
+  } else if (starts_with(a, "--trace-size=")) {
+    auto size = parse_trace_size(value);
+    if (!size) return size.error();
+    cl.trace_config.buffer_bytes = *size;
+  } else if (starts_with(a, "--trace-full=")) {
+    if (value == "drop") cl.trace_config.overflow = decoder::OverflowPolicy::DropOldest;
+    else if (value == "stop") cl.trace_config.overflow = decoder::OverflowPolicy::Stop;
+    else return make_error(ErrorCode::InvalidArgument, "Bad --trace-full '" + value + "': expected drop or stop");
+  }
+  return {};
+}
+
+bool is_trace_option(const std::string& a) {
+  return starts_with(a, "--backend=") || starts_with(a, "--trace-size=") || starts_with(a, "--trace-full=");
+}
+
 }  // namespace
+
+btstub::Expected<uint64_t> parse_trace_size(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return make_error(ErrorCode::InvalidArgument, "Bad --trace-size '" + text + "': " + why);
+  };
+  std::string digits = text;
+  uint64_t unit = 1;
+  if (!digits.empty() && (digits.back() == 'k' || digits.back() == 'K')) unit = 1024;
+  if (!digits.empty() && (digits.back() == 'm' || digits.back() == 'M')) unit = 1024 * 1024;
+  if (unit != 1) digits.pop_back();
+  int base = 10;
+  if (starts_with(digits, "0x") || starts_with(digits, "0X")) {
+    digits = digits.substr(2);
+    base = 16;
+  }
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, base);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
+    return bad("expected a number of bytes");
+  }
+  if (value > kMaxTraceSize / unit) return bad("at most " + std::to_string(kMaxTraceSize) + " bytes");
+  value *= unit;
+  if (value < kMinTraceSize) return bad("at least " + std::to_string(kMinTraceSize) + " bytes (one branch)");
+  return value;
+}
 
 std::string usage_text() {
   return "Usage:\tbtstub [OPTIONS] COMM PROG [ARGS ...]\n"
@@ -53,7 +100,18 @@ std::string usage_text() {
          "                        Answer these packets as unsupported (e.g. vCont,qC,T).\n"
          "  --remote-debug        Log every packet on stderr.\n"
          "  --startup-with-shell, --no-startup-with-shell\n"
-         "                        Accepted for gdbserver compatibility; btstub execs PROG directly.\n";
+         "                        Accepted for gdbserver compatibility; btstub execs PROG directly.\n"
+         "\n"
+         "Branch tracing:\n"
+         "  --record              Trace the branches of every thread from PROG's first\n"
+         "                        instruction (as `monitor record start` at once).\n"
+         "  --backend=auto|software\n"
+         "                        Branch-trace backend (default auto: software here).\n"
+         "  --trace-size=BYTES    Trace buffer per thread, in bytes (24 per branch;\n"
+         "                        k/m suffixes, 0x hex; default 64k).\n"
+         "  --trace-full=drop|stop\n"
+         "                        When a buffer is full: drop the oldest branches\n"
+         "                        (default) or stop the program and report it.\n";
 }
 
 btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>& args) {
@@ -83,6 +141,10 @@ btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>&
       cl.disable_randomization = false;
     } else if (a == "--disable-randomization") {
       cl.disable_randomization = true;
+    } else if (a == "--record") {
+      cl.record = true;
+    } else if (is_trace_option(a)) {
+      if (auto r = parse_trace_option(cl, a); !r) return r.error();
     } else if (a == "--remote-debug" || a == "--debug") {
       cl.remote_debug = true;
     } else if (a == "--startup-with-shell" || a == "--no-startup-with-shell" || starts_with(a, "--debug-format=")) {

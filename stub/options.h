@@ -9,8 +9,20 @@
 #include <vector>
 
 #include "protocol/expected.h"
+#include "stub/trace_backend.h"
 
 namespace stub {
+
+// --backend: which branch-trace backend serves Qbtrace:bts.
+enum class TraceBackendChoice {
+  Auto,      // the best available (today: software)
+  Software,  // stub::SoftwareTracer
+};
+
+// Limits of --trace-size: one BTS record, and a bound that keeps a typo
+// from reserving the machine's memory (the buffer is allocated up front).
+inline constexpr uint64_t kMinTraceSize = 24;
+inline constexpr uint64_t kMaxTraceSize = uint64_t{1} << 32;
 
 struct CommandLine {
   enum class Mode { Launch, Attach, Multi, Help, Version };
@@ -23,12 +35,17 @@ struct CommandLine {
   std::vector<std::string> wrapper;
   std::set<std::string> disabled_packets;
   bool remote_debug = false;           // log packets on stderr
+  bool record = false;                 // --record: trace every thread from the first instruction
+  TraceBackendChoice trace_backend = TraceBackendChoice::Auto;  // --backend=
+  TraceConfig trace_config;            // --trace-size=, --trace-full=
 
   bool stdio() const { return comm == "-" || comm == "stdio"; }
 };
 
 btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>& args);
 std::string usage_text();
+// "--trace-size=" values: decimal or 0x hex bytes, optional k/K or m/M suffix.
+btstub::Expected<uint64_t> parse_trace_size(const std::string& text);
 
 // Where to listen: host defaults to 127.0.0.1 for a bare ":PORT".
 struct ListenAddress {

@@ -1,0 +1,141 @@
+#pragma once
+// Branch tracing in software, for machines without BTS or PT: each traced
+// thread runs freely to the next control transfer, where a debug-register
+// execution breakpoint (the "trace stop") catches it before the transfer
+// runs; the tracer computes where the transfer goes, re-arms the trace stop
+// at the end of the target's block and lets the thread go on. One ptrace
+// stop per taken or not-taken branch; single steps only where the outcome
+// cannot be computed beforehand (syscalls, signal delivery, one-block loops).
+//
+// Exactness rule: a branch is stored only once the thread is seen past it.
+// Between the trace stop at a branch and that evidence the branch is
+// "pending" (see ThreadState::pending), because a signal may stop the thread
+// before the branch runs.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "decoder/block_trace.h"
+#include "decoder/instruction.h"
+#include "stub/software_tracer_blocks.h"
+#include "stub/trace_backend.h"
+#include "stub/trace_hook.h"
+
+namespace stub {
+
+// How the tracer gets the thread back at a block's end.
+enum class TraceStops {
+  DebugRegister,  // TracedThreadControl::set_trace_stop: one stop per block
+  SingleStep,     // for machines whose debug registers never trap (some
+                  // hypervisors: see PtraceProcess::debug_registers_work):
+                  // every instruction is stepped, exact but one stop each
+};
+
+class SoftwareTracer final : public TraceHook, public TraceBackend {
+ public:
+  // `enable_all`: trace every thread from the start (--record).
+  static Expected<std::unique_ptr<SoftwareTracer>> create(const TraceConfig& config = {},
+                                                          bool enable_all = false,
+                                                          TraceStops stops = TraceStops::DebugRegister);
+  TraceStops trace_stops() const { return stops_; }
+
+  // Optional: lets enable()/disable() read the thread's pc and disarm its
+  // trace stop at once. Without it the origin is taken at the thread's next
+  // resume and the disarm happens then.
+  void set_control(TracedThreadControl* control) { control_ = control; }
+
+  // Counters for tests and benchmarks.
+  struct Stats {
+    uint64_t stops = 0;        // stops of traced threads seen by on_stop
+    uint64_t absorbed = 0;     // ... of which the tracer absorbed
+    uint64_t trace_stops = 0;  // trace-stop hits
+    uint64_t steps = 0;        // single steps the tracer itself asked for
+    uint64_t branches = 0;     // branches stored
+  };
+  const Stats& stats() const { return stats_; }
+  // Forgets decoded code (e.g. after the client wrote into code).
+  void invalidate_code() { blocks_.invalidate(); }
+
+  // ---- TraceHook ----
+  bool traces(pid_t tid) const override;
+  StepKind before_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal) override;
+  TraceVerdict on_stop(TracedThreadControl& control, const TracedStop& stop) override;
+  void on_thread_created(pid_t tid, pid_t parent) override;
+  void on_thread_exited(pid_t tid) override;
+  void on_exec(pid_t tid) override;
+
+  // ---- TraceBackend ----
+  std::string_view name() const override { return "software"; }
+  void set_config(const TraceConfig& config) override { config_ = config; }
+  TraceConfig config() const override { return config_; }
+  Expected<void> enable(pid_t tid) override;
+  Expected<void> disable(pid_t tid) override;
+  bool enabled(pid_t tid) const override;
+  Expected<void> enable_all() override;
+  void disable_all() override;
+  bool all_enabled() const override { return all_enabled_; }
+  const decoder::BlockTrace* trace(pid_t tid) const override;
+  Expected<TraceConfig> thread_config(pid_t tid) const override;
+  bool stopped_full(pid_t tid) const override;
+
+ private:
+  // A single step in flight and what it was expected to do.
+  struct Step {
+    uint64_t from = 0;
+    decoder::StackSnapshot stack;              // rsp/rbp at `from`, before it ran
+    std::optional<decoder::Instruction> insn;  // nullopt: undecodable
+    bool predicted_branch = false;             // next_pc said Branch
+    bool by_tracer = false;                    // we turned a Continue into it
+  };
+  struct ThreadState {
+    bool enabled = false;
+    bool exited = false;
+    bool disarm_pending = false;  // disabled without control: disarm at next resume
+    bool origin_known = false;
+    bool frozen = false;          // full under OverflowPolicy::Stop: no more recording
+    bool stopped_full = false;    // the current stop is because of that
+    TraceConfig config;
+    std::unique_ptr<decoder::BlockTrace> trace;
+    std::optional<uint64_t> armed;                // trace stop address as last set
+    std::optional<decoder::Branch> pending;       // seen at a trace stop, not yet seen run
+    decoder::StackSnapshot pending_stack;         // rsp/rbp at pending->from
+    std::optional<Step> step;
+  };
+  enum class Next { Continue, SingleStep, Report };
+
+  SoftwareTracer(BlockCache blocks, const TraceConfig& config, bool enable_all, TraceStops stops);
+
+  ThreadState* state(pid_t tid);
+  const ThreadState* state(pid_t tid) const;
+  ThreadState* traced_state(pid_t tid);  // creates one under enable_all
+  // `stopped`: the thread is stopped, so its pc can be read now.
+  void start_trace(ThreadState& t, pid_t tid, bool stopped);
+  void ensure_origin(ThreadState& t, uint64_t pc);
+
+  void settle(ThreadState& t, uint64_t pc, bool step_completed);
+  bool store(ThreadState& t, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack);
+  bool refuses_more(const ThreadState& t) const;
+
+  Next continue_from(TracedThreadControl& control, ThreadState& t, pid_t tid);
+  Next at_transfer(TracedThreadControl& control, ThreadState& t, pid_t tid,
+                   const protocol::RegisterFile& regs, const decoder::Instruction& insn);
+  Next step_over(ThreadState& t, const protocol::RegisterFile& regs, std::optional<decoder::Instruction> insn,
+                 bool predicted_branch);
+  Next step_one(TracedThreadControl& control, ThreadState& t, const protocol::RegisterFile& regs);
+  Next full_stop(ThreadState& t);
+  bool arm(TracedThreadControl& control, ThreadState& t, pid_t tid, std::optional<uint64_t> addr);
+
+  BlockCache blocks_;
+  TraceStops stops_;
+  TraceConfig config_;
+  bool all_enabled_ = false;
+  TracedThreadControl* control_ = nullptr;
+  std::map<pid_t, ThreadState> threads_;
+  Stats stats_;
+};
+
+}  // namespace stub

@@ -1,0 +1,67 @@
+// `monitor record start|stop|status` against FakeProcess, with the real
+// SoftwareTracer as the session's trace backend.
+#include <catch2/catch.hpp>
+
+#include "fake_process.h"
+#include "protocol/replies.h"
+#include "stub/session.h"
+#include "stub/software_tracer.h"
+
+namespace {
+
+struct Fixture {
+  test::FakeProcess process;
+  std::unique_ptr<stub::SoftwareTracer> tracer = stub::SoftwareTracer::create().value();
+  stub::Session session{stub::SessionConfig{}, &process};
+
+  Fixture() { session.trace_backend = tracer.get(); }
+  stub::Reply monitor(std::string_view command) {
+    return session.handle_packet("qRcmd," + protocol::hex_encode(command));
+  }
+};
+
+bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("monitor record start and stop switch whole-program recording", "[session][monitor]") {
+  Fixture f;
+  auto start = f.monitor("record start");
+  CHECK(start.payload == std::optional<std::string>("OK"));
+  CHECK(contains(start.console, "every thread"));
+  CHECK(contains(start.console, "software backend"));
+  CHECK(contains(start.console, "65536-byte buffers (2730 branches), drop the oldest when full"));
+  CHECK(f.tracer->all_enabled());
+  CHECK(f.tracer->traces(100));
+  auto status = f.monitor("record status");
+  CHECK(contains(status.console, "every thread"));
+  CHECK(contains(status.console, "thread 100: recording from its next resume"));
+  auto stop = f.monitor("record stop");
+  CHECK(contains(stop.console, "stopped"));
+  CHECK_FALSE(f.tracer->all_enabled());
+  CHECK_FALSE(f.tracer->traces(100));
+  CHECK(contains(f.monitor("record status").console, "thread 100: not recording"));
+}
+
+TEST_CASE("monitor record status counts a thread's branches", "[session][monitor]") {
+  Fixture f;
+  stub::TraceConfig config;
+  config.buffer_bytes = 48;
+  config.overflow = decoder::OverflowPolicy::Stop;
+  f.tracer->set_config(config);
+  REQUIRE(f.tracer->enable(100).ok());
+  auto status = f.monitor("record status");
+  CHECK(contains(status.console, "per thread"));
+  CHECK(contains(status.console, "48-byte buffers (2 branches), stop the program when full"));
+  CHECK(contains(status.console, "thread 100: 0 of 2 branches"));
+}
+
+TEST_CASE("monitor record without a backend or with a bad argument explains itself", "[session][monitor]") {
+  Fixture f;
+  CHECK(contains(f.monitor("record frob").console, "Usage: monitor record start|stop|status"));
+  CHECK(contains(f.monitor("help").console, "record"));
+  f.session.trace_backend = nullptr;
+  auto none = f.monitor("record start");
+  CHECK(none.payload == std::optional<std::string>("OK"));
+  CHECK(contains(none.console, "not available"));
+}

@@ -1,0 +1,122 @@
+// Fidelity test of the software branch tracer: runs a program once under the
+// single-stepping reference and once under SoftwareTracer (--record
+// semantics: from the first instruction to the exit) and requires the two
+// instruction sequences to be equal, instruction for instruction.
+//
+//   trace_fidelity [--max-stops N] PROGRAM [ARGS...]
+//
+// Prints the counts (instructions, branches, ptrace stops per branch) and the
+// wall time of both runs; exit status 0 only when the sequences match.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <algorithm>
+#include <vector>
+
+#include "tests/tracing/reference_tracer.h"
+
+namespace {
+
+void print_context(const char* label, const std::vector<uint64_t>& pcs, std::size_t at) {
+  std::fprintf(stderr, "  %s:", label);
+  const std::size_t from = at >= 5 ? at - 5 : 0;
+  for (std::size_t i = from; i < pcs.size() && i < at + 5; ++i) {
+    std::fprintf(stderr, "%s%llx", i == at ? " >" : " ", static_cast<unsigned long long>(pcs[i]));
+  }
+  std::fprintf(stderr, "\n");
+}
+
+struct Comparison {
+  bool equal = true;
+  std::size_t ref_at = 0, sw_at = 0;  // first difference
+  int vdso_resyncs = 0;               // timing-dependent vDSO paths skipped
+};
+
+// Instruction for instruction, except inside the vDSO: its time functions
+// take timing-dependent paths (e.g. clock_gettime's cycle-delta check; a
+// single-stepped run is slow), so when the runs part ways there, both are
+// followed to where they leave the vDSO and must agree again from there.
+Comparison compare(const std::vector<uint64_t>& ref, const std::vector<uint64_t>& sw, uint64_t vdso_begin,
+                   uint64_t vdso_end) {
+  auto in_vdso = [&](uint64_t pc) { return pc >= vdso_begin && pc < vdso_end; };
+  Comparison c;
+  std::size_t i = 0, j = 0;
+  while (i < ref.size() && j < sw.size()) {
+    if (ref[i] == sw[j]) {
+      ++i, ++j;
+      continue;
+    }
+    if (vdso_end == 0 || !in_vdso(ref[i]) || !in_vdso(sw[j])) break;
+    while (i < ref.size() && in_vdso(ref[i])) ++i;
+    while (j < sw.size() && in_vdso(sw[j])) ++j;
+    ++c.vdso_resyncs;
+  }
+  c.equal = i == ref.size() && j == sw.size();
+  c.ref_at = i;
+  c.sw_at = j;
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint64_t max_stops = 20'000'000;
+  int arg = 1;
+  if (arg + 1 < argc && std::string(argv[arg]) == "--max-stops") {
+    max_stops = std::strtoull(argv[arg + 1], nullptr, 0);
+    arg += 2;
+  }
+  if (arg >= argc) {
+    std::fprintf(stderr, "usage: trace_fidelity [--max-stops N] PROGRAM [ARGS...]\n");
+    return 2;
+  }
+  stub::LaunchOptions launch;
+  launch.argv.assign(argv + arg, argv + argc);
+  launch.stdio_to_stderr = true;
+
+  auto reference = tracing::run_reference(launch, max_stops);
+  if (!reference) {
+    std::fprintf(stderr, "FAIL: reference run: %s\n", reference.error().message.c_str());
+    return 1;
+  }
+  auto software = tracing::run_software(launch, reference->pcs.back());
+  if (!software) {
+    std::fprintf(stderr, "FAIL: software run: %s\n", software.error().message.c_str());
+    return 1;
+  }
+  const auto& stats = software->tracer_stats;
+  const double branches = static_cast<double>(software->trace_branches);
+  std::printf("program:            %s\n", launch.argv[0].c_str());
+  std::printf("trace stops:        %s\n", software->stepping_only
+                                             ? "single steps (debug registers do not trap on this machine)"
+                                             : "debug-register breakpoints");
+  std::printf("instructions:       %zu (reference) %zu (software)\n", reference->pcs.size(), software->pcs.size());
+  std::printf("taken branches:     %llu\n", static_cast<unsigned long long>(software->trace_branches));
+  std::printf("tracer stops:       %llu (trace stops %llu, tracer steps %llu, reported %llu)\n",
+              static_cast<unsigned long long>(stats.stops), static_cast<unsigned long long>(stats.trace_stops),
+              static_cast<unsigned long long>(stats.steps),
+              static_cast<unsigned long long>(stats.stops - stats.absorbed));
+  std::printf("stops per branch:   %.3f\n", branches > 0 ? static_cast<double>(stats.stops) / branches : 0.0);
+  std::printf("time:               reference %.3f s (%llu stops), software %.3f s\n", reference->seconds,
+              static_cast<unsigned long long>(reference->stops), software->seconds);
+  std::printf("exit codes:         %d (reference) %d (software)\n", reference->exit_code, software->exit_code);
+
+  bool ok = true;
+  if (reference->exit_code != software->exit_code) {
+    std::fprintf(stderr, "FAIL: exit codes differ\n");
+    ok = false;
+  }
+  const Comparison cmp = compare(reference->pcs, software->pcs, reference->vdso_begin, reference->vdso_end);
+  if (cmp.vdso_resyncs > 0) {
+    std::printf("vDSO resyncs:       %d (timing-dependent paths inside the vDSO)\n", cmp.vdso_resyncs);
+  }
+  if (!cmp.equal) {
+    std::fprintf(stderr, "FAIL: instruction sequences differ at index %zu (reference) / %zu (software)\n",
+                 cmp.ref_at, cmp.sw_at);
+    print_context("reference", reference->pcs, cmp.ref_at);
+    print_context("software ", software->pcs, cmp.sw_at);
+    ok = false;
+  }
+  std::printf("%s\n", ok ? "PASS: identical instruction sequences" : "FAIL");
+  return ok ? 0 : 1;
+}

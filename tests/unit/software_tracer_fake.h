@@ -1,0 +1,136 @@
+#pragma once
+// A scripted stand-in for the process layer: registers and memory are set by
+// the test, set_trace_stop is recorded, and helpers play the process layer's
+// part (resume = before_resume, stop = on_stop at a given pc).
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "protocol/amd64_registers.h"
+#include "stub/software_tracer.h"
+
+namespace fake {
+
+using protocol::Amd64Reg;
+using btstub::Expected;
+
+// tests/unit: assembled at 0x1000 (see test_software_tracer.cc for the source).
+constexpr uint64_t kStart = 0x1000, kJne = 0x1009, kCall = 0x100b, kBack = 0x1010, kLoop = 0x1016,
+                   kLoopJne = 0x1018, kLoopNop = 0x101a, kTgt = 0x101b, kTgtNop = 0x101d, kUd2 = 0x101e,
+                   kFunc = 0x1020, kRet = 0x1025, kPtr = 0x1026;
+inline const std::vector<uint8_t> kCode = {
+    0xb9, 0x02, 0x00, 0x00, 0x00,        // 1000 mov ecx, 2
+    0x31, 0xc0,                          // 1005 xor eax, eax
+    0x85, 0xc0,                          // 1007 test eax, eax
+    0x75, 0xf5,                          // 1009 jne 0x1000
+    0xe8, 0x10, 0x00, 0x00, 0x00,        // 100b call 0x1020
+    0xff, 0x25, 0x10, 0x00, 0x00, 0x00,  // 1010 jmp [rip+0x10] (-> [0x1026])
+    0xff, 0xc9,                          // 1016 dec ecx
+    0x75, 0xfc,                          // 1018 jne 0x1016
+    0x90,                                // 101a nop
+    0x0f, 0x05,                          // 101b syscall
+    0x90,                                // 101d nop
+    0x0f, 0x0b,                          // 101e ud2
+    0xb8, 0x01, 0x00, 0x00, 0x00,        // 1020 mov eax, 1
+    0xc3,                                // 1025 ret
+    0x1b, 0x10, 0, 0, 0, 0, 0, 0,        // 1026 .quad 0x101b
+};
+constexpr uint64_t kStack = 0x7000;
+constexpr uint64_t kZf = 1u << 6;
+
+class Control final : public stub::TracedThreadControl {
+ public:
+  Control() {
+    for (std::size_t i = 0; i < kCode.size(); ++i) memory[0x1000 + i] = kCode[i];
+  }
+
+  Expected<protocol::RegisterFile> read_registers(pid_t tid) override {
+    ++register_reads;
+    auto it = regs.find(tid);
+    if (it == regs.end()) return btstub::make_error(btstub::ErrorCode::NoProcess, "no such thread");
+    return it->second;
+  }
+  Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len) override {
+    std::vector<uint8_t> out;
+    for (uint64_t a = addr; a < addr + len; ++a) {
+      auto it = memory.find(a);
+      if (it == memory.end()) break;
+      out.push_back(it->second);
+    }
+    if (out.empty()) return btstub::make_error(btstub::ErrorCode::MemoryFault, "unmapped");
+    return out;
+  }
+  bool has_user_breakpoint(uint64_t addr) const override { return user_breakpoints.count(addr) != 0; }
+  Expected<void> set_trace_stop(pid_t tid, std::optional<uint64_t> addr) override {
+    ++arm_calls;
+    armed[tid] = addr;
+    return {};
+  }
+
+  void set_reg(pid_t tid, Amd64Reg reg, uint64_t value) { regs[tid].set_u64(reg, value); }
+  uint64_t pc(pid_t tid) { return regs[tid].get_u64(Amd64Reg::rip); }
+  void write_u64(uint64_t addr, uint64_t value) {
+    for (int i = 0; i < 8; ++i) memory[addr + i] = static_cast<uint8_t>(value >> (8 * i));
+  }
+  // `ret` will go to `target`.
+  void push_return(pid_t tid, uint64_t target) {
+    set_reg(tid, Amd64Reg::rsp, kStack);
+    write_u64(kStack, target);
+  }
+
+  std::map<pid_t, protocol::RegisterFile> regs;
+  std::map<uint64_t, uint8_t> memory;
+  std::set<uint64_t> user_breakpoints;
+  std::map<pid_t, std::optional<uint64_t>> armed;
+  int arm_calls = 0;
+  int register_reads = 0;
+};
+
+// Plays the process layer for one thread.
+struct Driver {
+  stub::SoftwareTracer& tracer;
+  Control& control;
+  pid_t tid;
+
+  stub::StepKind resume(stub::StepKind kind = stub::StepKind::Continue, int signal = 0) {
+    return tracer.before_resume(control, tid, kind, signal);
+  }
+  stub::TraceVerdict trace_stop_at(uint64_t pc) {
+    stub::TracedStop stop;
+    stop.tid = tid;
+    stop.signal = SIGTRAP;
+    stop.trace_stop_hit = true;
+    return stop_at(pc, stop);
+  }
+  stub::TraceVerdict step_done_at(uint64_t pc) {
+    stub::TracedStop stop;
+    stop.tid = tid;
+    stop.signal = SIGTRAP;
+    stop.single_stepped = true;
+    return stop_at(pc, stop);
+  }
+  stub::TraceVerdict signal_at(uint64_t pc, int signal) {
+    stub::TracedStop stop;
+    stop.tid = tid;
+    stop.signal = signal;
+    return stop_at(pc, stop);
+  }
+  stub::TraceVerdict breakpoint_at(uint64_t pc) {
+    stub::TracedStop stop;
+    stop.tid = tid;
+    stop.signal = SIGTRAP;
+    stop.software_breakpoint = true;
+    return stop_at(pc, stop);
+  }
+  stub::TraceVerdict stop_at(uint64_t pc, stub::TracedStop stop) {
+    control.set_reg(tid, Amd64Reg::rip, pc);
+    stop.pc = pc;
+    return tracer.on_stop(control, stop);
+  }
+  std::optional<uint64_t> armed() { return control.armed[tid]; }
+};
+
+}  // namespace fake
