@@ -93,15 +93,19 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
     arm(control, *t, tid, std::nullopt);
     return requested;
   }
-  // A step (the client's, or ours to see where a signal takes the thread:
-  // its handler's first instruction, recorded as interrupted pc -> handler).
-  if (requested == StepKind::SingleStep || signal != 0) {
+  // A step: the client's; ours, to see where a signal takes the thread (its
+  // handler's first instruction, recorded as interrupted pc -> handler); or
+  // the process layer's, which steps off a user breakpoint under the pc
+  // whatever we answer (and resumes the thread itself afterwards).
+  const bool at_user_breakpoint = control.has_user_breakpoint(pc);
+  if (requested == StepKind::SingleStep || signal != 0 || at_user_breakpoint) {
     ControlMemory code(control);
     auto insn = blocks_.instruction_at(pc, code);
     const bool branch = insn && predicts_branch(*insn, *regs, code);
-    t->step = Step{pc, stack_of(*regs), std::move(insn), branch, requested != StepKind::SingleStep};
-    if (t->step->by_tracer) ++stats_.steps;
-    return StepKind::SingleStep;
+    const bool by_tracer = requested != StepKind::SingleStep && !at_user_breakpoint;
+    t->step = Step{pc, stack_of(*regs), std::move(insn), branch, by_tracer};
+    if (by_tracer) ++stats_.steps;
+    return signal != 0 ? StepKind::SingleStep : requested;
   }
   switch (continue_from(control, *t, tid)) {
     case Next::SingleStep: return StepKind::SingleStep;

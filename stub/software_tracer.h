@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "decoder/block_trace.h"
 #include "decoder/instruction.h"
@@ -47,6 +48,15 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // trace stop at once. Without it the origin is taken at the thread's next
   // resume and the disarm happens then.
   void set_control(TracedThreadControl* control) { control_ = control; }
+
+  // Under enable_all, threads the tracer was never told about (the main
+  // thread at launch, threads present at attach) are traced from their first
+  // resume; adopting them (stopped) starts their traces now, so the client
+  // can read an empty trace before the first resume.
+  void adopt_threads(const std::vector<pid_t>& tids);
+  // A new inferior (vRun, attach after detach): forget every thread and all
+  // decoded code; configuration and enable_all stay.
+  void forget_process();
 
   // Counters for tests and benchmarks.
   struct Stats {

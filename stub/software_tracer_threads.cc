@@ -112,6 +112,18 @@ bool SoftwareTracer::stopped_full(pid_t tid) const {
   return t != nullptr && t->stopped_full;
 }
 
+void SoftwareTracer::adopt_threads(const std::vector<pid_t>& tids) {
+  if (!all_enabled_) return;
+  for (pid_t tid : tids) {
+    if (state(tid) == nullptr) start_trace(threads_[tid], tid, true);
+  }
+}
+
+void SoftwareTracer::forget_process() {
+  threads_.clear();
+  blocks_.invalidate();
+}
+
 void SoftwareTracer::on_thread_created(pid_t tid, pid_t /*parent*/) {
   ThreadState* t = state(tid);
   if (t != nullptr && !t->exited) return;  // already known (e.g. enabled by the client)

@@ -212,8 +212,10 @@ Expected<RunResult> run_software(const stub::LaunchOptions& launch, uint64_t las
   result.stepping_only = stops == stub::TraceStops::SingleStep;
   const decoder::BlockTrace* trace = (*tracer)->trace(tid);
   if (trace == nullptr) return make_error(ErrorCode::Internal, "no trace for the main thread");
-  if (trace->lost_since(0)) return make_error(ErrorCode::Internal, "trace buffer overflowed");
+  if (trace->lost_since(0) || trace->full()) return make_error(ErrorCode::Internal, "trace buffer full");
   result.trace_branches = trace->size();
+  // TRACE_FIDELITY_DEBUG=1: the tracer's counters and newest branches, for a
+  // failure whose blocks do not decode.
   if (std::getenv("TRACE_FIDELITY_DEBUG") != nullptr) {
     const auto& st = result.tracer_stats;
     std::fprintf(stderr, "stops %llu absorbed %llu trace stops %llu steps %llu branches %llu, %llu reported\n",
@@ -231,7 +233,28 @@ Expected<RunResult> run_software(const stub::LaunchOptions& launch, uint64_t las
   auto pcs = decoder::instruction_history(*decoder, code, trace->blocks(trace->first_sequence(), last_pc));
   if (!pcs) return pcs.error();
   result.pcs = std::move(*pcs);
+  result.code_pages = snapshot.pages();
   return result;
+}
+
+Projection project_block_mode(const std::vector<uint64_t>& pcs,
+                              const std::map<uint64_t, std::vector<uint8_t>>& code_pages) {
+  Projection out;
+  auto made = decoder::InstructionDecoder::create();
+  if (!made) return out;
+  stub::BlockCache blocks(std::move(made).value());
+  SnapshotReader code(code_pages);
+  for (std::size_t i = 0; i + 1 < pcs.size(); ++i) {
+    auto insn = blocks.instruction_at(pcs[i], code);
+    if (!insn || !insn->is_control_transfer()) continue;
+    ++out.stops;
+    if (insn->kind == decoder::ControlKind::Syscall) ++out.stops;
+    const bool taken = pcs[i + 1] != insn->next_address();
+    if (!taken || insn->kind == decoder::ControlKind::Syscall) continue;
+    ++out.branches;
+    if (blocks.block_end(pcs[i + 1], code).address == pcs[i]) ++out.stops;
+  }
+  return out;
 }
 
 }  // namespace tracing

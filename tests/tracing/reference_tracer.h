@@ -6,6 +6,7 @@
 //  - the software tracer under test: run with SoftwareTracer installed as the
 //    process layer's trace hook, then expand its blocks into instructions.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,19 @@ struct RunResult {
   uint64_t trace_branches = 0;               // software runs only
   bool stepping_only = false;                // software runs: TraceStops::SingleStep
   uint64_t vdso_begin = 0, vdso_end = 0;     // the [vdso] mapping (reference runs)
+  std::map<uint64_t, std::vector<uint8_t>> code_pages;  // software runs: pages the tracer read
 };
+
+// What SoftwareTracer with TraceStops::DebugRegister would have paid for the
+// instruction sequence `pcs` (a machine whose debug registers trap): one
+// trace stop per executed control transfer, plus a step per syscall and per
+// taken branch back into its own block. Signal deliveries are not counted.
+struct Projection {
+  uint64_t stops = 0;
+  uint64_t branches = 0;  // taken
+};
+Projection project_block_mode(const std::vector<uint64_t>& pcs,
+                              const std::map<uint64_t, std::vector<uint8_t>>& code_pages);
 
 // Each run gives up after `max_stops` stops of the reference (a runaway
 // program must not hang the test).

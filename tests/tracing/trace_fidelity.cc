@@ -4,6 +4,7 @@
 // instruction sequences to be equal, instruction for instruction.
 //
 //   trace_fidelity [--max-stops N] PROGRAM [ARGS...]
+//   (TRACE_FIDELITY_DEBUG=1 also prints the tracer's newest branches)
 //
 // Prints the counts (instructions, branches, ptrace stops per branch) and the
 // wall time of both runs; exit status 0 only when the sequences match.
@@ -97,6 +98,13 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(stats.steps),
               static_cast<unsigned long long>(stats.stops - stats.absorbed));
   std::printf("stops per branch:   %.3f\n", branches > 0 ? static_cast<double>(stats.stops) / branches : 0.0);
+  if (software->stepping_only) {
+    const auto projection = tracing::project_block_mode(reference->pcs, software->code_pages);
+    std::printf("projected:          %.3f stops per branch with debug-register trace stops (%llu stops, %llu branches)\n",
+                projection.branches > 0 ? static_cast<double>(projection.stops) / projection.branches : 0.0,
+                static_cast<unsigned long long>(projection.stops),
+                static_cast<unsigned long long>(projection.branches));
+  }
   std::printf("time:               reference %.3f s (%llu stops), software %.3f s\n", reference->seconds,
               static_cast<unsigned long long>(reference->stops), software->seconds);
   std::printf("exit codes:         %d (reference) %d (software)\n", reference->exit_code, software->exit_code);

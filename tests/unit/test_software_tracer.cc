@@ -373,7 +373,53 @@ TEST_CASE("software tracer: without working debug registers every instruction is
   REQUIRE(tracer->trace(kTid)->size() == 1);
   REQUIRE(tracer->trace(kTid)->at(0) == Branch{kRet, kBack});
   REQUIRE(control.arm_calls == 0);  // the debug registers are never touched
-  // A user breakpoint under the pc: its int3 reports, no step needed.
-  control.user_breakpoints.insert(kBack);
-  REQUIRE(run.step_done_at(kBack) == TraceVerdict::Report);  // the client's? no: ours, but see below
+  // Landing on a user breakpoint: plain continue, its int3 reports at once.
+  control.user_breakpoints.insert(kTgt);
+  REQUIRE(run.step_done_at(kTgt) == TraceVerdict::Continue);
+  REQUIRE(tracer->trace(kTid)->size() == 2);
+  REQUIRE(run.breakpoint_at(kTgt) == TraceVerdict::Report);
+  REQUIRE(tracer->trace(kTid)->size() == 2);
+}
+
+TEST_CASE("software tracer: the process layer's step off a user breakpoint is watched") {
+  Fixture f({}, kCall);
+  f.control.user_breakpoints.insert(kCall);
+  // The client continues from the breakpoint: the process layer lifts it
+  // and steps, then resumes the thread itself (before_resume again).
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.step_done_at(kFunc) == TraceVerdict::Report);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}});
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.armed() == kRet);
+  // The same in stepping mode.
+  Control control;
+  auto stepping = stub::SoftwareTracer::create({}, false, stub::TraceStops::SingleStep).value();
+  Driver run{*stepping, control, kTid};
+  control.set_reg(kTid, Amd64Reg::rip, kCall);
+  control.user_breakpoints.insert(kCall);
+  REQUIRE(stepping->enable(kTid).ok());
+  REQUIRE(run.resume() == StepKind::Continue);
+  REQUIRE(run.step_done_at(kFunc) == TraceVerdict::Report);
+  REQUIRE(stepping->trace(kTid)->size() == 1);
+  REQUIRE(run.resume() == StepKind::SingleStep);
+}
+
+TEST_CASE("software tracer: adopted threads have a trace before their first resume") {
+  Control control;
+  auto tracer = make_tracer({}, true);
+  tracer->set_control(&control);
+  control.set_reg(1, Amd64Reg::rip, kFunc);
+  REQUIRE(tracer->trace(1) == nullptr);
+  tracer->adopt_threads({1});
+  REQUIRE(tracer->trace(1) != nullptr);
+  REQUIRE(tracer->trace(1)->oldest_begin() == kFunc);
+  REQUIRE(tracer->trace(1)->size() == 0);
+  // A new inferior: nothing of the old one stays, whole-program mode does.
+  tracer->forget_process();
+  REQUIRE(tracer->trace(1) == nullptr);
+  REQUIRE(tracer->all_enabled());
+  // Without enable_all, adopting does nothing.
+  auto per_thread = make_tracer();
+  per_thread->adopt_threads({1});
+  REQUIRE(per_thread->trace(1) == nullptr);
 }
