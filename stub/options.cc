@@ -81,9 +81,8 @@ std::string usage_text() {
          "\tbtstub [OPTIONS] --attach COMM PID\n"
          "\tbtstub [OPTIONS] --multi COMM\n"
          "\n"
-         "COMM may either be a tty device (for serial debugging),\n"
-         "HOST:PORT to listen for a TCP connection (HOST defaults to 127.0.0.1),\n"
-         "or '-' or 'stdio' to use stdin/stdout of btstub.\n"
+         "COMM is HOST:PORT to listen for a TCP connection (HOST defaults to\n"
+         "127.0.0.1), or '-' or 'stdio' to use stdin/stdout of btstub.\n"
          "\n"
          "Options:\n"
          "  --help                Print this message and exit.\n"
@@ -99,6 +98,9 @@ std::string usage_text() {
          "  --disable-packet=PKT1[,PKT2,...]\n"
          "                        Answer these packets as unsupported (e.g. vCont,qC,T).\n"
          "  --remote-debug        Log every packet on stderr.\n"
+         "  --no-pin-cpu          Let btstub and PROG run on any CPU (default: both on\n"
+         "                        the CPU btstub starts on; ptrace stops cost far\n"
+         "                        less when tracer and program share a CPU).\n"
          "  --startup-with-shell, --no-startup-with-shell\n"
          "                        Accepted for gdbserver compatibility; btstub execs PROG directly.\n"
          "\n"
@@ -141,6 +143,8 @@ btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>&
       cl.disable_randomization = false;
     } else if (a == "--disable-randomization") {
       cl.disable_randomization = true;
+    } else if (a == "--no-pin-cpu") {
+      cl.pin_cpu = false;
     } else if (a == "--record") {
       cl.record = true;
     } else if (is_trace_option(a)) {

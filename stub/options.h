@@ -35,6 +35,7 @@ struct CommandLine {
   std::vector<std::string> wrapper;
   std::set<std::string> disabled_packets;
   bool remote_debug = false;           // log packets on stderr
+  bool pin_cpu = true;                 // --no-pin-cpu clears: see stub/cpu_affinity.h
   bool record = false;                 // --record: trace every thread from the first instruction
   TraceBackendChoice trace_backend = TraceBackendChoice::Auto;  // --backend=
   TraceConfig trace_config;            // --trace-size=, --trace-full=

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "stub/connection.h"
+#include "stub/cpu_affinity.h"
 #include "stub/ptrace_process.h"
 
 namespace stub {
@@ -15,6 +16,16 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 Server::Server(CommandLine command_line) : command_line_(std::move(command_line)) {}
+
+std::unique_ptr<Process> Server::trace(std::unique_ptr<PtraceProcess> process) {
+  if (tracer_) {
+    tracer_->forget_process();
+    tracer_->set_control(process.get());
+    process->set_trace_hook(tracer_.get());
+    tracer_->adopt_threads(process->threads());
+  }
+  return process;
+}
 
 Expected<std::unique_ptr<Process>> Server::launch_program(const std::vector<std::string>& argv) {
   LaunchOptions options;
@@ -25,7 +36,7 @@ Expected<std::unique_ptr<Process>> Server::launch_program(const std::vector<std:
   auto launched = PtraceProcess::launch(options);
   if (!launched) return launched.error();
   std::fprintf(stderr, "Process %s created; pid = %d\n", argv.front().c_str(), static_cast<int>((*launched)->pid()));
-  return std::unique_ptr<Process>(std::move(*launched));
+  return trace(std::move(*launched));
 }
 
 Expected<std::unique_ptr<Process>> Server::start_program() {
@@ -33,7 +44,7 @@ Expected<std::unique_ptr<Process>> Server::start_program() {
     auto attached = PtraceProcess::attach(command_line_.attach_pid);
     if (!attached) return attached.error();
     std::fprintf(stderr, "Attached; pid = %d\n", command_line_.attach_pid);
-    return std::unique_ptr<Process>(std::move(*attached));
+    return trace(std::move(*attached));
   }
   return launch_program(command_line_.program);
 }
@@ -67,12 +78,13 @@ Expected<Process*> Server::attach(pid_t pid) {
     return attached.error();
   }
   std::fprintf(stderr, "Attached; pid = %d\n", static_cast<int>(pid));
-  process_ = std::move(*attached);
+  process_ = trace(std::move(*attached));
   return process_.get();
 }
 
 void Server::release_program() {
   if (!process_) return;
+  if (tracer_) tracer_->set_control(nullptr);  // the control is the process going away
   if (process_->attached()) {
     if (process_->detach()) std::fprintf(stderr, "Detached from process %d\n", static_cast<int>(process_->pid()));
   } else {
@@ -83,6 +95,20 @@ void Server::release_program() {
 
 int Server::run() {
   std::signal(SIGPIPE, SIG_IGN);  // a vanished client is a read/write error, not a death
+  if (command_line_.pin_cpu) {
+    // Programs started later inherit the binding (see cpu_affinity.h).
+    if (auto pinned = pin_to_current_cpu(); !pinned) {
+      std::fprintf(stderr, "btstub: warning: %s; running unpinned\n", pinned.error().message.c_str());
+    }
+  }
+  auto tracer = SoftwareTracer::create(command_line_.trace_config, command_line_.record,
+                                       PtraceProcess::debug_registers_work() ? TraceStops::DebugRegister
+                                                                            : TraceStops::SingleStep);
+  if (!tracer) {
+    std::fprintf(stderr, "btstub: branch tracing unavailable: %s\n", tracer.error().message.c_str());
+  } else {
+    tracer_ = std::move(*tracer);
+  }
   return command_line_.stdio() ? serve_stdio() : serve_tcp();
 }
 
@@ -90,11 +116,12 @@ namespace {
 
 template <class In, class Out>
 ConnectionResult serve(asio::io_context& io, In& in, Out& out, Process* process, ProcessFactory* factory,
-                       asio::signal_set& sigchld, const CommandLine& cl) {
+                       TraceBackend* trace_backend, asio::signal_set& sigchld, const CommandLine& cl) {
   SessionConfig config;
   config.disabled_packets = cl.disabled_packets;
   Session session(config, process);
   session.process_factory = factory;
+  session.trace_backend = trace_backend;
   Connection<In, Out> connection(io, in, out, session, sigchld, cl.remote_debug);
   return connection.run();
 }
@@ -115,7 +142,7 @@ int Server::serve_stdio() {
   asio::posix::stream_descriptor in(io, ::dup(STDIN_FILENO));
   asio::posix::stream_descriptor out(io, ::dup(STDOUT_FILENO));
   std::fprintf(stderr, "Remote debugging using stdio\n");
-  serve(io, in, out, process_.get(), this, sigchld, command_line_);
+  serve(io, in, out, process_.get(), this, tracer_.get(), sigchld, command_line_);
   release_program();
   return 0;
 }
@@ -170,7 +197,7 @@ int Server::serve_tcp() {
     std::fprintf(stderr, "Remote debugging from host %s, port %u\n", peer.address().to_string().c_str(),
                  static_cast<unsigned>(peer.port()));
     socket.set_option(tcp::no_delay(true), ec);
-    ConnectionResult result = serve(io, socket, socket, process_.get(), this, sigchld, command_line_);
+    ConnectionResult result = serve(io, socket, socket, process_.get(), this, tracer_.get(), sigchld, command_line_);
     release_program();
     if (result.exit_server || command_line_.once || command_line_.mode == CommandLine::Mode::Attach) break;
     // Without --once, the next client gets a fresh copy of the program;

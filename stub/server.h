@@ -8,6 +8,7 @@
 #include "stub/options.h"
 #include "stub/process.h"
 #include "stub/session.h"
+#include "stub/software_tracer.h"
 
 namespace stub {
 
@@ -30,11 +31,17 @@ class Server final : public ProcessFactory {
   void release_program();
   // Whether a program must run before the first client connects.
   bool starts_with_program() const;
+  // Gives a new program to the tracer (its hook and control) and the
+  // tracer its threads; returns it as a plain Process.
+  std::unique_ptr<Process> trace(std::unique_ptr<class PtraceProcess> process);
   int serve_stdio();
   int serve_tcp();
 
   CommandLine command_line_;
   std::unique_ptr<Process> process_;
+  // One tracer for the server's life: it serves Qbtrace and --record for
+  // every program in turn (forget_process() between them).
+  std::unique_ptr<SoftwareTracer> tracer_;
 };
 
 }  // namespace stub
