@@ -30,6 +30,7 @@ std::optional<Reply> refuse_start(Session& s, const char* what) {
 // (attach); either way gdb expects a plain SIGTRAP stop, as gdbserver reports.
 Reply initial_stop(Session& s, Process* process) {
   s.set_process(process);
+  process->set_thread_events(s.thread_events);
   ProcessEvent event;
   event.tid = process->pid();
   event.signal = SIGTRAP;
@@ -86,6 +87,12 @@ Reply handle(Session& s, const Restart&) {
   return reply;
 }
 
-Reply handle(Session&, const SetThreadEvents&) { return Reply::now(reply_empty()); }
+// gdb asks for thread exits only while it stops threads itself (non-stop
+// style), but honouring it costs nothing: exits then become `w` replies.
+Reply handle(Session& s, const SetThreadEvents& req) {
+  s.thread_events = req.enable;
+  if (s.has_process()) s.process()->set_thread_events(req.enable);
+  return Reply::now(reply_ok());
+}
 
 }  // namespace stub

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""fork, vfork and exec (tests/programs/forker.c, execer.c).
+
+1. forker with a breakpoint in shared_work(), which the fork child calls
+   first: gdb stays with the parent (gdb's default follow-fork-mode parent,
+   detach-on-fork on); the child must run free of our int3s (it exits 0:
+   "fork status 0"; a leftover int3 would make it 105, SIGTRAP), the
+   parent hits the breakpoint with x = 7, the vfork child exits 5, and the
+   program exits normally. Program output must equal gdbserver's.
+2. execer execs itself: gdb announces the new program (exec-events), a
+   breakpoint on after_exec() is hit in the new image with n = 2, and the
+   program exits normally; transcript equal to gdbserver's.
+
+Not covered: btstub does not report fork events to gdb yet, so
+follow-fork-mode child and detach-on-fork off are not tested.
+
+    python3 test_fork_exec.py [--server gdbserver] [-v]
+"""
+
+from harness import normalise, program, run_gdb_tcp, run_test, unified_diff
+
+FORK_COMMANDS = [
+    "break shared_work",
+    "continue",
+    "print x",
+    "delete",
+    "continue",
+]
+
+EXEC_COMMANDS = [
+    "break before_exec",
+    "break after_exec",
+    "continue",
+    "continue",
+    "print n",
+    "continue",
+]
+
+
+def compare(c, label, ref, test, server_kind):
+    ref_lines = normalise(ref.transcript().split("\n", 1)[1])
+    test_lines = normalise(test.transcript().split("\n", 1)[1])
+    c.true(label, ref_lines == test_lines,
+           unified_diff(ref_lines, test_lines, "gdbserver", server_kind))
+
+
+def main(args, c):
+    prog = program("forker")
+    runs = {}
+    for kind in ("gdbserver", args.server):
+        runs[kind] = run_gdb_tcp(kind, prog, [], FORK_COMMANDS)
+    ref, ref_server = runs["gdbserver"]
+    test, test_server = runs[args.server]
+    ctx = test.transcript() + "\n--- server stdout ---\n" + test_server.stdout
+    c.value("parent hits the breakpoint with x = 7", test.of(2), "7")
+    c.contains("fork child exited 0 (no stray int3)", test_server.stdout,
+               "fork status 0\n", ctx)
+    c.contains("vfork child exited 5", test_server.stdout,
+               "vfork status 5\n", ctx)
+    c.contains("program exits normally", test.of(-1), "exited normally", ctx)
+    c.equal("same program output as under gdbserver", ref_server.stdout,
+            test_server.stdout, ctx)
+
+    prog = program("execer")
+    runs = {}
+    for kind in ("gdbserver", args.server):
+        runs[kind] = run_gdb_tcp(kind, prog, [], EXEC_COMMANDS)
+    ref, ref_server = runs["gdbserver"]
+    test, test_server = runs[args.server]
+    ctx = test.transcript()
+    c.contains("exec announced", test.of(3), "is executing new program", ctx)
+    c.contains("breakpoint in the new image", test.of(3),
+               "after_exec (n=2)", ctx)
+    c.value("argument in the new image", test.of(4), "2")
+    c.contains("exec'd program exits normally", test.of(-1),
+               "exited normally", ctx)
+    c.equal("exec program output", "first 2\nsecond 4\n", test_server.stdout,
+            ctx)
+    compare(c, "exec: same gdb transcript as gdbserver", ref, test,
+            args.server)
+
+
+if __name__ == "__main__":
+    run_test("test_fork_exec", main)
