@@ -24,15 +24,38 @@ std::optional<SlotWrite> slot_write(const ReplayInstruction& insn, const StackSt
   return w;
 }
 
+// True for instructions that may store to memory at an address the history
+// cannot tell. Push and call write only their own slot (slot_write); the
+// other stack operations write no memory at all (pop to a memory operand
+// would, but compilers do not emit it).
+bool may_store_unseen(const ReplayInstruction& insn) {
+  switch (insn.stack.op) {
+    case StackOp::None: return true;
+    case StackOp::Push:
+    case StackOp::Call:
+    case StackOp::Pop:
+    case StackOp::AdjustRsp:
+    case StackOp::AndRsp:
+    case StackOp::RbpFromRsp:
+    case StackOp::RspFromRbp:
+    case StackOp::Leave:
+    case StackOp::Return: return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // Walks back from the position one instruction at a time. A byte at A is
-// decided by the newest write covering it as long as rsp stayed <= A from
-// that write up to the position (the slot was never popped, so nothing but
-// an explicit store could have replaced it; compilers do not store over
-// return addresses or saved frame pointers). Once rsp is seen above A,
-// older writes are stale: the byte is unknown. The walk also ends at an
-// unknown rsp, at the start of history, or when no byte is left open.
+// decided by the newest call or push covering it, unless some instruction
+// that may store unseen (a plain mov, a syscall, ...) ran in between while
+// rsp was above A: then A was free stack (the red zone, or popped space) and
+// may hold anything. Stores at or above rsp are assumed not to hit return
+// addresses or saved frame pointers (compilers never write them), so a slot
+// just popped by `pop rbp` or `leave` still holds its value at the `ret`
+// after it, which is what gdb's unwinder reads there. The walk ends when
+// every byte is decided or stale, at an unknown rsp (an asynchronous branch
+// such as a signal frame), or at the start of history.
 std::vector<std::optional<uint8_t>> ReplayCursor::memory(uint64_t addr, std::size_t len) {
   std::vector<std::optional<uint8_t>> out(len);
   std::vector<bool> decided(len, false);
@@ -41,9 +64,10 @@ std::vector<std::optional<uint8_t>> ReplayCursor::memory(uint64_t addr, std::siz
   std::vector<StackState> states = block_states(k, *block);
   std::size_t i = index_;
   if (!states[i].rsp || len == 0) return out;
-  uint64_t max_rsp = *states[i].rsp;
+  uint64_t stale_below = 0;  // bytes below this may have been stored to unseen
+  std::size_t open = len;
   const uint64_t last = addr + (len - 1);
-  while (last >= max_rsp) {
+  while (open > 0 && last >= stale_below) {
     if (i == 0) {
       if ((floor_ && k <= *floor_) || k == first_seq_) break;
       const DecodedBlock& older = decoded(k - 1);
@@ -56,18 +80,20 @@ std::vector<std::optional<uint8_t>> ReplayCursor::memory(uint64_t addr, std::siz
     --i;
     const StackState& before = states[i];
     if (!before.rsp) break;
-    if (auto w = slot_write(block->instructions[i], before)) {
-      // Bytes below max_rsp are stale for this and every older write.
-      const uint64_t from = std::max({w->low, addr, max_rsp});
+    const ReplayInstruction& insn = block->instructions[i];
+    if (auto w = slot_write(insn, before)) {
+      const uint64_t from = std::max({w->low, addr, stale_below});
       const uint64_t to = std::min(w->low + w->size - 1, last);
       for (uint64_t a = from; a <= to && from <= to; ++a) {
         const std::size_t at = static_cast<std::size_t>(a - addr);
         if (decided[at]) continue;
         decided[at] = true;
+        --open;
         if (w->value) out[at] = static_cast<uint8_t>(*w->value >> (8 * (a - w->low)));
       }
+    } else if (may_store_unseen(insn)) {
+      stale_below = std::max(stale_below, *before.rsp);
     }
-    max_rsp = std::max(max_rsp, *before.rsp);
   }
   return out;
 }

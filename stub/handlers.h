@@ -10,6 +10,7 @@
 //   handlers_monitor.cc   qRcmd (monitor commands)
 //   handlers_extended.cc  !, vRun, vAttach, R, QThreadEvents
 //   handlers_btrace.cc    Qbtrace, Qbtrace-conf, qXfer:btrace(-conf)
+//   handlers_replay.cc    bs, bc, and forward resumes through the recorded past
 #include "protocol/requests.h"
 #include "protocol/rsp_link.h"
 #include "stub/session.h"
@@ -80,6 +81,16 @@ Reply handle_btrace_xfer(Session&, const XferRead&);
 std::vector<std::string> btrace_supported_features(const Session&);
 // The Qbtrace:pt error text, by whether the intel_pt PMU exists.
 std::string btrace_pt_unavailable_message(bool pmu_present);
+
+// handlers_replay.cc (reverse execution from the recorded history)
+// The reply when the resume is served from the history (bs/bc, or c/s/vCont
+// for a thread in its past); nullopt when the program should run live (every
+// thread has then left its past).
+std::optional<Reply> replay_resume(Session&, const Resume&);
+// An error while `tid` replays: the past cannot be changed.
+Expected<void> check_writable(Session&, pid_t tid);
+// `monitor replay status`.
+std::string replay_status(Session&);
 
 // Shared reply for "there is no program to act on".
 Reply no_process_reply();

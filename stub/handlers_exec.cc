@@ -22,11 +22,12 @@ const ThreadAction* action_for(const Resume& req, pid_t pid, pid_t tid) {
   return nullptr;
 }
 
-int host_signal_for(const Session& s, int gdb_signal) {
+// A signal gdb names in a resume is always delivered (`signal SIGINT` sends
+// SIGINT although gdb's QProgramSignals list leaves it out): that list only
+// governs signals the stub would deliver on its own, as gdbserver reads it.
+int host_signal_for(const Session&, int gdb_signal) {
   if (gdb_signal == 0) return 0;
-  int host = gdb_signal_to_host(gdb_signal);
-  if (s.program_signals_set && s.program_signals.count(host) == 0) return 0;
-  return host;
+  return gdb_signal_to_host(gdb_signal);
 }
 
 // Legacy c/s/C/S carry no thread: the step goes to the Hc thread (or the one
@@ -53,6 +54,9 @@ Reply handle(Session& s, const InsertBreakpoint& req) {
   auto ok = req.type == BreakpointType::Software ? s.process()->insert_breakpoint(req.addr)
                                                  : s.process()->insert_hw_point(req.type, req.addr, req.kind);
   if (!ok) return error(ok.error());
+  // A replay stops at these addresses too.
+  if (req.type == BreakpointType::Software) s.software_breakpoints.insert(req.addr);
+  if (req.type == BreakpointType::Hardware) s.hardware_breakpoints.insert(req.addr);
   return Reply::now(reply_ok());
 }
 
@@ -63,17 +67,16 @@ Reply handle(Session& s, const RemoveBreakpoint& req) {
   auto ok = req.type == BreakpointType::Software ? s.process()->remove_breakpoint(req.addr)
                                                  : s.process()->remove_hw_point(req.type, req.addr, req.kind);
   if (!ok) return error(ok.error());
+  if (req.type == BreakpointType::Software) s.software_breakpoints.erase(req.addr);
+  if (req.type == BreakpointType::Hardware) s.hardware_breakpoints.erase(req.addr);
   return Reply::now(reply_ok());
 }
 
 Reply handle(Session& s, const Resume& raw) {
   if (!s.has_process()) return no_process_reply();
-  if (raw.direction == Direction::Reverse) {
-    return error(btstub::make_error(btstub::ErrorCode::NotSupported,
-                                    "Reverse execution needs a recorded history"));
-  }
   Process& process = *s.process();
   Resume req = with_legacy_threads(s, raw, process.pid());
+  if (auto replayed = replay_resume(s, req)) return *replayed;
 
   if (req.resume_addr) {
     pid_t tid = s.current_thread();

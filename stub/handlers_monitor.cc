@@ -68,11 +68,18 @@ MonitorOutput monitor_record(Session& s, const std::string& args) {
                          false};
   }
   if (args == "stop") {
+    s.go_live();  // the traces a replay stands in are about to go
     backend->disable_all();
     return MonitorOutput{"Branch recording stopped; the traces are discarded.\n", false};
   }
   if (args == "status" || args.empty()) return MonitorOutput{record_status(s, *backend), false};
   return MonitorOutput{"Usage: monitor record start|stop|status\n", false};
+}
+
+// monitor replay status: each replaying thread's position in its history.
+MonitorOutput monitor_replay(Session& s, const std::string& args) {
+  if (args == "status" || args.empty()) return MonitorOutput{replay_status(s), false};
+  return MonitorOutput{"Usage: monitor replay status\n", false};
 }
 
 struct MonitorEntry {
@@ -85,6 +92,7 @@ const std::map<std::string, MonitorEntry, std::less<>>& monitor_commands() {
       {"help", {monitor_help, "List monitor commands."}},
       {"exit", {monitor_exit, "End btstub (the program it started is killed)."}},
       {"record", {monitor_record, "record start|stop|status: branch-trace every thread (as --record)."}},
+      {"replay", {monitor_replay, "replay status: where each thread stands in its recorded history."}},
   };
   return commands;
 }

@@ -18,6 +18,7 @@ Reply handle(Session& s, const QSupported& req) {
   s.client_features.multiprocess = offered("multiprocess+");
   s.client_features.swbreak = offered("swbreak+");
   s.client_features.hwbreak = offered("hwbreak+");
+  s.client_features.exec_events = offered("exec-events+");
 
   char packet_size[32];
   std::snprintf(packet_size, sizeof packet_size, "PacketSize=%zx", RspLink::kMaxPayload);
@@ -26,6 +27,7 @@ Reply handle(Session& s, const QSupported& req) {
       "QPassSignals+",
       "QProgramSignals+",
       "QStartNoAckMode+",
+      "QThreadEvents+",
       "qXfer:features:read+",
       "qXfer:auxv:read+",
       "qXfer:exec-file:read+",
@@ -38,7 +40,13 @@ Reply handle(Session& s, const QSupported& req) {
   if (s.client_features.multiprocess) features.emplace_back("multiprocess+");
   if (s.client_features.swbreak) features.emplace_back("swbreak+");
   if (s.client_features.hwbreak) features.emplace_back("hwbreak+");
+  if (s.client_features.exec_events) features.emplace_back("exec-events+");
   for (auto& feature : btrace_supported_features(s)) features.push_back(std::move(feature));
+  // Reverse execution is answered from the recorded branch trace.
+  if (s.trace_backend != nullptr) {
+    features.emplace_back("ReverseStep+");
+    features.emplace_back("ReverseContinue+");
+  }
   return Reply::now(reply_supported(features));
 }
 

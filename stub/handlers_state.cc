@@ -19,7 +19,7 @@ Reply running_error() {
 Reply handle(Session& s, const ReadAllRegisters&) {
   if (!s.has_process()) return no_process_reply();
   if (s.running()) return running_error();
-  auto regs = s.process()->read_registers(s.current_thread());
+  auto regs = s.thread_registers(s.current_thread());
   if (!regs) return error(regs.error());
   return Reply::now(reply_registers(*regs));
 }
@@ -27,6 +27,7 @@ Reply handle(Session& s, const ReadAllRegisters&) {
 Reply handle(Session& s, const WriteAllRegisters& req) {
   if (!s.has_process()) return no_process_reply();
   if (s.running()) return running_error();
+  if (auto ok = check_writable(s, s.current_thread()); !ok) return error(ok.error());
   auto regs = s.process()->read_registers(s.current_thread());
   if (!regs) return error(regs.error());
   if (req.bytes.size() > regs->raw().size()) {
@@ -43,7 +44,7 @@ Reply handle(Session& s, const ReadRegister& req) {
   if (req.regnum >= kAmd64RegisterCount) {
     return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "Invalid register number"));
   }
-  auto regs = s.process()->read_registers(s.current_thread());
+  auto regs = s.thread_registers(s.current_thread());
   if (!regs) return error(regs.error());
   return Reply::now(reply_register(*regs, req.regnum));
 }
@@ -56,6 +57,7 @@ Reply handle(Session& s, const WriteRegister& req) {
   if (req.bytes.size() != amd64_register_size(req.regnum)) {
     return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "Register value has the wrong size"));
   }
+  if (auto ok = check_writable(s, s.current_thread()); !ok) return error(ok.error());
   auto regs = s.process()->read_registers(s.current_thread());
   if (!regs) return error(regs.error());
   std::copy(req.bytes.begin(), req.bytes.end(), regs->bytes(req.regnum));
@@ -68,7 +70,7 @@ Reply handle(Session& s, const ReadMemory& req) {
   // Answer at most what fits in one reply; gdb asks again for the rest.
   uint64_t length = std::min<uint64_t>(req.length, RspLink::kMaxPayload / 2 - 1);
   if (length == 0) return Reply::now(reply_memory({}));
-  auto bytes = s.process()->read_memory(req.addr, length);
+  auto bytes = s.thread_memory(s.current_thread(), req.addr, length);
   if (!bytes) return Reply::now(reply_error_code(kMemoryErrorCode));
   return Reply::now(reply_memory(*bytes));
 }
@@ -76,6 +78,8 @@ Reply handle(Session& s, const ReadMemory& req) {
 Reply handle(Session& s, const WriteMemory& req) {
   if (!s.has_process()) return no_process_reply();
   if (req.bytes.empty()) return Reply::now(reply_ok());  // gdb's X probe
+  // Not a numeric code: gdb shows this text, and the past stays unchanged.
+  if (auto ok = check_writable(s, s.current_thread()); !ok) return error(ok.error());
   if (auto ok = s.process()->write_memory(req.addr, req.bytes); !ok) {
     return Reply::now(reply_error_code(kMemoryErrorCode));
   }

@@ -38,6 +38,9 @@ struct ProcessEvent {
   // the triggering data address in hw_address.
   std::optional<protocol::BreakpointType> hw_stop;
   uint64_t hw_address = 0;
+  // Set when the program called exec: the new program's path. Its other
+  // threads and our breakpoints are gone.
+  std::optional<std::string> exec_path;
 };
 
 struct LaunchOptions {

@@ -77,6 +77,79 @@ void PtraceProcess::set_trace_hook(TraceHook* hook) {
   if (hook_ != nullptr) return;
   for (auto& [tid, thread] : threads_) thread.trace_stop.reset();
   sync_all_debug_regs();
+  remove_all_trace_int3s();
+}
+
+// --- The tracer's int3s --------------------------------------------------------
+
+Expected<void> PtraceProcess::set_trace_breakpoint(pid_t tid, std::optional<uint64_t> addr) {
+  auto found = threads_.find(tid);
+  if (!alive_ || found == threads_.end()) return make_error(ErrorCode::NoProcess, "No thread " + std::to_string(tid));
+  ThreadState& thread = found->second;
+  if (thread.trace_int3 == addr) return {};
+  if (addr) {
+    if (auto r = add_trace_int3(*addr); !r) return r;  // the old one stays on failure
+  }
+  if (thread.trace_int3) drop_trace_int3(*thread.trace_int3);
+  thread.trace_int3 = addr;
+  return {};
+}
+
+std::optional<uint8_t> PtraceProcess::hidden_byte(uint64_t addr) const {
+  if (auto it = trace_int3s_.find(addr); it != trace_int3s_.end()) return it->second.original;
+  if (auto it = breakpoints_.find(addr); it != breakpoints_.end()) return it->second;
+  return std::nullopt;
+}
+
+Expected<void> PtraceProcess::add_trace_int3(uint64_t addr) {
+  if (auto it = trace_int3s_.find(addr); it != trace_int3s_.end()) {
+    ++it->second.refs;
+    return {};
+  }
+  uint8_t original = 0;
+  if (auto user = breakpoints_.find(addr); user != breakpoints_.end()) {
+    original = user->second;  // the int3 is already there
+  } else {
+    std::vector<uint8_t> byte = raw_read(addr, 1);
+    if (byte.empty()) return make_error(ErrorCode::MemoryFault, "Cannot insert trace stop at " + hex(addr));
+    original = byte[0];
+    if (auto r = raw_write(addr, {0xcc}); !r) return r;
+  }
+  trace_int3s_[addr] = TraceInt3{original, 1};
+  retired_int3s_.insert(addr);
+  return {};
+}
+
+void PtraceProcess::drop_trace_int3(uint64_t addr) {
+  auto it = trace_int3s_.find(addr);
+  if (it == trace_int3s_.end() || --it->second.refs > 0) return;
+  const uint8_t original = it->second.original;
+  trace_int3s_.erase(it);
+  if (breakpoints_.count(addr) == 0 && alive_) (void)raw_write(addr, {original});
+}
+
+void PtraceProcess::release_trace_int3(pid_t tid) {
+  auto found = threads_.find(tid);
+  if (found == threads_.end() || !found->second.trace_int3) return;
+  drop_trace_int3(*found->second.trace_int3);
+  found->second.trace_int3.reset();
+}
+
+void PtraceProcess::remove_all_trace_int3s() {
+  for (const auto& [addr, int3] : trace_int3s_) {
+    if (breakpoints_.count(addr) == 0 && alive_) (void)raw_write(addr, {int3.original});
+  }
+  trace_int3s_.clear();
+  for (auto& [tid, thread] : threads_) thread.trace_int3.reset();
+}
+
+// A trap just after an address whose tracer int3 is gone: the thread hit it
+// before it was removed. (A program's own int3 is never a trace stop: only
+// emulable control transfers get one.)
+bool PtraceProcess::was_trace_int3(uint64_t addr) {
+  if (retired_int3s_.count(addr) == 0) return false;
+  std::vector<uint8_t> byte = raw_read(addr, 1);
+  return !byte.empty() && byte[0] != 0xcc;
 }
 
 Expected<void> PtraceProcess::set_trace_stop(pid_t tid, std::optional<uint64_t> addr) {

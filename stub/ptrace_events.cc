@@ -68,7 +68,11 @@ Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepK
   auto pc = read_pc(tid);
   if (!pc) return pc.error();
   auto bp = breakpoints_.find(*pc);
-  bool lift = bp != breakpoints_.end() && !thread.reinsert_at;
+  // Under one of the tracer's int3s too, the step runs in raw_resume with
+  // every other thread held (step_held), never with a plain lift.
+  bool under_trace_int3 = trace_int3s_.count(*pc) != 0;
+  bool lift = bp != breakpoints_.end() && !thread.reinsert_at && !under_trace_int3;
+  if (bp != breakpoints_.end() && under_trace_int3) actual = StepKind::SingleStep;
   if (lift) {
     // Step the original instruction with the int3 lifted; the breakpoint
     // goes back when that step's event is reaped (handle_status), and for a
@@ -97,6 +101,12 @@ Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepK
 
 Expected<void> PtraceProcess::raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal) {
   bool step = kind == StepKind::SingleStep;
+  if (step && !trace_int3s_.empty()) {
+    // Stepping an int3 would run the int3: the real instruction is stepped
+    // with the tracer's int3 lifted instead.
+    auto pc = read_pc(tid);
+    if (pc && trace_int3s_.count(*pc) != 0 && thread.reinsert_at != *pc) return step_held(tid, thread, *pc, signal);
+  }
   auto r = do_ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, tid, 0, signal_arg(signal));
   if (!r) return r.error();
   thread.running = true;
@@ -128,7 +138,7 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
     // with several threads any tracee may report, so wait for any.
     pid_t target = threads_.size() == 1 ? threads_.begin()->first : -1;
     int status = 0;
-    pid_t tid = wait_retry(target, &status, __WALL | (block ? 0 : WNOHANG));
+    pid_t tid = reap(target, &status, __WALL | (block ? 0 : WNOHANG));
     if (tid == 0) return std::optional<ProcessEvent>{};
     if (tid < 0) {
       int err = errno;
@@ -204,12 +214,17 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
     handle_clone(tid);
     return std::nullopt;
   }
+  if (ptrace_event == PTRACE_EVENT_FORK || ptrace_event == PTRACE_EVENT_VFORK) {
+    handle_fork(tid, ptrace_event == PTRACE_EVENT_VFORK);
+    return std::nullopt;
+  }
   if (ptrace_event == PTRACE_EVENT_EXEC) {
     handle_exec();
     if (hook_ != nullptr) hook_->on_exec(pid_);
     ProcessEvent event;
     event.tid = pid_;
     event.signal = SIGTRAP;
+    if (auto path = exec_file()) event.exec_path = *path;
     return event;
   }
   if (ptrace_event != 0) {  // an event we did not ask for: keep going
@@ -229,6 +244,7 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
 
 std::optional<ProcessEvent> PtraceProcess::thread_gone(pid_t tid, int status) {
   if (hook_ != nullptr && hook_->traces(tid)) hook_->on_thread_exited(tid);
+  release_trace_int3(tid);
   ProcessEvent event;
   event.tid = tid;
   if (tid != pid_) {
@@ -258,6 +274,12 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
     thread.stepping = false;
   }
   bool traced = hook_ != nullptr && hook_->traces(tid);
+  if (!traced && trace_hit && signal == SIGTRAP && !event.software_breakpoint && !event.hw_stop &&
+      !event.single_stepped && !thread.trace_stop) {
+    // A tracer int3 (debug-register hits carry thread.trace_stop).
+    auto pc = read_pc(tid);
+    if (pc && pass_untraced_trace_hit(tid, thread, *pc)) return std::nullopt;
+  }
   if (traced) {
     TraceVerdict verdict = hook_->on_stop(*this, traced_stop(tid, event, trace_hit));
     if (verdict != TraceVerdict::Report) {
@@ -323,9 +345,16 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
   }
   if (from_kernel && (code == SI_KERNEL || code == TRAP_BRKPT)) {
     user_regs_struct gregs{};
-    if (do_ptrace(PTRACE_GETREGS, tid, 0, &gregs) && breakpoints_.count(gregs.rip - 1)) {
-      gregs.rip -= 1;
-      event.software_breakpoint = do_ptrace(PTRACE_SETREGS, tid, 0, &gregs).ok();
+    if (do_ptrace(PTRACE_GETREGS, tid, 0, &gregs)) {
+      const uint64_t at = gregs.rip - 1;
+      const bool user = breakpoints_.count(at) != 0;
+      const bool trace = trace_int3s_.count(at) != 0 || was_trace_int3(at);
+      if (user || trace) {
+        gregs.rip = at;
+        const bool rewound = do_ptrace(PTRACE_SETREGS, tid, 0, &gregs).ok();
+        event.software_breakpoint = user && rewound;
+        if (trace && rewound) trace_hit = true;
+      }
     }
   }
   return event;
@@ -372,6 +401,8 @@ void PtraceProcess::handle_exec() {
   threads_.clear();
   threads_[pid_] = ThreadState{};
   breakpoints_.clear();
+  trace_int3s_.clear();
+  retired_int3s_.clear();
   early_status_.clear();
   open_memory();
 }
@@ -393,7 +424,7 @@ void PtraceProcess::stop_all_threads(pid_t except) {
       auto found = threads_.find(tid);
       if (!alive_ || found == threads_.end() || !found->second.running) break;
       int status = 0;
-      if (wait_retry(tid, &status, __WALL) != tid) {
+      if (reap(tid, &status, __WALL) != tid) {
         threads_.erase(tid);
         break;
       }
@@ -415,6 +446,80 @@ void PtraceProcess::keep_while_stopping(pid_t tid, int status) {
   auto pc = read_pc(tid);
   thread.pending = *event;
   thread.pending_pc = pc ? *pc : 0;
+}
+
+// --- The tracer's int3s ---------------------------------------------------------
+
+pid_t PtraceProcess::reap(pid_t want, int* status, int flags) {
+  for (auto it = replay_.begin(); it != replay_.end(); ++it) {
+    if (want != -1 && it->first != want) continue;
+    const pid_t tid = it->first;
+    *status = it->second;
+    replay_.erase(it);
+    return tid;
+  }
+  return wait_retry(want, status, flags);
+}
+
+// An untraced thread (or one the tracer let go) on a tracer int3: the hook
+// emulates the transfer for it, or the real instruction is stepped with the
+// other threads held. True when the stop is dealt with.
+bool PtraceProcess::pass_untraced_trace_hit(pid_t tid, ThreadState& thread, uint64_t pc) {
+  if (trace_int3s_.count(pc) == 0) {
+    // Hit just before the int3 went away: the real instruction is back.
+    if (!stopping_all_) (void)raw_resume(tid, thread, thread.last_kind, 0);
+    return true;
+  }
+  if (hook_ != nullptr && hook_->pass_trace_breakpoint(*this, tid)) {
+    if (!stopping_all_) (void)raw_resume(tid, thread, thread.last_kind, 0);
+    return true;
+  }
+  if (stopping_all_) return true;  // stays on the int3; it meets it again when resumed
+  // The step's completion comes back as a bare step of a continue: resumed.
+  return step_held(tid, thread, pc, 0).ok();
+}
+
+// Runs the real instruction under one of the tracer's int3s. Every other
+// running thread is held (SIGSTOP) while the int3 is lifted: without that a
+// traced thread could run through the address unseen and its trace would
+// lose a branch. Trace int3s sit only on jumps, calls, returns and loops,
+// which never block, so the hold is one instruction long. Statuses reaped
+// from held threads that were not our SIGSTOP are replayed later (reap).
+Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t pc, int signal) {
+  std::vector<pid_t> held;
+  for (auto& [other, state] : threads_) {
+    if (other == tid || !state.running) continue;
+    bool in_hand = std::any_of(replay_.begin(), replay_.end(), [&](const auto& r) { return r.first == other; });
+    if (in_hand || ::syscall(SYS_tgkill, pid_, other, SIGSTOP) != 0) continue;
+    int status = 0;
+    if (wait_retry(other, &status, __WALL) != other) continue;
+    if (WIFSTOPPED(status) && (status >> 16) == 0 && WSTOPSIG(status) == SIGSTOP) {
+      held.push_back(other);
+      continue;
+    }
+    state.sigstop_expected = !(WIFEXITED(status) || WIFSIGNALED(status));  // ours is still queued
+    replay_.emplace_back(other, status);
+  }
+  const uint8_t original = trace_int3s_.at(pc).original;
+  Expected<void> result = raw_write(pc, {original});
+  int status = 0;
+  bool stepped = false;
+  if (result) {
+    auto r = do_ptrace(PTRACE_SINGLESTEP, tid, 0, signal_arg(signal));
+    if (!r) result = r.error();
+    stepped = r && wait_retry(tid, &status, __WALL) == tid;
+  }
+  if (trace_int3s_.count(pc) != 0 || breakpoints_.count(pc) != 0) (void)raw_write(pc, {kInt3});
+  for (pid_t other : held) {
+    const bool step = threads_[other].last_kind == StepKind::SingleStep;
+    (void)do_ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, other, 0, nullptr);
+  }
+  if (!result) return result;
+  thread.running = true;
+  thread.stepping = true;
+  thread.last_kind = StepKind::SingleStep;
+  if (stepped) replay_.emplace_front(tid, status);
+  return {};
 }
 
 }  // namespace stub

@@ -297,6 +297,12 @@ Expected<void> PtraceProcess::finish_launch(bool wrapped) {
     if ((status >> 16) == PTRACE_EVENT_EXEC) break;
     deliver = ((status >> 16) == 0 && WSTOPSIG(status) != SIGTRAP) ? WSTOPSIG(status) : 0;
   }
+  // Forks are followed only from the program on: a wrapper's children are
+  // none of our business (ptrace_fork.cc).
+  opts |= PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
+  if (auto r = do_ptrace(PTRACE_SETOPTIONS, pid_, 0, reinterpret_cast<void*>(opts)); !r) {
+    return r.error();
+  }
   open_memory();
   return {};
 }
@@ -335,7 +341,7 @@ Expected<std::unique_ptr<PtraceProcess>> PtraceProcess::attach(pid_t pid) {
         }
         continue;
       }
-      long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
+      long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
       (void)do_ptrace(PTRACE_SETOPTIONS, tid, 0, reinterpret_cast<void*>(opts));
       process->threads_[tid] = ThreadState{};
       found_new = true;
@@ -361,6 +367,8 @@ void PtraceProcess::mark_gone() {
   alive_ = false;
   threads_.clear();
   breakpoints_.clear();
+  trace_int3s_.clear();
+  replay_.clear();
   early_status_.clear();
   if (mem_fd_ >= 0) ::close(mem_fd_);
   mem_fd_ = -1;
@@ -375,6 +383,15 @@ Expected<protocol::RegisterFile> PtraceProcess::read_registers(pid_t tid) {
   protocol::RegisterFile regs;
   gregs_to_file(gregs, regs);
   fxsave_to_file(fp->bytes.data(), regs);
+  return regs;
+}
+
+Expected<protocol::RegisterFile> PtraceProcess::read_general_registers(pid_t tid) {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  user_regs_struct gregs{};
+  if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &gregs); !r) return r.error();
+  protocol::RegisterFile regs;
+  gregs_to_file(gregs, regs);
   return regs;
 }
 
@@ -484,6 +501,10 @@ Expected<std::vector<uint8_t>> PtraceProcess::read_memory(uint64_t addr, std::si
        ++it) {
     out[it->first - addr] = it->second;
   }
+  for (auto it = trace_int3s_.lower_bound(addr); it != trace_int3s_.end() && it->first < addr + out.size();
+       ++it) {
+    out[it->first - addr] = it->second.original;
+  }
   return out;
 }
 
@@ -495,15 +516,23 @@ Expected<void> PtraceProcess::write_memory(uint64_t addr, const std::vector<uint
   auto first = breakpoints_.lower_bound(addr);
   auto last = breakpoints_.lower_bound(addr + bytes.size());
   for (auto it = first; it != last; ++it) data[it->first - addr] = kInt3;
+  auto trace_first = trace_int3s_.lower_bound(addr);
+  auto trace_last = trace_int3s_.lower_bound(addr + bytes.size());
+  for (auto it = trace_first; it != trace_last; ++it) data[it->first - addr] = kInt3;
   if (auto r = raw_write(addr, data); !r) return r;
   // The program's new byte becomes the one to restore; our int3 stays.
   for (auto it = first; it != last; ++it) it->second = bytes[it->first - addr];
+  for (auto it = trace_first; it != trace_last; ++it) it->second.original = bytes[it->first - addr];
   return {};
 }
 
 Expected<void> PtraceProcess::insert_breakpoint(uint64_t addr) {
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
   if (breakpoints_.count(addr)) return {};
+  if (auto trace = trace_int3s_.find(addr); trace != trace_int3s_.end()) {
+    breakpoints_[addr] = trace->second.original;  // the int3 is already there
+    return {};
+  }
   std::vector<uint8_t> original = raw_read(addr, 1);
   if (original.empty()) {
     return make_error(ErrorCode::MemoryFault, "Cannot insert breakpoint at " + hex(addr) +
@@ -528,7 +557,7 @@ Expected<void> PtraceProcess::remove_breakpoint(uint64_t addr) {
       lifted = true;
     }
   }
-  if (lifted || !alive_) return {};
+  if (lifted || !alive_ || trace_int3s_.count(addr) != 0) return {};  // the tracer's int3 stays
   return raw_write(addr, {original});
 }
 
@@ -573,7 +602,7 @@ void PtraceProcess::stop_running_thread(pid_t tid, bool send_sigstop) {
   if (send_sigstop) ::syscall(SYS_tgkill, pid_, tid, SIGSTOP);
   for (;;) {
     int status = 0;
-    if (wait_retry(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
+    if (reap(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
       threads_.erase(tid);
       return;
     }
@@ -582,7 +611,8 @@ void PtraceProcess::stop_running_thread(pid_t tid, bool send_sigstop) {
     // until our SIGSTOP arrives.
     int deliver = (status >> 16) == 0 && WSTOPSIG(status) != SIGTRAP ? WSTOPSIG(status) : 0;
     user_regs_struct gregs{};
-    if (deliver == 0 && do_ptrace(PTRACE_GETREGS, tid, 0, &gregs) && breakpoints_.count(gregs.rip - 1)) {
+    if (deliver == 0 && do_ptrace(PTRACE_GETREGS, tid, 0, &gregs) &&
+        (breakpoints_.count(gregs.rip - 1) || trace_int3s_.count(gregs.rip - 1))) {
       gregs.rip -= 1;  // one of our int3s: run the real instruction after detaching
       (void)do_ptrace(PTRACE_SETREGS, tid, 0, &gregs);
     }
@@ -604,8 +634,10 @@ Expected<void> PtraceProcess::detach() {
     if (found->second.running) stop_running_thread(tid, !owed);
   }
   for (const auto& [addr, original] : breakpoints_) (void)raw_write(addr, {original});
+  for (const auto& [addr, int3] : trace_int3s_) (void)raw_write(addr, {int3.original});
   for (auto& [tid, state] : threads_) state.reinsert_at.reset();
   breakpoints_.clear();
+  trace_int3s_.clear();
   Expected<void> result;
   for (const auto& [tid, state] : threads_) {
     // A signal kept while stopping all still belongs to the program.

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <array>
+#include <deque>
 #include <map>
 #include <set>
 #include <memory>
@@ -49,6 +50,7 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   bool attached() const override { return attached_; }
 
   Expected<protocol::RegisterFile> read_registers(pid_t tid) override;
+  Expected<protocol::RegisterFile> read_general_registers(pid_t tid) override;
   Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& regs) override;
 
   Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len) override;
@@ -84,6 +86,10 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   // TracedThreadControl (read_registers/read_memory are shared with Process).
   bool has_user_breakpoint(uint64_t addr) const override { return breakpoints_.count(addr) != 0; }
   Expected<void> set_trace_stop(pid_t tid, std::optional<uint64_t> addr) override;
+  // The tracer's int3s (TraceStops::Breakpoint): per thread, reference-
+  // counted by address; see TracedThreadControl::set_trace_breakpoint.
+  Expected<void> set_trace_breakpoint(pid_t tid, std::optional<uint64_t> addr) override;
+  bool has_trace_breakpoint(uint64_t addr) const { return trace_int3s_.count(addr) != 0; }
 
   // Whether debug registers really trap here (probed once in a child):
   // under some hypervisors the writes succeed and nothing ever fires. A
@@ -114,6 +120,11 @@ class PtraceProcess final : public Process, public TracedThreadControl {
     std::optional<uint64_t> trace_stop;   // the tracer's slot-3 breakpoint
     DebugRegs written;                    // what DR0-3/DR7 hold in the kernel
     int last_signal = 0;                  // signal of the last stop (siginfo)
+    std::optional<uint64_t> trace_int3;   // the tracer's int3 this thread holds a reference on
+  };
+  struct TraceInt3 {
+    uint8_t original = 0;
+    int refs = 0;
   };
 
   PtraceProcess(pid_t pid, bool attached);
@@ -136,6 +147,7 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   Expected<void> start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal);
   void handle_clone(pid_t parent);
   void handle_exec();
+  void handle_fork(pid_t parent, bool vfork);  // ptrace_fork.cc
   void mark_gone();
   void stop_running_thread(pid_t tid, bool send_sigstop);
   void stop_all_threads(pid_t except);
@@ -147,6 +159,17 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   void sync_all_debug_regs();
   uint64_t take_dr6(pid_t tid, const ThreadState& thread);
   TracedStop traced_stop(pid_t tid, const ProcessEvent& event, bool trace_hit) const;
+
+  // The tracer's int3s (ptrace_debug.cc, ptrace_events.cc).
+  Expected<void> add_trace_int3(uint64_t addr);
+  void drop_trace_int3(uint64_t addr);
+  void release_trace_int3(pid_t tid);
+  void remove_all_trace_int3s();
+  std::optional<uint8_t> hidden_byte(uint64_t addr) const;
+  bool was_trace_int3(uint64_t addr);
+  bool pass_untraced_trace_hit(pid_t tid, ThreadState& thread, uint64_t pc);
+  Expected<void> step_held(pid_t tid, ThreadState& thread, uint64_t pc, int signal);
+  pid_t reap(pid_t want, int* status, int flags);
 
   pid_t pid_ = 0;
   bool attached_ = false;
@@ -161,6 +184,13 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   TraceHook* hook_ = nullptr;
   DebugRegisterState user_debug_;      // Z1-Z4, the same on every thread
   pid_t last_reported_ = 0;            // fairness among pending events
+  std::map<uint64_t, TraceInt3> trace_int3s_;  // the tracer's int3s by address
+  // Every address that ever held one of the tracer's int3s: a thread that
+  // hit one just before it was removed reports the trap afterwards.
+  std::set<uint64_t> retired_int3s_;
+  // Wait statuses reaped early (while holding threads for step_held), to be
+  // handled as if waitpid returned them now.
+  std::deque<std::pair<pid_t, int>> replay_;
 };
 
 }  // namespace stub

@@ -103,7 +103,7 @@ int Server::run() {
   }
   auto tracer = SoftwareTracer::create(command_line_.trace_config, command_line_.record,
                                        PtraceProcess::debug_registers_work() ? TraceStops::DebugRegister
-                                                                            : TraceStops::SingleStep);
+                                                                            : TraceStops::Breakpoint);
   if (!tracer) {
     std::fprintf(stderr, "btstub: branch tracing unavailable: %s\n", tracer.error().message.c_str());
   } else {

@@ -3,13 +3,19 @@
 #include <csignal>
 
 #include "stub/handlers.h"
+#include "stub/replay_engine.h"
+#include "stub/trace_backend.h"
 
 namespace stub {
 
 Session::Session(SessionConfig config, Process* process)
     : config_(std::move(config)), process_(process) {}
 
+Session::~Session() = default;
+
 Reply Session::handle(const protocol::Request& request) {
+  // Qbtrace:off discards traces a replay cursor may stand in.
+  if (std::holds_alternative<protocol::BtraceControl>(request)) go_live();
   return std::visit([this](const auto& typed) { return stub::handle(*this, typed); }, request);
 }
 
@@ -22,7 +28,42 @@ Reply Session::handle_packet(std::string_view payload) {
   return handle(*request);
 }
 
+void Session::mark_process_gone() {
+  process_gone_ = true;
+  replay_.reset();
+}
+
+ReplayEngine* Session::replay() {
+  if (!replay_ && trace_backend != nullptr && has_process()) {
+    std::unique_ptr<MappingInfo> maps =
+        replay_maps ? replay_maps(process_->pid()) : std::make_unique<ProcMaps>(process_->pid());
+    replay_ = std::make_unique<ReplayEngine>(*process_, *trace_backend, std::move(maps));
+  }
+  return replay_.get();
+}
+
+bool Session::replaying(pid_t tid) const { return replay_ && replay_->replaying(tid); }
+
+void Session::go_live() {
+  if (replay_) replay_->go_live();
+}
+
+Expected<protocol::RegisterFile> Session::thread_registers(pid_t tid) {
+  if (!has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
+  if (replaying(tid)) return replay_->registers(tid);
+  return process_->read_registers(tid);
+}
+
+Expected<std::vector<uint8_t>> Session::thread_memory(pid_t tid, uint64_t addr, std::size_t len) {
+  if (!has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
+  if (replaying(tid)) return replay_->read_memory(tid, addr, len);
+  return process_->read_memory(addr, len);
+}
+
 void Session::set_process(Process* process) {
+  replay_.reset();
+  software_breakpoints.clear();
+  hardware_breakpoints.clear();
   process_ = process;
   process_gone_ = false;
   running_ = false;
@@ -87,6 +128,10 @@ protocol::StopReply Session::make_stop_reply(const ProcessEvent& event) {
     stop.reason = protocol::StopReason::SoftwareBreakpoint;
   }
   if (event.hw_stop) set_hardware_reason(stop, *event.hw_stop, event.hw_address);
+  if (event.exec_path && client_features.exec_events) {
+    stop.reason = protocol::StopReason::Exec;
+    stop.exec_path = *event.exec_path;
+  }
   // Expedite pc, sp and fp so gdb can show the stop without asking.
   if (auto regs = process_->read_registers(event.tid)) {
     for (auto reg : {protocol::Amd64Reg::rbp, protocol::Amd64Reg::rsp, protocol::Amd64Reg::rip}) {

@@ -19,6 +19,8 @@
 namespace stub {
 
 class TraceBackend;  // stub/trace_backend.h
+class ReplayEngine;  // stub/replay_engine.h
+class MappingInfo;   // stub/replay_engine.h
 
 // How an extended-remote session starts (vRun, R) or attaches to (vAttach)
 // a program. The factory owns what it creates and releases the previous
@@ -56,6 +58,9 @@ struct Reply {
 class Session {
  public:
   Session(SessionConfig config, Process* process);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   Reply handle(const protocol::Request& request);
   // Handles a raw packet payload: parse, --disable-packet, dispatch.
@@ -76,6 +81,7 @@ class Session {
     bool multiprocess = false;
     bool swbreak = false;
     bool hwbreak = false;
+    bool exec_events = false;  // exec-events+: report exec as `exec:` stops
   };
   Features client_features;
   pid_t general_thread = 0;   // Hg; 0: the process's main thread
@@ -90,6 +96,8 @@ class Session {
   bool extended = false;
   ProcessFactory* process_factory = nullptr;
   std::vector<std::string> last_run_argv;
+  // QThreadEvents: report thread exits (`w`); kept for later programs too.
+  bool thread_events = false;
   std::string osdata_snapshot;  // gdb reads `info os` documents in chunks from this copy
   // Branch tracing (handlers_btrace.cc). No backend: the btrace packets are
   // neither advertised nor served.
@@ -101,13 +109,30 @@ class Session {
     uint64_t pt_size = 0;            // Qbtrace-conf:pt:size, remembered but unused
   };
   BtraceReads btrace_reads;
+  // Reverse execution (handlers_replay.cc). Breakpoint addresses inserted
+  // with Z0 / Z1: a replay stops at them. Tests may replace how the engine
+  // learns the read-only mappings (default: /proc/PID/maps).
+  std::set<uint64_t> software_breakpoints;
+  std::set<uint64_t> hardware_breakpoints;
+  std::function<std::unique_ptr<MappingInfo>(pid_t pid)> replay_maps;
+  // The replay engine over trace_backend, created on first use; nullptr
+  // without a trace backend or a program.
+  ReplayEngine* replay();
+  // True while `tid` stands in its recorded past.
+  bool replaying(pid_t tid) const;
+  // Every thread back at its live end (before the program runs again, or
+  // when the traces may change under the engine).
+  void go_live();
+  // The thread's registers and memory: in the past while it replays.
+  Expected<protocol::RegisterFile> thread_registers(pid_t tid);
+  Expected<std::vector<uint8_t>> thread_memory(pid_t tid, uint64_t addr, std::size_t len);
 
   // Helpers used by several handler families.
   protocol::ThreadId thread_id(pid_t tid) const;
   Expected<pid_t> resolve_thread(const protocol::ThreadId& id) const;
   pid_t current_thread() const;
   void mark_running() { running_ = true; }
-  void mark_process_gone() { process_gone_ = true; }
+  void mark_process_gone();
   // Switches to another program (nullptr: none), forgetting everything
   // that belonged to the previous one.
   void set_process(Process* process);
@@ -120,6 +145,7 @@ class Session {
   Process* process_;
   bool running_ = false;
   bool process_gone_ = false;
+  std::unique_ptr<ReplayEngine> replay_;
 };
 
 }  // namespace stub

@@ -1,4 +1,5 @@
 #include "stub/software_tracer.h"
+#include "stub/software_tracer_internal.h"
 
 #include <csignal>
 #include <cstring>
@@ -8,56 +9,8 @@
 
 namespace stub {
 
-namespace {
-
 using protocol::Amd64Reg;
-
-// The inferior's original bytes (user breakpoints hidden) as a decoder reader.
-class ControlMemory final : public decoder::MemoryReader {
- public:
-  explicit ControlMemory(TracedThreadControl& control) : control_(control) {}
-  std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) override {
-    auto bytes = control_.read_memory(addr, len);
-    if (!bytes) return 0;
-    const std::size_t n = std::min(len, bytes->size());
-    std::memcpy(out, bytes->data(), n);
-    return n;
-  }
-
- private:
-  TracedThreadControl& control_;
-};
-
-decoder::RegisterArray register_view(const protocol::RegisterFile& regs) {
-  decoder::RegisterArray out;
-  // decoder::Register's first sixteen follow the same order as Amd64Reg's.
-  for (unsigned i = 0; i < 16; ++i) {
-    out.set(static_cast<decoder::Register>(i), regs.get_u64(static_cast<Amd64Reg>(i)));
-  }
-  out.set(decoder::Register::Rip, regs.get_u64(Amd64Reg::rip));
-  out.set(decoder::Register::Rflags, regs.get_u64(Amd64Reg::eflags));
-  out.set(decoder::Register::FsBase, regs.get_u64(Amd64Reg::fs_base));
-  out.set(decoder::Register::GsBase, regs.get_u64(Amd64Reg::gs_base));
-  return out;
-}
-
-uint64_t pc_of(const protocol::RegisterFile& regs) { return regs.get_u64(Amd64Reg::rip); }
-
-decoder::StackSnapshot stack_of(const protocol::RegisterFile& regs) {
-  return decoder::StackSnapshot{regs.get_u64(Amd64Reg::rsp), regs.get_u64(Amd64Reg::rbp)};
-}
-
-// Does `insn` branch when run now? (Unpredictable counts as no: the step's
-// landing decides then.)
-bool predicts_branch(const decoder::Instruction& insn, const protocol::RegisterFile& regs,
-                     decoder::MemoryReader& mem) {
-  if (!insn.is_control_transfer()) return false;
-  auto view = register_view(regs);
-  auto next = decoder::next_pc(insn, view, mem);
-  return next && next->taken();
-}
-
-}  // namespace
+using namespace tracer_detail;
 
 Expected<std::unique_ptr<SoftwareTracer>> SoftwareTracer::create(const TraceConfig& config, bool enable_all,
                                                                  TraceStops stops) {
@@ -81,7 +34,7 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
   ThreadState* t = traced_state(tid);
   if (t == nullptr || !t->enabled) return requested;
   t->stopped_full = false;
-  auto regs = control.read_registers(tid);
+  auto regs = control.read_general_registers(tid);
   if (!regs) return requested;  // the thread is going away; nothing to trace
   const uint64_t pc = pc_of(*regs);
   ensure_origin(*t, pc);
@@ -132,6 +85,10 @@ TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedS
     t->disarm_pending = false;
     if (!only_trace_stop) return TraceVerdict::Report;
     ++stats_.absorbed;
+    // An int3 (maybe another thread's) is still under the pc: get past it.
+    if (stops_ == TraceStops::Breakpoint && !pass_trace_breakpoint(control, stop.tid)) {
+      return TraceVerdict::SingleStep;
+    }
     return TraceVerdict::Continue;
   }
   ensure_origin(*t, stop.pc);
@@ -160,7 +117,10 @@ void SoftwareTracer::settle(ThreadState& t, uint64_t pc, bool step_completed) {
       record = step_completed && (pc < s.from || pc > s.from + decoder::kMaxInstructionSize);
     } else if (step_completed) {
       // pc == from without a predicted branch is a rep-string iteration.
-      record = s.predicted_branch || (pc != s.insn->next_address() && pc != s.from);
+      // Only a transfer can land elsewhere: under some hypervisors a step
+      // over cpuid loses its trap and stops one instruction further.
+      record = s.predicted_branch ||
+               (s.insn->is_control_transfer() && pc != s.insn->next_address() && pc != s.from);
     } else {
       // Stopped by a signal instead: before the instruction (pc == from) or
       // in an interrupted syscall (pc after it); neither is a branch.
@@ -192,10 +152,11 @@ bool SoftwareTracer::refuses_more(const ThreadState& t) const {
 }
 
 SoftwareTracer::Next SoftwareTracer::continue_from(TracedThreadControl& control, ThreadState& t, pid_t tid) {
-  auto regs = control.read_registers(tid);
+  auto regs = control.read_general_registers(tid);
   if (!regs) return Next::Report;
   const uint64_t pc = pc_of(*regs);
   if (stops_ == TraceStops::SingleStep) return step_one(control, t, *regs);
+  if (stops_ == TraceStops::Breakpoint) return continue_by_emulation(control, t, tid, std::move(*regs));
   ControlMemory code(control);
   const BlockEnd end = blocks_.block_end(pc, code);
   if (end.address == pc) {
@@ -277,7 +238,9 @@ SoftwareTracer::Next SoftwareTracer::step_over(ThreadState& t, const protocol::R
 bool SoftwareTracer::arm(TracedThreadControl& control, ThreadState& t, pid_t tid,
                          std::optional<uint64_t> addr) {
   if (t.armed == addr) return true;
-  if (!control.set_trace_stop(tid, addr)) return false;  // the old setting stays
+  auto set = stops_ == TraceStops::Breakpoint ? control.set_trace_breakpoint(tid, addr)
+                                              : control.set_trace_stop(tid, addr);
+  if (!set) return false;  // the old setting stays
   t.armed = addr;
   return true;
 }

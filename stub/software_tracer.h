@@ -7,6 +7,12 @@
 // stop per taken or not-taken branch; single steps only where the outcome
 // cannot be computed beforehand (syscalls, signal delivery, one-block loops).
 //
+// TraceStops::Breakpoint (software_tracer_emulate.cc) uses an int3 as the
+// trace stop instead, for machines whose debug registers never trap. The
+// int3 stays in place for other threads, so the transfer under it is not
+// run but emulated: rip, and rsp/[rsp]/rcx for calls, returns and loops.
+// The branch is then certain and stored at once (nothing is pending).
+//
 // Exactness rule: a branch is stored only once the thread is seen past it.
 // Between the trace stop at a branch and that evidence the branch is
 // "pending" (see ThreadState::pending), because a signal may stop the thread
@@ -34,6 +40,9 @@ enum class TraceStops {
   SingleStep,     // for machines whose debug registers never trap (some
                   // hypervisors: see PtraceProcess::debug_registers_work):
                   // every instruction is stepped, exact but one stop each
+  Breakpoint,     // TracedThreadControl::set_trace_breakpoint: an int3 at
+                  // each block's transfer, which is emulated; blocks ending
+                  // in a syscall (or anything not emulable) are stepped
 };
 
 class SoftwareTracer final : public TraceHook, public TraceBackend {
@@ -65,6 +74,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     uint64_t trace_stops = 0;  // trace-stop hits
     uint64_t steps = 0;        // single steps the tracer itself asked for
     uint64_t branches = 0;     // branches stored
+    uint64_t emulated = 0;     // transfers emulated (TraceStops::Breakpoint)
   };
   const Stats& stats() const { return stats_; }
   // Forgets decoded code (e.g. after the client wrote into code).
@@ -77,6 +87,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   void on_thread_created(pid_t tid, pid_t parent) override;
   void on_thread_exited(pid_t tid) override;
   void on_exec(pid_t tid) override;
+  bool pass_trace_breakpoint(TracedThreadControl& control, pid_t tid) override;
 
   // ---- TraceBackend ----
   std::string_view name() const override { return "software"; }
@@ -138,6 +149,12 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   Next step_one(TracedThreadControl& control, ThreadState& t, const protocol::RegisterFile& regs);
   Next full_stop(ThreadState& t);
   bool arm(TracedThreadControl& control, ThreadState& t, pid_t tid, std::optional<uint64_t> addr);
+
+  // TraceStops::Breakpoint (software_tracer_emulate.cc).
+  Next continue_by_emulation(TracedThreadControl& control, ThreadState& t, pid_t tid,
+                             protocol::RegisterFile regs);
+  bool emulate(TracedThreadControl& control, pid_t tid, protocol::RegisterFile& regs,
+               const decoder::Instruction& insn, uint64_t& target, bool& taken);
 
   BlockCache blocks_;
   TraceStops stops_;

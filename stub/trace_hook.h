@@ -29,6 +29,34 @@ class TracedThreadControl {
   // breakpoint in a debug-register slot reserved for the tracer, apart from
   // the slots Z1-Z4 share. It fires before the instruction at `addr` runs.
   virtual Expected<void> set_trace_stop(pid_t tid, std::optional<uint64_t> addr) = 0;
+
+  // ---- software trace stops (TraceStops::Breakpoint); the defaults suit a
+  // layer without them ----
+  // Arms (nullopt: disarms) this thread's trace stop as an int3 the process
+  // layer owns: reference-counted by address over the threads that armed it,
+  // hidden from read_memory like user breakpoints, and reported as
+  // TracedStop::trace_stop_hit with the pc rewound onto it. A thread that
+  // exits drops its reference. Only emulable control transfers should get
+  // one: a thread that must really run the instruction under it is stepped
+  // by the process layer with every other thread held (see PtraceProcess).
+  virtual Expected<void> set_trace_breakpoint(pid_t tid, std::optional<uint64_t> addr) {
+    (void)tid, (void)addr;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No software trace stops");
+  }
+  // The general registers, rip and eflags (and fs/gs bases) only: all a
+  // tracer reads at each stop, without the cost of the FPU/XSAVE state.
+  virtual Expected<protocol::RegisterFile> read_general_registers(pid_t tid) { return read_registers(tid); }
+  // Emulating a branch at a trace stop: rip, rsp, rcx and the pushed return
+  // address. Registers not marked available in `regs` are left alone.
+  virtual Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& regs) {
+    (void)tid, (void)regs;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "Registers are read-only here");
+  }
+  // Writes program memory (our int3s stay, as Process::write_memory).
+  virtual Expected<void> write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) {
+    (void)addr, (void)bytes;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "Memory is read-only here");
+  }
 };
 
 // One stop of a traced thread as the process layer observed it.
@@ -78,6 +106,16 @@ class TraceHook {
   // execve replaced the address space (the calling thread survives as the
   // process's main thread).
   virtual void on_exec(pid_t tid) = 0;
+
+  // A thread the hook does not trace (or a disabled one) stopped on a
+  // software trace stop another thread armed. Move it past the instruction
+  // under the int3 as if it had run (true), or answer false: the process
+  // layer then runs the real instruction with the int3 lifted and every
+  // other thread held.
+  virtual bool pass_trace_breakpoint(TracedThreadControl& control, pid_t tid) {
+    (void)control, (void)tid;
+    return false;
+  }
 };
 
 }  // namespace stub

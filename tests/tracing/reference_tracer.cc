@@ -5,8 +5,11 @@
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <map>
 #include <tuple>
+#include <elf.h>
+#include <unistd.h>
 #include <utility>
 
 #include "decoder/instruction_history.h"
@@ -44,6 +47,9 @@ class SnapshotControl final : public stub::TracedThreadControl {
   void bind(stub::TracedThreadControl& real) { real_ = &real; }
 
   Expected<protocol::RegisterFile> read_registers(pid_t tid) override { return real_->read_registers(tid); }
+  Expected<protocol::RegisterFile> read_general_registers(pid_t tid) override {
+    return real_->read_general_registers(tid);
+  }
   Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len) override {
     for (uint64_t page = addr & ~(kPage - 1); page < addr + len; page += kPage) {
       if (pages_.count(page) != 0) continue;
@@ -55,6 +61,15 @@ class SnapshotControl final : public stub::TracedThreadControl {
   bool has_user_breakpoint(uint64_t addr) const override { return real_->has_user_breakpoint(addr); }
   Expected<void> set_trace_stop(pid_t tid, std::optional<uint64_t> addr) override {
     return real_->set_trace_stop(tid, addr);
+  }
+  Expected<void> set_trace_breakpoint(pid_t tid, std::optional<uint64_t> addr) override {
+    return real_->set_trace_breakpoint(tid, addr);
+  }
+  Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& regs) override {
+    return real_->write_registers(tid, regs);
+  }
+  Expected<void> write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) override {
+    return real_->write_memory(addr, bytes);
   }
   const std::map<uint64_t, std::vector<uint8_t>>& pages() const { return pages_; }
 
@@ -99,14 +114,46 @@ class SnapshotHook final : public stub::TraceHook {
     snapshot_.bind(control);
     return tracer_.on_stop(snapshot_, stop);
   }
-  void on_thread_created(pid_t tid, pid_t parent) override { tracer_.on_thread_created(tid, parent); }
+  void on_thread_created(pid_t tid, pid_t parent) override {
+    created.push_back(tid);
+    tracer_.on_thread_created(tid, parent);
+    if (trace_first_created && created.size() == 1) (void)tracer_.enable(tid);
+  }
+  std::vector<pid_t> created;        // every thread the program created, in order
+  bool trace_first_created = false;  // enable tracing for the first one only
   void on_thread_exited(pid_t tid) override { tracer_.on_thread_exited(tid); }
   void on_exec(pid_t tid) override { tracer_.on_exec(tid); }
+  bool pass_trace_breakpoint(stub::TracedThreadControl& control, pid_t tid) override {
+    snapshot_.bind(control);
+    return tracer_.pass_trace_breakpoint(snapshot_, tid);
+  }
 
  private:
   stub::SoftwareTracer& tracer_;
   SnapshotControl& snapshot_;
 };
+
+// Where the program's ELF file is loaded: the lowest mapping of its file.
+uint64_t load_base(pid_t pid) {
+  char exe[4096];
+  ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof exe - 1);
+  if (n <= 0) return 0;
+  exe[n] = 0;
+  std::FILE* maps = std::fopen(("/proc/" + std::to_string(pid) + "/maps").c_str(), "r");
+  if (maps == nullptr) return 0;
+  char line[4608];
+  uint64_t base = 0;
+  while (base == 0 && std::fgets(line, sizeof line, maps) != nullptr) {
+    unsigned long long begin = 0;
+    const char* path = std::strchr(line, '/');
+    if (path != nullptr && std::strncmp(path, exe, static_cast<std::size_t>(n)) == 0 &&
+        std::sscanf(line, "%llx-", &begin) == 1) {
+      base = begin;
+    }
+  }
+  std::fclose(maps);
+  return base;
+}
 
 // The [vdso] mapping from /proc/PID/maps (0, 0 when there is none).
 std::pair<uint64_t, uint64_t> vdso_range(pid_t pid) {
@@ -131,17 +178,44 @@ bool is_rep_string(stub::Process& process, decoder::InstructionDecoder& decoder,
   return insn && insn->text.rfind("rep", 0) == 0;
 }
 
+// Under some hypervisors a single step over cpuid (emulated by the
+// hypervisor) loses its trap and stops one instruction later. The
+// instruction skipped is the one after cpuid: its address, or 0.
+uint64_t skipped_after_cpuid(stub::Process& process, decoder::InstructionDecoder& decoder, uint64_t from,
+                             uint64_t landed) {
+  auto bytes = process.read_memory(from, decoder::kMaxInstructionSize);
+  if (!bytes) return 0;
+  auto insn = decoder::decode_with_fallback(decoder, from, bytes->data(), bytes->size());
+  if (!insn || insn->text != "cpuid" || landed == insn->next_address()) return 0;
+  return insn->next_address();
+}
+
 // A signal stop that is not a trap is handed back with the next resume, as a
 // client passing every signal would.
 int signal_to_deliver(const stub::ProcessEvent& event) { return event.signal == SIGTRAP ? 0 : event.signal; }
 
+// Runs the fresh program to `base + offset` (a user breakpoint), if nonzero.
+Expected<void> run_to_start(stub::Process& p, uint64_t offset) {
+  if (offset == 0) return {};
+  const uint64_t at = load_base(p.pid()) + offset;
+  if (auto r = p.insert_breakpoint(at); !r) return r;
+  auto event = p.resume(p.pid(), stub::StepKind::Continue, 0) ? p.wait_event() : Expected<stub::ProcessEvent>(
+      make_error(ErrorCode::Internal, "cannot resume"));
+  if (!event) return event.error();
+  if (event->kind != stub::ProcessEvent::Kind::Stopped || !event->software_breakpoint) {
+    return make_error(ErrorCode::Internal, "the program did not reach the start address");
+  }
+  return p.remove_breakpoint(at);
+}
+
 }  // namespace
 
-Expected<RunResult> run_reference(const stub::LaunchOptions& launch, uint64_t max_stops) {
+Expected<RunResult> run_reference(const stub::LaunchOptions& launch, uint64_t max_stops, uint64_t start_offset) {
   auto process = stub::PtraceProcess::launch(launch);
   if (!process) return process.error();
   stub::Process& p = **process;
   const pid_t tid = p.pid();
+  if (auto r = run_to_start(p, start_offset); !r) return r.error();
   auto made = decoder::InstructionDecoder::create();
   if (!made) return made.error();
   decoder::InstructionDecoder& decoder = *made;
@@ -150,6 +224,7 @@ Expected<RunResult> run_reference(const stub::LaunchOptions& launch, uint64_t ma
   auto first = pc_of(p, tid);
   if (!first) return first.error();
   std::tie(result.vdso_begin, result.vdso_end) = vdso_range(tid);
+  result.load_base = load_base(tid);
   result.pcs.push_back(*first);
   int signal = 0;
   while (result.stops < max_stops) {
@@ -169,6 +244,9 @@ Expected<RunResult> run_reference(const stub::LaunchOptions& launch, uint64_t ma
     // after a step (nothing ran in between), or a rep-string instruction,
     // which single-steps once per iteration. Only a branch to itself really
     // runs again in place.
+    if (event->single_stepped) {
+      if (uint64_t skipped = skipped_after_cpuid(p, decoder, result.pcs.back(), *pc)) result.pcs.push_back(skipped);
+    }
     if (*pc != result.pcs.back() || (event->single_stepped && !is_rep_string(p, decoder, *pc))) {
       result.pcs.push_back(*pc);
     }
@@ -177,12 +255,13 @@ Expected<RunResult> run_reference(const stub::LaunchOptions& launch, uint64_t ma
   return make_error(ErrorCode::Internal, "reference run did not reach the exit");
 }
 
-Expected<RunResult> run_software(const stub::LaunchOptions& launch, uint64_t last_pc) {
-  // Debug registers that never trap (some hypervisors) leave only stepping.
-  const auto stops = stub::PtraceProcess::debug_registers_work() ? stub::TraceStops::DebugRegister
-                                                                 : stub::TraceStops::SingleStep;
+Expected<RunResult> run_software(const stub::LaunchOptions& launch, uint64_t last_pc,
+                                 std::optional<stub::TraceStops> wanted, uint64_t start_offset) {
+  // Debug registers that never trap (some hypervisors) leave int3s.
+  const auto stops = wanted.value_or(stub::PtraceProcess::debug_registers_work() ? stub::TraceStops::DebugRegister
+                                                                                 : stub::TraceStops::Breakpoint);
   auto tracer = stub::SoftwareTracer::create(stub::TraceConfig{uint64_t{1} << 26, decoder::OverflowPolicy::Stop},
-                                             /*enable_all=*/true, stops);
+                                             /*enable_all=*/start_offset == 0, stops);
   if (!tracer) return tracer.error();
   auto process = stub::PtraceProcess::launch(launch);
   if (!process) return process.error();
@@ -191,6 +270,8 @@ Expected<RunResult> run_software(const stub::LaunchOptions& launch, uint64_t las
   SnapshotHook hook(**tracer, snapshot);
   p.set_trace_hook(&hook);
   const pid_t tid = p.pid();
+  if (auto r = run_to_start(p, start_offset); !r) return r.error();
+  if (start_offset != 0) (void)(*tracer)->enable_all();  // traced from its next resume
   RunResult result;
   const auto start = Clock::now();
   int signal = 0;
@@ -210,6 +291,7 @@ Expected<RunResult> run_software(const stub::LaunchOptions& launch, uint64_t las
   p.set_trace_hook(nullptr);
   result.tracer_stats = (*tracer)->stats();
   result.stepping_only = stops == stub::TraceStops::SingleStep;
+  result.trace_stops = stops;
   const decoder::BlockTrace* trace = (*tracer)->trace(tid);
   if (trace == nullptr) return make_error(ErrorCode::Internal, "no trace for the main thread");
   if (trace->lost_since(0) || trace->full()) return make_error(ErrorCode::Internal, "trace buffer full");
@@ -255,6 +337,98 @@ Projection project_block_mode(const std::vector<uint64_t>& pcs,
     if (blocks.block_end(pcs[i + 1], code).address == pcs[i]) ++out.stops;
   }
   return out;
+}
+
+Expected<std::pair<uint64_t, uint64_t>> section_range(const std::string& path, const std::string& name) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return make_error(ErrorCode::IoError, "cannot open " + path);
+  std::vector<char> bytes;
+  char buf[65536];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, file)) > 0;) bytes.insert(bytes.end(), buf, buf + n);
+  std::fclose(file);
+  if (bytes.size() < sizeof(Elf64_Ehdr)) return make_error(ErrorCode::InvalidArgument, path + ": not ELF");
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  auto header = [&](unsigned i, Elf64_Shdr& sh) {
+    const uint64_t at = eh.e_shoff + uint64_t{i} * eh.e_shentsize;
+    if (at + sizeof sh > bytes.size()) return false;
+    std::memcpy(&sh, bytes.data() + at, sizeof sh);
+    return true;
+  };
+  Elf64_Shdr names;
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || !header(eh.e_shstrndx, names)) {
+    return make_error(ErrorCode::InvalidArgument, path + ": no section headers");
+  }
+  for (unsigned i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr sh;
+    if (!header(i, sh) || names.sh_offset + sh.sh_name >= bytes.size()) continue;
+    if (name == bytes.data() + names.sh_offset + sh.sh_name) return std::make_pair(sh.sh_addr, sh.sh_addr + sh.sh_size);
+  }
+  return make_error(ErrorCode::InvalidArgument, path + ": no section " + name);
+}
+
+Expected<ThreadRuns> run_software_threads(const stub::LaunchOptions& launch, stub::TraceStops stops, bool trace_one) {
+  auto tracer = stub::SoftwareTracer::create(stub::TraceConfig{uint64_t{1} << 26, decoder::OverflowPolicy::Stop},
+                                             /*enable_all=*/!trace_one, stops);
+  if (!tracer) return tracer.error();
+  auto process = stub::PtraceProcess::launch(launch);
+  if (!process) return process.error();
+  stub::PtraceProcess& p = **process;
+  SnapshotControl snapshot(p);
+  SnapshotHook hook(**tracer, snapshot);
+  hook.trace_first_created = trace_one;
+  p.set_trace_hook(&hook);
+  ThreadRuns result;
+  result.load_base = load_base(p.pid());
+  const auto start = Clock::now();
+  std::map<pid_t, int> signals;
+  for (;;) {
+    // All-stop: every thread resumes after any reported event.
+    for (pid_t tid : p.threads()) {
+      if (auto r = p.resume(tid, stub::StepKind::Continue, signals[tid]); !r) return r.error();
+      signals[tid] = 0;
+    }
+    auto event = p.wait_event();
+    if (!event) return event.error();
+    if (event->kind == stub::ProcessEvent::Kind::Exited) {
+      result.exit_code = event->exit_code;
+      break;
+    }
+    if (event->kind == stub::ProcessEvent::Kind::Killed) return make_error(ErrorCode::Internal, "program killed");
+    if (event->kind == stub::ProcessEvent::Kind::Stopped) signals[event->tid] = signal_to_deliver(*event);
+  }
+  result.seconds = since(start);
+  p.set_trace_hook(nullptr);
+  result.tracer_stats = (*tracer)->stats();
+  auto decoder = decoder::InstructionDecoder::create();
+  if (!decoder) return decoder.error();
+  SnapshotReader code(snapshot.pages());
+  std::vector<pid_t> tids = hook.created;
+  if (!trace_one) tids.insert(tids.begin(), p.pid());
+  for (pid_t tid : tids) {
+    const decoder::BlockTrace* trace = (*tracer)->trace(tid);
+    if (trace == nullptr || trace->size() == 0) continue;
+    if (trace->lost_since(0) || trace->full()) return make_error(ErrorCode::Internal, "trace buffer full");
+    result.branches += trace->size();
+    // The thread is gone: its history ends where its last branch went.
+    const uint64_t last = trace->at(trace->end_sequence() - 1).to;
+    auto pcs = decoder::instruction_history(*decoder, code, trace->blocks(trace->first_sequence(), last));
+    if (!pcs) return pcs.error();
+    result.pcs[tid] = std::move(*pcs);
+  }
+  return result;
+}
+
+std::vector<std::vector<uint64_t>> runs_within(const std::vector<uint64_t>& pcs, uint64_t begin, uint64_t end) {
+  std::vector<std::vector<uint64_t>> runs;
+  bool inside = false;
+  for (uint64_t pc : pcs) {
+    const bool in = pc >= begin && pc < end;
+    if (in && !inside) runs.emplace_back();
+    if (in) runs.back().push_back(pc);
+    inside = in;
+  }
+  return runs;
 }
 
 }  // namespace tracing

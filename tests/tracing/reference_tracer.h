@@ -7,6 +7,7 @@
 //    process layer's trace hook, then expand its blocks into instructions.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,10 @@ struct RunResult {
   stub::SoftwareTracer::Stats tracer_stats;  // software runs only
   uint64_t trace_branches = 0;               // software runs only
   bool stepping_only = false;                // software runs: TraceStops::SingleStep
+  stub::TraceStops trace_stops = stub::TraceStops::DebugRegister;  // software runs
   uint64_t vdso_begin = 0, vdso_end = 0;     // the [vdso] mapping (reference runs)
   std::map<uint64_t, std::vector<uint8_t>> code_pages;  // software runs: pages the tracer read
+  uint64_t load_base = 0;                                // where the program's ELF file is mapped
 };
 
 // What SoftwareTracer with TraceStops::DebugRegister would have paid for the
@@ -41,11 +44,40 @@ Projection project_block_mode(const std::vector<uint64_t>& pcs,
 
 // Each run gives up after `max_stops` stops of the reference (a runaway
 // program must not hang the test).
-btstub::Expected<RunResult> run_reference(const stub::LaunchOptions& launch, uint64_t max_stops);
+// `start_offset` (both runs): nonzero starts recording only when the program
+// first reaches that address of its ELF file (plus the load base), e.g. its
+// main, so that a test can skip the dynamic loader's start-up.
+btstub::Expected<RunResult> run_reference(const stub::LaunchOptions& launch, uint64_t max_stops,
+                                          uint64_t start_offset = 0);
 
 // `last_pc`: where the thread was last (the exit syscall): the trace's last
 // block ends there. Taken from the reference run because the process is gone
-// by the time the trace is read.
-btstub::Expected<RunResult> run_software(const stub::LaunchOptions& launch, uint64_t last_pc);
+// by the time the trace is read. `stops`: nullopt picks the server's
+// default (debug registers where they trap, else int3 trace stops).
+btstub::Expected<RunResult> run_software(const stub::LaunchOptions& launch, uint64_t last_pc,
+                                         std::optional<stub::TraceStops> stops = std::nullopt,
+                                         uint64_t start_offset = 0);
+
+// A multi-threaded program under SoftwareTracer: each thread's instructions
+// as far as its trace goes (threads run concurrently, so there is no single
+// reference sequence; see thread_fidelity.cc). `trace_one`: only the first
+// thread the program creates is traced, the others run untraced through the
+// same code (and over its trace stops).
+struct ThreadRuns {
+  std::map<pid_t, std::vector<uint64_t>> pcs;
+  int exit_code = -1;
+  double seconds = 0;
+  uint64_t branches = 0;
+  uint64_t load_base = 0;
+  stub::SoftwareTracer::Stats tracer_stats;
+};
+btstub::Expected<ThreadRuns> run_software_threads(const stub::LaunchOptions& launch, stub::TraceStops stops,
+                                                  bool trace_one);
+
+// [begin, end) of ELF section `name` in the file (add the load base).
+btstub::Expected<std::pair<uint64_t, uint64_t>> section_range(const std::string& path, const std::string& name);
+
+// The maximal runs of consecutive pcs inside [begin, end).
+std::vector<std::vector<uint64_t>> runs_within(const std::vector<uint64_t>& pcs, uint64_t begin, uint64_t end);
 
 }  // namespace tracing

@@ -3,7 +3,10 @@
 // semantics: from the first instruction to the exit) and requires the two
 // instruction sequences to be equal, instruction for instruction.
 //
-//   trace_fidelity [--max-stops N] PROGRAM [ARGS...]
+//   trace_fidelity [--max-stops N] [--stops auto|breakpoint|step|debugreg]
+//                  [--from-section NAME] PROGRAM [ARGS...]
+// --from-section: both runs start at the section's first instruction (the
+// program's main placed there), skipping the dynamic loader's start-up.
 //   (TRACE_FIDELITY_DEBUG=1 also prints the tracer's newest branches)
 //
 // Prints the counts (instructions, branches, ptrace stops per branch) and the
@@ -12,6 +15,7 @@
 #include <cstdlib>
 #include <string>
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "tests/tracing/reference_tracer.h"
@@ -62,25 +66,50 @@ Comparison compare(const std::vector<uint64_t>& ref, const std::vector<uint64_t>
 
 int main(int argc, char** argv) {
   uint64_t max_stops = 20'000'000;
+  std::optional<stub::TraceStops> stops;  // the server's default
+  std::string from_section;                // record from the first instruction of this ELF section
   int arg = 1;
-  if (arg + 1 < argc && std::string(argv[arg]) == "--max-stops") {
-    max_stops = std::strtoull(argv[arg + 1], nullptr, 0);
+  while (arg + 1 < argc && argv[arg][0] == '-') {
+    const std::string option = argv[arg];
+    const std::string value = argv[arg + 1];
+    if (option == "--max-stops") {
+      max_stops = std::strtoull(value.c_str(), nullptr, 0);
+    } else if (option == "--stops" && value == "breakpoint") {
+      stops = stub::TraceStops::Breakpoint;
+    } else if (option == "--stops" && value == "step") {
+      stops = stub::TraceStops::SingleStep;
+    } else if (option == "--from-section") {
+      from_section = value;
+    } else if (option == "--stops" && value == "debugreg") {
+      stops = stub::TraceStops::DebugRegister;
+    } else if (option != "--stops" || value != "auto") {
+      break;
+    }
     arg += 2;
   }
-  if (arg >= argc) {
-    std::fprintf(stderr, "usage: trace_fidelity [--max-stops N] PROGRAM [ARGS...]\n");
+  if (arg >= argc || argv[arg][0] == '-') {
+    std::fprintf(stderr, "usage: trace_fidelity [--max-stops N] [--stops auto|breakpoint|step|debugreg] [--from-section NAME] PROGRAM [ARGS...]\n");
     return 2;
   }
   stub::LaunchOptions launch;
   launch.argv.assign(argv + arg, argv + argc);
   launch.stdio_to_stderr = true;
 
-  auto reference = tracing::run_reference(launch, max_stops);
+  uint64_t start_offset = 0;
+  if (!from_section.empty()) {
+    auto section = tracing::section_range(launch.argv[0], from_section);
+    if (!section) {
+      std::fprintf(stderr, "FAIL: %s\n", section.error().message.c_str());
+      return 1;
+    }
+    start_offset = section->first;
+  }
+  auto reference = tracing::run_reference(launch, max_stops, start_offset);
   if (!reference) {
     std::fprintf(stderr, "FAIL: reference run: %s\n", reference.error().message.c_str());
     return 1;
   }
-  auto software = tracing::run_software(launch, reference->pcs.back());
+  auto software = tracing::run_software(launch, reference->pcs.back(), stops, start_offset);
   if (!software) {
     std::fprintf(stderr, "FAIL: software run: %s\n", software.error().message.c_str());
     return 1;
@@ -88,15 +117,17 @@ int main(int argc, char** argv) {
   const auto& stats = software->tracer_stats;
   const double branches = static_cast<double>(software->trace_branches);
   std::printf("program:            %s\n", launch.argv[0].c_str());
-  std::printf("trace stops:        %s\n", software->stepping_only
-                                             ? "single steps (debug registers do not trap on this machine)"
-                                             : "debug-register breakpoints");
+  const char* kind = "debug-register breakpoints";
+  if (software->trace_stops == stub::TraceStops::SingleStep) kind = "single steps";
+  if (software->trace_stops == stub::TraceStops::Breakpoint) kind = "int3 breakpoints with emulated transfers";
+  std::printf("trace stops:        %s\n", kind);
   std::printf("instructions:       %zu (reference) %zu (software)\n", reference->pcs.size(), software->pcs.size());
   std::printf("taken branches:     %llu\n", static_cast<unsigned long long>(software->trace_branches));
   std::printf("tracer stops:       %llu (trace stops %llu, tracer steps %llu, reported %llu)\n",
               static_cast<unsigned long long>(stats.stops), static_cast<unsigned long long>(stats.trace_stops),
               static_cast<unsigned long long>(stats.steps),
               static_cast<unsigned long long>(stats.stops - stats.absorbed));
+  std::printf("emulated transfers: %llu\n", static_cast<unsigned long long>(stats.emulated));
   std::printf("stops per branch:   %.3f\n", branches > 0 ? static_cast<double>(stats.stops) / branches : 0.0);
   if (software->stepping_only) {
     const auto projection = tracing::project_block_mode(reference->pcs, software->code_pages);

@@ -70,6 +70,39 @@ class Control final : public stub::TracedThreadControl {
     return {};
   }
 
+  Expected<void> set_trace_breakpoint(pid_t tid, std::optional<uint64_t> addr) override {
+    ++int3_calls;
+    int3[tid] = addr;
+    return {};
+  }
+  Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& in) override {
+    auto it = regs.find(tid);
+    if (it == regs.end()) return btstub::make_error(btstub::ErrorCode::NoProcess, "no such thread");
+    for (unsigned n = 0; n < protocol::kAmd64RegisterCount; ++n) {
+      if (!in.available(n)) continue;
+      std::memcpy(it->second.bytes(n), in.bytes(n), protocol::amd64_register_size(n));
+      it->second.set_available(n, true);
+    }
+    ++register_writes;
+    return {};
+  }
+  // Only mapped bytes (present in `memory`) are writable.
+  Expected<void> write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) override {
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      if (memory.count(addr + i) == 0) return btstub::make_error(btstub::ErrorCode::MemoryFault, "unmapped");
+    }
+    for (std::size_t i = 0; i < bytes.size(); ++i) memory[addr + i] = bytes[i];
+    return {};
+  }
+  void map(uint64_t addr, std::size_t len) {
+    for (uint64_t a = addr; a < addr + len; ++a) memory.emplace(a, 0);
+  }
+  uint64_t read_u64(uint64_t addr) {
+    uint64_t value = 0;
+    for (int i = 7; i >= 0; --i) value = (value << 8) | memory[addr + i];
+    return value;
+  }
+
   void set_reg(pid_t tid, Amd64Reg reg, uint64_t value) { regs[tid].set_u64(reg, value); }
   uint64_t pc(pid_t tid) { return regs[tid].get_u64(Amd64Reg::rip); }
   void write_u64(uint64_t addr, uint64_t value) {
@@ -85,8 +118,11 @@ class Control final : public stub::TracedThreadControl {
   std::map<uint64_t, uint8_t> memory;
   std::set<uint64_t> user_breakpoints;
   std::map<pid_t, std::optional<uint64_t>> armed;
+  std::map<pid_t, std::optional<uint64_t>> int3;  // set_trace_breakpoint's per thread
   int arm_calls = 0;
+  int int3_calls = 0;
   int register_reads = 0;
+  int register_writes = 0;
 };
 
 // Plays the process layer for one thread.

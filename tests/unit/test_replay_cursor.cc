@@ -135,10 +135,17 @@ TEST_CASE("return addresses and saved frame pointers are read as they were") {
 
   seek(cursor, 27);  // after push 0x2a
   CHECK(slot(cursor, kR0 - 48) == 0x2a);
-  seek(cursor, 28);  // after pop rax: the slot is free again
-  CHECK(slot(cursor, kR0 - 48) == std::nullopt);
-  seek(cursor, 30);  // back in main: f's frame is gone
+  seek(cursor, 28);  // after pop rax: free, but nothing could store there since
+  CHECK(slot(cursor, kR0 - 48) == 0x2a);
+  seek(cursor, 29);  // at f's ret: its saved rbp just popped, still in place
+  CHECK(slot(cursor, kR0 - 40) == kR0 - 8);
+  seek(cursor, 30);  // back in main after the ret: the return address is still there
+  CHECK(slot(cursor, kR0 - 32) == 0x401012);
+  CHECK(slot(cursor, kR0) == 0x401035);
+  seek(cursor, 31);  // `dec ecx` ran with f's frame free: it is stale now
   CHECK(slot(cursor, kR0 - 32) == std::nullopt);
+  CHECK(slot(cursor, kR0 - 40) == std::nullopt);
+  CHECK(slot(cursor, kR0 - 48) == std::nullopt);
   CHECK(slot(cursor, kR0) == 0x401035);
 
   // Unaligned and partial reads: 4 bytes of the return address and 4 of
@@ -147,10 +154,12 @@ TEST_CASE("return addresses and saved frame pointers are read as they were") {
   auto bytes = cursor.memory(kR0 - 36, 8);
   for (int i = 0; i < 4; ++i) CHECK(bytes[i] == static_cast<uint8_t>((kR0 - 8) >> (8 * (4 + i))));
   for (int i = 0; i < 4; ++i) CHECK(bytes[4 + i] == static_cast<uint8_t>(0x401012 >> (8 * i)));
-  // The live position reads the stack of its own frame only.
+  // The live position, main's ret: `leave` popped the saved rbp, and nothing
+  // stored since; f's slots went stale with the loop's `dec ecx`.
   cursor.go_live_end();
   CHECK(slot(cursor, kR0) == 0x401035);
-  CHECK(slot(cursor, kR0 - 8) == std::nullopt);
+  CHECK(slot(cursor, kR0 - 8) == kB0);
+  CHECK(slot(cursor, kR0 - 32) == std::nullopt);
 }
 
 TEST_CASE("a hardware trace knows rsp/rbp only near the live end") {

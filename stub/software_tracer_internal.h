@@ -1,0 +1,61 @@
+#pragma once
+// Helpers shared by the software_tracer*.cc files.
+#include <algorithm>
+#include <cstring>
+
+#include "decoder/branch_evaluator.h"
+#include "decoder/block_trace.h"
+#include "protocol/amd64_registers.h"
+#include "protocol/register_file.h"
+#include "stub/trace_hook.h"
+
+namespace stub::tracer_detail {
+
+using protocol::Amd64Reg;
+
+// The inferior's original bytes (user breakpoints hidden) as a decoder reader.
+class ControlMemory final : public decoder::MemoryReader {
+ public:
+  explicit ControlMemory(TracedThreadControl& control) : control_(control) {}
+  std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) override {
+    auto bytes = control_.read_memory(addr, len);
+    if (!bytes) return 0;
+    const std::size_t n = std::min(len, bytes->size());
+    std::memcpy(out, bytes->data(), n);
+    return n;
+  }
+
+ private:
+  TracedThreadControl& control_;
+};
+
+inline decoder::RegisterArray register_view(const protocol::RegisterFile& regs) {
+  decoder::RegisterArray out;
+  // decoder::Register's first sixteen follow the same order as Amd64Reg's.
+  for (unsigned i = 0; i < 16; ++i) {
+    out.set(static_cast<decoder::Register>(i), regs.get_u64(static_cast<Amd64Reg>(i)));
+  }
+  out.set(decoder::Register::Rip, regs.get_u64(Amd64Reg::rip));
+  out.set(decoder::Register::Rflags, regs.get_u64(Amd64Reg::eflags));
+  out.set(decoder::Register::FsBase, regs.get_u64(Amd64Reg::fs_base));
+  out.set(decoder::Register::GsBase, regs.get_u64(Amd64Reg::gs_base));
+  return out;
+}
+
+inline uint64_t pc_of(const protocol::RegisterFile& regs) { return regs.get_u64(Amd64Reg::rip); }
+
+inline decoder::StackSnapshot stack_of(const protocol::RegisterFile& regs) {
+  return decoder::StackSnapshot{regs.get_u64(Amd64Reg::rsp), regs.get_u64(Amd64Reg::rbp)};
+}
+
+// Does `insn` branch when run now? (Unpredictable counts as no: the step's
+// landing decides then.)
+inline bool predicts_branch(const decoder::Instruction& insn, const protocol::RegisterFile& regs,
+                            decoder::MemoryReader& mem) {
+  if (!insn.is_control_transfer()) return false;
+  auto view = register_view(regs);
+  auto next = decoder::next_pc(insn, view, mem);
+  return next && next->taken();
+}
+
+}  // namespace stub::tracer_detail

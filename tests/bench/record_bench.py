@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Recording benchmark (not a test): how fast the same workload is recorded
+by btstub's software branch tracer and by gdb's own `record full`, in one run.
+
+Workload: tests/programs/record_workload.c (PROGRAMS_DIR/record_workload_O2),
+the range bench_begin -> bench_end, sized by --rounds (about 720 instructions
+per round). Only the `continue` across that range is timed (inside gdb, with
+Python's perf_counter). Setups:
+
+  btrace         gdb `record btrace` (bts) over btstub, then `continue`
+  btstub-record  `btstub --record` (tracing from the first instruction; gdb
+                 finds the trace on connecting), then `continue`
+  full-native    gdb's `record full`, plain native gdb (`run`)
+  full-gdbserver gdb's `record full` through gdbserver
+
+each with gdb unpinned (as users run it) and pinned (`taskset -c CPU gdb`;
+btstub and gdbserver, started by gdb through a pipe, inherit the pinning;
+btstub also pins itself and its program to the CPU it starts on).
+
+Reported per setup: instructions recorded (gdb's `info record`; all setups
+must agree, else the run is marked), seconds, instructions per second, the
+debugged program's context switches during the range (from
+/proc/PID/status: every ptrace stop switches the program out once, so this
+counts ptrace stops, plus rare preemptions), and for btstub the taken
+branches it stored (`monitor record status`) and stops per taken branch.
+
+    BTSTUB=build/btstub PROGRAMS_DIR=build/programs \\
+        python3 tests/bench/record_bench.py [--rounds 280] [--cpu 0]
+        [--setups btrace,btstub-record,full-native,full-gdbserver]
+        [--no-pinned]
+"""
+
+import argparse
+import datetime
+import os
+import re
+import shlex
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+import harness  # noqa: E402
+
+TRACE_BYTES = 64 * 1024 * 1024  # no branch may be dropped
+CTX = ("python import re; _ctx = lambda: sum(int(v) for v in re.findall("
+       "r'ctxt_switches:\\s+(\\d+)', open('/proc/%d/status' % "
+       "gdb.selected_inferior().pid).read()))")
+START = "python import time; _c0 = _ctx(); _t0 = time.perf_counter()"
+STOP = ("python _t1 = time.perf_counter(); print('BENCH_SECONDS %.6f' % "
+        "(_t1 - _t0)); print('BENCH_CTX %d' % (_ctx() - _c0))")
+
+
+def setup_commands(setup):
+    """gdb commands before the timed continue (after the target is set)."""
+    pre = ["set pagination off", "break bench_begin", "break bench_end"]
+    if setup == "full-native":
+        return pre + ["run", "record full",
+                      "set record full insn-number-max unlimited"]
+    if setup == "full-gdbserver":
+        return pre + ["set range-stepping off", "continue", "record full",
+                      "set record full insn-number-max unlimited"]
+    if setup == "btrace":
+        return pre + ["set record btrace bts buffer-size %d" % TRACE_BYTES,
+                      "continue", "record btrace bts",
+                      "monitor record status"]
+    if setup == "btstub-record":
+        return pre + ["continue", "monitor record status"]
+    raise ValueError(setup)
+
+
+def gdb_argv(setup, prog, rounds, cpu):
+    server = None
+    if setup in ("btrace", "btstub-record"):
+        server = [harness.server_path("btstub")]
+        if setup == "btstub-record":
+            server += ["--record", "--trace-size=%d" % TRACE_BYTES]
+    elif setup == "full-gdbserver":
+        server = [harness.server_path("gdbserver")]
+    argv = ["taskset", "-c", str(cpu)] if cpu is not None else []
+    argv += [harness.gdb_path(), "-batch", "-nx", "-q",
+             "-iex", "set debuginfod enabled off"]
+    if server is None:
+        target = []
+    else:
+        target = ["target remote | " + shlex.join(server + ["-", prog, str(rounds)])]
+    # `info record` before and after: btstub --record has traced since the
+    # program's first instruction; only the range counts.
+    cmds = target + setup_commands(setup) + ["info record", CTX, START,
+                                             "continue", STOP, "info record"]
+    if setup in ("btrace", "btstub-record"):
+        cmds.append("monitor record status")
+    cmds += ["record stop", "kill"]
+    for c in cmds:
+        argv += ["-ex", c]
+    # --args ends gdb's options: the program's arguments follow it.
+    return argv + (["--args", prog, str(rounds)] if server is None else [prog])
+
+
+def branches(status_text):
+    """Taken branches stored for the main thread, counting dropped ones."""
+    m = re.search(r"thread \d+: (\d+) of \d+ branches(?:, (\d+) older dropped)?",
+                  status_text)
+    if not m:
+        return None
+    return int(m.group(1)) + int(m.group(2) or 0)
+
+
+def measure(setup, prog, rounds, cpu):
+    argv = gdb_argv(setup, prog, rounds, cpu)
+    status, out, err = harness.run_command(argv, timeout=1800)
+    text = out + err
+    secs = re.search(r"^BENCH_SECONDS ([0-9.]+)$", text, re.M)
+    ctx = re.search(r"^BENCH_CTX (\d+)$", text, re.M)
+    counts = [int(n) for n in re.findall(
+        r"(?:Recorded|Log contains) (\d+) instructions", text)]
+    if setup.startswith("full") and len(counts) == 1:
+        counts.insert(0, 0)  # record full says nothing while the log is empty
+    if not (secs and ctx and len(counts) == 2) or "bench_end" not in text:
+        raise harness.HarnessError("%s did not complete:\n$ %s\n%s" %
+                                   (setup, shlex.join(argv), text[-4000:]))
+    row = {"setup": setup, "pinned": cpu is not None, "argv": argv,
+           "seconds": float(secs.group(1)), "ctx": int(ctx.group(1)),
+           "insns": counts[1] - counts[0], "branches": None}
+    if setup in ("btrace", "btstub-record"):
+        statuses = re.findall(r"Branch recording .*?(?=\n[^ ]|\Z)", text, re.S)
+        if len(statuses) >= 2:
+            before, after = branches(statuses[0]), branches(statuses[-1])
+            if before is not None and after is not None:
+                row["branches"] = after - before
+    return row
+
+
+def table(rows, reference):
+    lines = ["| setup | gdb pinned | instructions | seconds | insns/s | "
+             "x record full (same pinning) | program ctx switches (~ptrace stops) | "
+             "taken branches | stops per taken branch |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        rate = r["insns"] / r["seconds"] if r["seconds"] else 0
+        ref = reference.get(r["pinned"])
+        ratio = "%.1f" % (rate / ref) if ref else "-"
+        per = ("%.2f" % (r["ctx"] / r["branches"])) if r["branches"] else "-"
+        lines.append("| %s | %s | %d | %.3f | %.0f | %s | %d | %s | %s |" % (
+            r["setup"], "yes" if r["pinned"] else "no", r["insns"],
+            r["seconds"], rate, ratio, r["ctx"],
+            r["branches"] if r["branches"] is not None else "-", per))
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=280,
+                        help="workload size (~720 instructions per round)")
+    parser.add_argument("--cpu", type=int, default=0,
+                        help="CPU for the pinned runs")
+    parser.add_argument("--setups",
+                        default="btrace,btstub-record,full-native,full-gdbserver")
+    parser.add_argument("--no-pinned", action="store_true")
+    parser.add_argument("--no-unpinned", action="store_true")
+    args = parser.parse_args()
+
+    prog = harness.program("record_workload", "O2")
+    pinnings = ([] if args.no_unpinned else [None]) + \
+               ([] if args.no_pinned else [args.cpu])
+    rows = []
+    for cpu in pinnings:
+        for setup in args.setups.split(","):
+            print("running %s%s ..." % (setup, "" if cpu is None else
+                                        " (pinned to CPU %d)" % cpu),
+                  file=sys.stderr, flush=True)
+            rows.append(measure(setup, prog, args.rounds, cpu))
+    reference = {r["pinned"]: r["insns"] / r["seconds"] for r in rows
+                 if r["setup"] == "full-native"}
+    counts = sorted({r["insns"] for r in rows})
+    print("record_bench: %s, %d rounds, %s" % (
+        os.path.basename(prog), args.rounds,
+        datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")))
+    print()
+    print(table(rows, reference))
+    print()
+    if len(counts) != 1:
+        print("WARNING: the setups recorded different instruction counts: %s"
+              % counts)
+    else:
+        print("All setups recorded the same %d instructions." % counts[0])
+    print()
+    print("Commands:")
+    print()
+    for r in rows:
+        print("    " + shlex.join(r["argv"]))
+
+
+if __name__ == "__main__":
+    main()
