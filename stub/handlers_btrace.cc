@@ -39,10 +39,17 @@ bool intel_pt_pmu_present() {
   return std::filesystem::exists("/sys/bus/event_source/devices/intel_pt", ec);
 }
 
+bool client_enabled(const Session& s, pid_t tid) { return s.btrace_reads.client_enabled.count(tid) != 0; }
+
 Reply enable_bts(Session& s, pid_t tid) {
   TraceBackend& backend = *s.trace_backend;
-  if (backend.enabled(tid)) return error_reply("Btrace already enabled.");
-  if (auto done = backend.enable(tid); !done) return Reply::now(reply_error(done.error()));
+  if (client_enabled(s, tid)) return error_reply("Btrace already enabled.");
+  // Under whole-program recording the thread is traced already: gdb gets
+  // that trace from here on.
+  if (!backend.enabled(tid)) {
+    if (auto done = backend.enable(tid); !done) return Reply::now(reply_error(done.error()));
+  }
+  s.btrace_reads.client_enabled.insert(tid);
   // A delta read right after enabling covers everything since this point.
   if (const auto* trace = backend.trace(tid)) {
     s.btrace_reads.seen[tid] = trace->end_sequence();
@@ -54,8 +61,12 @@ Reply enable_bts(Session& s, pid_t tid) {
 
 Reply disable(Session& s, pid_t tid) {
   TraceBackend& backend = *s.trace_backend;
-  if (!backend.enabled(tid)) return error_reply("Branch tracing not enabled.");
-  if (auto done = backend.disable(tid); !done) return Reply::now(reply_error(done.error()));
+  if (!client_enabled(s, tid)) return error_reply("Branch tracing not enabled.");
+  // Whole-program recording goes on for btstub's own replay.
+  if (!backend.all_enabled() && backend.enabled(tid)) {
+    if (auto done = backend.disable(tid); !done) return Reply::now(reply_error(done.error()));
+  }
+  s.btrace_reads.client_enabled.erase(tid);
   s.btrace_reads.seen.erase(tid);
   return Reply::now(reply_ok());
 }
@@ -102,7 +113,7 @@ Expected<std::string> btrace_document(Session& s, pid_t tid, const XferRead& req
   } else if (!req.annex.empty()) {
     return btrace_error("Bad annex.");
   }
-  if (!backend.enabled(tid)) return btrace_error("Btrace not enabled.");
+  if (!client_enabled(s, tid) || !backend.enabled(tid)) return btrace_error("Btrace not enabled.");
   if (kind) return read_trace(s, tid, *kind);
   auto config = backend.thread_config(tid);
   if (!config) return config.error();
@@ -130,7 +141,7 @@ Reply handle(Session& s, const BtraceControl& req) {
     case BtraceOp::Bts:
       return enable_bts(s, *tid);
     case BtraceOp::Pt:
-      if (s.trace_backend->enabled(*tid)) return error_reply("Btrace already enabled.");
+      if (client_enabled(s, *tid)) return error_reply("Btrace already enabled.");
       return error_reply(btrace_pt_unavailable_message(intel_pt_pmu_present()));
     case BtraceOp::Off:
       return disable(s, *tid);

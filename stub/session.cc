@@ -62,6 +62,7 @@ Expected<std::vector<uint8_t>> Session::thread_memory(pid_t tid, uint64_t addr, 
 
 void Session::set_process(Process* process) {
   replay_.reset();
+  btrace_reads = BtraceReads{};
   software_breakpoints.clear();
   hardware_breakpoints.clear();
   process_ = process;

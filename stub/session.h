@@ -107,6 +107,12 @@ class Session {
     std::string cached_key;          // "object:annex:tid" of the document in `cached`
     std::string cached;              // gdb reads a document in chunks from this copy
     uint64_t pt_size = 0;            // Qbtrace-conf:pt:size, remembered but unused
+    // Threads the client turned tracing on for with Qbtrace:bts. A thread
+    // traced only by whole-program recording (--record, monitor record
+    // start) is not among them: gdb must not see its trace as its own
+    // `record btrace`, or it would replay with its own target instead of
+    // asking btstub with bs/bc.
+    std::set<pid_t> client_enabled;
   };
   BtraceReads btrace_reads;
   // Reverse execution (handlers_replay.cc). Breakpoint addresses inserted

@@ -47,9 +47,23 @@ class FakeTraceBackend : public stub::TraceBackend {
     return {};
   }
   bool enabled(pid_t tid) const override { return enabled_.count(tid) != 0; }
-  stub::Expected<void> enable_all() override { return btstub::make_error(btstub::ErrorCode::NotSupported, "fake"); }
-  void disable_all() override {}
-  bool all_enabled() const override { return false; }
+  bool all_ = false;
+  // Whole-program recording of the fake's one known thread set.
+  std::vector<pid_t> all_threads{100};
+  stub::Expected<void> enable_all() override {
+    for (pid_t tid : all_threads) {
+      if (!enabled(tid)) {
+        if (auto done = enable(tid); !done) return done;
+      }
+    }
+    all_ = true;
+    return {};
+  }
+  void disable_all() override {
+    for (pid_t tid : all_threads) (void)disable(tid);
+    all_ = false;
+  }
+  bool all_enabled() const override { return all_; }
 
   const decoder::BlockTrace* trace(pid_t tid) const override {
     auto it = traces_.find(tid);

@@ -323,3 +323,21 @@ TEST_CASE("unreadable registers make the trace read fail, not crash", "[btrace]"
   f.process.regs.erase(100);
   CHECK(f.ask("qXfer:btrace:read:all:0,fff") == "E.no such thread");
 }
+
+TEST_CASE("whole-program recording is not reported to gdb as its own record btrace", "[btrace]") {
+  // gdb reads btrace-conf for every thread on connecting and starts its
+  // own replay target for any thread that has one; under --record it must
+  // not, or it would never send bs/bc.
+  Fixture f;
+  REQUIRE(f.backend.enable_all().ok());
+  CHECK(f.ask("qXfer:btrace-conf:read::0,fff") == "E.Btrace not enabled.");
+  CHECK(f.ask("qXfer:btrace:read:all:0,fff") == "E.Btrace not enabled.");
+  CHECK(f.ask("Qbtrace:off") == "E.Branch tracing not enabled.");
+  // An explicit record btrace adopts the running trace...
+  REQUIRE(f.ask("Qbtrace:bts") == "OK");
+  CHECK(f.ask("Qbtrace:bts") == "E.Btrace already enabled.");
+  CHECK(contains(f.ask("qXfer:btrace-conf:read::0,fff"), "<bts size="));
+  // ... and record stop leaves the whole-program trace running.
+  REQUIRE(f.ask("Qbtrace:off") == "OK");
+  CHECK(f.backend.enabled(100));
+}
