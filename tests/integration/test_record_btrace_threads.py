@@ -12,7 +12,8 @@
        code depends on timing (measured: 165 or 175 instructions in two
        runs), so its reference is taken in the same run: gdb single-steps
        it (stepi, counted) up to the breakpoint in work(), and its count
-       must then equal the stepi count; after `finish` it must have grown
+       must then equal the stepi count, less the one step that re-runs the
+       interrupted syscall without moving the pc (see the NOTE); after `finish` it must have grown
        by exactly thread 2's finish count (work(1) and work(2) run the same
        code). Thread 2's count must not move while thread 3 runs.
    Then `record stop`, and the program exits normally with its results.
@@ -41,10 +42,12 @@ STEPPER = (
     "def upto_bp(n):\\n"
     "  info=gdb.execute('info breakpoints %d' % n, to_string=True)\\n"
     "  target=int(re.search(r'0x[0-9a-f]+', info).group(0), 16)\\n"
-    "  k=0\\n"
+    "  k=0; same=0\\n"
     "  while gdb.selected_frame().pc()!=target:\\n"
+    "    pc=gdb.selected_frame().pc()\\n"
     "    gdb.execute('stepi', to_string=True); k+=1\\n"
-    "  print('REF_STEPS %d' % k)\\n\")")
+    "    same+=gdb.selected_frame().pc()==pc\\n"
+    "  print('REF_STEPS %d %d' % (k, same))\\n\")")
 
 
 def count_of(text):
@@ -60,15 +63,14 @@ def thread2_commands(first, mode):
 
 def check_two_threads(c, args):
     prog = program("threads", "O0")
+    # Native record full loses track of threads that run on after this
+    # ("Couldn't get registers"), so the reference ends with kill.
     ref = run_gdb(thread2_commands("run", "full") +
-                  ["record stop", "set scheduler-locking off", "delete",
-                   "continue"], prog, None)
+                  ["record stop", "kill"], prog, None)
     ref_finish, ref_after = count_of(ref.of(5)), count_of(ref.of(8))
     c.true("reference: record full counted thread 2's finish and nexts",
            ref_finish and ref_after and ref_after > ref_finish,
            ref.transcript())
-    c.contains("reference: program exits normally", ref.of(-1),
-               "exited normally", ref.transcript())
     if args.server == "gdbserver":
         print("SKIP record btrace: gdbserver cannot trace branches here")
         return
@@ -87,9 +89,20 @@ def check_two_threads(c, args):
             ref_after, count_of(r.of(8)), r.transcript())
     c.contains("thread 2's count is reported for thread 2", r.of(8),
                "for thread 2 ")
-    steps = re.search(r"REF_STEPS (\d+)", r.of(11))
-    c.true("thread 3 single-stepped to work()", steps, r.of(11)[-2000:])
-    steps = int(steps.group(1)) if steps else None
+    m = re.search(r"REF_STEPS (\d+) (\d+)", r.of(11))
+    c.true("thread 3 single-stepped to work()", m, r.of(11)[-2000:])
+    steps, restarts = (int(m.group(1)), int(m.group(2))) if m else (None, 0)
+    # Thread 3 was stopped inside futex() (rax -ERESTARTSYS): its first
+    # stepi re-runs the `syscall` instruction just before its pc and comes
+    # back to the same pc. gdb counts that step; the trace, which begins at
+    # the pc, does not hold it (nor would a hardware BTS trace, whose
+    # user-only records have no branch for a kernel restart).
+    if restarts:
+        print("NOTE thread 3: %d stepi(s) re-ran an interrupted syscall "
+              "without moving the pc; not in the trace" % restarts)
+    c.true("thread 3: at most one restarted syscall", restarts <= 1, r.of(11))
+    if steps is not None:
+        steps -= restarts
     c.equal("thread 3: count equals the instructions single-stepped",
             steps, count_of(r.of(12)), r.transcript())
     c.contains("thread 3's count is reported for thread 3", r.of(12),
@@ -152,8 +165,10 @@ def check_200_threads(c, args):
     at_end = status_threads(r.of(7))
     c.true("200 threads: the main thread's trace is there at the end",
            len(at_end) == 1 and list(at_end.values())[0][0] > 0, r.of(7))
-    c.contains("200 threads: gdb is recording", r.of(8),
-               "Active record target: record-btrace")
+    # Whole-program recording is btstub's, for its own reverse execution
+    # (bs/bc): gdb must not take it for its own record btrace.
+    c.contains("200 threads: gdb leaves --record to btstub", r.of(8),
+               "No recording is currently active.")
     c.contains("200 threads: every thread ran", r.output,
                "joined 200 sum 166400")
     c.contains("200 threads: exit reported", r.of(-1), "exited normally",
