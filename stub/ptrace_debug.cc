@@ -1,7 +1,9 @@
 // Debug registers (user Z1-Z4 in slots 0-3, the tracer's trace stop in slot
-// 3), the trace hook's view of a thread, and per-thread /proc facts.
+// 3), the tracer's int3 trace stops, the trace hook's view of a thread, and
+// per-thread /proc facts.
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +24,7 @@ using namespace ptrace_detail;
 using btstub::ErrorCode;
 using btstub::make_error;
 
+constexpr uint8_t kInt3 = 0xcc;
 constexpr int kTraceSlot = 3;
 constexpr uint64_t kDr6Step = uint64_t{1} << 14;
 constexpr uint64_t kDr7SlotMask = (uint64_t{3} << (2 * kTraceSlot)) | (uint64_t{0xf} << (16 + 4 * kTraceSlot));
@@ -95,10 +98,10 @@ Expected<void> PtraceProcess::set_trace_breakpoint(pid_t tid, std::optional<uint
   return {};
 }
 
-std::optional<uint8_t> PtraceProcess::hidden_byte(uint64_t addr) const {
-  if (auto it = trace_int3s_.find(addr); it != trace_int3s_.end()) return it->second.original;
-  if (auto it = breakpoints_.find(addr); it != breakpoints_.end()) return it->second;
-  return std::nullopt;
+std::map<uint64_t, uint8_t> PtraceProcess::inserted_int3s() const {
+  std::map<uint64_t, uint8_t> all = breakpoints_;
+  for (const auto& [addr, int3] : trace_int3s_) all[addr] = int3.original;
+  return all;
 }
 
 Expected<void> PtraceProcess::add_trace_int3(uint64_t addr) {
@@ -113,7 +116,7 @@ Expected<void> PtraceProcess::add_trace_int3(uint64_t addr) {
     std::vector<uint8_t> byte = raw_read(addr, 1);
     if (byte.empty()) return make_error(ErrorCode::MemoryFault, "Cannot insert trace stop at " + hex(addr));
     original = byte[0];
-    if (auto r = raw_write(addr, {0xcc}); !r) return r;
+    if (auto r = raw_write(addr, {kInt3}); !r) return r;
   }
   trace_int3s_[addr] = TraceInt3{original, 1};
   retired_int3s_.insert(addr);
@@ -149,7 +152,7 @@ void PtraceProcess::remove_all_trace_int3s() {
 bool PtraceProcess::was_trace_int3(uint64_t addr) {
   if (retired_int3s_.count(addr) == 0) return false;
   std::vector<uint8_t> byte = raw_read(addr, 1);
-  return !byte.empty() && byte[0] != 0xcc;
+  return !byte.empty() && byte[0] != kInt3;
 }
 
 Expected<void> PtraceProcess::set_trace_stop(pid_t tid, std::optional<uint64_t> addr) {
@@ -293,6 +296,80 @@ Expected<std::vector<uint8_t>> PtraceProcess::read_siginfo(pid_t tid) {
   if (auto r = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info); !r) return r.error();
   const auto* bytes = reinterpret_cast<const uint8_t*>(&info);
   return std::vector<uint8_t>(bytes, bytes + sizeof info);
+}
+
+// --- Running past the tracer's int3s -----------------------------------------
+
+pid_t PtraceProcess::reap(pid_t want, int* status, int flags) {
+  for (auto it = replay_.begin(); it != replay_.end(); ++it) {
+    if (want != -1 && it->first != want) continue;
+    const pid_t tid = it->first;
+    *status = it->second;
+    replay_.erase(it);
+    return tid;
+  }
+  return wait_retry(want, status, flags);
+}
+
+// An untraced thread (or one the tracer let go) on a tracer int3: the hook
+// emulates the transfer for it, or the real instruction is stepped with the
+// other threads held. True when the stop is dealt with.
+bool PtraceProcess::pass_untraced_trace_hit(pid_t tid, ThreadState& thread, uint64_t pc) {
+  if (trace_int3s_.count(pc) == 0) {
+    // Hit just before the int3 went away: the real instruction is back.
+    if (!stopping_all_) (void)raw_resume(tid, thread, thread.last_kind, 0);
+    return true;
+  }
+  if (hook_ != nullptr && hook_->pass_trace_breakpoint(*this, tid)) {
+    if (!stopping_all_) (void)raw_resume(tid, thread, thread.last_kind, 0);
+    return true;
+  }
+  if (stopping_all_) return true;  // stays on the int3; it meets it again when resumed
+  // The step's completion comes back as a bare step of a continue: resumed.
+  return step_held(tid, thread, pc, 0).ok();
+}
+
+// Runs the real instruction under one of the tracer's int3s. Every other
+// running thread is held (SIGSTOP) while the int3 is lifted: without that a
+// traced thread could run through the address unseen and its trace would
+// lose a branch. Trace int3s sit only on jumps, calls, returns and loops,
+// which never block, so the hold is one instruction long. Statuses reaped
+// from held threads that were not our SIGSTOP are replayed later (reap).
+Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t pc, int signal) {
+  std::vector<pid_t> held;
+  for (auto& [other, state] : threads_) {
+    if (other == tid || !state.running) continue;
+    bool in_hand = std::any_of(replay_.begin(), replay_.end(), [&](const auto& r) { return r.first == other; });
+    if (in_hand || ::syscall(SYS_tgkill, pid_, other, SIGSTOP) != 0) continue;
+    int status = 0;
+    if (wait_retry(other, &status, __WALL) != other) continue;
+    if (WIFSTOPPED(status) && (status >> 16) == 0 && WSTOPSIG(status) == SIGSTOP) {
+      held.push_back(other);
+      continue;
+    }
+    state.sigstop_expected = !(WIFEXITED(status) || WIFSIGNALED(status));  // ours is still queued
+    replay_.emplace_back(other, status);
+  }
+  const uint8_t original = trace_int3s_.at(pc).original;
+  Expected<void> result = raw_write(pc, {original});
+  int status = 0;
+  bool stepped = false;
+  if (result) {
+    auto r = do_ptrace(PTRACE_SINGLESTEP, tid, 0, signal_arg(signal));
+    if (!r) result = r.error();
+    stepped = r && wait_retry(tid, &status, __WALL) == tid;
+  }
+  if (trace_int3s_.count(pc) != 0 || breakpoints_.count(pc) != 0) (void)raw_write(pc, {kInt3});
+  for (pid_t other : held) {
+    const bool step = threads_[other].last_kind == StepKind::SingleStep;
+    (void)do_ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, other, 0, nullptr);
+  }
+  if (!result) return result;
+  thread.running = true;
+  thread.stepping = true;
+  thread.last_kind = StepKind::SingleStep;
+  if (stepped) replay_.emplace_front(tid, status);
+  return {};
 }
 
 }  // namespace stub

@@ -31,11 +31,11 @@ bool write_child_memory(pid_t child, uint64_t addr, uint8_t byte) {
     ::close(fd);
     if (n == 1) return true;
   }
-  errno = 0;
-  long word = ::ptrace(PTRACE_PEEKDATA, child, reinterpret_cast<void*>(addr), nullptr);
-  if (errno != 0) return false;
-  std::memcpy(&word, &byte, 1);  // little-endian: the lowest byte is at addr
-  return ::ptrace(PTRACE_POKEDATA, child, reinterpret_cast<void*>(addr), reinterpret_cast<void*>(word)) == 0;
+  auto word = do_ptrace(PTRACE_PEEKDATA, child, addr, nullptr);
+  if (!word) return false;
+  long value = *word;
+  std::memcpy(&value, &byte, 1);  // little-endian: the lowest byte is at addr
+  return do_ptrace(PTRACE_POKEDATA, child, addr, reinterpret_cast<void*>(value)).ok();
 }
 
 }  // namespace

@@ -8,7 +8,13 @@
 //
 // Split over ptrace_process.cc (launch, attach, memory, control),
 // ptrace_events.cc (resume, event loop, all-stop) and ptrace_debug.cc
-// (debug registers, trace stops, Z1-Z4).
+// (debug registers, trace stops, Z1-Z4, the tracer's int3s).
+//
+// The tracer's int3s (set_trace_breakpoint) live beside user breakpoints,
+// possibly at the same address. A thread must never run with one lifted
+// while others run (they could pass unseen), so any step at one is done by
+// step_held: every other running thread is SIGSTOPped first, and wait
+// statuses reaped from them meanwhile are replayed later by reap().
 //
 // ptrace binds a tracee to the tracing *thread*: every call on one object
 // must come from the thread that created it. Events are reaped with
@@ -90,6 +96,10 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   // counted by address; see TracedThreadControl::set_trace_breakpoint.
   Expected<void> set_trace_breakpoint(pid_t tid, std::optional<uint64_t> addr) override;
   bool has_trace_breakpoint(uint64_t addr) const { return trace_int3s_.count(addr) != 0; }
+  // Every int3 we keep in the program's memory (user breakpoints and the
+  // tracer's) with the byte it hides: a forked child inherits them all and
+  // must get the original bytes back before it runs untraced.
+  std::map<uint64_t, uint8_t> inserted_int3s() const;
 
   // Whether debug registers really trap here (probed once in a child):
   // under some hypervisors the writes succeed and nothing ever fires. A
@@ -165,7 +175,6 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   void drop_trace_int3(uint64_t addr);
   void release_trace_int3(pid_t tid);
   void remove_all_trace_int3s();
-  std::optional<uint8_t> hidden_byte(uint64_t addr) const;
   bool was_trace_int3(uint64_t addr);
   bool pass_untraced_trace_hit(pid_t tid, ThreadState& thread, uint64_t pc);
   Expected<void> step_held(pid_t tid, ThreadState& thread, uint64_t pc, int signal);

@@ -116,11 +116,12 @@ void SoftwareTracer::settle(ThreadState& t, uint64_t pc, bool step_completed) {
       // Undecodable: only a landing clearly away from it counts as a branch.
       record = step_completed && (pc < s.from || pc > s.from + decoder::kMaxInstructionSize);
     } else if (step_completed) {
-      // pc == from without a predicted branch is a rep-string iteration.
-      // Only a transfer can land elsewhere: under some hypervisors a step
-      // over cpuid loses its trap and stops one instruction further.
+      // pc == from without a predicted branch is a rep-string iteration;
+      // elsewhere, a transfer or a signal's delivery. But under some
+      // hypervisors a step over cpuid loses its trap and stops one
+      // instruction further: that is no branch.
       record = s.predicted_branch ||
-               (s.insn->is_control_transfer() && pc != s.insn->next_address() && pc != s.from);
+               (pc != s.insn->next_address() && pc != s.from && s.insn->text != "cpuid");
     } else {
       // Stopped by a signal instead: before the instruction (pc == from) or
       // in an interrupted syscall (pc after it); neither is a branch.

@@ -64,7 +64,7 @@ struct TracedStop {
   pid_t tid = 0;
   int signal = 0;                    // host signal (SIGTRAP for traps and steps)
   uint64_t pc = 0;                   // after rewinding a software breakpoint
-  bool trace_stop_hit = false;       // the tracer's execution breakpoint fired (DR6)
+  bool trace_stop_hit = false;       // the tracer's execution breakpoint (DR6) or int3 fired
   bool single_stepped = false;       // a single-step completed
   bool software_breakpoint = false;  // a user int3 fired
   bool watchpoint_hit = false;       // a user Z1-Z4 fired

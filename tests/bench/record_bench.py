@@ -78,7 +78,9 @@ def gdb_argv(setup, prog, rounds, cpu):
         server = [harness.server_path("gdbserver")]
     argv = ["taskset", "-c", str(cpu)] if cpu is not None else []
     argv += [harness.gdb_path(), "-batch", "-nx", "-q",
-             "-iex", "set debuginfod enabled off"]
+             "-iex", "set debuginfod enabled off",
+             # A loaded machine must not make gdb resend packets.
+             "-iex", "set remotetimeout 30"]
     if server is None:
         target = []
     else:

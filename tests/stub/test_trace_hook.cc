@@ -218,3 +218,107 @@ TEST_CASE("the debug-register probe agrees with a real watch on this machine", "
   int status = 0;
   CHECK(::waitpid(-1, &status, WNOHANG | __WALL) <= 0);
 }
+
+namespace {
+
+// Arms the tracer's int3 (set_trace_breakpoint) at `target`; at each hit it
+// asks for the real instruction to be stepped with the int3 in place, which
+// the process layer does with the int3 lifted and other threads held.
+class Int3Hook : public stub::TraceHook {
+ public:
+  Int3Hook(uint64_t target, bool traced) : target_(target), traced_(traced) {}
+  bool traces(pid_t) const override { return traced_; }
+  StepKind before_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int) override {
+    if (!control.set_trace_breakpoint(tid, target_)) ++errors;
+    return requested;
+  }
+  TraceVerdict on_stop(TracedThreadControl& control, const TracedStop& stop) override {
+    if (stop.single_stepped && !stop.trace_stop_hit) {
+      ++steps;
+      if (stop.pc == target_) ++wrong_pc;  // the step ran the real instruction
+      return TraceVerdict::Continue;
+    }
+    if (!stop.trace_stop_hit || stop.software_breakpoint) return TraceVerdict::Report;
+    ++hits;
+    if (stop.pc != target_) ++wrong_pc;
+    auto bytes = control.read_memory(target_, 1);
+    if (!bytes || (*bytes)[0] == 0xcc) ++errors;  // the int3 is hidden
+    return TraceVerdict::SingleStep;
+  }
+  bool pass_trace_breakpoint(TracedThreadControl&, pid_t) override {
+    ++passes;
+    return false;  // cannot emulate: the process layer steps it
+  }
+  void on_thread_created(pid_t, pid_t) override {}
+  void on_thread_exited(pid_t) override {}
+  void on_exec(pid_t) override {}
+
+  int hits = 0, steps = 0, passes = 0, errors = 0, wrong_pc = 0;
+
+ private:
+  uint64_t target_;
+  bool traced_;
+};
+
+}  // namespace
+
+TEST_CASE("the tracer's int3 is hidden, reported as a trace stop and stepped in place", "[ptrace][trace]") {
+  std::string path = program("basic_O0");
+  auto process = launch(path);
+  uint64_t factorial = load_base(process->pid(), path) + symbol_offset(path, "factorial");
+  auto original = process->read_memory(factorial, 1);
+  REQUIRE(original.ok());
+  Int3Hook hook(factorial, true);
+  process->set_trace_hook(&hook);
+  REQUIRE(process->resume(process->pid(), StepKind::Continue, 0).ok());
+  auto event = wait_for(*process);
+  CHECK(event.kind == ProcessEvent::Kind::Exited);
+  CHECK(event.exit_code == 11);  // basic ran to its end undisturbed
+  CHECK(hook.hits == 5);         // factorial(5) recurses down to 1
+  CHECK(hook.steps == 5);
+  CHECK(hook.errors == 0);
+  CHECK(hook.wrong_pc == 0);
+}
+
+TEST_CASE("the tracer's int3s are counted by thread and shared with user breakpoints", "[ptrace][trace]") {
+  std::string path = program("basic_O0");
+  auto process = launch(path);
+  const pid_t pid = process->pid();
+  uint64_t factorial = load_base(pid, path) + symbol_offset(path, "factorial");
+  auto original = process->read_memory(factorial, 1);
+  REQUIRE(original.ok());
+  REQUIRE((*original)[0] != 0xcc);
+  REQUIRE(process->set_trace_breakpoint(pid, factorial).ok());
+  CHECK(process->has_trace_breakpoint(factorial));
+  CHECK(process->read_memory(factorial, 1).value() == *original);
+  // A user breakpoint over it, then removed: the tracer's int3 stays.
+  REQUIRE(process->insert_breakpoint(factorial).ok());
+  REQUIRE(process->remove_breakpoint(factorial).ok());
+  CHECK(process->has_trace_breakpoint(factorial));
+  REQUIRE(process->set_trace_breakpoint(pid, std::nullopt).ok());
+  CHECK_FALSE(process->has_trace_breakpoint(factorial));
+  CHECK(process->read_memory(factorial, 1).value() == *original);
+  // Without a hook nobody traces: the process layer steps every thread
+  // past the int3 itself, and the program ends undisturbed.
+  REQUIRE(process->set_trace_breakpoint(pid, factorial).ok());
+  REQUIRE(process->resume(pid, StepKind::Continue, 0).ok());
+  auto event = wait_for(*process);
+  CHECK(event.kind == ProcessEvent::Kind::Exited);
+  CHECK(event.exit_code == 11);
+}
+
+TEST_CASE("an untraced thread on the tracer's int3 is stepped past it", "[ptrace][trace]") {
+  std::string path = program("basic_O0");
+  auto process = launch(path);
+  const pid_t pid = process->pid();
+  uint64_t factorial = load_base(pid, path) + symbol_offset(path, "factorial");
+  Int3Hook hook(factorial, false);
+  process->set_trace_hook(&hook);
+  REQUIRE(process->set_trace_breakpoint(pid, factorial).ok());
+  REQUIRE(process->resume(pid, StepKind::Continue, 0).ok());
+  auto event = wait_for(*process);
+  CHECK(event.kind == ProcessEvent::Kind::Exited);
+  CHECK(event.exit_code == 11);
+  CHECK(hook.passes == 5);
+  CHECK(hook.hits == 0);  // never shown to the hook as its own
+}

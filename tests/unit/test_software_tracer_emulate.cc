@@ -178,3 +178,25 @@ TEST_CASE("int3 trace stops: a user breakpoint at the transfer is the client's s
   REQUIRE(f.run.step_done_at(kFunc) == TraceVerdict::Report);  // the process layer's own step
   REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}});
 }
+
+TEST_CASE("stepping: a step over cpuid that lands one instruction late is no branch, a signal's is") {
+  Control control;
+  constexpr uint64_t kCpuid = 0x3000;
+  const std::vector<uint8_t> code = {0x0f, 0xa2, 0x90, 0x90, 0x90};  // cpuid; nop; nop; nop
+  for (std::size_t i = 0; i < code.size(); ++i) control.memory[kCpuid + i] = code[i];
+  auto made = stub::SoftwareTracer::create({}, false, stub::TraceStops::SingleStep);
+  REQUIRE(made.ok());
+  auto& tracer = **made;
+  Driver run{tracer, control, kTid};
+  control.set_reg(kTid, Amd64Reg::rip, kCpuid);
+  REQUIRE(tracer.enable(kTid).ok());
+  REQUIRE(run.resume() == StepKind::SingleStep);
+  // Some hypervisors lose the trap after cpuid: the step ends after the nop.
+  REQUIRE(run.step_done_at(kCpuid + 3) == TraceVerdict::SingleStep);
+  REQUIRE(tracer.trace(kTid)->size() == 0);
+  // A signal delivered by a step lands in its handler: that is a branch.
+  REQUIRE(run.signal_at(kCpuid + 3, SIGUSR1) == TraceVerdict::Report);
+  REQUIRE(run.resume(StepKind::Continue, SIGUSR1) == StepKind::SingleStep);
+  REQUIRE(run.step_done_at(kStart) == TraceVerdict::SingleStep);
+  REQUIRE(branches(*tracer.trace(kTid)) == std::vector<Branch>{{kCpuid + 3, kStart}});
+}
