@@ -378,11 +378,18 @@ void PtraceProcess::handle_clone(pid_t parent) {
       if (!stopping_all_) (void)start_thread(tid, state, StepKind::Continue, 0);
     }
   }
+  resume_after_event_stop(parent);
+}
+
+// A clone or fork stop is ours alone: the parent goes on as it was going,
+// unless a stop of all threads is under way (then our SIGSTOP is still
+// queued behind the event stop and will arrive next).
+void PtraceProcess::resume_after_event_stop(pid_t parent) {
   auto found = threads_.find(parent);
   if (found == threads_.end()) return;
   ThreadState& thread = found->second;
   if (stopping_all_) {
-    thread.sigstop_expected = true;  // ours is still queued behind the clone stop
+    thread.sigstop_expected = true;
     return;
   }
   StepKind kind = thread.last_kind;

@@ -62,19 +62,7 @@ void PtraceProcess::handle_fork(pid_t parent, bool vfork) {
       (void)do_ptrace(PTRACE_DETACH, child, 0, nullptr);
     }
   }
-  auto found = threads_.find(parent);
-  if (found == threads_.end()) return;
-  ThreadState& thread = found->second;
-  if (stopping_all_) {
-    thread.sigstop_expected = true;  // ours is still queued behind the fork stop
-    return;
-  }
-  StepKind kind = thread.last_kind;
-  if (hook_ != nullptr && hook_->traces(parent)) {
-    StepKind chosen = hook_->before_resume(*this, parent, kind, 0);
-    if (chosen == StepKind::SingleStep) kind = chosen;
-  }
-  (void)raw_resume(parent, thread, kind, 0);
+  resume_after_event_stop(parent);
 }
 
 }  // namespace stub

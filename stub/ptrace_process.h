@@ -156,6 +156,7 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   Expected<void> raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal);
   Expected<void> start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal);
   void handle_clone(pid_t parent);
+  void resume_after_event_stop(pid_t parent);
   void handle_exec();
   void handle_fork(pid_t parent, bool vfork);  // ptrace_fork.cc
   void mark_gone();

@@ -169,6 +169,16 @@ def kill_session(sid):
         time.sleep(0.02)
 
 
+def tracer_of(pid):
+    """The pid tracing `pid` (0: none), or None if it is gone."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            m = re.search(r"^TracerPid:\s+(\d+)$", f.read(), re.M)
+        return int(m.group(1)) if m else None
+    except OSError:
+        return None
+
+
 def pid_alive(pid):
     """True if pid exists and is not a zombie."""
     try:

@@ -20,17 +20,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (Server, kill_session, marker_line, pid_alive, program,
-                     run_gdb, run_test, wait_until)
-
-
-def tracer_of(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            m = re.search(r"^TracerPid:\s+(\d+)$", f.read(), re.M)
-        return int(m.group(1)) if m else None
-    except OSError:
-        return None
+from harness import (Server, kill_session, marker_line, pid_alive, program, run_gdb, run_test, tracer_of, wait_until)
 
 
 def attach_session(kind, pid, commands, program_path):

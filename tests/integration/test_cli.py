@@ -18,8 +18,7 @@ import re
 import socket
 import time
 
-from harness import (Server, free_port, pid_alive, program, run_command,
-                     run_gdb, run_test, server_path, wait_until)
+from harness import (Server, free_port, pid_alive, program, run_command, run_gdb, run_test, server_path, tracer_of, wait_until)
 
 
 def rsp_request(sock, payload, timeout=5.0):
@@ -43,15 +42,6 @@ def connect_and_query(port):
     """Connects, asks for the stop reason, disconnects; returns the reply."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
         return rsp_request(sock, "?")
-
-
-def tracer_of(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            m = re.search(r"^TracerPid:\s+(\d+)$", f.read(), re.M)
-        return int(m.group(1)) if m else None
-    except OSError:
-        return None
 
 
 def check_help_version(path, kind, c):

@@ -28,19 +28,9 @@ import subprocess
 import tempfile
 import time
 
-from harness import (Server, kill_session, pid_alive, program, run_gdb,
-                     run_test, wait_until)
+from harness import (Server, kill_session, pid_alive, program, run_gdb, run_test, tracer_of, wait_until)
 
 BAD_PID = 0x3ffffff0  # valid on the wire, never a live pid on this machine
-
-
-def tracer_of(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            m = re.search(r"^TracerPid:\s+(\d+)$", f.read(), re.M)
-        return int(m.group(1)) if m else None
-    except OSError:
-        return None
 
 
 def exited(code):
