@@ -14,6 +14,13 @@
 
 namespace fake {
 
+// Every branch a trace holds, oldest first.
+inline std::vector<decoder::Branch> branches(const decoder::BlockTrace& trace) {
+  std::vector<decoder::Branch> out;
+  for (uint64_t s = trace.first_sequence(); s < trace.end_sequence(); ++s) out.push_back(trace.at(s));
+  return out;
+}
+
 using protocol::Amd64Reg;
 using btstub::Expected;
 

@@ -13,6 +13,7 @@
 
 using decoder::Block;
 using decoder::Branch;
+using fake::branches;
 using stub::StepKind;
 using stub::TraceVerdict;
 using namespace fake;
@@ -25,12 +26,6 @@ std::unique_ptr<stub::SoftwareTracer> make_tracer(stub::TraceConfig config = {},
   auto tracer = stub::SoftwareTracer::create(config, all);
   REQUIRE(tracer.ok());
   return std::move(tracer).value();
-}
-
-std::vector<Branch> branches(const decoder::BlockTrace& trace) {
-  std::vector<Branch> out;
-  for (uint64_t s = trace.first_sequence(); s < trace.end_sequence(); ++s) out.push_back(trace.at(s));
-  return out;
 }
 
 // Starts tracing kTid at `pc` with ZF set (so `jne _start` falls through).

@@ -7,6 +7,7 @@
 #include "software_tracer_fake.h"
 
 using decoder::Branch;
+using fake::branches;
 using stub::StepKind;
 using stub::TraceVerdict;
 using namespace fake;
@@ -15,12 +16,6 @@ namespace {
 
 constexpr pid_t kTid = 100;
 constexpr uint64_t kLoopInsn = 0x2000;  // loop 0x2000 (e2 fe), then unmapped
-
-std::vector<Branch> branches(const decoder::BlockTrace& trace) {
-  std::vector<Branch> out;
-  for (uint64_t s = trace.first_sequence(); s < trace.end_sequence(); ++s) out.push_back(trace.at(s));
-  return out;
-}
 
 struct Fixture {
   Control control;
