@@ -84,7 +84,7 @@ std::vector<protocol::BtraceBlock> to_protocol(const std::vector<decoder::Block>
 Expected<std::string> read_trace(Session& s, pid_t tid, BtraceRead kind) {
   const decoder::BlockTrace* trace = s.trace_backend->trace(tid);
   if (trace == nullptr) return btrace_error("No Trace.");
-  auto regs = s.process()->read_registers(tid);
+  auto regs = s.process()->read_general_registers(tid);
   if (!regs) return regs.error();
   uint64_t pc = regs->get_u64(protocol::Amd64Reg::rip);
 

@@ -60,6 +60,9 @@ class Process {
 
   // Registers in the wire layout (protocol/amd64_registers.h).
   virtual Expected<protocol::RegisterFile> read_registers(pid_t tid) = 0;
+  // Only the general registers (rip, rsp, ...; the rest unavailable): what
+  // a stop reply or a pc lookup needs, without the cost of the FP/SSE state.
+  virtual Expected<protocol::RegisterFile> read_general_registers(pid_t tid) { return read_registers(tid); }
   virtual Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& regs) = 0;
 
   // Memory as the program sees it with our breakpoints hidden: reads never

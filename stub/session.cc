@@ -134,7 +134,7 @@ protocol::StopReply Session::make_stop_reply(const ProcessEvent& event) {
     stop.exec_path = *event.exec_path;
   }
   // Expedite pc, sp and fp so gdb can show the stop without asking.
-  if (auto regs = process_->read_registers(event.tid)) {
+  if (auto regs = process_->read_general_registers(event.tid)) {
     for (auto reg : {protocol::Amd64Reg::rbp, protocol::Amd64Reg::rsp, protocol::Amd64Reg::rip}) {
       auto n = static_cast<unsigned>(reg);
       const uint8_t* p = regs->bytes(n);
