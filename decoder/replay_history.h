@@ -13,6 +13,7 @@
 // block that does not decode exactly to its end (a gap).
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct ReplayPosition {
   uint64_t sequence = 0;  // block number
   uint32_t index = 0;     // instruction within the block
   bool operator==(const ReplayPosition&) const = default;
+  auto operator<=>(const ReplayPosition&) const = default;  // older < newer
 };
 
 enum class ReplayStop {
@@ -89,6 +91,27 @@ class ReplayCursor {
   StackState start_state(uint64_t seq);
   StackState end_state(uint64_t seq) const;
   std::vector<StackState> block_states(uint64_t seq, const DecodedBlock& block);
+
+  // The walk behind memory(): also tells the newest deciding write and
+  // whether it went back to the start of history.
+  std::vector<std::optional<uint8_t>> walk_memory(uint64_t addr, std::size_t len,
+                                                  std::optional<ReplayPosition>* newest_write,
+                                                  bool* reached_start);
+  // True when no instruction at positions [low, position()) wrote a byte of
+  // [addr, addr+len) or made one stale (see memory()).
+  bool untouched_since(ReplayPosition low, uint64_t addr, std::size_t len);
+
+  // Fully known reads, remembered: gdb reads the same far slots (main's
+  // return address) at every stop, and each fresh walk would go back to
+  // where they were written. An entry holds for every position in
+  // (newest_write, verified_to]; moving forward only checks the new part.
+  struct MemoryMemo {
+    std::vector<uint8_t> bytes;
+    ReplayPosition newest_write;
+    ReplayPosition verified_to;
+    bool never_written = false;  // no byte written anywhere before verified_to
+  };
+  std::map<std::pair<uint64_t, std::size_t>, MemoryMemo> memory_memo_;
 
   const BlockTrace& trace_;
   LiveState live_;

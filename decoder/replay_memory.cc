@@ -56,7 +56,10 @@ bool may_store_unseen(const ReplayInstruction& insn) {
 // after it, which is what gdb's unwinder reads there. The walk ends when
 // every byte is decided or stale, at an unknown rsp (an asynchronous branch
 // such as a signal frame), or at the start of history.
-std::vector<std::optional<uint8_t>> ReplayCursor::memory(uint64_t addr, std::size_t len) {
+std::vector<std::optional<uint8_t>> ReplayCursor::walk_memory(uint64_t addr, std::size_t len,
+                                                              std::optional<ReplayPosition>* newest_write,
+                                                              bool* reached_start) {
+  *reached_start = false;
   std::vector<std::optional<uint8_t>> out(len);
   std::vector<bool> decided(len, false);
   uint64_t k = seq_;
@@ -69,9 +72,15 @@ std::vector<std::optional<uint8_t>> ReplayCursor::memory(uint64_t addr, std::siz
   const uint64_t last = addr + (len - 1);
   while (open > 0 && last >= stale_below) {
     if (i == 0) {
-      if ((floor_ && k <= *floor_) || k == first_seq_) break;
+      if ((floor_ && k <= *floor_) || k == first_seq_) {
+        *reached_start = true;
+        break;
+      }
       const DecodedBlock& older = decoded(k - 1);
-      if (!older.complete || older.instructions.empty()) break;
+      if (!older.complete || older.instructions.empty()) {
+        *reached_start = true;  // a gap: history starts after it
+        break;
+      }
       --k;
       block = &older;
       states = block_states(k, *block);
@@ -88,12 +97,72 @@ std::vector<std::optional<uint8_t>> ReplayCursor::memory(uint64_t addr, std::siz
         const std::size_t at = static_cast<std::size_t>(a - addr);
         if (decided[at]) continue;
         decided[at] = true;
+        if (!*newest_write) *newest_write = ReplayPosition{k, static_cast<uint32_t>(i)};
         --open;
         if (w->value) out[at] = static_cast<uint8_t>(*w->value >> (8 * (a - w->low)));
       }
     } else if (may_store_unseen(insn)) {
       stale_below = std::max(stale_below, *before.rsp);
     }
+  }
+  return out;
+}
+
+bool ReplayCursor::untouched_since(ReplayPosition low, uint64_t addr, std::size_t len) {
+  uint64_t k = seq_;
+  const DecodedBlock* block = cur_;
+  std::vector<StackState> states = block_states(k, *block);
+  std::size_t i = index_;
+  const uint64_t last = addr + (len - 1);
+  while (ReplayPosition{k, static_cast<uint32_t>(i)} > low) {
+    if (i == 0) {
+      if (k == first_seq_) return false;
+      const DecodedBlock& older = decoded(k - 1);
+      if (!older.complete || older.instructions.empty()) return false;
+      --k;
+      block = &older;
+      states = block_states(k, *block);
+      i = block->instructions.size();
+    }
+    --i;
+    const StackState& before = states[i];
+    if (!before.rsp) return false;
+    const ReplayInstruction& insn = block->instructions[i];
+    if (auto w = slot_write(insn, before)) {
+      if (w->low <= last && addr <= w->low + w->size - 1) return false;
+    } else if (may_store_unseen(insn) && *before.rsp > addr) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<std::optional<uint8_t>> ReplayCursor::memory(uint64_t addr, std::size_t len) {
+  const ReplayPosition here = position();
+  const auto key = std::make_pair(addr, len);
+  if (auto it = memory_memo_.find(key); it != memory_memo_.end()) {
+    MemoryMemo& memo = it->second;
+    bool valid = (memo.never_written || memo.newest_write < here) &&
+                 (here <= memo.verified_to || untouched_since(memo.verified_to, addr, len));
+    if (valid) {
+      memo.verified_to = std::max(memo.verified_to, here);
+      if (memo.never_written) return std::vector<std::optional<uint8_t>>(len);
+      return std::vector<std::optional<uint8_t>>(memo.bytes.begin(), memo.bytes.end());
+    }
+    memory_memo_.erase(it);
+  }
+  std::optional<ReplayPosition> newest_write;
+  bool reached_start = false;
+  auto out = walk_memory(addr, len, &newest_write, &reached_start);
+  const bool all_known = std::all_of(out.begin(), out.end(), [](const auto& b) { return b.has_value(); });
+  if (newest_write && all_known) {
+    MemoryMemo memo{{}, *newest_write, here, false};
+    for (const auto& b : out) memo.bytes.push_back(*b);
+    memory_memo_.emplace(key, std::move(memo));
+  } else if (!newest_write && reached_start) {
+    // Never written in the whole history before here: unknown at every
+    // older position too (staleness cannot matter for it).
+    memory_memo_.emplace(key, MemoryMemo{{}, ReplayPosition{}, here, true});
   }
   return out;
 }

@@ -222,3 +222,28 @@ TEST_CASE("an undecodable live pc leaves no history") {
   CHECK(cursor.continue_back({0x401030}) == ReplayStop::HistoryBegin);
   CHECK(cursor.at_live_end());
 }
+
+TEST_CASE("remembered stack reads give what a fresh walk gives at every position") {
+  // gdb reads the same slots at every stop; the cursor remembers fully known
+  // reads. Visiting positions back and forth in an order that both reuses
+  // and invalidates those memories must not change a single answer.
+  replay_test::Fixture f;
+  auto trace = replay_test::trace(true);
+  ReplayCursor remembering(trace, replay_test::live(), f.cache);
+  const std::size_t count = replay_test::oracle().size();
+  const std::vector<uint64_t> slots = {kR0, kR0 - 8, kR0 - 32, kR0 - 40, kR0 - 48, kR0 - 36};
+  std::vector<std::size_t> order;
+  for (std::size_t n = count; n-- > 0;) order.push_back(n);  // all the way back
+  for (std::size_t n = 0; n < count; n += 3) order.push_back(n);  // forward in strides
+  for (std::size_t n : {30u, 26u, 31u, 29u, 27u, 33u, 5u, 32u}) order.push_back(n);
+  for (std::size_t n : order) {
+    if (n >= count) continue;
+    seek(remembering, n);
+    ReplayCursor fresh(trace, replay_test::live(), f.cache);
+    seek(fresh, n);
+    for (uint64_t addr : slots) {
+      INFO("position " << n << " slot 0x" << std::hex << addr);
+      CHECK(remembering.memory(addr, 8) == fresh.memory(addr, 8));
+    }
+  }
+}
