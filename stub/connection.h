@@ -11,6 +11,7 @@
 
 #include "protocol/replies.h"
 #include "protocol/rsp_link.h"
+#include "stub/child_signals.h"
 #include "stub/session.h"
 
 namespace stub {
@@ -23,7 +24,7 @@ template <class ReadStream, class WriteStream>
 class Connection {
  public:
   Connection(boost::asio::io_context& io, ReadStream& in, WriteStream& out, Session& session,
-             boost::asio::signal_set& sigchld, bool remote_debug)
+             ChildSignals& sigchld, bool remote_debug)
       : io_(io), in_(in), out_(out), session_(session), sigchld_(sigchld), remote_debug_(remote_debug) {}
 
   ConnectionResult run() {
@@ -53,7 +54,7 @@ class Connection {
   }
 
   void watch_children() {
-    sigchld_.async_wait([this](boost::system::error_code ec, int) {
+    sigchld_.async_wait([this](boost::system::error_code ec) {
       if (ec || finished_) return;  // cancelled: the connection is over
       drain_process_events();
       flush();
@@ -121,7 +122,7 @@ class Connection {
   ReadStream& in_;
   WriteStream& out_;
   Session& session_;
-  boost::asio::signal_set& sigchld_;
+  ChildSignals& sigchld_;
   bool remote_debug_;
   protocol::RspLink link_;
   std::array<char, 4096> buffer_{};

@@ -41,6 +41,12 @@ struct ProcessEvent {
   // Set when the program called exec: the new program's path. Its other
   // threads and our breakpoints are gone.
   std::optional<std::string> exec_path;
+  // fork-events+/vfork-events+ (Process::set_fork_events): `tid` forked or
+  // vforked `fork_child`, which is held stopped until detached or followed;
+  // or (vfork_done) the vfork child of `tid` exec'd or exited.
+  pid_t fork_child = 0;
+  bool vfork = false;
+  bool vfork_done = false;
 };
 
 struct LaunchOptions {
@@ -117,6 +123,27 @@ class Process {
   virtual Expected<std::vector<uint8_t>> read_siginfo(pid_t tid) {
     (void)tid;
     return btstub::make_error(btstub::ErrorCode::NotSupported, "No siginfo");
+  }
+
+  // ---- fork events (fork-events+, vfork-events+) ----
+  // Report (v)forks as events (ProcessEvent::fork_child) and hold the child
+  // stopped; off, a child leaves at once, without our int3s.
+  virtual void set_fork_events(bool fork, bool vfork) { (void)fork, (void)vfork; }
+  // The held child of the last (v)fork event, 0 if none.
+  virtual pid_t fork_child() const { return 0; }
+  // Puts back, in the held child only, the byte under an int3 it inherited.
+  virtual Expected<void> remove_fork_child_breakpoint(uint64_t addr) {
+    (void)addr;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No fork child");
+  }
+  // Lets the held child run free, without any of our int3s.
+  virtual Expected<void> detach_fork_child() {
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No fork child");
+  }
+  // Detaches this process and debugs the held child in its place: pid()
+  // becomes the child's (follow-fork-mode child).
+  virtual Expected<void> follow_fork_child() {
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No fork child");
   }
 };
 

@@ -125,10 +125,25 @@ Expected<void> PtraceProcess::add_trace_int3(uint64_t addr) {
 
 void PtraceProcess::drop_trace_int3(uint64_t addr) {
   auto it = trace_int3s_.find(addr);
-  if (it == trace_int3s_.end() || --it->second.refs > 0) return;
+  if (it == trace_int3s_.end() || it->second.refs == 0 || --it->second.refs > 0) return;
+  if (keep_trace_int3s_) return;
   const uint8_t original = it->second.original;
   trace_int3s_.erase(it);
   if (breakpoints_.count(addr) == 0 && alive_) (void)raw_write(addr, {original});
+}
+
+void PtraceProcess::keep_trace_breakpoints(bool keep) {
+  if (keep_trace_int3s_ == keep) return;
+  keep_trace_int3s_ = keep;
+  if (keep) return;
+  for (auto it = trace_int3s_.begin(); it != trace_int3s_.end();) {
+    if (it->second.refs > 0) {
+      ++it;
+      continue;
+    }
+    if (breakpoints_.count(it->first) == 0 && alive_) (void)raw_write(it->first, {it->second.original});
+    it = trace_int3s_.erase(it);
+  }
 }
 
 void PtraceProcess::release_trace_int3(pid_t tid) {
@@ -339,11 +354,15 @@ Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t
   std::vector<pid_t> held;
   for (auto& [other, state] : threads_) {
     if (other == tid || !state.running) continue;
-    bool in_hand = std::any_of(replay_.begin(), replay_.end(), [&](const auto& r) { return r.first == other; });
-    if (in_hand || ::syscall(SYS_tgkill, pid_, other, SIGSTOP) != 0) continue;
+    bool in_hand = std::any_of(replay_.begin(), replay_.end(), [other = other](const auto& r) { return r.first == other; });
+    // A SIGSTOP still owed from an all-stop holds it as well as a new one
+    // would; a second could be left over, unabsorbed (stop_all_threads).
+    const bool owed = state.sigstop_expected;
+    if (in_hand || (!owed && ::syscall(SYS_tgkill, pid_, other, SIGSTOP) != 0)) continue;
     int status = 0;
     if (wait_retry(other, &status, __WALL) != other) continue;
     if (WIFSTOPPED(status) && (status >> 16) == 0 && WSTOPSIG(status) == SIGSTOP) {
+      state.sigstop_expected = false;
       held.push_back(other);
       continue;
     }

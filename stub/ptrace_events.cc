@@ -30,6 +30,7 @@ constexpr uint8_t kInt3 = 0xcc;
 bool pending_is_stale(const ProcessEvent& event, uint64_t kept_pc, uint64_t pc, bool breakpoint_present,
                       StepKind next) {
   if (event.kind != ProcessEvent::Kind::Stopped || event.signal != SIGTRAP) return false;
+  if (event.fork_child != 0 || event.vfork_done) return false;  // a child is held on it
   if (pc != kept_pc) return true;
   if (event.software_breakpoint && !breakpoint_present) return true;
   return event.single_stepped && !event.hw_stop && next == StepKind::Continue;
@@ -156,13 +157,17 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
 }
 
 // The first valid pending event of a thread the client resumed, taking
-// threads in turn after the last one reported so no thread starves.
+// threads in turn after the last one reported so no thread starves. A kept
+// signal the client passes (QPassSignals) is no event: it goes with its
+// thread when the deferred threads start, and stays pending when another
+// event is reported instead, so the program never loses it.
 std::optional<ProcessEvent> PtraceProcess::take_pending() {
   std::vector<pid_t> order;
   for (auto it = threads_.upper_bound(last_reported_); it != threads_.end(); ++it) order.push_back(it->first);
   for (auto it = threads_.begin(); it != threads_.end() && it->first <= last_reported_; ++it) {
     order.push_back(it->first);
   }
+  std::vector<pid_t> passed;
   for (pid_t tid : order) {
     ThreadState& thread = threads_[tid];
     if (!thread.pending || !thread.deferred) continue;
@@ -170,16 +175,24 @@ std::optional<ProcessEvent> PtraceProcess::take_pending() {
     auto pc = read_pc(tid);
     bool stale = !pc || pending_is_stale(event, thread.pending_pc, *pc, breakpoints_.count(*pc) != 0,
                                          *thread.deferred);
-    thread.pending.reset();
-    if (stale) continue;
-    if (event.signal != SIGTRAP && pass_signals_.count(event.signal) != 0) {
-      thread.deferred_signal = event.signal;  // delivered when it starts
+    if (stale) {
+      thread.pending.reset();
       continue;
     }
+    if (event.signal != SIGTRAP && pass_signals_.count(event.signal) != 0) {
+      passed.push_back(tid);
+      continue;
+    }
+    thread.pending.reset();
     for (auto& [other, state] : threads_) state.deferred.reset();
     stop_all_threads(tid);  // normally nobody runs; threads left running (no action) do
     last_reported_ = tid;
     return event;
+  }
+  for (pid_t tid : passed) {
+    ThreadState& thread = threads_[tid];
+    thread.deferred_signal = thread.pending->signal;  // delivered when it starts
+    thread.pending.reset();
   }
   return std::nullopt;
 }
@@ -215,8 +228,14 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
     return std::nullopt;
   }
   if (ptrace_event == PTRACE_EVENT_FORK || ptrace_event == PTRACE_EVENT_VFORK) {
-    handle_fork(tid, ptrace_event == PTRACE_EVENT_VFORK);
-    return std::nullopt;
+    return handle_fork(tid, ptrace_event == PTRACE_EVENT_VFORK);
+  }
+  if (ptrace_event == PTRACE_EVENT_VFORK_DONE && vfork_events_) {
+    ProcessEvent event;
+    event.tid = tid;
+    event.signal = SIGTRAP;
+    event.vfork_done = true;
+    return event;
   }
   if (ptrace_event == PTRACE_EVENT_EXEC) {
     handle_exec();
@@ -313,6 +332,23 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
 }
 
 ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool& trace_hit) {
+  if (!thread.stepping && thread.written.dr7 == 0 && !trace_int3s_.empty()) {
+    // Most stops of a traced program are the tracer's int3s. A thread that
+    // was not stepping, with no debug register armed, found just past one
+    // executed it (a SIGTRAP sent meanwhile merges with that trap), so the
+    // siginfo is not worth a system call.
+    user_regs_struct gregs{};
+    if (do_ptrace(PTRACE_GETREGS, tid, 0, &gregs) && trace_int3s_.count(gregs.rip - 1) != 0 &&
+        breakpoints_.count(gregs.rip - 1) == 0) {
+      gregs.rip -= 1;
+      defer_set_registers(tid, gregs);
+      trace_hit = true;
+      ProcessEvent event;
+      event.tid = tid;
+      event.signal = SIGTRAP;
+      return event;
+    }
+  }
   siginfo_t info{};
   int code = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info) ? info.si_code : 0;
   // si_code <= 0: SIGTRAP sent by kill/tkill/sigqueue, not by the CPU.
@@ -351,9 +387,9 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
       const bool trace = trace_int3s_.count(at) != 0 || was_trace_int3(at);
       if (user || trace) {
         gregs.rip = at;
-        const bool rewound = do_ptrace(PTRACE_SETREGS, tid, 0, &gregs).ok();
-        event.software_breakpoint = user && rewound;
-        if (trace && rewound) trace_hit = true;
+        defer_set_registers(tid, gregs);  // the tracer usually moves rip again at once
+        event.software_breakpoint = user;
+        trace_hit = trace;
       }
     }
   }
@@ -416,10 +452,19 @@ void PtraceProcess::handle_exec() {
 
 // --- All-stop ----------------------------------------------------------------
 
+// A thread already owing us a SIGSTOP (one sent by an earlier all-stop that
+// a pending event overtook) gets no second one: the first may already have
+// been dequeued into a stop nobody reaped yet, and then a second would be a
+// separate SIGSTOP, absorbed by nobody and reported to the client as the
+// thread's own signal. Waiting for the owed one stops the thread all the same.
 void PtraceProcess::stop_all_threads(pid_t except) {
   std::vector<pid_t> stopping;
   for (auto& [tid, thread] : threads_) {
     if (tid == except || !thread.running) continue;
+    if (thread.sigstop_expected) {
+      stopping.push_back(tid);
+      continue;
+    }
     if (::syscall(SYS_tgkill, pid_, tid, SIGSTOP) == 0) {
       thread.sigstop_expected = true;
       stopping.push_back(tid);

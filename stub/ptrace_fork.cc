@@ -1,10 +1,17 @@
 // fork and vfork of the debugged program. The child is reported by the
-// kernel already traced and stopped; we do not debug it (gdb's fork events
-// are not served yet), so it leaves without our int3s: a fork child has its
-// own copy of the memory, which still holds every inserted breakpoint, and
-// would die of SIGTRAP on the first it reaches (gdbserver does the same for
-// a client that did not ask for fork events). A vfork child shares the
+// kernel already traced and stopped. Without fork events (the client did not
+// offer fork-events+/vfork-events+) we do not debug it: it leaves at once
+// without our int3s: a fork child has its own copy of the memory, which
+// still holds every inserted breakpoint, and would die of SIGTRAP on the
+// first it reaches (gdbserver does the same). A vfork child shares the
 // parent's memory, so its breakpoints must stay for the parent.
+//
+// With fork events the (v)fork is a stop of the parent (ProcessEvent::
+// fork_child) and the child is held, stopped, until the client detaches it
+// (D;PID: after removing its breakpoints from it, z0 with Hg on the child)
+// or follows it (D on the parent: the child becomes the debugged process).
+// One child is held at a time; the process layer debugs one process, so
+// detach-on-fork off (both debugged at once) is not served.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ptrace.h>
@@ -40,8 +47,14 @@ bool write_child_memory(pid_t child, uint64_t addr, uint8_t byte) {
 
 }  // namespace
 
-void PtraceProcess::handle_fork(pid_t parent, bool vfork) {
+void PtraceProcess::set_fork_events(bool fork, bool vfork) {
+  fork_events_ = fork;
+  vfork_events_ = vfork;
+}
+
+std::optional<ProcessEvent> PtraceProcess::handle_fork(pid_t parent, bool vfork) {
   unsigned long new_pid = 0;
+  std::optional<ProcessEvent> event;
   if (do_ptrace(PTRACE_GETEVENTMSG, parent, 0, &new_pid) && new_pid > 0) {
     pid_t child = static_cast<pid_t>(new_pid);
     int status = 0;
@@ -53,16 +66,80 @@ void PtraceProcess::handle_fork(pid_t parent, bool vfork) {
     } else if (wait_retry(child, &status, __WALL) != child) {
       status = 0;
     }
+    bool report = (vfork ? vfork_events_ : fork_events_) && !held_child_ && WIFSTOPPED(status);
     if (WIFSTOPPED(status)) {
       if (!vfork) {
-        for (const auto& [addr, original] : breakpoints_) (void)write_child_memory(child, addr, original);
+        if (!report) {
+          for (const auto& [addr, original] : breakpoints_) (void)write_child_memory(child, addr, original);
+        }
         // The branch tracer's int3s too: the child is not traced.
         for (const auto& [addr, int3] : trace_int3s_) (void)write_child_memory(child, addr, int3.original);
       }
-      (void)do_ptrace(PTRACE_DETACH, child, 0, nullptr);
+      if (report) {
+        held_child_ = HeldChild{child, vfork, vfork ? std::map<uint64_t, uint8_t>{} : breakpoints_};
+        event = ProcessEvent{};
+        event->tid = parent;
+        event->signal = SIGTRAP;
+        event->fork_child = child;
+        event->vfork = vfork;
+      } else {
+        (void)do_ptrace(PTRACE_DETACH, child, 0, nullptr);
+      }
     }
   }
-  resume_after_event_stop(parent);
+  if (event && vfork) {
+    // The parent then says when the child has let go of its memory: gdb
+    // puts the breakpoints back on that (vforkdone).
+    long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+                PTRACE_O_TRACEVFORKDONE | (attached_ ? 0 : PTRACE_O_EXITKILL);
+    (void)do_ptrace(PTRACE_SETOPTIONS, parent, 0, reinterpret_cast<void*>(opts));
+  }
+  if (!event) resume_after_event_stop(parent);
+  return event;
+}
+
+Expected<void> PtraceProcess::remove_fork_child_breakpoint(uint64_t addr) {
+  if (!held_child_) return btstub::make_error(btstub::ErrorCode::NoProcess, "No fork child");
+  auto found = held_child_->int3s.find(addr);
+  if (found == held_child_->int3s.end()) return {};  // a vfork child shares the parent's (z0 there)
+  if (!write_child_memory(held_child_->pid, addr, found->second)) {
+    return btstub::make_error(btstub::ErrorCode::MemoryFault, "Cannot write the fork child's memory at " + hex(addr));
+  }
+  held_child_->int3s.erase(found);
+  return {};
+}
+
+Expected<void> PtraceProcess::detach_fork_child() {
+  if (!held_child_) return btstub::make_error(btstub::ErrorCode::NoProcess, "No fork child");
+  HeldChild child = std::move(*held_child_);
+  held_child_.reset();
+  for (const auto& [addr, original] : child.int3s) (void)write_child_memory(child.pid, addr, original);
+  auto r = do_ptrace(PTRACE_DETACH, child.pid, 0, nullptr);
+  if (!r) return r.error();
+  return {};
+}
+
+// The parent goes (detached, as D asks); the child, stopped at its first
+// instruction after fork(), becomes the one process we debug. It inherited
+// our ptrace options. Its int3s not yet removed by the client stay ours.
+Expected<void> PtraceProcess::follow_fork_child() {
+  if (!held_child_) return btstub::make_error(btstub::ErrorCode::NoProcess, "No fork child");
+  HeldChild child = std::move(*held_child_);
+  held_child_.reset();
+  if (hook_ != nullptr) {
+    for (const auto& [tid, state] : threads_) {
+      if (hook_->traces(tid)) hook_->on_thread_exited(tid);
+    }
+  }
+  if (alive_) (void)detach();
+  pid_ = child.pid;
+  alive_ = true;
+  threads_.clear();
+  threads_[child.pid] = ThreadState{};
+  breakpoints_ = child.int3s;
+  last_reported_ = 0;
+  open_memory();
+  return {};
 }
 
 }  // namespace stub

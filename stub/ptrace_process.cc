@@ -1,5 +1,5 @@
-// The only file that includes <sys/ptrace.h>: every request goes through
-// do_ptrace(), which turns errno into a btstub::Error naming the request.
+// Launch, attach, registers and memory of the traced program; every ptrace
+// request goes through do_ptrace() (ptrace_calls.cc).
 #include "stub/ptrace_process.h"
 
 #include <dirent.h>
@@ -23,62 +23,6 @@
 #include "stub/register_mapping.h"
 
 namespace stub {
-
-namespace ptrace_detail {
-namespace {
-
-const char* request_name(int request) {
-  switch (request) {
-    case PTRACE_TRACEME: return "PTRACE_TRACEME";
-    case PTRACE_PEEKDATA: return "PTRACE_PEEKDATA";
-    case PTRACE_POKEDATA: return "PTRACE_POKEDATA";
-    case PTRACE_PEEKUSER: return "PTRACE_PEEKUSER";
-    case PTRACE_POKEUSER: return "PTRACE_POKEUSER";
-    case PTRACE_CONT: return "PTRACE_CONT";
-    case PTRACE_SINGLESTEP: return "PTRACE_SINGLESTEP";
-    case PTRACE_GETREGS: return "PTRACE_GETREGS";
-    case PTRACE_SETREGS: return "PTRACE_SETREGS";
-    case PTRACE_GETREGSET: return "PTRACE_GETREGSET";
-    case PTRACE_SETREGSET: return "PTRACE_SETREGSET";
-    case PTRACE_ATTACH: return "PTRACE_ATTACH";
-    case PTRACE_DETACH: return "PTRACE_DETACH";
-    case PTRACE_SETOPTIONS: return "PTRACE_SETOPTIONS";
-    case PTRACE_GETEVENTMSG: return "PTRACE_GETEVENTMSG";
-    case PTRACE_GETSIGINFO: return "PTRACE_GETSIGINFO";
-    default: return "ptrace request";
-  }
-}
-
-}  // namespace
-
-Expected<long> do_ptrace(int request, pid_t tid, uint64_t addr, void* data) {
-  errno = 0;
-  long result = ::ptrace(static_cast<__ptrace_request>(request), tid, reinterpret_cast<void*>(addr), data);
-  if (result != -1 || errno == 0) return result;
-  int err = errno;
-  btstub::ErrorCode code = btstub::ErrorCode::Internal;
-  if (err == ESRCH) code = btstub::ErrorCode::NoProcess;
-  if (err == EIO || err == EFAULT) code = btstub::ErrorCode::MemoryFault;
-  btstub::Error error = btstub::make_error(code, std::string(request_name(request)) + " on thread " +
-                                                     std::to_string(tid) + ": " + std::strerror(err));
-  errno = err;
-  return error;
-}
-
-pid_t wait_retry(pid_t pid, int* status, int flags) {
-  for (;;) {
-    pid_t r = ::waitpid(pid, status, flags);
-    if (r >= 0 || errno != EINTR) return r;
-  }
-}
-
-std::string hex(uint64_t value) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
-  return buf;
-}
-
-}  // namespace ptrace_detail
 
 namespace {
 
@@ -207,6 +151,7 @@ bool any_fp_available(const protocol::RegisterFile& regs) {
 PtraceProcess::PtraceProcess(pid_t pid, bool attached) : pid_(pid), attached_(attached) {}
 
 PtraceProcess::~PtraceProcess() {
+  if (held_child_) (void)detach_fork_child();  // a fork child nobody followed runs free
   if (alive_) {
     if (attached_) {
       (void)detach();

@@ -84,6 +84,12 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   std::string thread_name(pid_t tid) const override;
   int thread_core(pid_t tid) const override;
   Expected<std::vector<uint8_t>> read_siginfo(pid_t tid) override;
+  // Fork events (ptrace_fork.cc).
+  void set_fork_events(bool fork, bool vfork) override;
+  pid_t fork_child() const override { return held_child_ ? held_child_->pid : 0; }
+  Expected<void> remove_fork_child_breakpoint(uint64_t addr) override;
+  Expected<void> detach_fork_child() override;
+  Expected<void> follow_fork_child() override;
 
   // The hook sees every later resume and stop of the threads it traces;
   // nullptr removes it. Not owned; it must outlive its installation.
@@ -96,6 +102,7 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   // counted by address; see TracedThreadControl::set_trace_breakpoint.
   Expected<void> set_trace_breakpoint(pid_t tid, std::optional<uint64_t> addr) override;
   bool has_trace_breakpoint(uint64_t addr) const { return trace_int3s_.count(addr) != 0; }
+  void keep_trace_breakpoints(bool keep) override;
   // Every int3 we keep in the program's memory (user breakpoints and the
   // tracer's) with the byte it hides: a forked child inherits them all and
   // must get the original bytes back before it runs untraced.
@@ -158,7 +165,7 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   void handle_clone(pid_t parent);
   void resume_after_event_stop(pid_t parent);
   void handle_exec();
-  void handle_fork(pid_t parent, bool vfork);  // ptrace_fork.cc
+  std::optional<ProcessEvent> handle_fork(pid_t parent, bool vfork);  // ptrace_fork.cc
   void mark_gone();
   void stop_running_thread(pid_t tid, bool send_sigstop);
   void stop_all_threads(pid_t except);
@@ -194,13 +201,24 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   TraceHook* hook_ = nullptr;
   DebugRegisterState user_debug_;      // Z1-Z4, the same on every thread
   pid_t last_reported_ = 0;            // fairness among pending events
-  std::map<uint64_t, TraceInt3> trace_int3s_;  // the tracer's int3s by address
+  std::map<uint64_t, TraceInt3> trace_int3s_;  // the tracer's int3s by address (refs 0: kept)
+  bool keep_trace_int3s_ = false;
   // Every address that ever held one of the tracer's int3s: a thread that
   // hit one just before it was removed reports the trap afterwards.
   std::set<uint64_t> retired_int3s_;
   // Wait statuses reaped early (while holding threads for step_held), to be
   // handled as if waitpid returned them now.
   std::deque<std::pair<pid_t, int>> replay_;
+  // Fork events (ptrace_fork.cc): whether to report them, and the child of
+  // the last one, held stopped with the user int3s it inherited.
+  struct HeldChild {
+    pid_t pid = 0;
+    bool vfork = false;
+    std::map<uint64_t, uint8_t> int3s;  // address -> original byte, in the child
+  };
+  bool fork_events_ = false;
+  bool vfork_events_ = false;
+  std::optional<HeldChild> held_child_;
 };
 
 }  // namespace stub

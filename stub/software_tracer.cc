@@ -31,6 +31,7 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
     arm(control, *t, tid, std::nullopt);
     t->disarm_pending = false;
   }
+  update_kept_int3s(control);
   ThreadState* t = traced_state(tid);
   if (t == nullptr || !t->enabled) return requested;
   t->stopped_full = false;
@@ -68,12 +69,15 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
   // Only a full buffer under the stop policy refuses here: the client saw
   // that stop and resumed anyway, so the thread runs on untraced.
   t->frozen = true;
+  any_frozen_ = true;
+  update_kept_int3s(control);
   t->stopped_full = false;
   arm(control, *t, tid, std::nullopt);
   return requested;
 }
 
 TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedStop& stop) {
+  update_kept_int3s(control);
   ThreadState* t = traced_state(stop.tid);
   const bool only_trace_stop = stop.trace_stop_hit && !stop.software_breakpoint && !stop.watchpoint_hit &&
                                !stop.single_stepped && stop.signal == SIGTRAP;
@@ -141,6 +145,7 @@ void SoftwareTracer::settle(ThreadState& t, uint64_t pc, bool step_completed) {
 bool SoftwareTracer::store(ThreadState& t, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack) {
   if (!t.trace->append(from, to, stack)) {
     t.frozen = true;
+    any_frozen_ = true;
     t.stopped_full = true;
     return false;
   }
@@ -234,6 +239,13 @@ SoftwareTracer::Next SoftwareTracer::step_over(ThreadState& t, const protocol::R
   t.step = Step{pc_of(regs), stack_of(regs), std::move(insn), predicted_branch, true};
   ++stats_.steps;
   return Next::SingleStep;
+}
+
+void SoftwareTracer::update_kept_int3s(TracedThreadControl& control) const {
+  // With every thread traced, each int3 a thread meets is at the end of its
+  // block (int3s sit only on emulable transfers), so an int3 left behind is
+  // simply the next stop of whichever thread comes by: no write per stop.
+  control.keep_trace_breakpoints(stops_ == TraceStops::Breakpoint && all_enabled_ && !any_frozen_);
 }
 
 bool SoftwareTracer::arm(TracedThreadControl& control, ThreadState& t, pid_t tid,

@@ -149,6 +149,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   Next step_one(TracedThreadControl& control, ThreadState& t, const protocol::RegisterFile& regs);
   Next full_stop(ThreadState& t);
   bool arm(TracedThreadControl& control, ThreadState& t, pid_t tid, std::optional<uint64_t> addr);
+  // Tells the process layer whether int3s may stay at transfers no thread
+  // is armed on (TracedThreadControl::keep_trace_breakpoints).
+  void update_kept_int3s(TracedThreadControl& control) const;
 
   // TraceStops::Breakpoint (software_tracer_emulate.cc).
   Next continue_by_emulation(TracedThreadControl& control, ThreadState& t, pid_t tid,
@@ -160,6 +163,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   TraceStops stops_;
   TraceConfig config_;
   bool all_enabled_ = false;
+  bool any_frozen_ = false;  // since the last enable_all: some thread runs untraced
   TracedThreadControl* control_ = nullptr;
   std::map<pid_t, ThreadState> threads_;
   Stats stats_;

@@ -83,8 +83,10 @@ bool SoftwareTracer::enabled(pid_t tid) const {
 
 Expected<void> SoftwareTracer::enable_all() {
   all_enabled_ = true;
+  any_frozen_ = false;
   for (auto& [tid, t] : threads_) {
     if (!t.enabled && !t.exited) start_trace(t, tid, true);
+    any_frozen_ = any_frozen_ || (t.enabled && t.frozen);
   }
   return {};
 }

@@ -43,6 +43,13 @@ class TracedThreadControl {
     (void)tid, (void)addr;
     return btstub::make_error(btstub::ErrorCode::NotSupported, "No software trace stops");
   }
+  // While kept, an int3 no thread holds a reference on any more stays in
+  // the program (still hidden from reads) instead of being lifted, so a
+  // thread coming back to that transfer stops without the int3 being
+  // written again. Only sound while every thread is traced: an untraced
+  // thread meets each kept int3 as an extra stop. Turning it off lifts the
+  // unreferenced ones.
+  virtual void keep_trace_breakpoints(bool keep) { (void)keep; }
   // The general registers, rip and eflags (and fs/gs bases) only: all a
   // tracer reads at each stop, without the cost of the FPU/XSAVE state.
   virtual Expected<protocol::RegisterFile> read_general_registers(pid_t tid) { return read_registers(tid); }
