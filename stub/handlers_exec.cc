@@ -51,6 +51,9 @@ Reply handle(Session& s, const InsertBreakpoint& req) {
   // Without working debug registers answer empty, so gdb falls back to
   // software watchpoints; running out of them is an error gdb shows.
   if (req.type != BreakpointType::Software && !s.process()->has_hw_points()) return Reply::now(reply_empty());
+  if (auto refused = s.check_not_fork_child(); !refused) return error(refused.error());
+  // No check that the memory is executable: gdb puts the breakpoint of an
+  // inferior call (`print getenv("X")`) on the stack, as gdbserver allows.
   auto ok = req.type == BreakpointType::Software ? s.process()->insert_breakpoint(req.addr)
                                                  : s.process()->insert_hw_point(req.type, req.addr, req.kind);
   if (!ok) return error(ok.error());
@@ -62,6 +65,11 @@ Reply handle(Session& s, const InsertBreakpoint& req) {
 
 Reply handle(Session& s, const RemoveBreakpoint& req) {
   if (!s.has_process()) return no_process_reply();
+  if (s.general_fork_child && req.type == BreakpointType::Software) {
+    // gdb takes its breakpoints out of a fork child before letting it go.
+    auto ok = s.process()->remove_fork_child_breakpoint(req.addr);
+    return ok ? Reply::now(reply_ok()) : error(ok.error());
+  }
   if (req.type == BreakpointType::ReadWatch && !kHasReadOnlyWatchpoints) return Reply::now(reply_empty());
   if (req.type != BreakpointType::Software && !s.process()->has_hw_points()) return Reply::now(reply_empty());
   auto ok = req.type == BreakpointType::Software ? s.process()->remove_breakpoint(req.addr)
@@ -76,6 +84,11 @@ Reply handle(Session& s, const Resume& raw) {
   if (!s.has_process()) return no_process_reply();
   Process& process = *s.process();
   Resume req = with_legacy_threads(s, raw, process.pid());
+  if (pid_t child = process.fork_child(); child != 0) {
+    for (const auto& action : req.actions) {
+      if (action.thread && action.thread->pid == child) return error(Session::fork_child_not_debugged());
+    }
+  }
   if (auto replayed = replay_resume(s, req)) return *replayed;
 
   if (req.resume_addr) {
@@ -92,6 +105,13 @@ Reply handle(Session& s, const Resume& raw) {
     if (action == nullptr || action->action == ResumeAction::Stop) continue;
     StepKind kind = action->action == ResumeAction::Step ? StepKind::SingleStep : StepKind::Continue;
     if (auto ok = process.resume(tid, kind, host_signal_for(s, action->signal)); !ok) {
+      if (!resumed_any && ok.error().code == btstub::ErrorCode::NoProcess) {
+        // Killed from outside while stopped (ESRCH): its death is the stop
+        // reply, as gdbserver reports it ("terminated with signal SIGKILL").
+        s.last_stop.reset();
+        s.mark_running();
+        return Reply::later();
+      }
       if (!resumed_any) return error(ok.error());
       continue;  // the others run; the failing thread is reported when it stops or exits
     }
@@ -105,7 +125,15 @@ Reply handle(Session& s, const Resume& raw) {
   return Reply::later();
 }
 
+// vKill;PID and D;PID name a process: a pid that is not ours must not
+// kill or detach ours (gdbserver answers E too).
+static std::optional<Reply> not_our_process(Session& s, const std::optional<int64_t>& pid) {
+  if (!pid || !s.has_process() || *pid == s.process()->pid()) return std::nullopt;
+  return error(btstub::make_error(btstub::ErrorCode::NoProcess, "No such process"));
+}
+
 Reply handle(Session& s, const Kill& req) {
+  if (auto refused = not_our_process(s, req.pid)) return *refused;
   if (s.has_process()) {
     (void)s.process()->kill();
     s.mark_process_gone();
@@ -119,8 +147,33 @@ Reply handle(Session& s, const Kill& req) {
   return reply;
 }
 
-Reply handle(Session& s, const Detach&) {
+// D;PID of a held fork child lets it go; D of the parent while a child is
+// held follows the child (follow-fork-mode child): the session goes on.
+Reply detach_with_fork_child(Session& s, const Detach& req, pid_t child) {
+  Process& process = *s.process();
+  s.general_fork_child = false;
+  if (req.pid && *req.pid == child) {
+    if (auto ok = process.detach_fork_child(); !ok) return error(ok.error());
+    return Reply::now(reply_ok());
+  }
+  if (auto ok = process.follow_fork_child(); !ok) return error(ok.error());
+  s.go_live();
+  s.software_breakpoints.clear();
+  s.hardware_breakpoints.clear();
+  s.general_thread = 0;
+  s.continue_thread = 0;
+  s.last_stop.reset();
+  return Reply::now(reply_ok());
+}
+
+Reply handle(Session& s, const Detach& req) {
   if (!s.has_process()) return no_process_reply();
+  if (pid_t child = s.process()->fork_child(); child != 0) {
+    if (req.pid && (*req.pid == child || *req.pid == s.process()->pid())) return detach_with_fork_child(s, req, child);
+    (void)s.process()->detach_fork_child();  // plain D: both go free
+    s.general_fork_child = false;
+  }
+  if (auto refused = not_our_process(s, req.pid)) return *refused;
   if (auto ok = s.process()->detach(); !ok) return error(ok.error());
   s.mark_process_gone();
   Reply reply = Reply::now(reply_ok());

@@ -20,6 +20,9 @@ std::optional<Reply> refuse_start(Session& s, const char* what) {
   if (s.process_factory == nullptr) {
     return error(btstub::ErrorCode::NotSupported, std::string(what) + " is not available on this connection");
   }
+  if (auto allowed = s.process_factory->may_start_programs(); !allowed) {
+    return Reply::now(reply_error(allowed.error()));
+  }
   if (s.has_process() && !s.extended) {
     return error(btstub::ErrorCode::InvalidArgument, "Already debugging a process");
   }
@@ -31,6 +34,7 @@ std::optional<Reply> refuse_start(Session& s, const char* what) {
 Reply initial_stop(Session& s, Process* process) {
   s.set_process(process);
   process->set_thread_events(s.thread_events);
+  process->set_fork_events(s.client_features.fork_events, s.client_features.vfork_events);
   ProcessEvent event;
   event.tid = process->pid();
   event.signal = SIGTRAP;
@@ -80,8 +84,11 @@ Reply handle(Session& s, const AttachProcess& req) {
 
 // R has no reply: gdb asks `?` next and gets the new program's first stop.
 Reply handle(Session& s, const Restart&) {
+  // Outside extended mode R is not a packet btstub knows (gdbserver too
+  // answers it empty); silence would leave the client waiting forever.
+  if (!s.extended) return Reply::now(reply_empty());
   Reply reply;  // no payload: nothing is sent
-  if (!s.extended || s.process_factory == nullptr) return reply;
+  if (s.process_factory == nullptr || !s.process_factory->may_start_programs()) return reply;
   auto process = launch(s, s.last_run_argv);
   if (process) (void)initial_stop(s, *process);
   return reply;

@@ -19,6 +19,9 @@ Reply handle(Session& s, const QSupported& req) {
   s.client_features.swbreak = offered("swbreak+");
   s.client_features.hwbreak = offered("hwbreak+");
   s.client_features.exec_events = offered("exec-events+");
+  s.client_features.fork_events = offered("fork-events+");
+  s.client_features.vfork_events = offered("vfork-events+");
+  if (s.has_process()) s.process()->set_fork_events(s.client_features.fork_events, s.client_features.vfork_events);
 
   char packet_size[32];
   std::snprintf(packet_size, sizeof packet_size, "PacketSize=%zx", RspLink::kMaxPayload);
@@ -41,6 +44,8 @@ Reply handle(Session& s, const QSupported& req) {
   if (s.client_features.swbreak) features.emplace_back("swbreak+");
   if (s.client_features.hwbreak) features.emplace_back("hwbreak+");
   if (s.client_features.exec_events) features.emplace_back("exec-events+");
+  if (s.client_features.fork_events) features.emplace_back("fork-events+");
+  if (s.client_features.vfork_events) features.emplace_back("vfork-events+");
   for (auto& feature : btrace_supported_features(s)) features.push_back(std::move(feature));
   // Reverse execution is answered from the recorded branch trace.
   if (s.trace_backend != nullptr) {
@@ -53,8 +58,11 @@ Reply handle(Session& s, const QSupported& req) {
 // The server switches the link after sending this reply (see Server).
 Reply handle(Session&, const QStartNoAckMode&) { return Reply::now(reply_ok()); }
 
-Reply handle(Session& s, const QueryAttached&) {
+Reply handle(Session& s, const QueryAttached& req) {
   if (!s.has_process()) return no_process_reply();
+  if (req.pid && *req.pid != s.process()->pid()) {  // as gdbserver: only ours is known
+    return Reply::now(reply_error(btstub::make_error(btstub::ErrorCode::NoProcess, "No such process")));
+  }
   return Reply::now(reply_attached(s.process()->attached()));
 }
 
@@ -88,6 +96,11 @@ Reply handle(Session& s, const QueryStopReason&) {
 }
 
 Reply handle(Session& s, const SetThread& req) {
+  if (req.op == 'g') {
+    pid_t child = s.has_process() ? s.process()->fork_child() : 0;
+    s.general_fork_child = child != 0 && req.thread.pid == child;
+    if (s.general_fork_child) return Reply::now(reply_ok());
+  }
   auto tid = s.resolve_thread(req.thread);
   if (!tid) return Reply::now(reply_error(tid.error()));
   if (req.op == 'g') {

@@ -1,5 +1,6 @@
 // qXfer:OBJECT:read: each object is a function that builds the whole
 // document; the reply carries the slice gdb asked for.
+#include <charconv>
 #include <map>
 
 #include "protocol/amd64_registers.h"
@@ -25,8 +26,17 @@ Expected<std::string> auxv(Session& s, const std::string&) {
   return s.process()->read_auxv();
 }
 
-Expected<std::string> exec_file(Session& s, const std::string&) {
+// The annex is the pid in hex (empty: the current process); only ours is known.
+Expected<std::string> exec_file(Session& s, const std::string& annex) {
   if (!s.has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
+  if (!annex.empty()) {
+    uint64_t pid = 0;
+    auto [end, ec] = std::from_chars(annex.data(), annex.data() + annex.size(), pid, 16);
+    if (ec != std::errc() || end != annex.data() + annex.size() ||
+        pid != static_cast<uint64_t>(s.process()->pid())) {
+      return btstub::make_error(btstub::ErrorCode::NoProcess, "No such process");
+    }
+  }
   return s.process()->exec_file();
 }
 

@@ -48,14 +48,27 @@ void Session::go_live() {
   if (replay_) replay_->go_live();
 }
 
+btstub::Error Session::fork_child_not_debugged() {
+  return btstub::make_error(btstub::ErrorCode::NotSupported,
+                            "btstub debugs one process at a time: a fork child is only held until "
+                            "detached or followed (detach-on-fork off is not supported)");
+}
+
+Expected<void> Session::check_not_fork_child() const {
+  if (!general_fork_child) return {};
+  return fork_child_not_debugged();
+}
+
 Expected<protocol::RegisterFile> Session::thread_registers(pid_t tid) {
   if (!has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
+  if (auto refused = check_not_fork_child(); !refused) return refused.error();
   if (replaying(tid)) return replay_->registers(tid);
   return process_->read_registers(tid);
 }
 
 Expected<std::vector<uint8_t>> Session::thread_memory(pid_t tid, uint64_t addr, std::size_t len) {
   if (!has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
+  if (auto refused = check_not_fork_child(); !refused) return refused.error();
   if (replaying(tid)) return replay_->read_memory(tid, addr, len);
   return process_->read_memory(addr, len);
 }
@@ -71,6 +84,7 @@ void Session::set_process(Process* process) {
   last_stop.reset();
   general_thread = 0;
   continue_thread = 0;
+  general_fork_child = false;
 }
 
 protocol::ThreadId Session::thread_id(pid_t tid) const {
@@ -129,6 +143,11 @@ protocol::StopReply Session::make_stop_reply(const ProcessEvent& event) {
     stop.reason = protocol::StopReason::SoftwareBreakpoint;
   }
   if (event.hw_stop) set_hardware_reason(stop, *event.hw_stop, event.hw_address);
+  if (event.fork_child != 0) {
+    stop.reason = event.vfork ? protocol::StopReason::Vfork : protocol::StopReason::Fork;
+    stop.child = protocol::ThreadId{event.fork_child, event.fork_child};
+  }
+  if (event.vfork_done) stop.reason = protocol::StopReason::VforkDone;
   if (event.exec_path && client_features.exec_events) {
     stop.reason = protocol::StopReason::Exec;
     stop.exec_path = *event.exec_path;

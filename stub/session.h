@@ -33,6 +33,9 @@ class ProcessFactory {
   virtual Expected<Process*> attach(pid_t pid) = 0;
   // What an empty argv[0] in vRun means: the program named on the command line.
   virtual std::string default_program() const { return {}; }
+  // Whether launch/attach may be asked at all (--no-run refuses); asked
+  // before the session lets go of its current program.
+  virtual Expected<void> may_start_programs() const { return {}; }
 };
 
 // What the command line fixed for every session.
@@ -82,10 +85,19 @@ class Session {
     bool swbreak = false;
     bool hwbreak = false;
     bool exec_events = false;  // exec-events+: report exec as `exec:` stops
+    bool fork_events = false;   // fork-events+: report forks, hold the child
+    bool vfork_events = false;  // vfork-events+: report vforks and vforkdone
   };
   Features client_features;
   pid_t general_thread = 0;   // Hg; 0: the process's main thread
   pid_t continue_thread = 0;  // Hc; 0 or -1: all
+  // Hg named the held fork child: z0 then removes the int3s it inherited
+  // (gdb's detach_breakpoints), not the parent's.
+  bool general_fork_child = false;
+  // An error while Hg names the held fork child: it is held, not debugged
+  // (one process at a time), so its registers and memory are not served.
+  Expected<void> check_not_fork_child() const;
+  static btstub::Error fork_child_not_debugged();
   std::set<int> pass_signals;     // host numbers: delivered without stopping
   std::set<int> program_signals;  // host numbers; empty set: all may reach the program
   bool program_signals_set = false;

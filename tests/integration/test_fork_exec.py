@@ -11,8 +11,8 @@
    breakpoint on after_exec() is hit in the new image with n = 2, and the
    program exits normally; transcript equal to gdbserver's.
 
-Not covered: btstub does not report fork events to gdb yet, so
-follow-fork-mode child and detach-on-fork off are not tested.
+Fork events (catchpoints, follow-fork-mode child, detach-on-fork off) are
+tested by test_fork_follow.py.
 
     python3 test_fork_exec.py [--server gdbserver] [-v]
 """
