@@ -117,7 +117,9 @@ Expected<std::string> btrace_document(Session& s, pid_t tid, const XferRead& req
   if (kind) return read_trace(s, tid, *kind);
   auto config = backend.thread_config(tid);
   if (!config) return config.error();
-  return protocol::btrace_conf_bts_xml(config->buffer_bytes);
+  // The backend's name rides in an XML comment: gdb's parser skips it.
+  return protocol::btrace_conf_bts_xml(config->buffer_bytes) + "<!-- btstub backend: " +
+         std::string(backend.name()) + " -->\n";
 }
 
 }  // namespace

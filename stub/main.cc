@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "stub/backend_probe.h"
 #include "stub/options.h"
 #include "stub/server.h"
 
@@ -22,6 +23,21 @@ int main(int argc, char** argv) {
     std::printf("btstub %s\nA gdbserver-compatible debug server with branch tracing and reverse execution.\n",
                 BTSTUB_VERSION);
     return 0;
+  }
+  if (command_line->mode == stub::CommandLine::Mode::Probe) {
+    auto seam = stub::make_linux_perf_seam();
+    std::fputs(stub::format_probe(stub::probe_backends(*seam)).c_str(), stdout);
+    return 0;
+  }
+  if (command_line->trace_backend != stub::TraceBackendChoice::Software) {
+    // Resolved before anything starts: an absent backend is a usage error.
+    auto seam = stub::make_linux_perf_seam();
+    auto backend = stub::resolve_backend(stub::probe_backends(*seam), command_line->trace_backend);
+    if (!backend) {
+      std::fprintf(stderr, "btstub: %s\n", backend.error().message.c_str());
+      return 2;
+    }
+    command_line->trace_backend = *backend;
   }
   try {
     stub::Server server(std::move(*command_line));

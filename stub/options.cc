@@ -32,7 +32,10 @@ btstub::Expected<void> parse_trace_option(CommandLine& cl, const std::string& a)
   if (starts_with(a, "--backend=")) {
     if (value == "auto") cl.trace_backend = TraceBackendChoice::Auto;
     else if (value == "software") cl.trace_backend = TraceBackendChoice::Software;
-    else return make_error(ErrorCode::InvalidArgument, "Bad --backend '" + value + "': expected auto or software");
+    else if (value == "perf-bts") cl.trace_backend = TraceBackendChoice::PerfBts;
+    else if (value == "intel-bts") cl.trace_backend = TraceBackendChoice::IntelBts;
+    else return make_error(ErrorCode::InvalidArgument,
+                           "Bad --backend '" + value + "': expected auto, software, perf-bts or intel-bts");
   } else if (starts_with(a, "--trace-size=")) {
     auto size = parse_trace_size(value);
     if (!size) return size.error();
@@ -101,14 +104,21 @@ std::string usage_text() {
          "  --no-pin-cpu          Let btstub and PROG run on any CPU (default: both on\n"
          "                        the CPU btstub starts on; ptrace stops cost far\n"
          "                        less when tracer and program share a CPU).\n"
+         "  --no-vfile            Refuse vFile packets: the client cannot read, or delete,\n"
+         "                        files with btstub's rights (see docs/security.md).\n"
+         "  --no-run              Refuse vRun, vAttach and R: the client cannot start or\n"
+         "                        attach to any other program.\n"
          "  --startup-with-shell, --no-startup-with-shell\n"
          "                        Accepted for gdbserver compatibility; btstub execs PROG directly.\n"
          "\n"
          "Branch tracing:\n"
          "  --record              Trace the branches of every thread from PROG's first\n"
          "                        instruction (as `monitor record start` at once).\n"
-         "  --backend=auto|software\n"
-         "                        Branch-trace backend (default auto: software here).\n"
+         "  --backend=auto|software|perf-bts|intel-bts\n"
+         "                        Branch-trace backend (default auto: intel-bts, else\n"
+         "                        perf-bts, else software; see --probe).\n"
+         "  --probe               Print what branch-trace hardware this machine has\n"
+         "                        and which backend auto picks, then exit.\n"
          "  --trace-size=BYTES    Trace buffer per thread, in bytes (24 per branch;\n"
          "                        k/m suffixes, 0x hex; default 64k).\n"
          "  --trace-full=drop|stop\n"
@@ -133,6 +143,9 @@ btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>&
     } else if (a == "--version") {
       cl.mode = CommandLine::Mode::Version;
       return cl;
+    } else if (a == "--probe") {
+      cl.mode = CommandLine::Mode::Probe;
+      return cl;
     } else if (a == "--once") {
       cl.once = true;
     } else if (a == "--attach") {
@@ -147,6 +160,10 @@ btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>&
       cl.pin_cpu = false;
     } else if (a == "--record") {
       cl.record = true;
+    } else if (a == "--no-vfile") {
+      cl.no_vfile = true;
+    } else if (a == "--no-run") {
+      cl.no_run = true;
     } else if (is_trace_option(a)) {
       if (auto r = parse_trace_option(cl, a); !r) return r.error();
     } else if (a == "--remote-debug" || a == "--debug") {

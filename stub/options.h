@@ -15,8 +15,10 @@ namespace stub {
 
 // --backend: which branch-trace backend serves Qbtrace:bts.
 enum class TraceBackendChoice {
-  Auto,      // the best available (today: software)
+  Auto,      // the best available: intel-bts, then perf-bts, then software
   Software,  // stub::SoftwareTracer
+  PerfBts,   // stub::PerfBackend over a perf BTS sample ring
+  IntelBts,  // stub::PerfBackend over the intel_bts PMU's AUX area
 };
 
 // Limits of --trace-size: one BTS record, and a bound that keeps a typo
@@ -25,7 +27,7 @@ inline constexpr uint64_t kMinTraceSize = 24;
 inline constexpr uint64_t kMaxTraceSize = uint64_t{1} << 32;
 
 struct CommandLine {
-  enum class Mode { Launch, Attach, Multi, Help, Version };
+  enum class Mode { Launch, Attach, Multi, Help, Version, Probe };  // Probe: --probe
   Mode mode = Mode::Launch;
   std::string comm;                    // "[HOST]:PORT", "-" or "stdio"
   std::vector<std::string> program;    // PROG ARGS..
@@ -39,6 +41,8 @@ struct CommandLine {
   bool record = false;                 // --record: trace every thread from the first instruction
   TraceBackendChoice trace_backend = TraceBackendChoice::Auto;  // --backend=
   TraceConfig trace_config;            // --trace-size=, --trace-full=
+  bool no_vfile = false;               // --no-vfile: vFile (host file access) unsupported
+  bool no_run = false;                 // --no-run: vRun/vAttach/R refused (docs/security.md)
 
   bool stdio() const { return comm == "-" || comm == "stdio"; }
 };

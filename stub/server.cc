@@ -1,11 +1,13 @@
 #include "stub/server.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <boost/asio.hpp>
 #include <csignal>
 #include <cstdio>
 
+#include "stub/backend_probe.h"
 #include "stub/connection.h"
 #include "stub/cpu_affinity.h"
 #include "stub/ptrace_process.h"
@@ -24,7 +26,18 @@ std::unique_ptr<Process> Server::trace(std::unique_ptr<PtraceProcess> process) {
     process->set_trace_hook(tracer_.get());
     tracer_->adopt_threads(process->threads());
   }
+  if (hardware_) {
+    hardware_->forget_process();
+    hardware_->set_control(process.get());
+    process->set_trace_hook(hardware_.get());
+    hardware_->adopt_threads(process->threads());
+  }
   return process;
+}
+
+TraceBackend* Server::trace_backend() const {
+  if (hardware_) return hardware_.get();
+  return tracer_.get();
 }
 
 Expected<std::unique_ptr<Process>> Server::launch_program(const std::vector<std::string>& argv) {
@@ -57,9 +70,22 @@ std::string Server::default_program() const {
   return command_line_.program.empty() ? std::string() : command_line_.program.front();
 }
 
+// --no-run: the program already being debugged stays; nothing else starts.
+btstub::Error Server::refused_by_no_run(const std::string& what) {
+  std::fprintf(stderr, "%s is disabled (--no-run)\n", what.c_str());
+  return btstub::make_error(btstub::ErrorCode::NotSupported, what + " is disabled (--no-run)");
+}
+
+Expected<void> Server::may_start_programs() const {
+  if (!command_line_.no_run) return {};
+  return btstub::make_error(btstub::ErrorCode::NotSupported,
+                            "Starting or attaching to programs is disabled (--no-run)");
+}
+
 // The old program goes first: two traced programs at once could steal each
 // other's wait statuses, and gdb has killed or detached it already anyway.
 Expected<Process*> Server::launch(const std::vector<std::string>& argv) {
+  if (command_line_.no_run) return refused_by_no_run("Running programs");
   release_program();
   auto launched = launch_program(argv);
   if (!launched) {
@@ -71,6 +97,7 @@ Expected<Process*> Server::launch(const std::vector<std::string>& argv) {
 }
 
 Expected<Process*> Server::attach(pid_t pid) {
+  if (command_line_.no_run) return refused_by_no_run("Attaching to programs");
   release_program();
   auto attached = PtraceProcess::attach(pid);
   if (!attached) {
@@ -85,6 +112,7 @@ Expected<Process*> Server::attach(pid_t pid) {
 void Server::release_program() {
   if (!process_) return;
   if (tracer_) tracer_->set_control(nullptr);  // the control is the process going away
+  if (hardware_) hardware_->set_control(nullptr);
   if (process_->attached()) {
     if (process_->detach()) std::fprintf(stderr, "Detached from process %d\n", static_cast<int>(process_->pid()));
   } else {
@@ -101,6 +129,17 @@ int Server::run() {
       std::fprintf(stderr, "btstub: warning: %s; running unpinned\n", pinned.error().message.c_str());
     }
   }
+  auto choice = command_line_.trace_backend;
+  if (choice == TraceBackendChoice::PerfBts || choice == TraceBackendChoice::IntelBts) {
+    perf_seam_ = make_linux_perf_seam();
+    PerfBackend::Options options;
+    options.kind = choice == TraceBackendChoice::IntelBts ? HardwareTrace::IntelBts : HardwareTrace::PerfBts;
+    options.intel_bts_type = intel_bts_pmu_type(*perf_seam_).value_or(0);
+    options.config = command_line_.trace_config;
+    options.enable_all = command_line_.record;
+    hardware_ = std::make_unique<PerfBackend>(*perf_seam_, options);
+    return command_line_.stdio() ? serve_stdio() : serve_tcp();
+  }
   auto tracer = SoftwareTracer::create(command_line_.trace_config, command_line_.record,
                                        PtraceProcess::debug_registers_work() ? TraceStops::DebugRegister
                                                                             : TraceStops::Breakpoint);
@@ -114,11 +153,18 @@ int Server::run() {
 
 namespace {
 
+// Asio opens and accepts sockets without close-on-exec: every program
+// btstub starts would inherit the listener (and answer connections on it
+// after --once closed ours) and the client's connection.
+void set_cloexec(int fd) { (void)::fcntl(fd, F_SETFD, FD_CLOEXEC); }
+
 template <class In, class Out>
 ConnectionResult serve(asio::io_context& io, In& in, Out& out, Process* process, ProcessFactory* factory,
-                       TraceBackend* trace_backend, asio::signal_set& sigchld, const CommandLine& cl) {
+                       TraceBackend* trace_backend, ChildSignals& sigchld, const CommandLine& cl) {
   SessionConfig config;
   config.disabled_packets = cl.disabled_packets;
+  // The empty reply, not an error: gdb then reads files locally instead.
+  if (cl.no_vfile) config.disabled_packets.insert("vFile");
   Session session(config, process);
   session.process_factory = factory;
   session.trace_backend = trace_backend;
@@ -138,11 +184,11 @@ int Server::serve_stdio() {
     process_ = std::move(*process);
   }
   asio::io_context io;
-  asio::signal_set sigchld(io, SIGCHLD);
-  asio::posix::stream_descriptor in(io, ::dup(STDIN_FILENO));
-  asio::posix::stream_descriptor out(io, ::dup(STDOUT_FILENO));
+  ChildSignals sigchld(io);
+  asio::posix::stream_descriptor in(io, ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0));
+  asio::posix::stream_descriptor out(io, ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0));
   std::fprintf(stderr, "Remote debugging using stdio\n");
-  serve(io, in, out, process_.get(), this, tracer_.get(), sigchld, command_line_);
+  serve(io, in, out, process_.get(), this, trace_backend(), sigchld, command_line_);
   release_program();
   return 0;
 }
@@ -154,7 +200,7 @@ int Server::serve_tcp() {
     return 1;
   }
   asio::io_context io;
-  asio::signal_set sigchld(io, SIGCHLD);
+  ChildSignals sigchld(io);
   boost::system::error_code ec;
   auto ip = asio::ip::make_address(address->host, ec);
   if (ec) {
@@ -168,7 +214,8 @@ int Server::serve_tcp() {
   }
   tcp::acceptor acceptor(io);
   tcp::endpoint endpoint(ip, address->port);
-  if (acceptor.open(endpoint.protocol(), ec) || acceptor.set_option(tcp::acceptor::reuse_address(true), ec) ||
+  if (!acceptor.open(endpoint.protocol(), ec)) set_cloexec(acceptor.native_handle());
+  if (ec || acceptor.set_option(tcp::acceptor::reuse_address(true), ec) ||
       acceptor.bind(endpoint, ec) || acceptor.listen(1, ec)) {
     std::fprintf(stderr, "Can't bind address: %s.\nExiting\n",
                  ec == asio::error::address_in_use ? "Address already in use" : ec.message().c_str());
@@ -183,6 +230,13 @@ int Server::serve_tcp() {
     }
     process_ = std::move(*process);
   }
+  if (!ip.is_loopback()) {
+    std::fprintf(stderr,
+                 "btstub: warning: listening on %s, not on a loopback address: anyone who can reach "
+                 "port %u controls the program and can read files with btstub's rights (see "
+                 "--no-vfile, --no-run and docs/security.md)\n",
+                 ip.to_string().c_str(), static_cast<unsigned>(acceptor.local_endpoint().port()));
+  }
   std::fprintf(stderr, "Listening on port %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
 
   for (;;) {
@@ -193,11 +247,14 @@ int Server::serve_tcp() {
       release_program();
       return 1;
     }
+    set_cloexec(socket.native_handle());
+    // --once: nobody else may connect, not even while this client is served.
+    if (command_line_.once) acceptor.close(ec);
     auto peer = socket.remote_endpoint(ec);
     std::fprintf(stderr, "Remote debugging from host %s, port %u\n", peer.address().to_string().c_str(),
                  static_cast<unsigned>(peer.port()));
     socket.set_option(tcp::no_delay(true), ec);
-    ConnectionResult result = serve(io, socket, socket, process_.get(), this, tracer_.get(), sigchld, command_line_);
+    ConnectionResult result = serve(io, socket, socket, process_.get(), this, trace_backend(), sigchld, command_line_);
     release_program();
     if (result.exit_server || command_line_.once || command_line_.mode == CommandLine::Mode::Attach) break;
     // Without --once, the next client gets a fresh copy of the program;

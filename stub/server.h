@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "stub/options.h"
+#include "stub/perf_backend.h"
 #include "stub/process.h"
 #include "stub/session.h"
 #include "stub/software_tracer.h"
@@ -22,9 +23,11 @@ class Server final : public ProcessFactory {
   Expected<Process*> launch(const std::vector<std::string>& argv) override;
   Expected<Process*> attach(pid_t pid) override;
   std::string default_program() const override;
+  Expected<void> may_start_programs() const override;
 
  private:
   Expected<std::unique_ptr<Process>> start_program();
+  btstub::Error refused_by_no_run(const std::string& what);
   Expected<std::unique_ptr<Process>> launch_program(const std::vector<std::string>& argv);
   // Ends the program's part in a finished connection: a program btstub
   // started is killed, an attached one detached.
@@ -42,6 +45,10 @@ class Server final : public ProcessFactory {
   // One tracer for the server's life: it serves Qbtrace and --record for
   // every program in turn (forget_process() between them).
   std::unique_ptr<SoftwareTracer> tracer_;
+  // --backend=perf-bts|intel-bts (resolved by main): used instead of tracer_.
+  std::unique_ptr<PerfSeam> perf_seam_;
+  std::unique_ptr<PerfBackend> hardware_;
+  TraceBackend* trace_backend() const;
 };
 
 }  // namespace stub

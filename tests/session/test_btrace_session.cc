@@ -157,7 +157,7 @@ TEST_CASE("Qbtrace-conf sets the size new traces get; btrace-conf reports the th
   CHECK(f.ask("Qbtrace:bts") == "OK");
   const std::string conf_800 =
       "l<!DOCTYPE btrace-conf SYSTEM \"btrace-conf.dtd\">\n<btrace-conf version=\"1.0\">\n"
-      "<bts size=\"0x800\" />\n</btrace-conf>\n";
+      "<bts size=\"0x800\" />\n</btrace-conf>\n<!-- btstub backend: fake -->\n";
   CHECK(f.ask("qXfer:btrace-conf:read::0,fff") == conf_800);
   // A later size applies to threads enabled later, not to this one.
   CHECK(f.ask("Qbtrace-conf:bts:size=0x10000") == "OK");

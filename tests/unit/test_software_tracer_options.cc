@@ -60,7 +60,7 @@ TEST_CASE("--trace-size accepts bytes, hex and k/m suffixes within limits") {
 }
 
 TEST_CASE("bad tracing option values are clear errors") {
-  REQUIRE(parse_error({"--backend=bts", ":0", "prog"}) == "Bad --backend 'bts': expected auto or software");
+  REQUIRE(parse_error({"--backend=bts", ":0", "prog"}) == "Bad --backend 'bts': expected auto, software, perf-bts or intel-bts");
   REQUIRE(parse_error({"--trace-full=wrap", ":0", "prog"}) == "Bad --trace-full 'wrap': expected drop or stop");
   REQUIRE(parse_error({"--trace-size=lots", ":0", "prog"}).find("Bad --trace-size 'lots'") == 0);
 }
