@@ -6,6 +6,10 @@ For each server: start it on tests/programs/stepper.c (built as
 PROGRAMS_DIR/stepper_O0), let gdb -batch run to step_loop, then time, inside
 gdb with Python's perf_counter, only the stepping:
 
+The server `gdb-floor` is no server: the session is recorded through btstub
+(tests/bench/rsp_replay.py) and then replayed to gdb from the recording, so
+its time is gdb's own work plus a Python loop answering packets.
+
   count: one `stepi 1500` command
   loop:  1,500 separate `stepi` commands (gdb.execute from a Python loop),
          as a user or a front end would issue them
@@ -23,7 +27,9 @@ import os
 import re
 import shlex
 import statistics
+import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
@@ -47,11 +53,48 @@ def commands(mode, steps):
     return pre + timed + ["x/i $pc", "kill"]
 
 
+REPLAY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rsp_replay.py")
+
+
+class ScriptServer(harness.Server):
+    """rsp_replay.py as a server: like harness.Server, from a whole argv."""
+
+    def __init__(self, argv):  # pylint: disable=super-init-not-called
+        self.kind = "gdb-floor"
+        self.argv = argv
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+        self._out = harness._LineCollector(self.proc.stdout)  # pylint: disable=protected-access
+        self._err = harness._LineCollector(self.proc.stderr)  # pylint: disable=protected-access
+        self.port = None
+        self.inferior_pid = None
+        self.wait_listening()
+
+
+def run_script_server(argv, prog, cmds):
+    server = ScriptServer(argv)
+    try:
+        result = harness.run_gdb(cmds, prog, server.address, timeout=600, markers=False)
+        server.wait_exit(10.0)
+    finally:
+        server.stop()
+    return result, server
+
+
 def measure(kind, mode, steps):
     """One run; returns (seconds, gdb argv, server argv)."""
     prog = harness.program("stepper")
-    result, server = harness.run_gdb_tcp(kind, prog, [], commands(mode, steps),
-                                         timeout=600, markers=False)
+    if kind == "gdb-floor":
+        # gdb alone: the same session recorded through btstub, then served
+        # from the recording with no server or program behind it.
+        log = os.path.join(tempfile.mkdtemp(prefix="stepi-floor-"), "session.jsonl")
+        run_script_server([sys.executable, REPLAY, "record", log, "--",
+                           harness.server_path("btstub"), "-", prog], prog, commands(mode, steps))
+        result, server = run_script_server([sys.executable, REPLAY, "serve", log], prog,
+                                           commands(mode, steps))
+    else:
+        result, server = harness.run_gdb_tcp(kind, prog, [], commands(mode, steps),
+                                             timeout=600, markers=False)
     m = re.search(r"^BENCH_SECONDS ([0-9.]+)$", result.output, re.M)
     if not m or "<step_loop+" not in result.output.split("BENCH_SECONDS")[-1]:
         raise harness.HarnessError(
@@ -99,6 +142,9 @@ def main():
         if "gdbserver" in medians and "btstub" in medians:
             print("%s: btstub / gdbserver = %.2f" %
                   (mode, medians["btstub"] / medians["gdbserver"]))
+        if "gdbserver" in medians and "gdb-floor" in medians:
+            print("%s: gdb-floor / gdbserver = %.2f (no server can do better)" %
+                  (mode, medians["gdb-floor"] / medians["gdbserver"]))
     print()
     print("Command lines (the port is picked by the server, :0):")
     for kind, mode, server_argv, gdb_argv in shown:
