@@ -36,6 +36,7 @@ std::string record_status(Session& s, TraceBackend& backend) {
   out << "Branch recording (" << backend.name() << " backend): "
       << (backend.all_enabled() ? "every thread" : "per thread") << "; new threads get "
       << describe_config(backend.config()) << ".\n";
+  if (std::string problem = backend.problem(); !problem.empty()) out << "Last failure: " << problem << "\n";
   if (Process* process = s.process()) {
     for (pid_t tid : process->threads()) {
       out << "  thread " << tid << ": ";

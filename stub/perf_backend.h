@@ -57,6 +57,7 @@ class PerfBackend final : public TraceHook, public TraceBackend {
   // Why the last event could not be set up (a lazily traced thread under
   // enable_all has nobody to tell), empty when none failed.
   const std::string& last_error() const { return last_error_; }
+  std::string problem() const override { return last_error_; }
   // The perf event fd of a traced thread (-1 if none), for tests.
   int event_fd(pid_t tid) const;
 

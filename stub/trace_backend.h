@@ -51,6 +51,10 @@ class TraceBackend {
   // True when the thread stopped because its buffer filled under
   // OverflowPolicy::Stop (the stop reply then says so).
   virtual bool stopped_full(pid_t tid) const = 0;
+  // Why the last thread that should have been traced is not (a thread
+  // created under enable_all whose trace could not start: nobody was there
+  // to be told); empty when nothing failed. `monitor record status` shows it.
+  virtual std::string problem() const { return {}; }
 };
 
 }  // namespace stub

@@ -17,6 +17,9 @@ class FakeTraceBackend : public stub::TraceBackend {
   std::map<pid_t, uint64_t> origins;             // where tracing begins per thread (default 0x401000)
   std::optional<std::string> fail_next;          // next enable/disable fails with this message
   std::vector<std::string> log;                  // "enable 100", "disable 100", "set_config 0x..."
+  std::string problem_text;                      // what problem() answers
+
+  std::string problem() const override { return problem_text; }
 
   std::string_view name() const override { return "fake"; }
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "fake_process.h"
+#include "fake_trace_backend.h"
 #include "protocol/replies.h"
 #include "stub/session.h"
 #include "stub/software_tracer.h"
@@ -64,4 +65,15 @@ TEST_CASE("monitor record without a backend or with a bad argument explains itse
   auto none = f.monitor("record start");
   CHECK(none.payload == std::optional<std::string>("OK"));
   CHECK(contains(none.console, "not available"));
+}
+
+TEST_CASE("monitor record status names a backend's last failure to trace a thread", "[session][monitor]") {
+  test::FakeProcess process;
+  test::FakeTraceBackend backend;
+  stub::Session session{stub::SessionConfig{}, &process};
+  session.trace_backend = &backend;
+  auto status = [&] { return session.handle_packet("qRcmd," + protocol::hex_encode("record status")).console; };
+  CHECK_FALSE(contains(status(), "Last failure"));
+  backend.problem_text = "perf-bts: thread 101: perf_event_open failed: Too many open files";
+  CHECK(contains(status(), "Last failure: perf-bts: thread 101: perf_event_open failed: Too many open files\n"));
 }

@@ -304,3 +304,16 @@ TEST_CASE("--backend accepts the hardware backends, --probe is a mode") {
   REQUIRE(stub::parse_command_line({"--backend=bts", ":0", "prog"}).error().message ==
           "Bad --backend 'bts': expected auto, software, perf-bts or intel-bts");
 }
+
+TEST_CASE("perf-bts: a thread created under enable_all whose event cannot open is named in problem()") {
+  FakePerfSeam seam;
+  fakeperf::PcControl control;
+  control.pc[kTid] = kOrigin;
+  PerfBackend backend(seam, options(HardwareTrace::PerfBts, 4096, /*all=*/true));
+  backend.set_control(&control);
+  REQUIRE(backend.problem().empty());
+  seam.open_errno_by_type[PERF_TYPE_HARDWARE] = EMFILE;
+  REQUIRE(backend.before_resume(control, kTid, stub::StepKind::Continue, 0) == stub::StepKind::Continue);
+  REQUIRE_FALSE(backend.enabled(kTid));
+  REQUIRE(backend.problem() == "perf-bts: thread 4242: perf_event_open failed: Too many open files");
+}
