@@ -3,7 +3,9 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
-PACKAGES=(g++ cmake make gdb gdbserver python3 libboost-dev libcapstone-dev nlohmann-json3-dev catch2)
+# clang and its runtime (libFuzzer, sanitizers) build the fuzz targets.
+PACKAGES=(g++ cmake make gdb gdbserver python3 libboost-dev libcapstone-dev nlohmann-json3-dev catch2
+          clang libclang-rt-14-dev)
 
 install_packages() {
   local missing=()
@@ -19,7 +21,14 @@ install_packages() {
   fi
 }
 
+# build_tree DIR [cmake options...]: configures and builds every target.
+build_tree() {
+  local dir=$1
+  shift
+  cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j"$(nproc)"
+}
+
 build_btstub() {
-  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-  cmake --build "$BUILD" -j"$(nproc)"
+  build_tree "$BUILD" "$@"
 }

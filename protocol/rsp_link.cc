@@ -1,5 +1,7 @@
 #include "protocol/rsp_link.h"
 
+#include <algorithm>
+
 namespace protocol {
 namespace {
 
@@ -55,13 +57,19 @@ void RspLink::reject() {
 
 bool RspLink::discard_oversize() {
   if (skipping_payload_) {
-    auto hash = inbuf_.find('#');
+    // A '$' starts a new packet here too, as it does in take_packet, so
+    // where the reads happened to split the stream does not matter.
+    auto hash = inbuf_.find_first_of("#$");
     if (hash == std::string::npos) {
       inbuf_.clear();
       return false;
     }
-    inbuf_.erase(0, hash + 1);
     skipping_payload_ = false;
+    if (inbuf_[hash] == '$') {
+      inbuf_.erase(0, hash);
+      return true;
+    }
+    inbuf_.erase(0, hash + 1);
     skipping_checksum_ = 2;
   }
   while (skipping_checksum_ > 0 && !inbuf_.empty()) {
@@ -74,26 +82,34 @@ bool RspLink::discard_oversize() {
 bool RspLink::take_packet(std::optional<Inbound>& out) {
   // inbuf_[0] is '$'. A second '$' before '#' means the client gave up on a
   // truncated packet and started over; keep the newer one.
-  auto end = inbuf_.find_first_of("#$", 1);
-  if (end != std::string::npos && inbuf_[end] == '$') {
-    ++rejected_;
-    inbuf_.erase(0, end);
-    return true;
-  }
+  auto end = inbuf_.find_first_of("#$", std::max<std::size_t>(scanned_, 1));
+  scanned_ = 0;
   bool oversize = (end == std::string::npos ? inbuf_.size() - 1 : end - 1) > kMaxPayload;
   if (oversize) {
     // Throw the bytes away now rather than buffer a packet we will refuse.
+    // (Checked before the restart rule: whether the oversize part arrived
+    // before or together with the next '$' must not change the answer.)
     reject();
     if (end == std::string::npos) {
       inbuf_.clear();
       skipping_payload_ = true;
+    } else if (inbuf_[end] == '$') {
+      inbuf_.erase(0, end);
     } else {
       inbuf_.erase(0, end + 1);
       skipping_checksum_ = 2;
     }
     return true;
   }
-  if (end == std::string::npos || inbuf_.size() < end + 3) return false;
+  if (end != std::string::npos && inbuf_[end] == '$') {
+    ++rejected_;
+    inbuf_.erase(0, end);
+    return true;
+  }
+  if (end == std::string::npos || inbuf_.size() < end + 3) {
+    scanned_ = end == std::string::npos ? inbuf_.size() : end;
+    return false;
+  }
   int high = hex_digit_value(inbuf_[end + 1]);
   int low = hex_digit_value(inbuf_[end + 2]);
   std::string payload = inbuf_.substr(1, end - 1);

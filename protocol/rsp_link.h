@@ -63,6 +63,10 @@ class RspLink {
   // its two checksum digits.
   bool skipping_payload_ = false;
   int skipping_checksum_ = 0;
+  // How far take_packet has already searched the pending packet for its
+  // '#' (or a restarting '$'), so a packet trickling in byte by byte costs
+  // linear, not quadratic, time. 0 when no packet is pending.
+  std::size_t scanned_ = 0;
 
   // Each returns false when it needs more input before it can go on.
   bool discard_oversize();

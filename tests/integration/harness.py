@@ -469,14 +469,42 @@ def free_port():
         return s.getsockname()[1]
 
 
+def _sanitizer_logs_begin():
+    """Sends AddressSanitizer/UBSan reports of every process this test starts
+    (btstub built with BTSTUB_SANITIZE, wherever it was started from) to
+    files in a fresh directory; returns it."""
+    import tempfile
+    log_dir = tempfile.mkdtemp(prefix="btstub-sanitizer-")
+    for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+        old = os.environ.get(var)
+        os.environ[var] = (old + ":" if old else "") + \
+            "log_path=%s/report:print_stacktrace=1" % log_dir
+    return log_dir
+
+
+def _sanitizer_reports(log_dir):
+    import shutil
+    reports = []
+    for name in sorted(os.listdir(log_dir)):
+        with open(os.path.join(log_dir, name), errors="replace") as f:
+            reports.append("%s:\n%s" % (name, f.read()))
+    shutil.rmtree(log_dir, ignore_errors=True)
+    return reports
+
+
 def run_test(name, main):
     """Parses options, calls main(args, checker), prints the summary, exits.
 
-    A HarnessError (server did not start, ...) counts as one failed check."""
+    A HarnessError (server did not start, ...) counts as one failed check,
+    and so does any sanitizer report written meanwhile."""
     args = parse_args(name)
     checker = Checker(name, args.server)
+    log_dir = _sanitizer_logs_begin()
     try:
         main(args, checker)
     except HarnessError as e:
         checker.true("harness", False, str(e))
+    reports = _sanitizer_reports(log_dir)
+    if reports:
+        checker.true("no sanitizer reports", False, "\n".join(reports))
     checker.finish()
