@@ -74,7 +74,9 @@ Expected<Request> parse_vfile_open(std::string_view args) {
   auto flags = parse_hex_int(parts[1]);
   auto mode = parse_hex_int(parts[2]);
   if (!path) return bad_packet("vFile:open: bad path");
-  if (!flags || !mode) return bad_packet("vFile:open: bad flags or mode");
+  // Both are bit sets (File-I/O's own values): a '-' is malformed, not a
+  // negative number to pass on.
+  if (!flags || !mode || *flags < 0 || *mode < 0) return bad_packet("vFile:open: bad flags or mode");
   return Request{FileOpen{std::move(*path), *flags, *mode}};
 }
 

@@ -179,7 +179,8 @@ TEST_CASE("vFile operations", "[requests]") {
   for (const char* bad : {"vFile", "vFile:", "vFile:open", "vFile:open:", "vFile:open:2f,0",
                           "vFile:open:2f,0,0,0", "vFile:open:2,0,0", "vFile:open:zz,0,0",
                           "vFile:open:2f00,0,0", "vFile:open:,0,0", "vFile:open:2f,x,0",
-                          "vFile:open:2f,0,100000000", "vFile:close:", "vFile:close:-1",
+                          "vFile:open:2f,0,100000000", "vFile:open:2f,0,-1c0", "vFile:open:2f,-1,0",
+                          "vFile:close:", "vFile:close:-1",
                           "vFile:close:1,2", "vFile:pread:5,10", "vFile:pread:5,10,x",
                           "vFile:pread:5,10000000000000000,0", "vFile:fstat:q", "vFile:setfs:",
                           "vFile:setfs:-1", "vFile:readlink:", "vFile:unlink:2g"})
