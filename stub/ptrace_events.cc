@@ -2,6 +2,7 @@
 // event is to be reported, every other running thread gets a SIGSTOP; what
 // such a thread had to say meanwhile is kept as its pending event and
 // reported on a later resume instead of running it (ptrace_process.h).
+#include <sched.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -147,7 +148,15 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
       return make_error(ErrorCode::NoProcess, std::string("waitpid: ") + std::strerror(err));
     }
     auto event = handle_status(tid, status);
-    if (!event) continue;
+    if (!event) {
+      // Absorbed, so usually a thread was just resumed (the tracer's next
+      // block). btstub runs on the program's CPU by default: yielding lets
+      // that thread run to its next stop now, which the next reap then
+      // finds, instead of a round through the event loop (epoll, signalfd
+      // read, re-arm) per stop. Costs nothing when nobody else is runnable.
+      if (!block) ::sched_yield();
+      continue;
+    }
     if (event->kind == ProcessEvent::Kind::Stopped || event->kind == ProcessEvent::Kind::ThreadExited) {
       stop_all_threads(event->tid);
     }

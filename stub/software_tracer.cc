@@ -245,7 +245,23 @@ void SoftwareTracer::update_kept_int3s(TracedThreadControl& control) const {
   // With every thread traced, each int3 a thread meets is at the end of its
   // block (int3s sit only on emulable transfers), so an int3 left behind is
   // simply the next stop of whichever thread comes by: no write per stop.
-  control.keep_trace_breakpoints(stops_ == TraceStops::Breakpoint && all_enabled_ && !any_frozen_);
+  control.keep_trace_breakpoints(stops_ == TraceStops::Breakpoint && !any_frozen_ && !untraced_met_ &&
+                                 every_thread_traced());
+}
+
+// Per-thread tracing (gdb's record btrace) counts too when no thread we
+// know of is left out. A thread we never heard of (the main thread before
+// anything was enabled on it) shows itself by meeting a kept int3:
+// pass_trace_breakpoint then sets untraced_met_.
+bool SoftwareTracer::every_thread_traced() const {
+  if (all_enabled_) return true;
+  bool any = false;
+  for (const auto& [tid, t] : threads_) {
+    if (t.exited) continue;
+    if (!t.enabled || t.frozen) return false;
+    any = true;
+  }
+  return any;
 }
 
 bool SoftwareTracer::arm(TracedThreadControl& control, ThreadState& t, pid_t tid,

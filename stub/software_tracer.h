@@ -152,6 +152,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // Tells the process layer whether int3s may stay at transfers no thread
   // is armed on (TracedThreadControl::keep_trace_breakpoints).
   void update_kept_int3s(TracedThreadControl& control) const;
+  bool every_thread_traced() const;
 
   // TraceStops::Breakpoint (software_tracer_emulate.cc).
   Next continue_by_emulation(TracedThreadControl& control, ThreadState& t, pid_t tid,
@@ -163,7 +164,8 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   TraceStops stops_;
   TraceConfig config_;
   bool all_enabled_ = false;
-  bool any_frozen_ = false;  // since the last enable_all: some thread runs untraced
+  bool any_frozen_ = false;     // since the last enable_all: some thread runs untraced
+  bool untraced_met_ = false;   // since the last enable: an untraced thread met a kept int3
   TracedThreadControl* control_ = nullptr;
   std::map<pid_t, ThreadState> threads_;
   Stats stats_;

@@ -135,7 +135,9 @@ SoftwareTracer::Next SoftwareTracer::continue_by_emulation(TracedThreadControl& 
 }
 
 bool SoftwareTracer::pass_trace_breakpoint(TracedThreadControl& control, pid_t tid) {
-  update_kept_int3s(control);  // an untraced thread met one: tracing may have ended
+  // An untraced thread met an int3: kept ones would cost it a stop each.
+  untraced_met_ = true;
+  update_kept_int3s(control);
   auto regs = control.read_general_registers(tid);
   if (!regs) return false;
   ControlMemory code(control);

@@ -60,6 +60,7 @@ Expected<void> SoftwareTracer::enable(pid_t tid) {
   ThreadState& t = threads_[tid];
   if (t.enabled && !t.exited) return make_error(ErrorCode::InvalidArgument, "Btrace already enabled.");
   start_trace(t, tid, true);
+  untraced_met_ = false;
   return {};
 }
 
@@ -84,6 +85,7 @@ bool SoftwareTracer::enabled(pid_t tid) const {
 Expected<void> SoftwareTracer::enable_all() {
   all_enabled_ = true;
   any_frozen_ = false;
+  untraced_met_ = false;
   for (auto& [tid, t] : threads_) {
     if (!t.enabled && !t.exited) start_trace(t, tid, true);
     any_frozen_ = any_frozen_ || (t.enabled && t.frozen);
