@@ -1,5 +1,6 @@
 // Running the program: resume requests, breakpoints, signals, kill, detach.
 #include <csignal>
+#include <cstdio>
 
 #include "stub/debug_registers.h"
 #include "stub/handlers.h"
@@ -41,6 +42,27 @@ Resume with_legacy_threads(const Session& s, Resume req, pid_t pid) {
   return req;
 }
 
+// An int3 in data would change what the program reads there, so software
+// breakpoints go into executable memory only, with one exception: gdb puts
+// the breakpoint that ends an inferior call (`print getenv("X")`) on the
+// stack just below a thread's stack pointer (gdbserver allows it anywhere).
+Expected<void> software_breakpoint_allowed(Session& s, uint64_t addr) {
+  Process& process = *s.process();
+  auto executable = process.executable(addr);
+  if (!executable || *executable) return {};
+  constexpr uint64_t kNearStack = 64 * 1024;
+  for (pid_t tid : process.threads()) {
+    auto regs = process.read_general_registers(tid);
+    if (!regs) continue;
+    const uint64_t sp = regs->get_u64(protocol::Amd64Reg::rsp);
+    if (addr + kNearStack >= sp && addr <= sp + kNearStack) return {};
+  }
+  char text[96];
+  std::snprintf(text, sizeof text, "Cannot insert breakpoint at 0x%llx: not in executable memory",
+                static_cast<unsigned long long>(addr));
+  return btstub::make_error(btstub::ErrorCode::MemoryFault, text);
+}
+
 }  // namespace
 
 Reply handle(Session& s, const InsertBreakpoint& req) {
@@ -52,8 +74,9 @@ Reply handle(Session& s, const InsertBreakpoint& req) {
   // software watchpoints; running out of them is an error gdb shows.
   if (req.type != BreakpointType::Software && !s.process()->has_hw_points()) return Reply::now(reply_empty());
   if (auto refused = s.check_not_fork_child(); !refused) return error(refused.error());
-  // No check that the memory is executable: gdb puts the breakpoint of an
-  // inferior call (`print getenv("X")`) on the stack, as gdbserver allows.
+  if (req.type == BreakpointType::Software) {
+    if (auto allowed = software_breakpoint_allowed(s, req.addr); !allowed) return error(allowed.error());
+  }
   auto ok = req.type == BreakpointType::Software ? s.process()->insert_breakpoint(req.addr)
                                                  : s.process()->insert_hw_point(req.type, req.addr, req.kind);
   if (!ok) return error(ok.error());

@@ -100,6 +100,13 @@ class Process {
   virtual Expected<std::string> read_auxv() = 0;
   virtual Expected<std::string> exec_file() = 0;
 
+  // Whether `addr` lies in executable memory; nullopt when unknown (then
+  // nothing is refused on its account).
+  virtual std::optional<bool> executable(uint64_t addr) const {
+    (void)addr;
+    return std::nullopt;
+  }
+
   // ---- added with all-stop threads; defaults suit a process without them ----
   // Hardware breakpoints and watchpoints (Z1-Z4) on every thread, if the
   // machine's debug registers really trap.

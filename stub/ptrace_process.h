@@ -77,6 +77,7 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   Expected<std::string> exec_file() override;
 
   bool has_hw_points() const override { return debug_registers_work(); }
+  std::optional<bool> executable(uint64_t addr) const override;
   Expected<void> insert_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) override;
   Expected<void> remove_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) override;
   void set_pass_signals(const std::set<int>& signals) override { pass_signals_ = signals; }
