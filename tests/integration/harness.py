@@ -462,6 +462,18 @@ def stdio_target(kind, program_path, args):
                              list(args))
 
 
+def load_base(pid, path):
+    """Where the program file `path` is mapped in process `pid` (its offset-0
+    mapping): add a symbol's file offset to get its address."""
+    real = os.path.realpath(path)
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 6 and fields[5] == real and int(fields[2], 16) == 0:
+                return int(fields[0].split("-")[0], 16)
+    raise HarnessError("no mapping of %s in pid %d" % (path, pid))
+
+
 def free_port():
     """A TCP port that was free a moment ago (for tests that need a fixed one)."""
     with socket.socket() as s:

@@ -27,7 +27,7 @@ import os
 import re
 import time
 
-from harness import (Server, marker_line, pid_alive, program, run_gdb,
+from harness import (Server, load_base, marker_line, pid_alive, program, run_gdb,
                      run_test, tracer_of, wait_until)
 from rsp_client import RspClient, RspError
 
@@ -51,16 +51,6 @@ def read_byte(pid, addr):
     with open("/proc/%d/mem" % pid, "rb") as mem:
         mem.seek(addr)
         return mem.read(1)
-
-
-def load_base(pid, path):
-    real = os.path.realpath(path)
-    with open("/proc/%d/maps" % pid) as f:
-        for line in f:
-            fields = line.split()
-            if len(fields) >= 6 and fields[5] == real and int(fields[2], 16) == 0:
-                return int(fields[0].split("-")[0], 16)
-    raise RuntimeError("no mapping of %s" % path)
 
 
 def symbol_offset(path, name):

@@ -27,7 +27,7 @@ import socket
 import subprocess
 import time
 
-from harness import Server, program, run_test, wait_until
+from harness import Server, load_base, program, run_test, wait_until
 from rsp_client import RspClient, RspError, escape_binary, frame, hexs
 
 # Cases where gdbserver 13.1 answers otherwise and btstub's answer is the
@@ -101,16 +101,6 @@ class Target:
     def close(self):
         self.client.close()
         self.server.stop()
-
-
-def load_base(pid, path):
-    real = os.path.realpath(path)
-    with open("/proc/%d/maps" % pid) as f:
-        for line in f:
-            fields = line.split()
-            if len(fields) >= 6 and fields[5] == real and int(fields[2], 16) == 0:
-                return int(fields[0].split("-")[0], 16)
-    raise RuntimeError("no mapping of %s in pid %d" % (path, pid))
 
 
 def symbols(path):
