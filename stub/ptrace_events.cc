@@ -341,22 +341,28 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
 }
 
 ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool& trace_hit) {
-  if (!thread.stepping && thread.written.dr7 == 0 && !trace_int3s_.empty()) {
+  ProcessEvent event;
+  event.tid = tid;
+  event.signal = SIGTRAP;
+  // Read once for the stop (do_ptrace caches them until the thread runs).
+  user_regs_struct gregs{};
+  const bool have_regs = do_ptrace(PTRACE_GETREGS, tid, 0, &gregs).ok();
+  const uint64_t int3_at = gregs.rip - 1;
+  // Back onto the int3 just run; deferred, as the tracer usually moves rip
+  // again at once.
+  auto rewind = [&] {
+    gregs.rip = int3_at;
+    defer_set_registers(tid, gregs);
+  };
+  if (have_regs && !thread.stepping && thread.written.dr7 == 0 && trace_int3s_.count(int3_at) != 0 &&
+      breakpoints_.count(int3_at) == 0) {
     // Most stops of a traced program are the tracer's int3s. A thread that
     // was not stepping, with no debug register armed, found just past one
     // executed it (a SIGTRAP sent meanwhile merges with that trap), so the
     // siginfo is not worth a system call.
-    user_regs_struct gregs{};
-    if (do_ptrace(PTRACE_GETREGS, tid, 0, &gregs) && trace_int3s_.count(gregs.rip - 1) != 0 &&
-        breakpoints_.count(gregs.rip - 1) == 0) {
-      gregs.rip -= 1;
-      defer_set_registers(tid, gregs);
-      trace_hit = true;
-      ProcessEvent event;
-      event.tid = tid;
-      event.signal = SIGTRAP;
-      return event;
-    }
+    rewind();
+    trace_hit = true;
+    return event;
   }
   siginfo_t info{};
   int code = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info) ? info.si_code : 0;
@@ -365,9 +371,6 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
   bool was_stepping = thread.stepping;
   thread.stepping = false;
 
-  ProcessEvent event;
-  event.tid = tid;
-  event.signal = SIGTRAP;
   uint64_t dr6 = from_kernel ? take_dr6(tid, thread) : 0;
   trace_hit = thread.trace_stop.has_value() && (dr6 & (uint64_t{1} << 3)) != 0;
   // With a tracer installed slot 3 is its own; without, Z1-Z4 may use it.
@@ -388,18 +391,13 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
     event.single_stepped = true;
     return event;
   }
-  if (from_kernel && (code == SI_KERNEL || code == TRAP_BRKPT)) {
-    user_regs_struct gregs{};
-    if (do_ptrace(PTRACE_GETREGS, tid, 0, &gregs)) {
-      const uint64_t at = gregs.rip - 1;
-      const bool user = breakpoints_.count(at) != 0;
-      const bool trace = trace_int3s_.count(at) != 0 || was_trace_int3(at);
-      if (user || trace) {
-        gregs.rip = at;
-        defer_set_registers(tid, gregs);  // the tracer usually moves rip again at once
-        event.software_breakpoint = user;
-        trace_hit = trace;
-      }
+  if (have_regs && from_kernel && (code == SI_KERNEL || code == TRAP_BRKPT)) {
+    const bool user = breakpoints_.count(int3_at) != 0;
+    const bool trace = trace_int3s_.count(int3_at) != 0 || was_trace_int3(int3_at);
+    if (user || trace) {
+      rewind();
+      event.software_breakpoint = user;
+      trace_hit = trace;
     }
   }
   return event;
