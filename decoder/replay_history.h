@@ -92,6 +92,22 @@ class ReplayCursor {
   StackState end_state(uint64_t seq) const;
   std::vector<StackState> block_states(uint64_t seq, const DecodedBlock& block);
 
+  // An instruction-by-instruction walk from the cursor towards the start of
+  // history, for memory(); index is the instruction the walk stands on.
+  struct BackwardWalk {
+    uint64_t seq = 0;
+    const DecodedBlock* block = nullptr;
+    std::vector<StackState> states;  // before each instruction of block
+    std::size_t index = 0;
+    ReplayPosition position() const { return {seq, static_cast<uint32_t>(index)}; }
+    const ReplayInstruction& instruction() const { return block->instructions[index]; }
+    const StackState& before() const { return states[index]; }
+  };
+  BackwardWalk walk_from_here();
+  // Steps the walk to the previous instruction; false at the start of
+  // history (or a gap, after which history starts).
+  bool walk_back(BackwardWalk& walk);
+
   // The walk behind memory(): also tells the newest deciding write and
   // whether it went back to the start of history.
   std::vector<std::optional<uint8_t>> walk_memory(uint64_t addr, std::size_t len,

@@ -46,6 +46,24 @@ bool may_store_unseen(const ReplayInstruction& insn) {
 
 }  // namespace
 
+ReplayCursor::BackwardWalk ReplayCursor::walk_from_here() {
+  return BackwardWalk{seq_, cur_, block_states(seq_, *cur_), index_};
+}
+
+bool ReplayCursor::walk_back(BackwardWalk& walk) {
+  if (walk.index == 0) {
+    if ((floor_ && walk.seq <= *floor_) || walk.seq == first_seq_) return false;
+    const DecodedBlock& older = decoded(walk.seq - 1);
+    if (!older.complete || older.instructions.empty()) return false;
+    --walk.seq;
+    walk.block = &older;
+    walk.states = block_states(walk.seq, older);
+    walk.index = older.instructions.size();
+  }
+  --walk.index;
+  return true;
+}
+
 // Walks back from the position one instruction at a time. A byte at A is
 // decided by the newest call or push covering it, unless some instruction
 // that may store unseen (a plain mov, a syscall, ...) ran in between while
@@ -62,34 +80,19 @@ std::vector<std::optional<uint8_t>> ReplayCursor::walk_memory(uint64_t addr, std
   *reached_start = false;
   std::vector<std::optional<uint8_t>> out(len);
   std::vector<bool> decided(len, false);
-  uint64_t k = seq_;
-  const DecodedBlock* block = cur_;
-  std::vector<StackState> states = block_states(k, *block);
-  std::size_t i = index_;
-  if (!states[i].rsp || len == 0) return out;
+  BackwardWalk walk = walk_from_here();
+  if (!walk.before().rsp || len == 0) return out;
   uint64_t stale_below = 0;  // bytes below this may have been stored to unseen
   std::size_t open = len;
   const uint64_t last = addr + (len - 1);
   while (open > 0 && last >= stale_below) {
-    if (i == 0) {
-      if ((floor_ && k <= *floor_) || k == first_seq_) {
-        *reached_start = true;
-        break;
-      }
-      const DecodedBlock& older = decoded(k - 1);
-      if (!older.complete || older.instructions.empty()) {
-        *reached_start = true;  // a gap: history starts after it
-        break;
-      }
-      --k;
-      block = &older;
-      states = block_states(k, *block);
-      i = block->instructions.size();
+    if (!walk_back(walk)) {
+      *reached_start = true;
+      break;
     }
-    --i;
-    const StackState& before = states[i];
+    const StackState& before = walk.before();
     if (!before.rsp) break;
-    const ReplayInstruction& insn = block->instructions[i];
+    const ReplayInstruction& insn = walk.instruction();
     if (auto w = slot_write(insn, before)) {
       const uint64_t from = std::max({w->low, addr, stale_below});
       const uint64_t to = std::min(w->low + w->size - 1, last);
@@ -97,7 +100,7 @@ std::vector<std::optional<uint8_t>> ReplayCursor::walk_memory(uint64_t addr, std
         const std::size_t at = static_cast<std::size_t>(a - addr);
         if (decided[at]) continue;
         decided[at] = true;
-        if (!*newest_write) *newest_write = ReplayPosition{k, static_cast<uint32_t>(i)};
+        if (!*newest_write) *newest_write = walk.position();
         --open;
         if (w->value) out[at] = static_cast<uint8_t>(*w->value >> (8 * (a - w->low)));
       }
@@ -109,25 +112,13 @@ std::vector<std::optional<uint8_t>> ReplayCursor::walk_memory(uint64_t addr, std
 }
 
 bool ReplayCursor::untouched_since(ReplayPosition low, uint64_t addr, std::size_t len) {
-  uint64_t k = seq_;
-  const DecodedBlock* block = cur_;
-  std::vector<StackState> states = block_states(k, *block);
-  std::size_t i = index_;
+  BackwardWalk walk = walk_from_here();
   const uint64_t last = addr + (len - 1);
-  while (ReplayPosition{k, static_cast<uint32_t>(i)} > low) {
-    if (i == 0) {
-      if (k == first_seq_) return false;
-      const DecodedBlock& older = decoded(k - 1);
-      if (!older.complete || older.instructions.empty()) return false;
-      --k;
-      block = &older;
-      states = block_states(k, *block);
-      i = block->instructions.size();
-    }
-    --i;
-    const StackState& before = states[i];
+  while (walk.position() > low) {
+    if (!walk_back(walk)) return false;
+    const StackState& before = walk.before();
     if (!before.rsp) return false;
-    const ReplayInstruction& insn = block->instructions[i];
+    const ReplayInstruction& insn = walk.instruction();
     if (auto w = slot_write(insn, before)) {
       if (w->low <= last && addr <= w->low + w->size - 1) return false;
     } else if (may_store_unseen(insn) && *before.rsp > addr) {
