@@ -1,9 +1,8 @@
 #include "stub/replay_engine.h"
+#include "stub/proc_maps.h"
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 #include "protocol/amd64_registers.h"
@@ -23,26 +22,20 @@ std::string hex(uint64_t value) {
 
 }  // namespace
 
-std::vector<std::pair<uint64_t, uint64_t>> parse_read_only_maps(const std::string& text) {
+std::vector<std::pair<uint64_t, uint64_t>> read_only_ranges(const std::vector<MemoryMapping>& maps) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    unsigned long long begin = 0, end = 0;
-    char perms[5] = {};
-    if (std::sscanf(line.c_str(), "%llx-%llx %4s", &begin, &end, perms) != 3) continue;
-    if (perms[0] == 'r' && perms[1] != 'w' && begin < end) out.emplace_back(begin, end);
+  for (const MemoryMapping& m : maps) {
+    if (m.readable && !m.writable) out.emplace_back(m.begin, m.end);
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-void ProcMaps::refresh() {
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/maps");
-  std::stringstream text;
-  text << in.rdbuf();
-  ranges_ = parse_read_only_maps(text.str());
+std::vector<std::pair<uint64_t, uint64_t>> parse_read_only_maps(const std::string& text) {
+  return read_only_ranges(parse_maps(text));
 }
+
+void ProcMaps::refresh() { ranges_ = read_only_ranges(read_maps(pid_)); }
 
 std::optional<std::pair<uint64_t, uint64_t>> ProcMaps::read_only_range(uint64_t addr) {
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), std::pair{addr, ~uint64_t{0}});
