@@ -27,7 +27,6 @@ import os
 import re
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -56,23 +55,8 @@ def commands(mode, steps):
 REPLAY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rsp_replay.py")
 
 
-class ScriptServer(harness.Server):
-    """rsp_replay.py as a server: like harness.Server, from a whole argv."""
-
-    def __init__(self, argv):  # pylint: disable=super-init-not-called
-        self.kind = "gdb-floor"
-        self.argv = argv
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, start_new_session=True)
-        self._out = harness._LineCollector(self.proc.stdout)  # pylint: disable=protected-access
-        self._err = harness._LineCollector(self.proc.stderr)  # pylint: disable=protected-access
-        self.port = None
-        self.inferior_pid = None
-        self.wait_listening()
-
-
 def run_script_server(argv, prog, cmds):
-    server = ScriptServer(argv)
+    server = harness.Server("gdb-floor", [], argv=argv)
     try:
         result = harness.run_gdb(cmds, prog, server.address, timeout=600, markers=False)
         server.wait_exit(10.0)

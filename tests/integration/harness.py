@@ -251,12 +251,14 @@ class Server:
     Server(kind, [prog, args...], options=["--once"], comm="127.0.0.1:0")
     starts it and waits for "Listening on port N"; .port, .inferior_pid
     (from "Process P created; pid = N", or None), .stdout / .stderr text.
+    argv=[...] runs that command line instead of a server of `kind`.
     """
 
     def __init__(self, kind, command, options=("--once",),
-                 comm="127.0.0.1:0", wait_listening=True):
+                 comm="127.0.0.1:0", wait_listening=True, argv=None):
         self.kind = kind
-        self.argv = [server_path(kind)] + list(options) + [comm] + list(command)
+        self.argv = list(argv) if argv is not None else \
+            [server_path(kind)] + list(options) + [comm] + list(command)
         self.proc = subprocess.Popen(
             self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, start_new_session=True)
