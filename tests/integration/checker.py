@@ -11,6 +11,10 @@ import sys
 _NORMALISERS = [
     (re.compile(r"process \d+"), "process PID"),
     (re.compile(r"Thread \d+\.\d+"), "Thread PID.TID"),
+    # `info threads` pads its Target Id column to the longest id, so the
+    # padding follows how many digits the pids have (they wrap at pid_max).
+    (re.compile(r"(Thread PID\.TID(?: \"[^\"]*\")?) {2,}"), r"\1  "),
+    (re.compile(r"Target Id {2,}Frame"), "Target Id  Frame"),
     (re.compile(r"LWP \d+"), "LWP TID"),
     (re.compile(r"pid = \d+"), "pid = PID"),
     # Stack addresses depend on the environment the program was started

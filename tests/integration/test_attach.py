@@ -56,7 +56,7 @@ def run_attach_checks(kind, c, prog, spin, marker):
     c.contains("server reports the attach", server.stderr,
                "Attached; pid = %d" % pid, ctx)
     c.matches("bt shows the program's main", result.of(0),
-              r"^#\d+  0x[0-9a-f]+ in main \(argc=3, argv=0x[0-9a-f]+\) at spin\.c:\d+$",
+              r"^#\d+  (?:0x[0-9a-f]+ in )?main \(argc=3, argv=0x[0-9a-f]+\) at spin\.c:\d+$",
               ctx)
     c.value("program was running before the attach", result.of(1), "1")
     c.lines("breakpoint hit after attach", result.of(3), [
@@ -75,7 +75,7 @@ def run_attach_checks(kind, c, prog, spin, marker):
     result, server = attach_session(kind, pid, ["bt", "detach"], None)
     ctx = result.transcript() + "\n--- server stderr ---\n" + server.stderr
     c.matches("attach without a local file: bt shows main", result.of(0),
-              r"^#\d+  0x[0-9a-f]+ in main \(argc=3, argv=0x[0-9a-f]+\) at "
+              r"^#\d+  (?:0x[0-9a-f]+ in )?main \(argc=3, argv=0x[0-9a-f]+\) at "
               r"\S*spin\.c:\d+$", ctx)
     c.lines("attach without a local file: detach", result.of(1),
             ["[Inferior 1 (process %d) detached]" % pid], ctx)
