@@ -316,6 +316,10 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
       return std::nullopt;
     }
   }
+  // A thread killed from outside (SIGKILL) leaves its stop at once: had the
+  // stop been reported, the client's next register read would fail. Its exit
+  // status follows, and reports the death instead.
+  if (!still_in_stop(tid)) return std::nullopt;
   if (stopping_all_) return event;
   bool bare_step = event.single_stepped && !event.hw_stop && !event.software_breakpoint;
   bool bare_trace_stop = trace_hit && !event.single_stepped && !event.hw_stop && !event.software_breakpoint;
@@ -338,6 +342,12 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
     if (start_thread(tid, thread, thread.requested, signal)) return std::nullopt;
   }
   return event;
+}
+
+bool PtraceProcess::still_in_stop(pid_t tid) {
+  siginfo_t info{};
+  auto r = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info);
+  return r.ok() || r.error().code != ErrorCode::NoProcess;
 }
 
 ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool& trace_hit) {

@@ -160,6 +160,7 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   std::optional<ProcessEvent> handle_status(pid_t tid, int status);
   std::optional<ProcessEvent> classify_stop(pid_t tid, ThreadState& thread, int signal);
   ProcessEvent handle_sigtrap(pid_t tid, ThreadState& thread, bool& trace_hit);
+  bool still_in_stop(pid_t tid);
   std::optional<ProcessEvent> thread_gone(pid_t tid, int status);
   Expected<void> raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal);
   Expected<void> start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal);
