@@ -86,15 +86,25 @@ void PtraceProcess::set_trace_hook(TraceHook* hook) {
 // --- The tracer's int3s --------------------------------------------------------
 
 Expected<void> PtraceProcess::set_trace_breakpoint(pid_t tid, std::optional<uint64_t> addr) {
+  std::vector<uint64_t> addrs;
+  if (addr) addrs.push_back(*addr);
+  return set_trace_breakpoints(tid, addrs);
+}
+
+Expected<void> PtraceProcess::set_trace_breakpoints(pid_t tid, const std::vector<uint64_t>& addrs) {
   auto found = threads_.find(tid);
   if (!alive_ || found == threads_.end()) return make_error(ErrorCode::NoProcess, "No thread " + std::to_string(tid));
   ThreadState& thread = found->second;
-  if (thread.trace_int3 == addr) return {};
-  if (addr) {
-    if (auto r = add_trace_int3(*addr); !r) return r;  // the old one stays on failure
+  if (thread.trace_int3s == addrs) return {};
+  // New references first, so an int3 both settings share is never lifted.
+  for (std::size_t i = 0; i < addrs.size(); ++i) {
+    if (auto r = add_trace_int3(addrs[i]); !r) {
+      for (std::size_t j = 0; j < i; ++j) drop_trace_int3(addrs[j]);
+      return r;  // the old setting stays
+    }
   }
-  if (thread.trace_int3) drop_trace_int3(*thread.trace_int3);
-  thread.trace_int3 = addr;
+  for (uint64_t old : thread.trace_int3s) drop_trace_int3(old);
+  thread.trace_int3s = addrs;
   return {};
 }
 
@@ -148,9 +158,9 @@ void PtraceProcess::keep_trace_breakpoints(bool keep) {
 
 void PtraceProcess::release_trace_int3(pid_t tid) {
   auto found = threads_.find(tid);
-  if (found == threads_.end() || !found->second.trace_int3) return;
-  drop_trace_int3(*found->second.trace_int3);
-  found->second.trace_int3.reset();
+  if (found == threads_.end()) return;
+  for (uint64_t addr : found->second.trace_int3s) drop_trace_int3(addr);
+  found->second.trace_int3s.clear();
 }
 
 void PtraceProcess::remove_all_trace_int3s() {
@@ -158,7 +168,7 @@ void PtraceProcess::remove_all_trace_int3s() {
     if (breakpoints_.count(addr) == 0 && alive_) (void)raw_write(addr, {int3.original});
   }
   trace_int3s_.clear();
-  for (auto& [tid, thread] : threads_) thread.trace_int3.reset();
+  for (auto& [tid, thread] : threads_) thread.trace_int3s.clear();
 }
 
 // A trap just after an address whose tracer int3 is gone: the thread hit it

@@ -261,9 +261,13 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
   }
   int signal = WSTOPSIG(status);
   if (signal == SIGSTOP && thread.sigstop_expected) {
-    // The all-stop SIGSTOP of a thread that had another event first.
+    // Our all-stop SIGSTOP, or that of a thread that had another event first.
     thread.sigstop_expected = false;
-    if (!stopping_all_) (void)start_thread(tid, thread, thread.requested, 0);
+    if (!stopping_all_) {
+      (void)start_thread(tid, thread, thread.requested, 0);
+    } else if (hook_ != nullptr && hook_->traces(tid)) {
+      hook_->on_held(*this, tid);
+    }
     return std::nullopt;
   }
   thread.last_signal = signal;

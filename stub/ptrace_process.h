@@ -102,6 +102,7 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   // The tracer's int3s (TraceStops::Breakpoint): per thread, reference-
   // counted by address; see TracedThreadControl::set_trace_breakpoint.
   Expected<void> set_trace_breakpoint(pid_t tid, std::optional<uint64_t> addr) override;
+  Expected<void> set_trace_breakpoints(pid_t tid, const std::vector<uint64_t>& addrs) override;
   bool has_trace_breakpoint(uint64_t addr) const { return trace_int3s_.count(addr) != 0; }
   void keep_trace_breakpoints(bool keep) override;
   // Every int3 we keep in the program's memory (user breakpoints and the
@@ -138,7 +139,7 @@ class PtraceProcess final : public Process, public TracedThreadControl {
     std::optional<uint64_t> trace_stop;   // the tracer's slot-3 breakpoint
     DebugRegs written;                    // what DR0-3/DR7 hold in the kernel
     int last_signal = 0;                  // signal of the last stop (siginfo)
-    std::optional<uint64_t> trace_int3;   // the tracer's int3 this thread holds a reference on
+    std::vector<uint64_t> trace_int3s;    // the tracer's int3s this thread holds a reference on
   };
   struct TraceInt3 {
     uint8_t original = 0;

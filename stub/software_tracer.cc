@@ -42,6 +42,7 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
   // Whatever the thread did since its last stop is settled before anything
   // new is planned (e.g. a pending branch of a thread the process layer kept
   // stopped while stopping all threads did not run).
+  settle_lookahead(control, *t, tid, pc);
   settle(*t, pc, false);
   if (t->frozen) {
     arm(control, *t, tid, std::nullopt);
@@ -97,6 +98,7 @@ TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedS
   }
   ensure_origin(*t, stop.pc);
   const bool tracer_step = stop.single_stepped && t->step && t->step->by_tracer;
+  settle_lookahead(control, *t, stop.tid, stop.pc);
   settle(*t, stop.pc, stop.single_stepped);
   if (t->stopped_full) return TraceVerdict::Report;
   const bool ours = stop.signal == SIGTRAP && !stop.software_breakpoint && !stop.watchpoint_hit &&
@@ -266,12 +268,31 @@ bool SoftwareTracer::every_thread_traced() const {
 
 bool SoftwareTracer::arm(TracedThreadControl& control, ThreadState& t, pid_t tid,
                          std::optional<uint64_t> addr) {
-  if (t.armed == addr) return true;
-  auto set = stops_ == TraceStops::Breakpoint ? control.set_trace_breakpoint(tid, addr)
-                                              : control.set_trace_stop(tid, addr);
+  std::vector<uint64_t> addrs;
+  if (addr) addrs.push_back(*addr);
+  return arm_all(control, t, tid, addrs);
+}
+
+bool SoftwareTracer::arm_all(TracedThreadControl& control, ThreadState& t, pid_t tid,
+                             const std::vector<uint64_t>& addrs) {
+  if (t.armed == addrs) return true;
+  Expected<void> set;
+  if (stops_ == TraceStops::Breakpoint) {
+    set = control.set_trace_breakpoints(tid, addrs);
+  } else if (addrs.size() > 1) {
+    return false;  // one debug-register slot
+  } else {
+    set = control.set_trace_stop(tid, addrs.empty() ? std::nullopt : std::optional<uint64_t>(addrs[0]));
+  }
   if (!set) return false;  // the old setting stays
-  t.armed = addr;
+  t.armed = addrs;
   return true;
+}
+
+void SoftwareTracer::forget_code() {
+  blocks_.invalidate();
+  look_past_.clear();
+  must_stop_.clear();
 }
 
 }  // namespace stub

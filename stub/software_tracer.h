@@ -24,6 +24,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "decoder/block_trace.h"
@@ -75,15 +77,17 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     uint64_t steps = 0;        // single steps the tracer itself asked for
     uint64_t branches = 0;     // branches stored
     uint64_t emulated = 0;     // transfers emulated (TraceStops::Breakpoint)
+    uint64_t looked_past = 0;  // conditional branches run without a stop of their own
   };
   const Stats& stats() const { return stats_; }
   // Forgets decoded code (e.g. after the client wrote into code).
-  void invalidate_code() { blocks_.invalidate(); }
+  void invalidate_code() { forget_code(); }
 
   // ---- TraceHook ----
   bool traces(pid_t tid) const override;
   StepKind before_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal) override;
   TraceVerdict on_stop(TracedThreadControl& control, const TracedStop& stop) override;
+  void on_held(TracedThreadControl& control, pid_t tid) override;
   void on_thread_created(pid_t tid, pid_t parent) override;
   void on_thread_exited(pid_t tid) override;
   void on_exec(pid_t tid) override;
@@ -104,6 +108,15 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   bool stopped_full(pid_t tid) const override;
 
  private:
+  // TraceStops::Breakpoint: a conditional branch the thread runs without a
+  // stop. Its two outcomes lead to blocks [taken_to, taken_end] and
+  // [fall_to, fall_end], disjoint and free of other transfers, whose ends
+  // are armed instead: where the thread next stops tells which way it went.
+  struct Lookahead {
+    uint64_t jcc = 0;
+    uint64_t taken_to = 0, taken_end = 0;
+    uint64_t fall_to = 0, fall_end = 0;
+  };
   // A single step in flight and what it was expected to do.
   struct Step {
     uint64_t from = 0;
@@ -121,10 +134,11 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     bool stopped_full = false;    // the current stop is because of that
     TraceConfig config;
     std::unique_ptr<decoder::BlockTrace> trace;
-    std::optional<uint64_t> armed;                // trace stop address as last set
+    std::vector<uint64_t> armed;                  // trace stop addresses as last set (empty: none)
     std::optional<decoder::Branch> pending;       // seen at a trace stop, not yet seen run
     decoder::StackSnapshot pending_stack;         // rsp/rbp at pending->from
     std::optional<Step> step;
+    std::optional<Lookahead> lookahead;           // armed past a conditional branch
   };
   enum class Next { Continue, SingleStep, Report };
 
@@ -149,16 +163,22 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   Next step_one(TracedThreadControl& control, ThreadState& t, const protocol::RegisterFile& regs);
   Next full_stop(ThreadState& t);
   bool arm(TracedThreadControl& control, ThreadState& t, pid_t tid, std::optional<uint64_t> addr);
+  bool arm_all(TracedThreadControl& control, ThreadState& t, pid_t tid, const std::vector<uint64_t>& addrs);
   // Tells the process layer whether int3s may stay at transfers no thread
   // is armed on (TracedThreadControl::keep_trace_breakpoints).
   void update_kept_int3s(TracedThreadControl& control) const;
   bool every_thread_traced() const;
+  void forget_code();
 
   // TraceStops::Breakpoint (software_tracer_emulate.cc).
   Next continue_by_emulation(TracedThreadControl& control, ThreadState& t, pid_t tid,
                              protocol::RegisterFile regs);
   bool emulate(TracedThreadControl& control, pid_t tid, protocol::RegisterFile& regs,
                const decoder::Instruction& insn, uint64_t& target, bool& taken);
+  // software_tracer_lookahead.cc.
+  bool arm_past(TracedThreadControl& control, ThreadState& t, pid_t tid, const decoder::Instruction& jcc);
+  bool may_look_past(const decoder::Instruction& jcc, decoder::CodeReader& code);
+  void settle_lookahead(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
 
   BlockCache blocks_;
   TraceStops stops_;
@@ -168,6 +188,12 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   bool untraced_met_ = false;   // since the last enable: an untraced thread met a kept int3
   TracedThreadControl* control_ = nullptr;
   std::map<pid_t, ThreadState> threads_;
+  // Conditional branches by address: may a thread run it without a stop?
+  // Decided once, so that no int3 is ever put on one that may; the block
+  // ends it arms instead are never looked past (must_stop_), else their
+  // int3s would sit on branches meant to be passed.
+  std::unordered_map<uint64_t, bool> look_past_;
+  std::unordered_set<uint64_t> must_stop_;
   Stats stats_;
 };
 

@@ -23,7 +23,16 @@ struct BlockEnd {
   Kind kind = Kind::Undecodable;
   uint64_t address = 0;
   decoder::Instruction insn;  // valid unless Undecodable
+  // How the instructions before `insn` move rsp, when they only push, pop
+  // or add to it and leave rbp alone: rsp at the start is rsp at any point
+  // of the block minus the part of this delta run up to there. nullopt:
+  // something else touches them.
+  std::optional<int64_t> rsp_delta = 0;
 };
+
+// rsp's change by `insn` when it is a plain push, pop or adjustment that
+// leaves rbp alone; nullopt otherwise.
+std::optional<int64_t> plain_rsp_delta(const decoder::Instruction& insn);
 
 class BlockCache {
  public:

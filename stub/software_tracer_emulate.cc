@@ -30,26 +30,6 @@ namespace {
 // bounded so a `jmp .` costs a stop per round instead of hanging the stub.
 constexpr int kMaxChain = 32;
 
-bool emulable(const decoder::Instruction& insn) {
-  using decoder::ControlKind;
-  if (insn.operand_size_override) return false;
-  switch (insn.kind) {
-    case ControlKind::ConditionalJump:
-    case ControlKind::Jump:
-    case ControlKind::IndirectJump:
-    case ControlKind::Call:
-    case ControlKind::IndirectCall:
-    case ControlKind::Return:
-      return true;
-    case ControlKind::Loop:
-      // loop/loope/loopne with ecx: whether the write clears rcx's upper
-      // half is not worth guessing at; such code is stepped.
-      return insn.loop_op == decoder::LoopOp::JumpIfZero || insn.counter_width == 8;
-    default:
-      return false;
-  }
-}
-
 // The registers an emulation may change, marked available alone so that
 // write_registers leaves every other register (and the FPU state) alone.
 Expected<void> write_back(TracedThreadControl& control, pid_t tid, const protocol::RegisterFile& regs) {
@@ -107,6 +87,7 @@ SoftwareTracer::Next SoftwareTracer::continue_by_emulation(TracedThreadControl& 
       // A user breakpoint at the transfer is the client's stop; ours waits
       // under it for the resume.
       if (!flush()) return Next::Report;
+      if (end.address != pc && arm_past(control, t, tid, end.insn)) return Next::Continue;
       if (!arm(control, t, tid, end.address)) return step_one(control, t, regs);
       return Next::Continue;
     }

@@ -48,6 +48,28 @@ inline decoder::StackSnapshot stack_of(const protocol::RegisterFile& regs) {
   return decoder::StackSnapshot{regs.get_u64(Amd64Reg::rsp), regs.get_u64(Amd64Reg::rbp)};
 }
 
+// Can TraceStops::Breakpoint emulate `insn` at its int3 (only such
+// transfers get one)?
+inline bool emulable(const decoder::Instruction& insn) {
+  using decoder::ControlKind;
+  if (insn.operand_size_override) return false;
+  switch (insn.kind) {
+    case ControlKind::ConditionalJump:
+    case ControlKind::Jump:
+    case ControlKind::IndirectJump:
+    case ControlKind::Call:
+    case ControlKind::IndirectCall:
+    case ControlKind::Return:
+      return true;
+    case ControlKind::Loop:
+      // loop/loope/loopne with ecx: whether the write clears rcx's upper
+      // half is not worth guessing at; such code is stepped.
+      return insn.loop_op == decoder::LoopOp::JumpIfZero || insn.counter_width == 8;
+    default:
+      return false;
+  }
+}
+
 // Does `insn` branch when run now? (Unpredictable counts as no: the step's
 // landing decides then.)
 inline bool predicts_branch(const decoder::Instruction& insn, const protocol::RegisterFile& regs,

@@ -37,6 +37,7 @@ void SoftwareTracer::start_trace(ThreadState& t, pid_t tid, bool stopped) {
   t.stopped_full = false;
   t.pending.reset();
   t.step.reset();
+  t.lookahead.reset();
   t.config = config_;
   t.trace = std::make_unique<decoder::BlockTrace>(0, decoder::bts_records_for_bytes(config_.buffer_bytes),
                                                   config_.overflow);
@@ -71,6 +72,7 @@ Expected<void> SoftwareTracer::disable(pid_t tid) {
   t->trace.reset();
   t->pending.reset();
   t->step.reset();
+  t->lookahead.reset();
   t->stopped_full = false;
   if (t->exited) return {};
   if (control_ == nullptr || !arm(*control_, *t, tid, std::nullopt)) t->disarm_pending = true;
@@ -125,7 +127,7 @@ void SoftwareTracer::adopt_threads(const std::vector<pid_t>& tids) {
 
 void SoftwareTracer::forget_process() {
   threads_.clear();
-  blocks_.invalidate();
+  forget_code();
 }
 
 void SoftwareTracer::on_thread_created(pid_t tid, pid_t /*parent*/) {
@@ -138,7 +140,7 @@ void SoftwareTracer::on_thread_created(pid_t tid, pid_t /*parent*/) {
   // A new thread has no debug registers armed (clone does not copy ptrace
   // breakpoints) and its origin is read at its first resume.
   ThreadState& fresh = threads_[tid];
-  fresh.armed.reset();
+  fresh.armed.clear();
   start_trace(fresh, tid, false);
 }
 
@@ -148,7 +150,8 @@ void SoftwareTracer::on_thread_exited(pid_t tid) {
   t->exited = true;
   t->pending.reset();
   t->step.reset();
-  t->armed.reset();
+  t->lookahead.reset();
+  t->armed.clear();
   t->disarm_pending = false;
 }
 
@@ -156,7 +159,7 @@ void SoftwareTracer::on_exec(pid_t tid) {
   // The old code is gone, and with it what its blocks meant: the cache and
   // the surviving thread's trace start over (sequence numbers go on, so a
   // reader sees the loss). exec also clears ptrace's debug registers.
-  blocks_.invalidate();
+  forget_code();
   for (auto& [other, t] : threads_) {
     if (other != tid) on_thread_exited(other);
   }
@@ -165,7 +168,8 @@ void SoftwareTracer::on_exec(pid_t tid) {
   t->exited = false;
   t->pending.reset();
   t->step.reset();
-  t->armed.reset();
+  t->lookahead.reset();
+  t->armed.clear();
   t->disarm_pending = false;
   if (t->trace) t->trace->clear(0);
   t->origin_known = false;

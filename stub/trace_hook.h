@@ -43,6 +43,15 @@ class TracedThreadControl {
     (void)tid, (void)addr;
     return btstub::make_error(btstub::ErrorCode::NotSupported, "No software trace stops");
   }
+  // The same with several int3s at once (the thread stops at whichever it
+  // reaches first: a tracer looking past a conditional branch arms both of
+  // its outcomes). Empty disarms. On failure the old setting stays.
+  virtual Expected<void> set_trace_breakpoints(pid_t tid, const std::vector<uint64_t>& addrs) {
+    if (addrs.size() > 1) {
+      return btstub::make_error(btstub::ErrorCode::NotSupported, "One software trace stop per thread here");
+    }
+    return set_trace_breakpoint(tid, addrs.empty() ? std::nullopt : std::optional<uint64_t>(addrs[0]));
+  }
   // While kept, an int3 no thread holds a reference on any more stays in
   // the program (still hidden from reads) instead of being lifted, so a
   // thread coming back to that transfer stops without the int3 being
@@ -106,6 +115,11 @@ class TraceHook {
   // other than Report while the process layer is stopping all threads means
   // "keep it stopped quietly"; before_resume follows when it resumes.
   virtual TraceVerdict on_stop(TracedThreadControl& control, const TracedStop& stop) = 0;
+
+  // The process layer stopped this traced thread (with the SIGSTOP it sends
+  // to stop all threads) because another thread reported: whatever it ran
+  // since its last stop is settled now, so its trace reads complete.
+  virtual void on_held(TracedThreadControl& control, pid_t tid) { (void)control, (void)tid; }
 
   virtual void on_thread_created(pid_t tid, pid_t parent) = 0;
   // The thread is gone; its trace stays readable (gdb may still ask).

@@ -37,6 +37,18 @@ Expected<uint64_t> pc_of(stub::Process& process, pid_t tid) {
   return regs->get_u64(protocol::Amd64Reg::rip);
 }
 
+// pc, rsp and rbp in one read.
+struct Position {
+  uint64_t pc = 0;
+  decoder::StackSnapshot stack;
+};
+Expected<Position> position_of(stub::Process& process, pid_t tid) {
+  auto regs = process.read_registers(tid);
+  if (!regs) return regs.error();
+  return Position{regs->get_u64(protocol::Amd64Reg::rip),
+                  decoder::StackSnapshot{regs->get_u64(protocol::Amd64Reg::rsp), regs->get_u64(protocol::Amd64Reg::rbp)}};
+}
+
 // Keeps a copy of every page the tracer reads, taken the first time it is
 // read: the blocks are expanded after the program exited, from the code the
 // tracer itself saw.
@@ -64,6 +76,9 @@ class SnapshotControl final : public stub::TracedThreadControl {
   }
   Expected<void> set_trace_breakpoint(pid_t tid, std::optional<uint64_t> addr) override {
     return real_->set_trace_breakpoint(tid, addr);
+  }
+  Expected<void> set_trace_breakpoints(pid_t tid, const std::vector<uint64_t>& addrs) override {
+    return real_->set_trace_breakpoints(tid, addrs);
   }
   Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& regs) override {
     return real_->write_registers(tid, regs);
@@ -113,6 +128,10 @@ class SnapshotHook final : public stub::TraceHook {
   stub::TraceVerdict on_stop(stub::TracedThreadControl& control, const stub::TracedStop& stop) override {
     snapshot_.bind(control);
     return tracer_.on_stop(snapshot_, stop);
+  }
+  void on_held(stub::TracedThreadControl& control, pid_t tid) override {
+    snapshot_.bind(control);
+    tracer_.on_held(snapshot_, tid);
   }
   void on_thread_created(pid_t tid, pid_t parent) override {
     created.push_back(tid);
@@ -221,11 +240,12 @@ Expected<RunResult> run_reference(const stub::LaunchOptions& launch, uint64_t ma
   decoder::InstructionDecoder& decoder = *made;
   RunResult result;
   const auto start = Clock::now();
-  auto first = pc_of(p, tid);
+  auto first = position_of(p, tid);
   if (!first) return first.error();
   std::tie(result.vdso_begin, result.vdso_end) = vdso_range(tid);
   result.load_base = load_base(tid);
-  result.pcs.push_back(*first);
+  result.pcs.push_back(first->pc);
+  result.stacks.push_back(first->stack);
   int signal = 0;
   while (result.stops < max_stops) {
     if (auto r = p.resume(tid, stub::StepKind::SingleStep, signal); !r) return r.error();
@@ -238,17 +258,22 @@ Expected<RunResult> run_reference(const stub::LaunchOptions& launch, uint64_t ma
       return result;
     }
     if (event->kind == stub::ProcessEvent::Kind::Killed) break;
-    auto pc = pc_of(p, event->tid);
-    if (!pc) return pc.error();
+    auto at = position_of(p, event->tid);
+    if (!at) return at.error();
+    const uint64_t* pc = &at->pc;
     // The same position seen twice is one instruction: a signal stop right
     // after a step (nothing ran in between), or a rep-string instruction,
     // which single-steps once per iteration. Only a branch to itself really
     // runs again in place.
     if (event->single_stepped) {
-      if (uint64_t skipped = skipped_after_cpuid(p, decoder, result.pcs.back(), *pc)) result.pcs.push_back(skipped);
+      if (uint64_t skipped = skipped_after_cpuid(p, decoder, result.pcs.back(), *pc)) {
+        result.pcs.push_back(skipped);
+        result.stacks.push_back(at->stack);  // cpuid leaves rsp and rbp alone
+      }
     }
     if (*pc != result.pcs.back() || (event->single_stepped && !is_rep_string(p, decoder, *pc))) {
       result.pcs.push_back(*pc);
+      result.stacks.push_back(at->stack);
     }
     signal = signal_to_deliver(*event);
   }
@@ -296,6 +321,11 @@ Expected<RunResult> run_software(const stub::LaunchOptions& launch, uint64_t las
   if (trace == nullptr) return make_error(ErrorCode::Internal, "no trace for the main thread");
   if (trace->lost_since(0) || trace->full()) return make_error(ErrorCode::Internal, "trace buffer full");
   result.trace_branches = trace->size();
+  if (trace->has_stacks()) {
+    for (uint64_t s = trace->first_sequence(); s < trace->end_sequence(); ++s) {
+      result.branches.emplace_back(trace->at(s), trace->stack_at(s));
+    }
+  }
   // TRACE_FIDELITY_DEBUG=1: the tracer's counters and newest branches, for a
   // failure whose blocks do not decode.
   if (std::getenv("TRACE_FIDELITY_DEBUG") != nullptr) {

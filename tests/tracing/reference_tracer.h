@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "decoder/block_trace.h"
 #include "protocol/expected.h"
 #include "stub/process.h"
 #include "stub/software_tracer.h"
@@ -19,6 +20,8 @@ namespace tracing {
 
 struct RunResult {
   std::vector<uint64_t> pcs;  // every instruction executed, in order
+  std::vector<decoder::StackSnapshot> stacks;  // reference runs: rsp/rbp before each of pcs
+  std::vector<std::pair<decoder::Branch, decoder::StackSnapshot>> branches;  // software runs: the trace
   int exit_code = -1;         // -1: killed or did not finish
   double seconds = 0;         // wall time of the run
   uint64_t stops = 0;         // ptrace stops that reached us (reference) or the tracer

@@ -62,6 +62,45 @@ Comparison compare(const std::vector<uint64_t>& ref, const std::vector<uint64_t>
   return c;
 }
 
+// The rsp/rbp each stored branch carries (replay's stack pointer and frame
+// pointer) against the reference's registers before the same transfer ran.
+// Branches are matched in order: the next reference position going from
+// `from` to `to`. Those touching the vDSO are skipped (its timing-dependent
+// paths differ between the runs).
+struct StackCheck {
+  std::size_t checked = 0;
+  std::size_t unmatched = 0;  // no such transfer left in the reference
+  std::size_t wrong = 0;
+  std::string first_wrong;
+};
+
+StackCheck check_stacks(const tracing::RunResult& ref, const tracing::RunResult& sw) {
+  StackCheck out;
+  auto in_vdso = [&](uint64_t addr) { return addr >= ref.vdso_begin && addr < ref.vdso_end; };
+  std::size_t cursor = 0;
+  for (const auto& [branch, stack] : sw.branches) {
+    if (in_vdso(branch.from) || in_vdso(branch.to)) continue;
+    std::size_t i = cursor;
+    while (i + 1 < ref.pcs.size() && !(ref.pcs[i] == branch.from && ref.pcs[i + 1] == branch.to)) ++i;
+    if (i + 1 >= ref.pcs.size()) {
+      ++out.unmatched;
+      continue;
+    }
+    cursor = i + 1;
+    ++out.checked;
+    if (ref.stacks[i] == stack) continue;
+    if (out.wrong++ == 0) {
+      char text[200];
+      std::snprintf(text, sizeof text, "%llx -> %llx: rsp %llx rbp %llx, reference rsp %llx rbp %llx",
+                    (unsigned long long)branch.from, (unsigned long long)branch.to, (unsigned long long)stack.rsp,
+                    (unsigned long long)stack.rbp, (unsigned long long)ref.stacks[i].rsp,
+                    (unsigned long long)ref.stacks[i].rbp);
+      out.first_wrong = text;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,6 +167,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(stats.steps),
               static_cast<unsigned long long>(stats.stops - stats.absorbed));
   std::printf("emulated transfers: %llu\n", static_cast<unsigned long long>(stats.emulated));
+  std::printf("jccs run unstopped: %llu\n", static_cast<unsigned long long>(stats.looked_past));
   std::printf("stops per branch:   %.3f\n", branches > 0 ? static_cast<double>(stats.stops) / branches : 0.0);
   if (software->stepping_only) {
     const auto projection = tracing::project_block_mode(reference->pcs, software->code_pages);
@@ -155,6 +195,15 @@ int main(int argc, char** argv) {
     print_context("reference", reference->pcs, cmp.ref_at);
     print_context("software ", software->pcs, cmp.sw_at);
     ok = false;
+  }
+  if (!software->branches.empty()) {
+    const StackCheck stacks = check_stacks(*reference, *software);
+    std::printf("stack snapshots:    %zu checked, %zu wrong, %zu not in the reference\n", stacks.checked,
+                stacks.wrong, stacks.unmatched);
+    if (stacks.wrong > 0 || stacks.unmatched > 0 || stacks.checked == 0) {
+      std::fprintf(stderr, "FAIL: stack snapshots differ from the reference (first: %s)\n", stacks.first_wrong.c_str());
+      ok = false;
+    }
   }
   std::printf("%s\n", ok ? "PASS: identical instruction sequences" : "FAIL");
   return ok ? 0 : 1;

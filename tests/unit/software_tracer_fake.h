@@ -80,6 +80,15 @@ class Control final : public stub::TracedThreadControl {
   Expected<void> set_trace_breakpoint(pid_t tid, std::optional<uint64_t> addr) override {
     ++int3_calls;
     int3[tid] = addr;
+    int3s[tid].clear();
+    if (addr) int3s[tid].push_back(*addr);
+    return {};
+  }
+  Expected<void> set_trace_breakpoints(pid_t tid, const std::vector<uint64_t>& addrs) override {
+    if (addrs.size() <= 1) return set_trace_breakpoint(tid, addrs.empty() ? std::nullopt : std::optional(addrs[0]));
+    ++int3_calls;
+    int3[tid] = std::nullopt;  // several: see int3s
+    int3s[tid] = addrs;
     return {};
   }
   Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& in) override {
@@ -126,6 +135,7 @@ class Control final : public stub::TracedThreadControl {
   std::set<uint64_t> user_breakpoints;
   std::map<pid_t, std::optional<uint64_t>> armed;
   std::map<pid_t, std::optional<uint64_t>> int3;  // set_trace_breakpoint's per thread
+  std::map<pid_t, std::vector<uint64_t>> int3s;   // set_trace_breakpoints' per thread
   int arm_calls = 0;
   int int3_calls = 0;
   int register_reads = 0;
