@@ -291,7 +291,8 @@ bool SoftwareTracer::arm_all(TracedThreadControl& control, ThreadState& t, pid_t
 
 void SoftwareTracer::forget_code() {
   blocks_.invalidate();
-  look_past_.clear();
+  plans_.clear();
+  passed_.clear();
   must_stop_.clear();
 }
 

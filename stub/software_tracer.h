@@ -77,7 +77,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     uint64_t steps = 0;        // single steps the tracer itself asked for
     uint64_t branches = 0;     // branches stored
     uint64_t emulated = 0;     // transfers emulated (TraceStops::Breakpoint)
-    uint64_t looked_past = 0;  // conditional branches run without a stop of their own
+    uint64_t looked_past = 0;  // transfers run without a stop of their own
   };
   const Stats& stats() const { return stats_; }
   // Forgets decoded code (e.g. after the client wrote into code).
@@ -108,14 +108,24 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   bool stopped_full(pid_t tid) const override;
 
  private:
-  // TraceStops::Breakpoint: a conditional branch the thread runs without a
-  // stop. Its two outcomes lead to blocks [taken_to, taken_end] and
-  // [fall_to, fall_end], disjoint and free of other transfers, whose ends
-  // are armed instead: where the thread next stops tells which way it went.
+  // TraceStops::Breakpoint: transfers a thread runs without a stop of its
+  // own (software_tracer_lookahead.cc). From the entry transfer the thread
+  // takes one of the routes; each is a chain of hops, straight runs of code
+  // [begin, end] whose end is their only transfer, linked by always-taken
+  // direct jmp/call. The last hop's end of every route is armed; where the
+  // thread next stops says which route it took and how far it got.
+  struct Hop {
+    uint64_t begin = 0, end = 0;
+    bool end_is_call = false;
+  };
+  struct Route {
+    bool entered = false;  // the entry transfer leads into hops[0] (else it fell through)
+    std::vector<Hop> hops;
+  };
   struct Lookahead {
-    uint64_t jcc = 0;
-    uint64_t taken_to = 0, taken_end = 0;
-    uint64_t fall_to = 0, fall_end = 0;
+    uint64_t entry = 0;
+    bool entry_is_call = false;
+    std::vector<Route> routes;  // jcc: taken, fall-through; jmp/call: one
   };
   // A single step in flight and what it was expected to do.
   struct Step {
@@ -176,8 +186,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   bool emulate(TracedThreadControl& control, pid_t tid, protocol::RegisterFile& regs,
                const decoder::Instruction& insn, uint64_t& target, bool& taken);
   // software_tracer_lookahead.cc.
-  bool arm_past(TracedThreadControl& control, ThreadState& t, pid_t tid, const decoder::Instruction& jcc);
-  bool may_look_past(const decoder::Instruction& jcc, decoder::CodeReader& code);
+  bool arm_past(TracedThreadControl& control, ThreadState& t, pid_t tid, const decoder::Instruction& entry);
+  const std::optional<Lookahead>& plan_past(const decoder::Instruction& entry, decoder::CodeReader& code);
+  std::optional<Route> route_from(uint64_t start, bool entered, std::vector<uint64_t>& used, decoder::CodeReader& code);
   void settle_lookahead(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
 
   BlockCache blocks_;
@@ -188,11 +199,13 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   bool untraced_met_ = false;   // since the last enable: an untraced thread met a kept int3
   TracedThreadControl* control_ = nullptr;
   std::map<pid_t, ThreadState> threads_;
-  // Conditional branches by address: may a thread run it without a stop?
-  // Decided once, so that no int3 is ever put on one that may; the block
-  // ends it arms instead are never looked past (must_stop_), else their
-  // int3s would sit on branches meant to be passed.
-  std::unordered_map<uint64_t, bool> look_past_;
+  // Plans by entry transfer address (nullopt: it gets a stop of its own).
+  // Decided once, so that no int3 is ever put on a transfer some plan runs
+  // without a stop (passed_); the ends plans arm are never passed
+  // (must_stop_). Both only save stops: a plan stays exact even if an int3
+  // sits on a transfer it passes (the thread stops there, inside a hop).
+  std::unordered_map<uint64_t, std::optional<Lookahead>> plans_;
+  std::unordered_set<uint64_t> passed_;
   std::unordered_set<uint64_t> must_stop_;
   Stats stats_;
 };

@@ -1,18 +1,25 @@
-// SoftwareTracer, TraceStops::Breakpoint: running a conditional branch
-// without a stop of its own. A stop at every jcc would be one per taken or
-// not-taken branch; instead the ends of the two blocks it leads to are armed
-// (both are emulable transfers, so int3 sites anyway), and where the thread
-// next stops tells which way the branch went. That is exact because the
-// blocks [taken_to, taken_end] and [fall_to, fall_end] are disjoint, hold no
-// other transfer, and neither contains the branch (else a one-block loop
-// could go round unseen): any stop inside one of them, whatever its cause
-// (trace int3, user breakpoint, signal, all-stop), says the branch ran and
-// which way.
+// SoftwareTracer, TraceStops::Breakpoint: running transfers without a stop
+// of their own. A stop at every transfer is one per taken or not-taken
+// branch; instead, at a conditional branch or a direct jmp/call, the tracer
+// follows each way the thread can go (its routes) through straight code and
+// further direct jmp/calls (always taken, so nothing to learn there) to a
+// transfer that needs the thread's registers (a jcc, ret, indirect jump...),
+// and arms those ends. Where the thread next stops tells which route it took
+// and how far it got.
 //
-// A taken branch is stored with rsp/rbp as they were at the branch, which
-// the stop no longer shows: the taken block may only push, pop or add to
-// rsp and must leave rbp alone (BlockEnd::rsp_delta), so they follow
-// backwards from the stop's registers.
+// Exact because every hop [begin, end] of a plan has its own end (hops with
+// distinct ends cannot overlap: the end is the first transfer at or after
+// any of their addresses), none ends at the entry (so none contains it), and
+// all are straight code: any stop inside a hop, whatever its cause (trace
+// int3, user breakpoint, signal, all-stop hold), says the entry and every
+// earlier hop's end ran, and nothing after.
+//
+// Branches are stored with rsp/rbp as they were at the branch, which the
+// stop no longer shows: hops the thread ran past a stored branch may only
+// push, pop or add to rsp and must leave rbp alone (BlockEnd::rsp_delta), so
+// the values follow backwards from the stop's registers.
+#include <algorithm>
+
 #include "stub/software_tracer.h"
 #include "stub/software_tracer_internal.h"
 
@@ -22,77 +29,133 @@ using namespace tracer_detail;
 
 namespace {
 
+// Hops per route; bounds the plan's size and the branches one stop stores.
+constexpr std::size_t kMaxHops = 4;
+
 bool int3_site(const BlockEnd& end) { return end.kind == BlockEnd::Kind::Transfer && emulable(end.insn); }
+
+bool direct_taken(const decoder::Instruction& insn) {
+  return (insn.kind == decoder::ControlKind::Jump || insn.kind == decoder::ControlKind::Call) && insn.target &&
+         !insn.operand_size_override;
+}
+
+bool contains(const std::vector<uint64_t>& addrs, uint64_t addr) {
+  return std::find(addrs.begin(), addrs.end(), addr) != addrs.end();
+}
 
 }  // namespace
 
-// Decided once per branch (see look_past_): a branch whose outcome blocks
-// end at another looked-past branch would get an int3 there after all.
-bool SoftwareTracer::may_look_past(const decoder::Instruction& jcc, decoder::CodeReader& code) {
-  if (auto known = look_past_.find(jcc.address); known != look_past_.end()) return known->second;
-  bool ok = false;
-  if (jcc.kind == decoder::ControlKind::ConditionalJump && jcc.target && emulable(jcc) &&
-      must_stop_.count(jcc.address) == 0) {
-    const BlockEnd taken = blocks_.block_end(*jcc.target, code);  // copies: block_end may rehash
-    const BlockEnd fall = blocks_.block_end(jcc.next_address(), code);
-    auto looked_past = [&](uint64_t addr) {
-      auto it = look_past_.find(addr);
-      return it != look_past_.end() && it->second;
-    };
-    ok = int3_site(taken) && int3_site(fall) && taken.address != fall.address && taken.address != jcc.address &&
-         fall.address != jcc.address && taken.rsp_delta && !looked_past(taken.address) &&
-         !looked_past(fall.address);
-    if (ok) {
-      must_stop_.insert(taken.address);
-      must_stop_.insert(fall.address);
+// The hops from `start` to an end worth a stop; `used` holds the ends (and
+// the entry) the plan has so far. nullopt: not even one hop fits.
+std::optional<SoftwareTracer::Route> SoftwareTracer::route_from(uint64_t start, bool entered,
+                                                                std::vector<uint64_t>& used,
+                                                                decoder::CodeReader& code) {
+  Route route{entered, {}};
+  uint64_t at = start;
+  while (route.hops.size() < kMaxHops) {
+    const BlockEnd end = blocks_.block_end(at, code);  // a copy: block_end may rehash
+    // rsp matters in this hop only when a stored branch lies before it.
+    const bool needs_rsp = entered || !route.hops.empty();
+    const bool fits = end.kind == BlockEnd::Kind::Transfer && !contains(used, end.address) &&
+                      (!needs_rsp || end.rsp_delta);
+    if (!fits) break;
+    const bool pass_on = direct_taken(end.insn) && must_stop_.count(end.address) == 0 &&
+                         route.hops.size() + 1 < kMaxHops;
+    // An end to arm must take an int3, and not one some plan passes.
+    if (!pass_on && (!int3_site(end) || passed_.count(end.address) != 0)) break;
+    route.hops.push_back(Hop{at, end.address, end.insn.kind == decoder::ControlKind::Call});
+    used.push_back(end.address);
+    if (!pass_on) return route;
+    at = *end.insn.target;
+  }
+  // Cut short: the last hop that fits ends in a direct jmp/call, an int3 site.
+  if (route.hops.empty()) return std::nullopt;
+  return route;
+}
+
+const std::optional<SoftwareTracer::Lookahead>& SoftwareTracer::plan_past(const decoder::Instruction& entry,
+                                                                         decoder::CodeReader& code) {
+  if (auto known = plans_.find(entry.address); known != plans_.end()) return known->second;
+  std::optional<Lookahead> plan;
+  const bool jcc = entry.kind == decoder::ControlKind::ConditionalJump && entry.target && emulable(entry);
+  if ((jcc || direct_taken(entry)) && must_stop_.count(entry.address) == 0) {
+    plan = Lookahead{entry.address, entry.kind == decoder::ControlKind::Call, {}};
+    std::vector<uint64_t> used{entry.address};
+    if (auto taken = route_from(*entry.target, true, used, code)) plan->routes.push_back(std::move(*taken));
+    if (jcc) {
+      if (auto fall = route_from(entry.next_address(), false, used, code)) plan->routes.push_back(std::move(*fall));
+    }
+    if (plan->routes.size() != (jcc ? 2u : 1u)) plan.reset();
+  }
+  if (plan) {
+    passed_.insert(entry.address);
+    for (const Route& route : plan->routes) {
+      for (std::size_t i = 0; i + 1 < route.hops.size(); ++i) passed_.insert(route.hops[i].end);
+      must_stop_.insert(route.hops.back().end);
     }
   }
-  look_past_[jcc.address] = ok;
-  return ok;
+  return plans_[entry.address] = std::move(plan);
 }
 
 bool SoftwareTracer::arm_past(TracedThreadControl& control, ThreadState& t, pid_t tid,
-                              const decoder::Instruction& jcc) {
+                              const decoder::Instruction& entry) {
   if (stops_ != TraceStops::Breakpoint || !t.trace) return false;
-  // Under the stop policy the branch must fit before it runs: it is stored
-  // only at the next stop, with no chance to stop the thread before it.
-  if (t.trace->policy() == decoder::OverflowPolicy::Stop && t.trace->size() + 1 >= t.trace->capacity()) {
+  // Under the stop policy the branches must fit before they run: they are
+  // stored only at the next stop, with no chance to stop the thread before.
+  if (t.trace->policy() == decoder::OverflowPolicy::Stop && t.trace->size() + kMaxHops + 1 >= t.trace->capacity()) {
     return false;
   }
   ControlMemory code(control);
-  if (!may_look_past(jcc, code)) return false;
-  const uint64_t taken_end = blocks_.block_end(*jcc.target, code).address;
-  const uint64_t fall_end = blocks_.block_end(jcc.next_address(), code).address;
-  if (!arm_all(control, t, tid, {taken_end, fall_end})) return false;
-  t.lookahead = Lookahead{jcc.address, *jcc.target, taken_end, jcc.next_address(), fall_end};
+  const std::optional<Lookahead>& plan = plan_past(entry, code);
+  if (!plan) return false;
+  std::vector<uint64_t> ends;
+  for (const Route& route : plan->routes) ends.push_back(route.hops.back().end);
+  if (!arm_all(control, t, tid, ends)) return false;
+  t.lookahead = *plan;
   return true;
 }
 
 void SoftwareTracer::settle_lookahead(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc) {
   if (!t.lookahead) return;
-  const Lookahead plan = *t.lookahead;
+  const Lookahead plan = std::move(*t.lookahead);
   t.lookahead.reset();
-  const bool taken = pc >= plan.taken_to && pc <= plan.taken_end;
-  if (taken || (pc >= plan.fall_to && pc <= plan.fall_end)) ++stats_.looked_past;
-  if (!taken) return;  // not taken, or not run yet (the thread is still before it)
+  const Route* route = nullptr;
+  std::size_t at = 0;  // the hop the thread is in
+  for (const Route& r : plan.routes) {
+    for (std::size_t i = 0; i < r.hops.size(); ++i) {
+      if (pc >= r.hops[i].begin && pc <= r.hops[i].end) route = &r, at = i;
+    }
+  }
+  if (route == nullptr) return;  // still before the entry
+  stats_.looked_past += 1 + at;
+  if (!route->entered && at == 0) return;  // fell through the jcc: nothing taken
   auto regs = control.read_general_registers(tid);
   if (!regs) return;  // the thread is gone with its registers
   ControlMemory code(control);
-  int64_t delta = 0;
-  if (pc == plan.taken_end) {
-    delta = blocks_.block_end(plan.taken_to, code).rsp_delta.value_or(0);
-  } else {
-    // Stopped inside the block (a user breakpoint, a signal): only the
-    // instructions before the pc have run.
-    for (uint64_t addr = plan.taken_to; addr < pc;) {
-      auto insn = blocks_.instruction_at(addr, code);
-      if (!insn) break;
-      delta += plain_rsp_delta(*insn).value_or(0);
-      addr = insn->next_address();
-    }
-  }
   const decoder::StackSnapshot now = stack_of(*regs);
-  store(t, plan.jcc, plan.taken_to, decoder::StackSnapshot{now.rsp - static_cast<uint64_t>(delta), now.rbp});
+  // rsp at the start of the current hop: only what ran before the pc counts.
+  uint64_t rsp = now.rsp;
+  for (uint64_t addr = route->hops[at].begin; addr < pc;) {
+    auto insn = blocks_.instruction_at(addr, code);
+    if (!insn) break;
+    rsp -= static_cast<uint64_t>(plain_rsp_delta(*insn).value_or(0));
+    addr = insn->next_address();
+  }
+  // Backwards over the hops before it: (from, to, rsp before the transfer).
+  struct Taken {
+    uint64_t from, to, rsp;
+  };
+  std::vector<Taken> taken;
+  for (std::size_t j = at; j-- > 0;) {
+    const Hop& hop = route->hops[j];
+    rsp += hop.end_is_call ? 8 : 0;  // the call's push undone
+    taken.push_back(Taken{hop.end, route->hops[j + 1].begin, rsp});
+    rsp -= static_cast<uint64_t>(blocks_.block_end(hop.begin, code).rsp_delta.value_or(0));
+  }
+  if (route->entered) taken.push_back(Taken{plan.entry, route->hops[0].begin, rsp + (plan.entry_is_call ? 8 : 0)});
+  for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
+    store(t, it->from, it->to, decoder::StackSnapshot{it->rsp, now.rbp});
+  }
 }
 
 void SoftwareTracer::on_held(TracedThreadControl& control, pid_t tid) {

@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(stats.steps),
               static_cast<unsigned long long>(stats.stops - stats.absorbed));
   std::printf("emulated transfers: %llu\n", static_cast<unsigned long long>(stats.emulated));
-  std::printf("jccs run unstopped: %llu\n", static_cast<unsigned long long>(stats.looked_past));
+  std::printf("unstopped transfers: %llu\n", static_cast<unsigned long long>(stats.looked_past));
   std::printf("stops per branch:   %.3f\n", branches > 0 ? static_cast<double>(stats.stops) / branches : 0.0);
   if (software->stepping_only) {
     const auto projection = tracing::project_block_mode(reference->pcs, software->code_pages);

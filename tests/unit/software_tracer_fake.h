@@ -2,6 +2,8 @@
 // A scripted stand-in for the process layer: registers and memory are set by
 // the test, set_trace_stop is recorded, and helpers play the process layer's
 // part (resume = before_resume, stop = on_stop at a given pc).
+#include <catch2/catch.hpp>
+
 #include <csignal>
 #include <cstring>
 #include <map>
@@ -141,6 +143,13 @@ class Control final : public stub::TracedThreadControl {
   int register_reads = 0;
   int register_writes = 0;
 };
+
+// A tracer with int3 trace stops (TraceStops::Breakpoint), default config.
+inline std::unique_ptr<stub::SoftwareTracer> breakpoint_tracer() {
+  auto made = stub::SoftwareTracer::create({}, false, stub::TraceStops::Breakpoint);
+  REQUIRE(made.ok());
+  return std::move(made).value();
+}
 
 // Plays the process layer for one thread.
 struct Driver {

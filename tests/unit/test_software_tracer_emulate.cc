@@ -30,9 +30,7 @@ struct Fixture {
     REQUIRE(tracer->enable(kTid).ok());
   }
   stub::SoftwareTracer& make() {
-    auto made = stub::SoftwareTracer::create({}, false, stub::TraceStops::Breakpoint);
-    REQUIRE(made.ok());
-    tracer = std::move(made).value();
+    tracer = breakpoint_tracer();
     return *tracer;
   }
   const decoder::BlockTrace& trace() { return *tracer->trace(kTid); }

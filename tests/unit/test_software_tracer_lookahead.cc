@@ -19,7 +19,7 @@ constexpr pid_t kTid = 200;
 // Assembled at 0x3000.
 constexpr uint64_t kEntry = 0x3000, kJe = 0x3003, kFallCall = 0x3005, kTaken = 0x300a, kTakenSub = 0x300b,
                    kTakenJmp = 0x300f, kCallee = 0x3020, kCalleeRet = 0x3021, kPopEntry = 0x3030,
-                   kPopJe = 0x3032;
+                   kPopJe = 0x3032, kCallEntry = 0x3040, kDirectCall = 0x3041, kAfterCall = 0x3046;
 const std::vector<uint8_t> kLookaheadCode = {
     0x53,                          // 3000 push rbx
     0x85, 0xc0,                    // 3001 test eax, eax
@@ -37,6 +37,10 @@ const std::vector<uint8_t> kLookaheadCode = {
     0xeb, 0xea,                    // 3034 jmp 0x3020
     0x5d,                          // 3036 pop rbp
     0xc3,                          // 3037 ret
+    0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,  // 3038
+    0x90,                          // 3040 nop
+    0xe8, 0xda, 0xff, 0xff, 0xff,  // 3041 call 0x3020
+    0x90,                          // 3046 nop
 };
 constexpr uint64_t kRbp = 0x1234;
 
@@ -54,9 +58,7 @@ struct Fixture {
     REQUIRE(tracer->enable(kTid).ok());
   }
   stub::SoftwareTracer& make() {
-    auto made = stub::SoftwareTracer::create({}, false, stub::TraceStops::Breakpoint);
-    REQUIRE(made.ok());
-    tracer = std::move(made).value();
+    tracer = breakpoint_tracer();
     return *tracer;
   }
   const decoder::BlockTrace& trace() { return *tracer->trace(kTid); }
@@ -69,27 +71,34 @@ struct Fixture {
 
 }  // namespace
 
-TEST_CASE("lookahead: the ends of both outcomes are armed, not the jcc") {
+TEST_CASE("lookahead: a jcc's routes run on through direct jmp/call to the ends armed") {
   Fixture f(kEntry, true);
   REQUIRE(f.run.resume() == StepKind::Continue);
-  REQUIRE(f.control.int3s[kTid] == std::vector<uint64_t>{kTakenJmp, kFallCall});
+  // taken: [300a, jmp 300f] then [3020, ret 3021]; fall-through: [call
+  // 3005] (going on would reach the ret the other route ends at).
+  REQUIRE(f.control.int3s[kTid] == std::vector<uint64_t>{kCalleeRet, kFallCall});
   REQUIRE(f.trace().size() == 0);
 }
 
-TEST_CASE("lookahead: a stop at the taken block's end stores the jcc with its own rsp") {
+TEST_CASE("lookahead: a stop at the end of the taken route stores every branch on it with its own rsp") {
   Fixture f(kEntry, true);
   REQUIRE(f.run.resume() == StepKind::Continue);
-  // push rbx, je (taken), push rax, sub rsp 0x10: rsp 0x20 lower at the jmp.
-  f.ran_to(kTakenJmp, kStack - 0x20);
-  REQUIRE(f.run.trace_stop_at(kTakenJmp) == TraceVerdict::Continue);
-  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kJe, kTaken}, {kTakenJmp, kCallee}});
+  // push rbx, je (taken), push rax, sub rsp 0x10, jmp, nop: at the ret.
+  f.ran_to(kCalleeRet, kStack - 0x20);
+  f.control.write_u64(kStack - 0x20, kPopEntry);  // where the ret goes
+  REQUIRE(f.run.trace_stop_at(kCalleeRet) == TraceVerdict::Continue);
+  REQUIRE(branches(f.trace()) ==
+          std::vector<Branch>{{kJe, kTaken}, {kTakenJmp, kCallee}, {kCalleeRet, kPopEntry}});
   REQUIRE(f.trace().stack_at(0) == StackSnapshot{kStack - 8, kRbp});
   REQUIRE(f.trace().stack_at(1) == StackSnapshot{kStack - 0x20, kRbp});
-  REQUIRE(f.control.int3[kTid] == kCalleeRet);  // one int3 again: a ret
-  REQUIRE(f.tracer->stats().looked_past == 1);
+  REQUIRE(f.trace().stack_at(2) == StackSnapshot{kStack - 0x20, kRbp});
+  REQUIRE(f.tracer->stats().looked_past == 2);  // the je and the jmp
+  // The je at pop_entry: its taken block pops rbp, which would be lost: it
+  // gets its own stop.
+  REQUIRE(f.control.int3[kTid] == kPopJe);
 }
 
-TEST_CASE("lookahead: a stop at the fall-through block's end stores nothing for the jcc") {
+TEST_CASE("lookahead: a stop at the fall-through end stores nothing for the jcc") {
   Fixture f(kEntry, false);
   REQUIRE(f.run.resume() == StepKind::Continue);
   f.ran_to(kFallCall, kStack - 8);
@@ -98,10 +107,10 @@ TEST_CASE("lookahead: a stop at the fall-through block's end stores nothing for 
   REQUIRE(f.tracer->stats().looked_past == 1);
 }
 
-TEST_CASE("lookahead: a stop inside the taken block counts only what ran before it") {
+TEST_CASE("lookahead: a stop inside a hop counts only what ran before it") {
   Fixture f(kEntry, true);
   REQUIRE(f.run.resume() == StepKind::Continue);
-  // A user breakpoint at the sub: push rbx and push rax ran.
+  // A user breakpoint at the sub: push rbx and push rax ran, the jmp not.
   f.control.user_breakpoints.insert(kTakenSub);
   f.ran_to(kTakenSub, kStack - 0x10);
   REQUIRE(f.run.breakpoint_at(kTakenSub) == TraceVerdict::Report);
@@ -109,7 +118,17 @@ TEST_CASE("lookahead: a stop inside the taken block counts only what ran before 
   REQUIRE(f.trace().stack_at(0) == StackSnapshot{kStack - 8, kRbp});
 }
 
-TEST_CASE("lookahead: a stop before the jcc ran stores nothing and plans again") {
+TEST_CASE("lookahead: a signal in the second hop stores the first hop's jmp too") {
+  Fixture f(kEntry, true);
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  f.ran_to(kCallee, kStack - 0x20);
+  REQUIRE(f.run.signal_at(kCallee, SIGUSR1) == TraceVerdict::Report);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kJe, kTaken}, {kTakenJmp, kCallee}});
+  REQUIRE(f.trace().stack_at(0) == StackSnapshot{kStack - 8, kRbp});
+  REQUIRE(f.trace().stack_at(1) == StackSnapshot{kStack - 0x20, kRbp});
+}
+
+TEST_CASE("lookahead: a stop before the entry ran stores nothing and plans again") {
   Fixture f(kEntry, true);
   REQUIRE(f.run.resume() == StepKind::Continue);
   f.ran_to(kEntry + 1, kStack - 8);  // a signal after push rbx
@@ -117,20 +136,35 @@ TEST_CASE("lookahead: a stop before the jcc ran stores nothing and plans again")
   REQUIRE(f.trace().size() == 0);
   REQUIRE(f.tracer->stats().looked_past == 0);
   REQUIRE(f.run.resume() == StepKind::Continue);
-  REQUIRE(f.control.int3s[kTid] == std::vector<uint64_t>{kTakenJmp, kFallCall});
+  REQUIRE(f.control.int3s[kTid] == std::vector<uint64_t>{kCalleeRet, kFallCall});
 }
 
-TEST_CASE("lookahead: a thread held by the all-stop settles its branch at once") {
+TEST_CASE("lookahead: a thread held by the all-stop settles at once") {
   Fixture f(kEntry, true);
   REQUIRE(f.run.resume() == StepKind::Continue);
   f.ran_to(kTakenSub, kStack - 0x10);
   f.tracer->on_held(f.control, kTid);
   REQUIRE(branches(f.trace()) == std::vector<Branch>{{kJe, kTaken}});
   REQUIRE(f.trace().stack_at(0) == StackSnapshot{kStack - 8, kRbp});
-  // Resumed there: its block's end is armed, nothing is stored twice.
+  // Resumed there: a plan from the jmp (one route, to the ret); nothing is
+  // stored twice.
   REQUIRE(f.run.resume() == StepKind::Continue);
-  REQUIRE(f.control.int3[kTid] == kTakenJmp);
+  REQUIRE(f.control.int3[kTid] == kCalleeRet);
   REQUIRE(f.trace().size() == 1);
+}
+
+TEST_CASE("lookahead: a direct call runs unstopped, stored with rsp before its push") {
+  Fixture f(kCallEntry, false);
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.control.int3[kTid] == kCalleeRet);
+  f.ran_to(kCalleeRet, kStack - 8);
+  f.control.write_u64(kStack - 8, kAfterCall);
+  // The ret is emulated; past the nop after the call nothing is mapped, so
+  // the tracer steps there.
+  REQUIRE(f.run.trace_stop_at(kCalleeRet) == TraceVerdict::SingleStep);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kDirectCall, kCallee}, {kCalleeRet, kAfterCall}});
+  REQUIRE(f.trace().stack_at(0) == StackSnapshot{kStack, kRbp});
+  REQUIRE(f.trace().stack_at(1) == StackSnapshot{kStack - 8, kRbp});
 }
 
 TEST_CASE("lookahead: not past a jcc whose taken block pops rbp (its rbp would be lost)") {
