@@ -148,7 +148,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     std::optional<decoder::Branch> pending;       // seen at a trace stop, not yet seen run
     decoder::StackSnapshot pending_stack;         // rsp/rbp at pending->from
     std::optional<Step> step;
-    std::optional<Lookahead> lookahead;           // armed past a conditional branch
+    std::shared_ptr<const Lookahead> lookahead;   // the plan its armed ends belong to
   };
   enum class Next { Continue, SingleStep, Report };
 
@@ -187,7 +187,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
                const decoder::Instruction& insn, uint64_t& target, bool& taken);
   // software_tracer_lookahead.cc.
   bool arm_past(TracedThreadControl& control, ThreadState& t, pid_t tid, const decoder::Instruction& entry);
-  const std::optional<Lookahead>& plan_past(const decoder::Instruction& entry, decoder::CodeReader& code);
+  std::shared_ptr<const Lookahead> plan_past(const decoder::Instruction& entry, decoder::CodeReader& code);
   std::optional<Route> route_from(uint64_t start, bool entered, std::vector<uint64_t>& used, decoder::CodeReader& code);
   void settle_lookahead(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
 
@@ -199,12 +199,13 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   bool untraced_met_ = false;   // since the last enable: an untraced thread met a kept int3
   TracedThreadControl* control_ = nullptr;
   std::map<pid_t, ThreadState> threads_;
-  // Plans by entry transfer address (nullopt: it gets a stop of its own).
+  // Plans by entry transfer address (null: it gets a stop of its own),
+  // shared with the threads following them (plans are made per stop).
   // Decided once, so that no int3 is ever put on a transfer some plan runs
   // without a stop (passed_); the ends plans arm are never passed
   // (must_stop_). Both only save stops: a plan stays exact even if an int3
   // sits on a transfer it passes (the thread stops there, inside a hop).
-  std::unordered_map<uint64_t, std::optional<Lookahead>> plans_;
+  std::unordered_map<uint64_t, std::shared_ptr<const Lookahead>> plans_;
   std::unordered_set<uint64_t> passed_;
   std::unordered_set<uint64_t> must_stop_;
   Stats stats_;

@@ -73,7 +73,7 @@ std::optional<SoftwareTracer::Route> SoftwareTracer::route_from(uint64_t start, 
   return route;
 }
 
-const std::optional<SoftwareTracer::Lookahead>& SoftwareTracer::plan_past(const decoder::Instruction& entry,
+std::shared_ptr<const SoftwareTracer::Lookahead> SoftwareTracer::plan_past(const decoder::Instruction& entry,
                                                                          decoder::CodeReader& code) {
   if (auto known = plans_.find(entry.address); known != plans_.end()) return known->second;
   std::optional<Lookahead> plan;
@@ -94,7 +94,9 @@ const std::optional<SoftwareTracer::Lookahead>& SoftwareTracer::plan_past(const 
       must_stop_.insert(route.hops.back().end);
     }
   }
-  return plans_[entry.address] = std::move(plan);
+  std::shared_ptr<const Lookahead> shared;
+  if (plan) shared = std::make_shared<const Lookahead>(std::move(*plan));
+  return plans_[entry.address] = std::move(shared);
 }
 
 bool SoftwareTracer::arm_past(TracedThreadControl& control, ThreadState& t, pid_t tid,
@@ -106,19 +108,20 @@ bool SoftwareTracer::arm_past(TracedThreadControl& control, ThreadState& t, pid_
     return false;
   }
   ControlMemory code(control);
-  const std::optional<Lookahead>& plan = plan_past(entry, code);
+  std::shared_ptr<const Lookahead> plan = plan_past(entry, code);
   if (!plan) return false;
   std::vector<uint64_t> ends;
   for (const Route& route : plan->routes) ends.push_back(route.hops.back().end);
   if (!arm_all(control, t, tid, ends)) return false;
-  t.lookahead = *plan;
+  t.lookahead = std::move(plan);
   return true;
 }
 
 void SoftwareTracer::settle_lookahead(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc) {
   if (!t.lookahead) return;
-  const Lookahead plan = std::move(*t.lookahead);
+  const std::shared_ptr<const Lookahead> shared = std::move(t.lookahead);
   t.lookahead.reset();
+  const Lookahead& plan = *shared;
   const Route* route = nullptr;
   std::size_t at = 0;  // the hop the thread is in
   for (const Route& r : plan.routes) {
