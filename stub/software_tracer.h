@@ -12,6 +12,9 @@
 // int3 stays in place for other threads, so the transfer under it is not
 // run but emulated: rip, and rsp/[rsp]/rcx for calls, returns and loops.
 // The branch is then certain and stored at once (nothing is pending).
+// With int3s the tracer also runs conditional branches and direct jmp/call
+// without a stop of their own where it can tell afterwards which way the
+// thread went (software_tracer_lookahead.cc).
 //
 // Exactness rule: a branch is stored only once the thread is seen past it.
 // Between the trace stop at a branch and that evidence the branch is
