@@ -113,22 +113,23 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
  private:
   // TraceStops::Breakpoint: transfers a thread runs without a stop of its
   // own (software_tracer_lookahead.cc). From the entry transfer the thread
-  // takes one of the routes; each is a chain of hops, straight runs of code
-  // [begin, end] whose end is their only transfer, linked by always-taken
-  // direct jmp/call. The last hop's end of every route is armed; where the
-  // thread next stops says which route it took and how far it got.
+  // walks down a tree of hops, straight runs of code [begin, end] whose end
+  // is their only transfer: a hop ending in a direct jmp/call has one child,
+  // one ending in a conditional branch two (taken, fall-through); the ends of
+  // the leaves are armed. Where the thread next stops says which hop it is
+  // in, hence its path and every branch on it.
   struct Hop {
     uint64_t begin = 0, end = 0;
+    int parent = -1;          // index in Lookahead::hops; -1: the entry
+    bool taken_edge = false;  // entered by a taken branch (stored), not by falling through
     bool end_is_call = false;
-  };
-  struct Route {
-    bool entered = false;  // the entry transfer leads into hops[0] (else it fell through)
-    std::vector<Hop> hops;
+    bool leaf = true;
   };
   struct Lookahead {
     uint64_t entry = 0;
     bool entry_is_call = false;
-    std::vector<Route> routes;  // jcc: taken, fall-through; jmp/call: one
+    std::vector<Hop> hops;
+    std::vector<uint64_t> leaves;  // the armed ends
   };
   // A single step in flight and what it was expected to do.
   struct Step {
@@ -191,7 +192,8 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // software_tracer_lookahead.cc.
   bool arm_past(TracedThreadControl& control, ThreadState& t, pid_t tid, const decoder::Instruction& entry);
   std::shared_ptr<const Lookahead> plan_past(const decoder::Instruction& entry, decoder::CodeReader& code);
-  std::optional<Route> route_from(uint64_t start, bool entered, std::vector<uint64_t>& used, decoder::CodeReader& code);
+  int add_hops(Lookahead& plan, uint64_t start, int parent, bool taken_edge, bool needs_rsp, int depth,
+               std::vector<uint64_t>& used, decoder::CodeReader& code);
   void settle_lookahead(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
 
   BlockCache blocks_;

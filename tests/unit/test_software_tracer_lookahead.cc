@@ -19,7 +19,9 @@ constexpr pid_t kTid = 200;
 // Assembled at 0x3000.
 constexpr uint64_t kEntry = 0x3000, kJe = 0x3003, kFallCall = 0x3005, kTaken = 0x300a, kTakenSub = 0x300b,
                    kTakenJmp = 0x300f, kCallee = 0x3020, kCalleeRet = 0x3021, kPopEntry = 0x3030,
-                   kPopJe = 0x3032, kCallEntry = 0x3040, kDirectCall = 0x3041, kAfterCall = 0x3046;
+                   kPopJe = 0x3032, kCallEntry = 0x3040, kDirectCall = 0x3041, kAfterCall = 0x3046,
+                   kTreeEntry = 0x3050, kTreeJmp = 0x3051, kTreeTest = 0x3060, kTreeJne = 0x3062,
+                   kTreeFallRet = 0x3065, kTreeTaken = 0x3068, kTreeTakenRet = 0x3069;
 const std::vector<uint8_t> kLookaheadCode = {
     0x53,                          // 3000 push rbx
     0x85, 0xc0,                    // 3001 test eax, eax
@@ -41,6 +43,17 @@ const std::vector<uint8_t> kLookaheadCode = {
     0x90,                          // 3040 nop
     0xe8, 0xda, 0xff, 0xff, 0xff,  // 3041 call 0x3020
     0x90,                          // 3046 nop
+    0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,  // 3047
+    0x90,                          // 3050 nop
+    0xeb, 0x0d,                    // 3051 jmp 0x3060
+    0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,  // 3053
+    0x85, 0xc0,                    // 3060 test eax, eax
+    0x75, 0x04,                    // 3062 jne 0x3068
+    0x50,                          // 3064 push rax
+    0xc3,                          // 3065 ret
+    0x90, 0x90,                    // 3066
+    0x90,                          // 3068 nop
+    0xc3,                          // 3069 ret
 };
 constexpr uint64_t kRbp = 0x1234;
 
@@ -159,9 +172,7 @@ TEST_CASE("lookahead: a direct call runs unstopped, stored with rsp before its p
   REQUIRE(f.control.int3[kTid] == kCalleeRet);
   f.ran_to(kCalleeRet, kStack - 8);
   f.control.write_u64(kStack - 8, kAfterCall);
-  // The ret is emulated; past the nop after the call nothing is mapped, so
-  // the tracer steps there.
-  REQUIRE(f.run.trace_stop_at(kCalleeRet) == TraceVerdict::SingleStep);
+  REQUIRE(f.run.trace_stop_at(kCalleeRet) == TraceVerdict::Continue);  // the ret emulated
   REQUIRE(branches(f.trace()) == std::vector<Branch>{{kDirectCall, kCallee}, {kCalleeRet, kAfterCall}});
   REQUIRE(f.trace().stack_at(0) == StackSnapshot{kStack, kRbp});
   REQUIRE(f.trace().stack_at(1) == StackSnapshot{kStack - 8, kRbp});
@@ -172,4 +183,30 @@ TEST_CASE("lookahead: not past a jcc whose taken block pops rbp (its rbp would b
   REQUIRE(f.run.resume() == StepKind::Continue);
   REQUIRE(f.control.int3[kTid] == kPopJe);
   REQUIRE(f.trace().size() == 0);
+}
+
+TEST_CASE("lookahead: a plan runs on through a conditional branch, both ways") {
+  // jmp, then [test; jne]: taken -> [nop; ret], fall-through -> [push rax; ret].
+  Fixture f(kTreeEntry, false);  // ZF clear: jne taken
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.control.int3s[kTid] == std::vector<uint64_t>{kTreeTakenRet, kTreeFallRet});
+  f.ran_to(kTreeTakenRet, kStack);
+  f.control.write_u64(kStack, kAfterCall);
+  (void)f.run.trace_stop_at(kTreeTakenRet);
+  REQUIRE(branches(f.trace()) ==
+          std::vector<Branch>{{kTreeJmp, kTreeTest}, {kTreeJne, kTreeTaken}, {kTreeTakenRet, kAfterCall}});
+  REQUIRE(f.trace().stack_at(0) == StackSnapshot{kStack, kRbp});
+  REQUIRE(f.trace().stack_at(1) == StackSnapshot{kStack, kRbp});
+  REQUIRE(f.tracer->stats().looked_past == 2);
+}
+
+TEST_CASE("lookahead: through a conditional branch not taken, only the branches above are stored") {
+  Fixture f(kTreeEntry, true);  // ZF set: jne not taken
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  f.ran_to(kTreeFallRet, kStack - 8);  // push rax ran
+  f.control.write_u64(kStack - 8, kAfterCall);
+  (void)f.run.trace_stop_at(kTreeFallRet);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kTreeJmp, kTreeTest}, {kTreeFallRet, kAfterCall}});
+  REQUIRE(f.trace().stack_at(0) == StackSnapshot{kStack, kRbp});  // before push rax
+  REQUIRE(f.trace().stack_at(1) == StackSnapshot{kStack - 8, kRbp});
 }
