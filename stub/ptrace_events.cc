@@ -271,7 +271,12 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
     return std::nullopt;
   }
   thread.last_signal = signal;
-  return classify_stop(tid, thread, signal);
+  auto event = classify_stop(tid, thread, signal);
+  // A thread killed from outside (SIGKILL) leaves its stop at once: had the
+  // stop been reported, the client's next register read would fail. Its exit
+  // status follows, and reports the death instead.
+  if (event && !still_in_stop(tid)) return std::nullopt;
+  return event;
 }
 
 std::optional<ProcessEvent> PtraceProcess::thread_gone(pid_t tid, int status) {
@@ -320,10 +325,6 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
       return std::nullopt;
     }
   }
-  // A thread killed from outside (SIGKILL) leaves its stop at once: had the
-  // stop been reported, the client's next register read would fail. Its exit
-  // status follows, and reports the death instead.
-  if (!still_in_stop(tid)) return std::nullopt;
   if (stopping_all_) return event;
   bool bare_step = event.single_stepped && !event.hw_stop && !event.software_breakpoint;
   bool bare_trace_stop = trace_hit && !event.single_stepped && !event.hw_stop && !event.software_breakpoint;

@@ -124,6 +124,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     bool taken_edge = false;  // entered by a taken branch (stored), not by falling through
     bool end_is_call = false;
     bool leaf = true;
+    int64_t rsp_delta = 0;  // BlockEnd::rsp_delta (0 where unknown: then never needed)
   };
   struct Lookahead {
     uint64_t entry = 0;

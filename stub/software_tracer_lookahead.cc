@@ -64,7 +64,8 @@ int SoftwareTracer::add_hops(Lookahead& plan, uint64_t start, int parent, bool t
     return -1;
   }
   const int index = static_cast<int>(plan.hops.size());
-  plan.hops.push_back(Hop{start, end.address, parent, taken_edge, end.insn.kind == decoder::ControlKind::Call, true});
+  plan.hops.push_back(Hop{start, end.address, parent, taken_edge, end.insn.kind == decoder::ControlKind::Call, true,
+                          end.rsp_delta.value_or(0)});
   used.push_back(end.address);
   const std::size_t hops_mark = plan.hops.size(), used_mark = used.size();
   const bool deeper = depth + 1 < kMaxDepth && must_stop_.count(end.address) == 0;
@@ -174,7 +175,7 @@ void SoftwareTracer::settle_lookahead(TracedThreadControl& control, ThreadState&
     }
     if (from_entry) break;
     h = hop.parent;
-    rsp -= static_cast<uint64_t>(blocks_.block_end(plan.hops[h].begin, code).rsp_delta.value_or(0));
+    rsp -= static_cast<uint64_t>(plan.hops[h].rsp_delta);
   }
   for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
     store(t, it->from, it->to, decoder::StackSnapshot{it->rsp, now.rbp});

@@ -31,12 +31,6 @@ double since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-Expected<uint64_t> pc_of(stub::Process& process, pid_t tid) {
-  auto regs = process.read_registers(tid);
-  if (!regs) return regs.error();
-  return regs->get_u64(protocol::Amd64Reg::rip);
-}
-
 // pc, rsp and rbp in one read.
 struct Position {
   uint64_t pc = 0;

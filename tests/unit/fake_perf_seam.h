@@ -15,6 +15,7 @@
 #include "decoder/block_trace.h"
 #include "protocol/amd64_registers.h"
 #include "stub/perf_seam.h"
+#include "stub/perf_trace_items.h"
 #include "stub/trace_hook.h"
 
 namespace fakeperf {
@@ -35,6 +36,17 @@ inline std::vector<decoder::Branch> branches(const decoder::BlockTrace& trace) {
   std::vector<decoder::Branch> out;
   for (uint64_t s = trace.first_sequence(); s < trace.end_sequence(); ++s) out.push_back(trace.at(s));
   return out;
+}
+
+// What a reader should produce for `bs`, item for item.
+inline stub::TraceItems items_of(const std::vector<decoder::Branch>& bs) {
+  stub::TraceItems out;
+  for (const auto& b : bs) out.push_back(stub::branch_item(b.from, b.to));
+  return out;
+}
+inline stub::TraceItems concat(stub::TraceItems a, const stub::TraceItems& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
 }
 
 // Writes `len` bytes at ring position `pos`, wrapping at the ring's end.

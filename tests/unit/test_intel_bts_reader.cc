@@ -7,6 +7,8 @@
 #include "stub/intel_bts_reader.h"
 
 using decoder::Branch;
+using fakeperf::concat;
+using fakeperf::items_of;
 using fakeperf::known_branches;
 using stub::TraceItems;
 
@@ -29,17 +31,6 @@ struct Buffers {
     ring.aux(offset, size, flags);
   }
 };
-
-TraceItems items_of(const std::vector<Branch>& bs) {
-  TraceItems out;
-  for (const auto& b : bs) out.push_back(stub::branch_item(b.from, b.to));
-  return out;
-}
-
-TraceItems concat(TraceItems a, const TraceItems& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 const TraceItems kGap{stub::gap_item()};
 

@@ -6,6 +6,8 @@
 #include "stub/perf_bts_reader.h"
 
 using decoder::Branch;
+using fakeperf::concat;
+using fakeperf::items_of;
 using fakeperf::known_branches;
 using stub::TraceItem;
 using stub::TraceItems;
@@ -20,17 +22,6 @@ struct Ring {
   fakeperf::RingWriter writer{&header, data, sizeof data};
   stub::PerfRing view() { return stub::PerfRing{&header, data, sizeof data, {}}; }
 };
-
-TraceItems items_of(const std::vector<Branch>& bs) {
-  TraceItems out;
-  for (const auto& b : bs) out.push_back(stub::branch_item(b.from, b.to));
-  return out;
-}
-
-TraceItems concat(TraceItems a, const TraceItems& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 }  // namespace
 
