@@ -44,6 +44,14 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
   // stopped while stopping all threads did not run).
   settle_lookahead(control, *t, tid, pc);
   settle(*t, pc, false);
+  // A debug-register trace stop fires before the instruction at its address
+  // runs, unless the thread resumes from that very trap (the kernel then
+  // sets RF). A thread that reached its armed address otherwise (a step
+  // onto it) would stop there again at once, and a step of the client's
+  // would look completed without having moved. Nothing below arms at the pc.
+  if (stops_ == TraceStops::DebugRegister && t->armed.size() == 1 && t->armed.front() == pc) {
+    arm(control, *t, tid, std::nullopt);
+  }
   if (t->frozen) {
     arm(control, *t, tid, std::nullopt);
     return requested;

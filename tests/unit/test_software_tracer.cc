@@ -172,6 +172,28 @@ TEST_CASE("software tracer: the client's stepi is reported and its branch record
   REQUIRE(f.trace().size() == 1);
 }
 
+TEST_CASE("software tracer: the client's steps onto the armed transfer and over it") {
+  // The trace stop is armed at the call; the client then steps up to it.
+  // A debug-register stop at the pc fires before the instruction runs, so
+  // the tracer must take it away before the client steps the call itself
+  // (seen on real hardware as the call recorded twice: 0x100b -> 0x100b).
+  Fixture f({}, 0x1005);
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.armed() == kJne);
+  REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::Continue);
+  REQUIRE(f.run.armed() == kCall);
+  REQUIRE(f.run.breakpoint_at(0x1005 + 2) == TraceVerdict::Report);  // the client's own stop at `test`
+  REQUIRE(f.run.resume(StepKind::SingleStep) == StepKind::SingleStep);
+  REQUIRE(f.run.step_done_at(kJne) == TraceVerdict::Report);
+  REQUIRE(f.run.resume(StepKind::SingleStep) == StepKind::SingleStep);
+  REQUIRE(f.run.step_done_at(kCall) == TraceVerdict::Report);
+  REQUIRE(f.run.armed() == kCall);  // still armed where the thread now stands
+  REQUIRE(f.run.resume(StepKind::SingleStep) == StepKind::SingleStep);
+  REQUIRE(f.run.armed() == std::nullopt);
+  REQUIRE(f.run.step_done_at(kFunc) == TraceVerdict::Report);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}});
+}
+
 TEST_CASE("software tracer: a thread kept stopped after a trace stop replans on resume") {
   Fixture f;
   REQUIRE(f.run.resume() == StepKind::Continue);
