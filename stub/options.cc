@@ -104,6 +104,10 @@ std::string usage_text() {
          "  --no-pin-cpu          Let btstub and PROG run on any CPU (default: both on\n"
          "                        the CPU btstub starts on; ptrace stops cost far\n"
          "                        less when tracer and program share a CPU).\n"
+         "  --busy-poll=USEC      After each reply (or step), poll for the client's next\n"
+         "                        packet (or the program's stop) for up to USEC\n"
+         "                        microseconds before sleeping (default 500; 0: never).\n"
+         "                        Each wake-up from sleep costs tens of µs in a VM.\n"
          "  --no-vfile            Refuse vFile packets: the client cannot read, or delete,\n"
          "                        files with btstub's rights (see docs/security.md).\n"
          "  --no-run              Refuse vRun, vAttach and R: the client cannot start or\n"
@@ -158,6 +162,14 @@ btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>&
       cl.disable_randomization = true;
     } else if (a == "--no-pin-cpu") {
       cl.pin_cpu = false;
+    } else if (starts_with(a, "--busy-poll=")) {
+      auto us = parse_number(a.substr(std::string_view("--busy-poll=").size()));
+      if (!us || *us < 0 || *us > kMaxBusyPollMicroseconds) {
+        return make_error(ErrorCode::InvalidArgument,
+                          "Bad " + a + ": expected microseconds from 0 to " +
+                              std::to_string(kMaxBusyPollMicroseconds));
+      }
+      cl.busy_poll_us = static_cast<unsigned>(*us);
     } else if (a == "--record") {
       cl.record = true;
     } else if (a == "--no-vfile") {

@@ -26,6 +26,13 @@ enum class TraceBackendChoice {
 inline constexpr uint64_t kMinTraceSize = 24;
 inline constexpr uint64_t kMaxTraceSize = uint64_t{1} << 32;
 
+// --busy-poll: how long btstub keeps polling for the client's next packet (or
+// a step's stop) before it sleeps. Long enough to cover gdb's turnaround
+// between the packets of one command (tens to a few hundred µs here); the
+// upper bound keeps a typo from spinning a CPU for seconds per packet.
+inline constexpr unsigned kDefaultBusyPollMicroseconds = 500;
+inline constexpr unsigned kMaxBusyPollMicroseconds = 100000;
+
 struct CommandLine {
   enum class Mode { Launch, Attach, Multi, Help, Version, Probe };  // Probe: --probe
   Mode mode = Mode::Launch;
@@ -38,6 +45,7 @@ struct CommandLine {
   std::set<std::string> disabled_packets;
   bool remote_debug = false;           // log packets on stderr
   bool pin_cpu = true;                 // --no-pin-cpu clears: see stub/cpu_affinity.h
+  unsigned busy_poll_us = kDefaultBusyPollMicroseconds;  // --busy-poll=: see stub/connection.h
   bool record = false;                 // --record: trace every thread from the first instruction
   TraceBackendChoice trace_backend = TraceBackendChoice::Auto;  // --backend=
   TraceConfig trace_config;            // --trace-size=, --trace-full=

@@ -168,7 +168,8 @@ ConnectionResult serve(asio::io_context& io, In& in, Out& out, Process* process,
   Session session(config, process);
   session.process_factory = factory;
   session.trace_backend = trace_backend;
-  Connection<In, Out> connection(io, in, out, session, sigchld, cl.remote_debug);
+  Connection<In, Out> connection(io, in, out, session, sigchld, cl.remote_debug,
+                                 std::chrono::microseconds(cl.busy_poll_us));
   return connection.run();
 }
 

@@ -9,6 +9,8 @@ gdb with Python's perf_counter, only the stepping:
 The server `gdb-floor` is no server: the session is recorded through btstub
 (tests/bench/rsp_replay.py) and then replayed to gdb from the recording, so
 its time is gdb's own work plus a Python loop answering packets.
+`btstub-nopoll` is btstub with --busy-poll=0: it sleeps as soon as it has
+replied, as gdbserver does, instead of polling for gdb's next packet.
 
   count: one `stepi 1500` command
   loop:  1,500 separate `stepi` commands (gdb.execute from a Python loop),
@@ -76,6 +78,11 @@ def measure(kind, mode, steps):
                            harness.server_path("btstub"), "-", prog], prog, commands(mode, steps))
         result, server = run_script_server([sys.executable, REPLAY, "serve", log], prog,
                                            commands(mode, steps))
+    elif kind == "btstub-nopoll":
+        # btstub without its busy poll: it sleeps as soon as it has replied.
+        result, server = harness.run_gdb_tcp("btstub", prog, [], commands(mode, steps),
+                                             options=("--once", "--busy-poll=0"),
+                                             timeout=600, markers=False)
     else:
         result, server = harness.run_gdb_tcp(kind, prog, [], commands(mode, steps),
                                              timeout=600, markers=False)

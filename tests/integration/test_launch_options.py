@@ -9,14 +9,20 @@
                      falls back to s/c and stepping still works;
 address space randomization: disabled by default (two runs show the same
 stack address), kept with --no-disable-randomization (different
-addresses).
+addresses);
+--busy-poll=USEC     (btstub only) the same stepping session, with the
+                     poll off (0: btstub sleeps after every reply), at its
+                     default and at its longest, prints the same stops, pcs
+                     and exit code; a bad value is refused before anything
+                     starts.
 
     python3 test_launch_options.py [--server gdbserver] [-v]
 """
 
 import re
 
-from harness import program, run_gdb_tcp, run_test
+from harness import normalise, program, run_command, run_gdb_tcp, run_test, \
+    server_path, unified_diff
 
 
 def stack_pointer(kind, prog, options, c, label):
@@ -76,10 +82,47 @@ def check_randomization(kind, c):
            None not in kept and kept[0] != kept[1], str(kept))
 
 
+STEPPING = ["break add_one", "continue", "stepi 40", "info registers rip",
+            "next", "finish", "tbreak main", "delete 1", "continue"]
+
+
+def check_busy_poll(kind, c):
+    if kind != "btstub":
+        print("SKIP --busy-poll is btstub's own option")
+        return
+    prog = program("basic")
+    transcripts = {}
+    for value in ("0", None, "100000"):
+        options = ("--once",) + (("--busy-poll=" + value,) if value else ())
+        result, _ = run_gdb_tcp(kind, prog, ["alpha", "beta"], STEPPING,
+                                options=options)
+        label = "--busy-poll=%s" % (value or "default")
+        ctx = result.transcript()
+        c.matches(label + ": 40 steps end in add_one", result.of(3),
+                  r"^rip +0x[0-9a-f]+ +0x[0-9a-f]+ <add_one\+\d+>$", ctx)
+        c.matches(label + ": program exits with code 07", result.of(8),
+                  r"^\[Inferior 1 \(process \d+\) exited with code 07\]$",
+                  ctx)
+        transcripts[label] = normalise(result.transcript().split("\n", 1)[1])
+    base = transcripts.pop("--busy-poll=0")
+    for label, lines in transcripts.items():
+        c.true(label + ": same transcript as with the poll off",
+               lines == base, unified_diff(base, lines, "--busy-poll=0", label))
+    status, _, err = run_command([server_path(kind), "--busy-poll=soon", "--once",
+                                  "127.0.0.1:0", prog], 15)
+    c.true("--busy-poll=soon: non-zero exit", status not in (0, None),
+           "status %r" % status)
+    c.contains("--busy-poll=soon: says what is wrong", err,
+               "Bad --busy-poll=soon")
+    c.not_contains("--busy-poll=soon: does not start the program", err,
+                   "Process ")
+
+
 def main(args, c):
     check_wrapper(args.server, c)
     check_disable_vcont(args.server, c)
     check_randomization(args.server, c)
+    check_busy_poll(args.server, c)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-// The branch-tracing command-line options (stub/options.h).
+// Command-line options of btstub's own (stub/options.h): branch tracing, busy poll.
 #include <catch2/catch.hpp>
 
 #include "stub/options.h"
@@ -71,4 +71,17 @@ TEST_CASE("--help describes the tracing options") {
     INFO(option);
     REQUIRE(help.find(option) != std::string::npos);
   }
+}
+
+TEST_CASE("--busy-poll takes microseconds, 0 turns it off") {
+  REQUIRE(parse_ok({":0", "prog"}).busy_poll_us == stub::kDefaultBusyPollMicroseconds);
+  REQUIRE(parse_ok({"--busy-poll=0", ":0", "prog"}).busy_poll_us == 0);
+  REQUIRE(parse_ok({"--busy-poll=2000", ":0", "prog"}).busy_poll_us == 2000);
+  REQUIRE(parse_ok({"--busy-poll=100000", ":0", "prog"}).busy_poll_us == stub::kMaxBusyPollMicroseconds);
+  for (const char* bad : {"--busy-poll=", "--busy-poll=-1", "--busy-poll=100001", "--busy-poll=fast",
+                          "--busy-poll=99999999999999999999"}) {
+    INFO(bad);
+    REQUIRE(parse_error({bad, ":0", "prog"}).find("Bad --busy-poll=") == 0);
+  }
+  REQUIRE(stub::usage_text().find("--busy-poll=USEC") != std::string::npos);
 }
