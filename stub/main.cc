@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "stub/backend_probe.h"
+#include "stub/ptrace_process.h"
 #include "stub/options.h"
 #include "stub/server.h"
 
@@ -27,6 +28,10 @@ int main(int argc, char** argv) {
   if (command_line->mode == stub::CommandLine::Mode::Probe) {
     auto seam = stub::make_linux_perf_seam();
     std::fputs(stub::format_probe(stub::probe_backends(*seam)).c_str(), stdout);
+    // Not a branch-trace backend, but what Z1-Z4 and --trace-stops=debugreg need.
+    std::printf("debug registers: %s\n", stub::PtraceProcess::debug_registers_work()
+                                               ? "trap (hardware breakpoints and watchpoints work)"
+                                               : "never trap here (no hardware breakpoints or watchpoints)");
     return 0;
   }
   if (command_line->trace_backend != stub::TraceBackendChoice::Software) {

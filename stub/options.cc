@@ -40,6 +40,12 @@ btstub::Expected<void> parse_trace_option(CommandLine& cl, const std::string& a)
     auto size = parse_trace_size(value);
     if (!size) return size.error();
     cl.trace_config.buffer_bytes = *size;
+  } else if (starts_with(a, "--trace-stops=")) {
+    if (value == "int3") cl.trace_stops = TraceStopChoice::Int3;
+    else if (value == "debugreg") cl.trace_stops = TraceStopChoice::DebugRegister;
+    else if (value == "step") cl.trace_stops = TraceStopChoice::SingleStep;
+    else return make_error(ErrorCode::InvalidArgument,
+                           "Bad --trace-stops '" + value + "': expected int3, debugreg or step");
   } else if (starts_with(a, "--trace-full=")) {
     if (value == "drop") cl.trace_config.overflow = decoder::OverflowPolicy::DropOldest;
     else if (value == "stop") cl.trace_config.overflow = decoder::OverflowPolicy::Stop;
@@ -49,7 +55,8 @@ btstub::Expected<void> parse_trace_option(CommandLine& cl, const std::string& a)
 }
 
 bool is_trace_option(const std::string& a) {
-  return starts_with(a, "--backend=") || starts_with(a, "--trace-size=") || starts_with(a, "--trace-full=");
+  return starts_with(a, "--backend=") || starts_with(a, "--trace-size=") || starts_with(a, "--trace-full=") ||
+         starts_with(a, "--trace-stops=");
 }
 
 }  // namespace
@@ -104,10 +111,10 @@ std::string usage_text() {
          "  --no-pin-cpu          Let btstub and PROG run on any CPU (default: both on\n"
          "                        the CPU btstub starts on; ptrace stops cost far\n"
          "                        less when tracer and program share a CPU).\n"
-         "  --busy-poll=USEC      After each reply (or step), poll for the client's next\n"
-         "                        packet (or the program's stop) for up to USEC\n"
-         "                        microseconds before sleeping (default 500; 0: never).\n"
-         "                        Each wake-up from sleep costs tens of µs in a VM.\n"
+         "  --busy-poll=USEC      After a reply that leaves PROG stopped, poll for the\n"
+         "                        client's next packet for up to USEC microseconds\n"
+         "                        before sleeping (default 500; 0: never). Each wake-up\n"
+         "                        from sleep costs tens of µs in a VM.\n"
          "  --no-vfile            Refuse vFile packets: the client cannot read, or delete,\n"
          "                        files with btstub's rights (see docs/security.md).\n"
          "  --no-run              Refuse vRun, vAttach and R: the client cannot start or\n"
@@ -127,7 +134,13 @@ std::string usage_text() {
          "                        k/m suffixes, 0x hex; default 64k).\n"
          "  --trace-full=drop|stop\n"
          "                        When a buffer is full: drop the oldest branches\n"
-         "                        (default) or stop the program and report it.\n";
+         "                        (default) or stop the program and report it.\n"
+         "  --trace-stops=int3|debugreg|step\n"
+         "                        How the software tracer stops a thread at the end of\n"
+         "                        a block: int3s, whose transfers it emulates and looks\n"
+         "                        past (default: fewest stops); a debug register (one\n"
+         "                        stop per block, where they trap; leaves Z1-Z4 three);\n"
+         "                        or a single step per instruction.\n";
 }
 
 btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>& args) {

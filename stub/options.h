@@ -21,6 +21,14 @@ enum class TraceBackendChoice {
   IntelBts,  // stub::PerfBackend over the intel_bts PMU's AUX area
 };
 
+// --trace-stops: how the software tracer stops a thread at the end of a
+// block (stub::TraceStops).
+enum class TraceStopChoice {
+  Int3,           // int3s with emulated transfers and lookahead (default: fewest stops)
+  DebugRegister,  // a debug-register execution breakpoint per block
+  SingleStep,     // every instruction stepped (slow, for comparison)
+};
+
 // Limits of --trace-size: one BTS record, and a bound that keeps a typo
 // from reserving the machine's memory (the buffer is allocated up front).
 inline constexpr uint64_t kMinTraceSize = 24;
@@ -49,6 +57,7 @@ struct CommandLine {
   bool record = false;                 // --record: trace every thread from the first instruction
   TraceBackendChoice trace_backend = TraceBackendChoice::Auto;  // --backend=
   TraceConfig trace_config;            // --trace-size=, --trace-full=
+  TraceStopChoice trace_stops = TraceStopChoice::Int3;  // --trace-stops=
   bool no_vfile = false;               // --no-vfile: vFile (host file access) unsupported
   bool no_run = false;                 // --no-run: vRun/vAttach/R refused (docs/security.md)
 

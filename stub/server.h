@@ -39,6 +39,8 @@ class Server final : public ProcessFactory {
   std::unique_ptr<Process> trace(std::unique_ptr<class PtraceProcess> process);
   int serve_stdio();
   int serve_tcp();
+  // The software tracer --trace-stops asks for.
+  Expected<std::unique_ptr<SoftwareTracer>> make_software_tracer() const;
 
   CommandLine command_line_;
   std::unique_ptr<Process> process_;

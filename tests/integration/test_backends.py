@@ -59,6 +59,8 @@ def check_probe(path, c):
     c.contains("--probe reports perf_event_mlock_kb", out,
                "perf_event_mlock_kb: %s" % mlock)
     c.contains("--probe reports RLIMIT_MEMLOCK", out, "RLIMIT_MEMLOCK: ")
+    c.matches("--probe says whether debug registers trap", out,
+              r"(?m)^debug registers: (trap|never trap here) \(")
     if hardware_expected():
         print("NOTE this machine may have branch-trace hardware:\n" + out)
         c.contains("--probe names auto's choice", out, "auto picks: ")

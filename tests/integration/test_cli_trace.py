@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """btstub's branch-tracing options on the command line (no gdb needed):
 
---help describes --record, --backend=auto|software, --trace-size=BYTES and
---trace-full=drop|stop; a bad value of each gives a clear message naming
+--help describes --record, --backend=auto|software, --trace-size=BYTES,
+--trace-full=drop|stop and --trace-stops; a bad value of each gives a clear message naming
 the option and a non-zero exit, before anything is launched or listened on.
 gdbserver has none of these options: against it the checks are skipped.
 
@@ -16,7 +16,7 @@ def check_help(path, c):
     status, out, err = run_command([path, "--help"], 10)
     c.equal("--help exits 0", 0, status, err)
     for option in ("--record", "--backend=auto|software", "--trace-size=BYTES",
-                   "--trace-full=drop|stop"):
+                   "--trace-full=drop|stop", "--trace-stops=int3|debugreg|step"):
         c.contains("--help mentions %s" % option, out, option)
 
 
@@ -26,6 +26,7 @@ def check_bad_values(path, c):
         ("--trace-size=lots", "Bad --trace-size 'lots'"),
         ("--trace-size=8", "at least 24 bytes"),
         ("--trace-full=wrap", "Bad --trace-full 'wrap': expected drop or stop"),
+        ("--trace-stops=dr", "Bad --trace-stops 'dr': expected int3, debugreg or step"),
     ]
     for option, message in cases:
         status, out, err = run_command([path, "--once", option, "127.0.0.1:0",

@@ -29,6 +29,9 @@ the two: record full calls the state before its first instruction 0,
 btrace calls that instruction 1; `record goto N` is compared accordingly.
 Errors: `record btrace pt` must name the missing hardware, a second
 `record btrace bts` gives gdb's "already being recorded" error.
+At -O2 the btrace run is repeated with `--trace-stops=debugreg` (a debug
+register at each block end instead of int3s) where `btstub --probe` says
+debug registers trap, and says SKIP elsewhere.
 
 Against gdbserver (`--server gdbserver`, where `record btrace` cannot work
 on this machine without PT/BTS hardware) the same `record full` script runs
@@ -39,9 +42,11 @@ reference itself is independent of the server.
 """
 
 import re
+import shlex
 
 import harness
-from harness import program, run_gdb, run_test, source_line, stdio_target
+from harness import program, run_command, run_gdb, run_test, server_path, \
+    source_line, stdio_target
 
 SOURCE = "record_walk.c"
 GOTO_N = 300
@@ -168,12 +173,18 @@ def btrace_calls(text):
     return out
 
 
-def run_script(kind, prog, mode, count=None):
+def run_script(kind, prog, mode, count=None, options=()):
     first = "run" if kind == "native" else "continue"
     commands, ix = script(mode, first)
     commands = fill_walk(commands, count or 0)
-    target = None if kind == "native" else stdio_target(kind, prog, [])
+    target = None if kind == "native" else \
+        "| " + shlex.join([server_path(kind)] + list(options) + ["-", prog])
     return run_gdb(commands, prog, target, timeout=120), ix
+
+
+def debug_registers_trap(kind):
+    status, out, _ = run_command([server_path(kind), "--probe"], 15)
+    return status == 0 and "debug registers: trap" in out
 
 
 def check_reference_run(c, opt, ref, ix):
@@ -278,6 +289,19 @@ def check_opt(c, args, opt):
     test, tix = run_script(args.server, prog, "btrace", ref_count)
     check_btrace_only(c, opt, test, tix, ref_steps, ref_count)
     compare_with_reference(c, opt, test, tix, ref, rix, "btrace")
+    if opt != "O2":
+        return
+    # The other way of stopping at block ends, where the machine has it: a
+    # debug register per block instead of int3s (gdb's steps onto and over
+    # an armed call once recorded that call twice here).
+    if not debug_registers_trap(args.server):
+        print("SKIP %s --trace-stops=debugreg: debug registers never trap here" % opt)
+        return
+    label = opt + " debugreg"
+    test, tix = run_script(args.server, prog, "btrace", ref_count,
+                           ["--trace-stops=debugreg"])
+    check_btrace_only(c, label, test, tix, ref_steps, ref_count)
+    compare_with_reference(c, label, test, tix, ref, rix, "btrace")
     # The replay walk through btrace's history must agree with record full's
     # as well (pc, function and unwound depth at every instruction).
     c.equal("%s: stepping through the btrace replay visits the same pcs" % opt,

@@ -274,11 +274,16 @@ Expected<RunResult> run_reference(const stub::LaunchOptions& launch, uint64_t ma
   return make_error(ErrorCode::Internal, "reference run did not reach the exit");
 }
 
+bool unusable_here(stub::TraceStops stops) {
+  if (stops != stub::TraceStops::DebugRegister || stub::PtraceProcess::debug_registers_work()) return false;
+  std::fprintf(stderr, "SKIP: debug-register trace stops: debug registers never trap here\n");
+  return true;
+}
+
 Expected<RunResult> run_software(const stub::LaunchOptions& launch, uint64_t last_pc,
                                  std::optional<stub::TraceStops> wanted, uint64_t start_offset) {
-  // Debug registers that never trap (some hypervisors) leave int3s.
-  const auto stops = wanted.value_or(stub::PtraceProcess::debug_registers_work() ? stub::TraceStops::DebugRegister
-                                                                                 : stub::TraceStops::Breakpoint);
+  // btstub's default (stub/server.cc): int3s.
+  const auto stops = wanted.value_or(stub::TraceStops::Breakpoint);
   auto tracer = stub::SoftwareTracer::create(stub::TraceConfig{uint64_t{1} << 26, decoder::OverflowPolicy::Stop},
                                              /*enable_all=*/start_offset == 0, stops);
   if (!tracer) return tracer.error();

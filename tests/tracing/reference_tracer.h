@@ -18,6 +18,12 @@
 
 namespace tracing {
 
+// The exit code CTest counts as skipped (SKIP_RETURN_CODE): debug-register
+// trace stops asked for on a machine whose debug registers never trap.
+inline constexpr int kSkipped = 77;
+bool unusable_here(stub::TraceStops stops);
+
+
 struct RunResult {
   std::vector<uint64_t> pcs;  // every instruction executed, in order
   std::vector<decoder::StackSnapshot> stacks;  // reference runs: rsp/rbp before each of pcs

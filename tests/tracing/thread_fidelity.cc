@@ -69,8 +69,7 @@ bool check(const char* label, const tracing::ThreadRuns& software, const Runs& r
 }  // namespace
 
 int main(int argc, char** argv) {
-  stub::TraceStops stops =
-      stub::PtraceProcess::debug_registers_work() ? stub::TraceStops::DebugRegister : stub::TraceStops::Breakpoint;
+  stub::TraceStops stops = stub::TraceStops::Breakpoint;  // btstub's default (stub/server.cc)
   int arg = 1;
   if (arg + 1 < argc && std::string(argv[arg]) == "--stops") {
     const std::string value = argv[arg + 1];
@@ -83,6 +82,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: thread_fidelity [--stops breakpoint|step|debugreg] PROGRAM\n");
     return 2;
   }
+  if (tracing::unusable_here(stops)) return tracing::kSkipped;
   const std::string program = argv[arg];
   auto section = tracing::section_range(program, "traced_work");
   if (!section) {

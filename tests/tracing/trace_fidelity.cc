@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: trace_fidelity [--max-stops N] [--stops auto|breakpoint|step|debugreg] [--from-section NAME] PROGRAM [ARGS...]\n");
     return 2;
   }
+  if (stops && tracing::unusable_here(*stops)) return tracing::kSkipped;
   stub::LaunchOptions launch;
   launch.argv.assign(argv + arg, argv + argc);
   launch.stdio_to_stderr = true;

@@ -59,6 +59,16 @@ TEST_CASE("--trace-size accepts bytes, hex and k/m suffixes within limits") {
   REQUIRE(stub::parse_trace_size("23").error().message.find("at least 24") != std::string::npos);
 }
 
+TEST_CASE("--trace-stops picks int3s by default") {
+  REQUIRE(parse_ok({":0", "prog"}).trace_stops == stub::TraceStopChoice::Int3);
+  REQUIRE(parse_ok({"--trace-stops=debugreg", ":0", "prog"}).trace_stops == stub::TraceStopChoice::DebugRegister);
+  REQUIRE(parse_ok({"--trace-stops=step", ":0", "prog"}).trace_stops == stub::TraceStopChoice::SingleStep);
+  REQUIRE(parse_ok({"--trace-stops=step", "--trace-stops=int3", ":0", "prog"}).trace_stops ==
+          stub::TraceStopChoice::Int3);
+  REQUIRE(parse_error({"--trace-stops=dr", ":0", "prog"}) == "Bad --trace-stops 'dr': expected int3, debugreg or step");
+  REQUIRE(stub::usage_text().find("--trace-stops=int3|debugreg|step") != std::string::npos);
+}
+
 TEST_CASE("bad tracing option values are clear errors") {
   REQUIRE(parse_error({"--backend=bts", ":0", "prog"}) == "Bad --backend 'bts': expected auto, software, perf-bts or intel-bts");
   REQUIRE(parse_error({"--trace-full=wrap", ":0", "prog"}) == "Bad --trace-full 'wrap': expected drop or stop");
