@@ -264,9 +264,9 @@ Expected<void> PtraceProcess::insert_hw_point(protocol::BreakpointType type, uin
   }
   DebugRegisterState next = user_debug_;
   if (auto r = next.insert(*kind, addr, len); !r) return r;
-  bool tracer_slot_busy = hook_ != nullptr || std::any_of(threads_.begin(), threads_.end(), [](const auto& e) {
-                            return e.second.trace_stop.has_value();
-                          });
+  bool tracer_slot_busy = (hook_ != nullptr && hook_->uses_debug_register()) ||
+                          std::any_of(threads_.begin(), threads_.end(),
+                                      [](const auto& e) { return e.second.trace_stop.has_value(); });
   if (tracer_slot_busy && next.in_use(kTraceSlot)) {
     return make_error(ErrorCode::NotSupported,
                       "No free debug register: 3 are usable while branch tracing holds the fourth");

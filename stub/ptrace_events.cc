@@ -388,8 +388,9 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
 
   uint64_t dr6 = from_kernel ? take_dr6(tid, thread) : 0;
   trace_hit = thread.trace_stop.has_value() && (dr6 & (uint64_t{1} << 3)) != 0;
-  // With a tracer installed slot 3 is its own; without, Z1-Z4 may use it.
-  uint64_t user_bits = (hook_ != nullptr || thread.trace_stop) ? (dr6 & ~uint64_t{1 << 3}) : dr6;
+  // Slot 3 is a debug-register tracer's own; otherwise Z1-Z4 may use it.
+  const bool tracer_slot = thread.trace_stop || (hook_ != nullptr && hook_->uses_debug_register());
+  uint64_t user_bits = tracer_slot ? (dr6 & ~uint64_t{1 << 3}) : dr6;
   auto hits = user_debug_.hits_for_dr6(user_bits);
   if (!hits.empty()) {
     const DebugHit& hit = hits.front();

@@ -137,6 +137,10 @@ class TraceHook {
     (void)control, (void)tid;
     return false;
   }
+
+  // Whether the hook stops threads with set_trace_stop (a debug register):
+  // the process layer then keeps that slot from the client's Z1-Z4.
+  virtual bool uses_debug_register() const { return false; }
 };
 
 }  // namespace stub

@@ -103,6 +103,7 @@ class CountingHook : public stub::TraceHook {
   void on_thread_created(pid_t, pid_t) override {}
   void on_thread_exited(pid_t) override {}
   void on_exec(pid_t) override {}
+  bool uses_debug_register() const override { return true; }
 
   int hits = 0, resumes = 0, errors = 0, wrong_pc = 0;
 
@@ -163,6 +164,21 @@ TEST_CASE("user watchpoints cannot take the slot a tracer holds", "[ptrace][trac
   CHECK_THAT(fourth.error().message, Catch::Contains("debug register"));
   process->set_trace_hook(nullptr);
   CHECK(process->insert_hw_point(BreakpointType::WriteWatch, addr + 24, 8).ok());
+}
+
+TEST_CASE("a hook without debug-register stops leaves all four slots to the client", "[ptrace][trace]") {
+  if (!PtraceProcess::debug_registers_work()) {
+    WARN("SKIPPED: debug registers do not trap on this machine (hypervisor)");
+    return;
+  }
+  auto process = launch(program("basic_O0"));
+  SteppingHook hook;  // stands for the int3 tracer: no set_trace_stop
+  process->set_trace_hook(&hook);
+  using protocol::BreakpointType;
+  uint64_t addr = 0x555555558000;
+  for (int i = 0; i < 4; ++i) REQUIRE(process->insert_hw_point(BreakpointType::WriteWatch, addr + 8 * i, 8).ok());
+  auto fifth = process->insert_hw_point(BreakpointType::WriteWatch, addr + 32, 8);
+  REQUIRE_FALSE(fifth.ok());
 }
 
 TEST_CASE("a hook that turns continues into steps sees every instruction", "[ptrace][trace]") {
