@@ -219,7 +219,8 @@ void PtraceProcess::commit_deferred() {
 std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) {
   auto found = threads_.find(tid);
   if (found == threads_.end()) {
-    early_status_[tid] = status;  // a new thread reporting before its clone event
+    // A new thread (or fork child) reporting before its clone (fork) event.
+    WaitRoutes::instance().keep_unclaimed(tid, status);
     return std::nullopt;
   }
   ThreadState& thread = found->second;
@@ -423,9 +424,8 @@ void PtraceProcess::handle_clone(pid_t parent) {
   if (do_ptrace(PTRACE_GETEVENTMSG, parent, 0, &new_tid) && new_tid > 0) {
     pid_t tid = static_cast<pid_t>(new_tid);
     int status = 0;
-    if (auto early = early_status_.find(tid); early != early_status_.end()) {
-      status = early->second;
-      early_status_.erase(early);
+    if (auto early = WaitRoutes::instance().take_unclaimed(tid)) {
+      status = *early;
     } else if (wait_retry(tid, &status, __WALL) != tid) {
       status = 0;
     }
@@ -468,7 +468,6 @@ void PtraceProcess::handle_exec() {
   breakpoints_.clear();
   trace_int3s_.clear();
   retired_int3s_.clear();
-  early_status_.clear();
   open_memory();
 }
 
@@ -506,6 +505,18 @@ void PtraceProcess::stop_all_threads(pid_t except) {
     }
   }
   stopping_all_ = false;
+}
+
+// Another debugged process reports an event: ours stop too, and what they
+// had meanwhile stays pending. Nobody is left waiting to start either: the
+// client sees every thread stopped and resumes them anew.
+void PtraceProcess::stop_all() {
+  if (!alive_) return;
+  stop_all_threads(0);
+  for (auto& [tid, thread] : threads_) {
+    thread.deferred.reset();
+    thread.deferred_signal = 0;
+  }
 }
 
 // A status reaped while stopping all: our SIGSTOP (done), a clone (the new
