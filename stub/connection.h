@@ -63,9 +63,8 @@ class Connection {
   }
 
   void drain_process_events() {
-    Process* process = session_.process();
-    if (process == nullptr || !session_.running()) return;
-    while (auto event = process->poll_event()) {
+    if (!session_.has_process() || !session_.running()) return;
+    while (auto event = session_.poll_event()) {  // from any debugged process
       if (auto reply = session_.on_process_event(*event)) send(*reply);
       if (!session_.running()) break;
     }
