@@ -174,6 +174,8 @@ Reply handle(Session& s, const Kill& req) {
   Reply reply;
   if (req.pid) {
     if (!s.has_process()) return after_process_gone(s, Reply::now(reply_ok()));
+    // gdb kills a fork child it has not followed yet by its pid too.
+    (void)s.adopt_fork_child(static_cast<pid_t>(*req.pid));
     auto process = named_process(s, *req.pid);
     if (!process) return error(process.error());
     (void)(*process)->kill();

@@ -168,6 +168,9 @@ class Process {
   // another process reported one, and all-stop means everything stops.
   // What a thread had to say meanwhile stays pending for a later resume.
   virtual void stop_all() {}
+  // Whether an event was kept for later (while stopping all): the next
+  // poll reports it, before anything new.
+  virtual bool has_pending_event() const { return false; }
 };
 
 }  // namespace stub

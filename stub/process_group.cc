@@ -7,7 +7,6 @@ namespace stub {
 void ProcessGroup::reset(Process* program) {
   live_.clear();
   children_.clear();
-  next_ = 0;
   if (program != nullptr) live_.push_back(program);
 }
 
@@ -44,14 +43,17 @@ Process* ProcessGroup::holder_of_fork_child(pid_t child) const {
 }
 
 std::optional<ProcessEvent> ProcessGroup::poll_event() {
-  const std::size_t count = live_.size();
-  for (std::size_t i = 0; i < count; ++i) {
-    std::size_t index = (next_ + i) % count;
-    Process* process = live_[index];
+  std::vector<Process*> order;
+  for (Process* process : live_) {
+    if (process->has_pending_event()) order.push_back(process);
+  }
+  for (Process* process : live_) {
+    if (!process->has_pending_event()) order.push_back(process);
+  }
+  for (Process* process : order) {
     auto event = process->poll_event();
     if (!event) continue;
     event->pid = process->pid();
-    next_ = index + 1;
     stop_others(process);
     return event;
   }

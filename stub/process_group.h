@@ -32,8 +32,12 @@ class ProcessGroup {
   // The process holding a fork child that is not debugged yet, if any.
   Process* holder_of_fork_child(pid_t child) const;
 
-  // The next event of any process, with ProcessEvent::pid set; taken in
-  // turn so no process starves.
+  // The next event of any process, with ProcessEvent::pid set. Events
+  // kept while stopping all come first, as within one process (a fork
+  // child's exit kept while its parent's vforkdone was reported is not
+  // overtaken by the parent's exit); then older processes are asked first:
+  // a vfork parent's vforkdone, which the kernel produces before the
+  // child's exit is reported, then comes first, as gdbserver reports them.
   std::optional<ProcessEvent> poll_event();
   // Stops every process but `except` (all-stop).
   void stop_others(const Process* except);
@@ -41,7 +45,6 @@ class ProcessGroup {
  private:
   std::vector<Process*> live_;
   std::vector<std::unique_ptr<Process>> children_;
-  std::size_t next_ = 0;
 };
 
 }  // namespace stub

@@ -131,6 +131,11 @@ Expected<ProcessEvent> PtraceProcess::wait_event() {
 }
 
 Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
+  if (ended_while_stopping_) {
+    ProcessEvent event = *ended_while_stopping_;
+    ended_while_stopping_.reset();
+    return std::optional<ProcessEvent>(event);
+  }
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
   if (auto event = take_pending()) return event;
   commit_deferred();
@@ -519,10 +524,19 @@ void PtraceProcess::stop_all() {
   }
 }
 
+bool PtraceProcess::has_pending_event() const {
+  if (ended_while_stopping_) return true;
+  return std::any_of(threads_.begin(), threads_.end(), [](const auto& entry) { return entry.second.pending.has_value(); });
+}
+
 // A status reaped while stopping all: our SIGSTOP (done), a clone (the new
 // thread stays stopped too), or a real event kept for later.
 void PtraceProcess::keep_while_stopping(pid_t tid, int status) {
   auto event = handle_status(tid, status);
+  if (event && (event->kind == ProcessEvent::Kind::Exited || event->kind == ProcessEvent::Kind::Killed)) {
+    ended_while_stopping_ = event;
+    return;
+  }
   auto found = threads_.find(tid);
   if (!event || found == threads_.end()) return;
   if (event->kind != ProcessEvent::Kind::Stopped) return;

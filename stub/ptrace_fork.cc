@@ -135,6 +135,7 @@ Expected<void> PtraceProcess::follow_fork_child() {
   if (alive_) (void)detach();
   pid_ = child.pid;
   alive_ = true;
+  ended_while_stopping_.reset();
   threads_.clear();
   threads_[child.pid] = ThreadState{};
   breakpoints_ = child.int3s;

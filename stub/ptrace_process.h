@@ -94,6 +94,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> follow_fork_child() override;
   Expected<std::unique_ptr<Process>> adopt_fork_child() override;
   void stop_all() override;
+  bool has_pending_event() const override;
   // WaitOwner: whether `tid` is one of our threads (stub/wait_routes.h).
   bool owns_thread(pid_t tid) const override { return alive_ && threads_.count(tid) != 0; }
 
@@ -226,6 +227,9 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   bool fork_events_ = false;
   bool vfork_events_ = false;
   std::optional<HeldChild> held_child_;
+  // The whole process ended while its threads were being stopped for
+  // another's event (all-stop): reported by the next poll, not lost.
+  std::optional<ProcessEvent> ended_while_stopping_;
 };
 
 }  // namespace stub
