@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "fake_process.h"
+#include "fake_trace_backend.h"
 #include "stub/session.h"
 
 namespace {
@@ -264,4 +265,22 @@ TEST_CASE("detach-on-fork off: D;child detaches the adopted child alone", "[sess
   CHECK(f.process.log.back() == "adopted detach 200");
   CHECK(f.ask("qfThreadInfo") == "mp64.64");
   CHECK(f.session.has_process());
+}
+
+TEST_CASE("detach-on-fork off: btrace packets for the kept child's thread are a clear error", "[session][fork]") {
+  Fixture f;
+  test::FakeTraceBackend backend;
+  f.session.trace_backend = &backend;
+  f.ask("qSupported:multiprocess+;fork-events+");
+  f.fork_stop();
+  CHECK(f.ask("Hgpc8.c8") == "OK");
+  f.ask("g");
+  REQUIRE(f.process.adopted != nullptr);
+  const std::string refused =
+      "E.Branch tracing is not available for process 200: btstub traces only the program it started or attached to.";
+  CHECK(f.ask("Qbtrace:bts") == refused);
+  CHECK(f.ask("qXfer:btrace:read:all:0,fff") == refused);
+  CHECK(backend.log.empty());
+  CHECK(f.ask("Hgp64.64") == "OK");
+  CHECK(f.ask("Qbtrace:bts") == "OK");
 }
