@@ -43,6 +43,11 @@ Process* ProcessGroup::holder_of_fork_child(pid_t child) const {
 }
 
 std::optional<ProcessEvent> ProcessGroup::poll_event() {
+  if (live_.size() == 1) {  // the usual case, on every stop of a traced program
+    auto event = live_.front()->poll_event();
+    if (event) event->pid = live_.front()->pid();
+    return event;
+  }
   std::vector<Process*> order;
   for (Process* process : live_) {
     if (process->has_pending_event()) order.push_back(process);

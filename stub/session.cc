@@ -52,7 +52,7 @@ Process* Session::process() {
   if (general_fork_child != 0) {
     if (Process* adopted = adopt_fork_child(general_fork_child)) return adopted;
   }
-  if (general_thread > 0) {
+  if (general_thread > 0 && inferiors_.live().size() > 1) {
     if (Process* owner = inferiors_.owner_of(general_thread)) return owner;
   }
   return inferiors_.first();
