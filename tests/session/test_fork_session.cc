@@ -284,3 +284,19 @@ TEST_CASE("detach-on-fork off: btrace packets for the kept child's thread are a 
   CHECK(f.ask("Hgp64.64") == "OK");
   CHECK(f.ask("Qbtrace:bts") == "OK");
 }
+
+TEST_CASE("detach-on-fork off: k kills both processes, plain D detaches both", "[session][fork]") {
+  for (const char* packet : {"k", "D"}) {
+    Fixture f;
+    f.ask("qSupported:multiprocess+;fork-events+");
+    f.fork_stop();
+    CHECK(f.ask("Hgpc8.c8") == "OK");
+    f.ask("g");
+    REQUIRE(f.process.adopted != nullptr);
+    auto reply = f.session.handle_packet(packet);
+    CHECK(reply.close_connection);
+    CHECK_FALSE(f.session.has_process());
+    const std::string verb = packet == std::string("k") ? "kill" : "detach";
+    CHECK(f.process.log == std::vector<std::string>{"adopt 200", verb, "adopted " + verb + " 200"});
+  }
+}
