@@ -94,10 +94,9 @@ class Connection {
 
   // Returns whether a stop reply was sent.
   bool drain_process_events() {
-    Process* process = session_.process();
-    if (process == nullptr || !session_.running()) return false;
+    if (!session_.has_process() || !session_.running()) return false;
     bool replied = false;
-    while (auto event = process->poll_event()) {
+    while (auto event = session_.poll_event()) {  // from any debugged process
       if (auto reply = session_.on_process_event(*event)) {
         send(*reply);
         replied = true;

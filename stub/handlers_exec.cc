@@ -73,7 +73,6 @@ Reply handle(Session& s, const InsertBreakpoint& req) {
   // Without working debug registers answer empty, so gdb falls back to
   // software watchpoints; running out of them is an error gdb shows.
   if (req.type != BreakpointType::Software && !s.process()->has_hw_points()) return Reply::now(reply_empty());
-  if (auto refused = s.check_not_fork_child(); !refused) return error(refused.error());
   if (req.type == BreakpointType::Software) {
     if (auto allowed = software_breakpoint_allowed(s, req.addr); !allowed) return error(allowed.error());
   }
@@ -88,9 +87,11 @@ Reply handle(Session& s, const InsertBreakpoint& req) {
 
 Reply handle(Session& s, const RemoveBreakpoint& req) {
   if (!s.has_process()) return no_process_reply();
-  if (s.general_fork_child && req.type == BreakpointType::Software) {
-    // gdb takes its breakpoints out of a fork child before letting it go.
-    auto ok = s.process()->remove_fork_child_breakpoint(req.addr);
+  Process* holder = s.general_fork_child != 0 ? s.inferiors().holder_of_fork_child(s.general_fork_child) : nullptr;
+  if (holder != nullptr && req.type == BreakpointType::Software) {
+    // gdb takes its breakpoints out of a fork child before letting it go
+    // (or, with detach-on-fork off, before inserting them again).
+    auto ok = holder->remove_fork_child_breakpoint(req.addr);
     return ok ? Reply::now(reply_ok()) : error(ok.error());
   }
   if (req.type == BreakpointType::ReadWatch && !kHasReadOnlyWatchpoints) return Reply::now(reply_empty());
@@ -103,42 +104,47 @@ Reply handle(Session& s, const RemoveBreakpoint& req) {
   return Reply::now(reply_ok());
 }
 
+// Resuming a held fork child debugs it from now on (detach-on-fork off).
+static void adopt_named_fork_children(Session& s, const Resume& req) {
+  for (const auto& action : req.actions) {
+    if (action.thread && action.thread->pid > 0) (void)s.adopt_fork_child(static_cast<pid_t>(action.thread->pid));
+  }
+}
+
 Reply handle(Session& s, const Resume& raw) {
   if (!s.has_process()) return no_process_reply();
-  Process& process = *s.process();
-  Resume req = with_legacy_threads(s, raw, process.pid());
-  if (pid_t child = process.fork_child(); child != 0) {
-    for (const auto& action : req.actions) {
-      if (action.thread && action.thread->pid == child) return error(Session::fork_child_not_debugged());
-    }
-  }
+  adopt_named_fork_children(s, raw);
+  Process& current = *s.process();
+  Resume req = with_legacy_threads(s, raw, current.pid());
   if (auto replayed = replay_resume(s, req)) return *replayed;
 
   if (req.resume_addr) {
     pid_t tid = s.current_thread();
-    auto regs = process.read_registers(tid);
+    auto regs = current.read_registers(tid);
     if (!regs) return error(regs.error());
     regs->set_u64(Amd64Reg::rip, *req.resume_addr);
-    if (auto ok = process.write_registers(tid, *regs); !ok) return error(ok.error());
+    if (auto ok = current.write_registers(tid, *regs); !ok) return error(ok.error());
   }
 
   bool resumed_any = false;
-  for (pid_t tid : process.threads()) {
-    const ThreadAction* action = action_for(req, process.pid(), tid);
-    if (action == nullptr || action->action == ResumeAction::Stop) continue;
-    StepKind kind = action->action == ResumeAction::Step ? StepKind::SingleStep : StepKind::Continue;
-    if (auto ok = process.resume(tid, kind, host_signal_for(s, action->signal)); !ok) {
-      if (!resumed_any && ok.error().code == btstub::ErrorCode::NoProcess) {
-        // Killed from outside while stopped (ESRCH): its death is the stop
-        // reply, as gdbserver reports it ("terminated with signal SIGKILL").
-        s.last_stop.reset();
-        s.mark_running();
-        return Reply::later();
+  for (Process* process : s.inferiors().live()) {
+    for (pid_t tid : process->threads()) {
+      const ThreadAction* action = action_for(req, process->pid(), tid);
+      if (action == nullptr || action->action == ResumeAction::Stop) continue;
+      StepKind kind = action->action == ResumeAction::Step ? StepKind::SingleStep : StepKind::Continue;
+      if (auto ok = process->resume(tid, kind, host_signal_for(s, action->signal)); !ok) {
+        if (!resumed_any && ok.error().code == btstub::ErrorCode::NoProcess) {
+          // Killed from outside while stopped (ESRCH): its death is the stop
+          // reply, as gdbserver reports it ("terminated with signal SIGKILL").
+          s.last_stop.reset();
+          s.mark_running();
+          return Reply::later();
+        }
+        if (!resumed_any) return error(ok.error());
+        continue;  // the others run; the failing thread is reported when it stops or exits
       }
-      if (!resumed_any) return error(ok.error());
-      continue;  // the others run; the failing thread is reported when it stops or exits
+      resumed_any = true;
     }
-    resumed_any = true;
   }
   if (!resumed_any) {
     return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "No thread to resume"));
@@ -150,36 +156,49 @@ Reply handle(Session& s, const Resume& raw) {
 
 // vKill;PID and D;PID name a process: a pid that is not ours must not
 // kill or detach ours (gdbserver answers E too).
-static std::optional<Reply> not_our_process(Session& s, const std::optional<int64_t>& pid) {
-  if (!pid || !s.has_process() || *pid == s.process()->pid()) return std::nullopt;
-  return error(btstub::make_error(btstub::ErrorCode::NoProcess, "No such process"));
+static Expected<Process*> named_process(Session& s, int64_t pid) {
+  if (Process* process = s.inferiors().find(static_cast<pid_t>(pid))) return process;
+  return btstub::make_error(btstub::ErrorCode::NoProcess, "No such process");
+}
+
+// After a kill or detach: outside extended mode the connection ends with
+// the last process, and its stop is no longer anybody's.
+static Reply after_process_gone(Session& s, Reply reply) {
+  reply.close_connection = !s.extended && !s.has_process();
+  if (s.extended || s.has_process()) s.last_stop.reset();
+  return reply;
 }
 
 Reply handle(Session& s, const Kill& req) {
-  if (auto refused = not_our_process(s, req.pid)) return *refused;
-  if (s.has_process()) {
-    (void)s.process()->kill();
-    s.mark_process_gone();
-  }
   // gdb reads no reply to `k`; vKill wants OK.
   Reply reply;
-  if (req.pid) reply.payload = reply_ok();
-  // Extended remote: the connection outlives the program, so gdb can run again.
-  reply.close_connection = !s.extended;
-  if (s.extended) s.last_stop.reset();
-  return reply;
+  if (req.pid) {
+    if (!s.has_process()) return after_process_gone(s, Reply::now(reply_ok()));
+    // gdb kills a fork child it has not followed yet by its pid too.
+    (void)s.adopt_fork_child(static_cast<pid_t>(*req.pid));
+    auto process = named_process(s, *req.pid);
+    if (!process) return error(process.error());
+    (void)(*process)->kill();
+    s.forget_process(*process);
+    return after_process_gone(s, Reply::now(reply_ok()));
+  }
+  // `k` kills everything (gdb's `kill` sends vKill;PID per inferior).
+  std::vector<Process*> every = s.inferiors().live();
+  for (Process* process : every) (void)process->kill();
+  s.mark_process_gone();
+  return after_process_gone(s, reply);
 }
 
 // D;PID of a held fork child lets it go; D of the parent while a child is
 // held follows the child (follow-fork-mode child): the session goes on.
-Reply detach_with_fork_child(Session& s, const Detach& req, pid_t child) {
-  Process& process = *s.process();
-  s.general_fork_child = false;
-  if (req.pid && *req.pid == child) {
-    if (auto ok = process.detach_fork_child(); !ok) return error(ok.error());
+static Reply detach_with_fork_child(Session& s, const Detach& req, Process& parent, pid_t child) {
+  if (s.general_fork_child == child) s.general_fork_child = 0;
+  if (s.general_thread == child) s.general_thread = 0;
+  if (*req.pid == child) {
+    if (auto ok = parent.detach_fork_child(); !ok) return error(ok.error());
     return Reply::now(reply_ok());
   }
-  if (auto ok = process.follow_fork_child(); !ok) return error(ok.error());
+  if (auto ok = parent.follow_fork_child(); !ok) return error(ok.error());
   s.go_live();
   s.software_breakpoints.clear();
   s.hardware_breakpoints.clear();
@@ -191,25 +210,35 @@ Reply detach_with_fork_child(Session& s, const Detach& req, pid_t child) {
 
 Reply handle(Session& s, const Detach& req) {
   if (!s.has_process()) return no_process_reply();
-  if (pid_t child = s.process()->fork_child(); child != 0) {
-    if (req.pid && (*req.pid == child || *req.pid == s.process()->pid())) return detach_with_fork_child(s, req, child);
-    (void)s.process()->detach_fork_child();  // plain D: both go free
-    s.general_fork_child = false;
+  if (req.pid) {
+    if (Process* holder = s.inferiors().holder_of_fork_child(static_cast<pid_t>(*req.pid))) {
+      return detach_with_fork_child(s, req, *holder, static_cast<pid_t>(*req.pid));
+    }
+    auto process = named_process(s, *req.pid);
+    if (!process) return error(process.error());
+    if (pid_t child = (*process)->fork_child(); child != 0) return detach_with_fork_child(s, req, **process, child);
+    if (auto ok = (*process)->detach(); !ok) return error(ok.error());
+    s.forget_process(*process);
+    return after_process_gone(s, Reply::now(reply_ok()));
   }
-  if (auto refused = not_our_process(s, req.pid)) return *refused;
-  if (auto ok = s.process()->detach(); !ok) return error(ok.error());
+  // Plain D: everything goes free, held fork children too.
+  std::vector<Process*> every = s.inferiors().live();
+  Expected<void> result;
+  for (Process* process : every) {
+    if (process->fork_child() != 0) (void)process->detach_fork_child();
+    if (auto ok = process->detach(); !ok && process == s.process()) result = ok;
+  }
+  s.general_fork_child = 0;
+  if (!result) return error(result.error());
   s.mark_process_gone();
-  Reply reply = Reply::now(reply_ok());
-  reply.close_connection = !s.extended;
-  if (s.extended) s.last_stop.reset();
-  return reply;
+  return after_process_gone(s, Reply::now(reply_ok()));
 }
 
 Reply handle(Session& s, const SetPassSignals& req) {
   s.pass_signals.clear();
   for (int gdb_signal : req.signals) s.pass_signals.insert(gdb_signal_to_host(gdb_signal));
   // The process layer delivers them itself, so other threads never stop.
-  if (s.has_process()) s.process()->set_pass_signals(s.pass_signals);
+  for (Process* process : s.inferiors().live()) process->set_pass_signals(s.pass_signals);
   return Reply::now(reply_ok());
 }
 

@@ -98,7 +98,7 @@ Reply handle(Session& s, const Restart&) {
 // style), but honouring it costs nothing: exits then become `w` replies.
 Reply handle(Session& s, const SetThreadEvents& req) {
   s.thread_events = req.enable;
-  if (s.has_process()) s.process()->set_thread_events(req.enable);
+  for (Process* process : s.inferiors().live()) process->set_thread_events(req.enable);
   return Reply::now(reply_ok());
 }
 

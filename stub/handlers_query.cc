@@ -21,7 +21,9 @@ Reply handle(Session& s, const QSupported& req) {
   s.client_features.exec_events = offered("exec-events+");
   s.client_features.fork_events = offered("fork-events+");
   s.client_features.vfork_events = offered("vfork-events+");
-  if (s.has_process()) s.process()->set_fork_events(s.client_features.fork_events, s.client_features.vfork_events);
+  for (Process* process : s.inferiors().live()) {
+    process->set_fork_events(s.client_features.fork_events, s.client_features.vfork_events);
+  }
 
   char packet_size[32];
   std::snprintf(packet_size, sizeof packet_size, "PacketSize=%zx", RspLink::kMaxPayload);
@@ -60,10 +62,11 @@ Reply handle(Session&, const QStartNoAckMode&) { return Reply::now(reply_ok()); 
 
 Reply handle(Session& s, const QueryAttached& req) {
   if (!s.has_process()) return no_process_reply();
-  if (req.pid && *req.pid != s.process()->pid()) {  // as gdbserver: only ours is known
+  Process* process = req.pid ? s.inferiors().find(static_cast<pid_t>(*req.pid)) : s.process();
+  if (process == nullptr) {  // as gdbserver: only ours are known
     return Reply::now(reply_error(btstub::make_error(btstub::ErrorCode::NoProcess, "No such process")));
   }
-  return Reply::now(reply_attached(s.process()->attached()));
+  return Reply::now(reply_attached(process->attached()));
 }
 
 Reply handle(Session& s, const QueryCurrentThread&) {
@@ -73,8 +76,8 @@ Reply handle(Session& s, const QueryCurrentThread&) {
 
 Reply handle(Session& s, const QueryThreadInfoFirst&) {
   std::vector<ThreadId> ids;
-  if (s.has_process()) {
-    for (pid_t tid : s.process()->threads()) ids.push_back(s.thread_id(tid));
+  for (Process* process : s.inferiors().live()) {
+    for (pid_t tid : process->threads()) ids.push_back(protocol::ThreadId{process->pid(), tid});
   }
   return Reply::now(reply_thread_list(ids, s.client_features.multiprocess));
 }
@@ -97,14 +100,19 @@ Reply handle(Session& s, const QueryStopReason&) {
 
 Reply handle(Session& s, const SetThread& req) {
   if (req.op == 'g') {
-    pid_t child = s.has_process() ? s.process()->fork_child() : 0;
-    s.general_fork_child = child != 0 && req.thread.pid == child;
-    if (s.general_fork_child) return Reply::now(reply_ok());
+    // A held fork child: not debugged (yet), see Session::process().
+    bool held = req.thread.pid > 0 && s.inferiors().holder_of_fork_child(static_cast<pid_t>(req.thread.pid));
+    s.general_fork_child = held ? static_cast<pid_t>(req.thread.pid) : 0;
+    if (held) {
+      s.general_thread = s.general_fork_child;  // its only thread
+      return Reply::now(reply_ok());
+    }
   }
   auto tid = s.resolve_thread(req.thread);
   if (!tid) return Reply::now(reply_error(tid.error()));
   if (req.op == 'g') {
-    s.general_thread = *tid;
+    // pPID.0 or pPID.-1: that process, by its main thread.
+    s.general_thread = *tid == 0 && req.thread.pid > 0 ? static_cast<pid_t>(req.thread.pid) : *tid;
   } else {
     s.continue_thread = *tid;
   }

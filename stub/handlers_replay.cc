@@ -100,7 +100,6 @@ std::optional<Reply> replay_resume(Session& s, const Resume& req) {
 }
 
 Expected<void> check_writable(Session& s, pid_t tid) {
-  if (auto refused = s.check_not_fork_child(); !refused) return refused;
   if (!s.replaying(tid)) return {};
   return s.replay()->check_writable(tid);
 }

@@ -33,9 +33,10 @@ Expected<std::string> exec_file(Session& s, const std::string& annex) {
     uint64_t pid = 0;
     auto [end, ec] = std::from_chars(annex.data(), annex.data() + annex.size(), pid, 16);
     if (ec != std::errc() || end != annex.data() + annex.size() ||
-        pid != static_cast<uint64_t>(s.process()->pid())) {
+        s.inferiors().find(static_cast<pid_t>(pid)) == nullptr) {
       return btstub::make_error(btstub::ErrorCode::NoProcess, "No such process");
     }
+    return s.inferiors().find(static_cast<pid_t>(pid))->exec_file();
   }
   return s.process()->exec_file();
 }
@@ -48,9 +49,9 @@ Expected<std::string> libraries(Session& s, const std::string&) {
 // Every thread with its name (comm) and last core: `info threads` shows the names.
 Expected<std::string> threads(Session& s, const std::string&) {
   std::vector<protocol::ThreadInfo> infos;
-  if (s.has_process()) {
-    for (pid_t tid : s.process()->threads()) {
-      infos.push_back({s.thread_id(tid), s.process()->thread_name(tid), s.process()->thread_core(tid)});
+  for (Process* process : s.inferiors().live()) {
+    for (pid_t tid : process->threads()) {
+      infos.push_back({protocol::ThreadId{process->pid(), tid}, process->thread_name(tid), process->thread_core(tid)});
     }
   }
   return protocol::threads_xml(infos, s.client_features.multiprocess);

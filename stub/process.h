@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,6 +30,9 @@ struct ProcessEvent {
     ThreadExited,   // thread `tid` exited with `exit_code` (only with set_thread_events(true))
   };
   Kind kind = Kind::Stopped;
+  // The process it happened in (set by ProcessGroup when several are
+  // debugged); 0 in events straight from one Process.
+  pid_t pid = 0;
   pid_t tid = 0;
   int signal = 0;
   int exit_code = 0;
@@ -152,6 +156,21 @@ class Process {
   virtual Expected<void> follow_fork_child() {
     return btstub::make_error(btstub::ErrorCode::NotSupported, "No fork child");
   }
+  // Debugs the held child as a process of its own beside this one (gdb's
+  // detach-on-fork off); it keeps the int3s it inherited and not yet
+  // removed, and is not branch-traced.
+  virtual Expected<std::unique_ptr<Process>> adopt_fork_child() {
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No fork child");
+  }
+
+  // ---- several processes at once (stub/process_group.h) ----
+  // Stops every running thread, as for an event of this process's own:
+  // another process reported one, and all-stop means everything stops.
+  // What a thread had to say meanwhile stays pending for a later resume.
+  virtual void stop_all() {}
+  // Whether an event was kept for later (while stopping all): the next
+  // poll reports it, before anything new.
+  virtual bool has_pending_event() const { return false; }
 };
 
 }  // namespace stub

@@ -333,7 +333,19 @@ pid_t PtraceProcess::reap(pid_t want, int* status, int flags) {
     replay_.erase(it);
     return tid;
   }
-  return wait_retry(want, status, flags);
+  WaitRoutes& routes = WaitRoutes::instance();
+  if (auto handed = routes.take_handed(this, want)) {
+    *status = handed->second;
+    return handed->first;
+  }
+  for (;;) {
+    pid_t tid = wait_retry(want, status, flags);
+    if (tid <= 0 || want != -1) return tid;
+    // A wait for any tracee also reaps other debugged processes' threads.
+    WaitOwner* owner = routes.owner_of(tid);
+    if (owner == nullptr || owner == this) return tid;
+    routes.hand_over(owner, tid, *status);
+  }
 }
 
 // An untraced thread (or one the tracer let go) on a tracer int3: the hook

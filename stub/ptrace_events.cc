@@ -131,6 +131,11 @@ Expected<ProcessEvent> PtraceProcess::wait_event() {
 }
 
 Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
+  if (ended_while_stopping_) {
+    ProcessEvent event = *ended_while_stopping_;
+    ended_while_stopping_.reset();
+    return std::optional<ProcessEvent>(event);
+  }
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
   if (auto event = take_pending()) return event;
   commit_deferred();
@@ -219,7 +224,8 @@ void PtraceProcess::commit_deferred() {
 std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) {
   auto found = threads_.find(tid);
   if (found == threads_.end()) {
-    early_status_[tid] = status;  // a new thread reporting before its clone event
+    // A new thread (or fork child) reporting before its clone (fork) event.
+    WaitRoutes::instance().keep_unclaimed(tid, status);
     return std::nullopt;
   }
   ThreadState& thread = found->second;
@@ -424,9 +430,8 @@ void PtraceProcess::handle_clone(pid_t parent) {
   if (do_ptrace(PTRACE_GETEVENTMSG, parent, 0, &new_tid) && new_tid > 0) {
     pid_t tid = static_cast<pid_t>(new_tid);
     int status = 0;
-    if (auto early = early_status_.find(tid); early != early_status_.end()) {
-      status = early->second;
-      early_status_.erase(early);
+    if (auto early = WaitRoutes::instance().take_unclaimed(tid)) {
+      status = *early;
     } else if (wait_retry(tid, &status, __WALL) != tid) {
       status = 0;
     }
@@ -469,7 +474,6 @@ void PtraceProcess::handle_exec() {
   breakpoints_.clear();
   trace_int3s_.clear();
   retired_int3s_.clear();
-  early_status_.clear();
   open_memory();
 }
 
@@ -509,10 +513,31 @@ void PtraceProcess::stop_all_threads(pid_t except) {
   stopping_all_ = false;
 }
 
+// Another debugged process reports an event: ours stop too, and what they
+// had meanwhile stays pending. Nobody is left waiting to start either: the
+// client sees every thread stopped and resumes them anew.
+void PtraceProcess::stop_all() {
+  if (!alive_) return;
+  stop_all_threads(0);
+  for (auto& [tid, thread] : threads_) {
+    thread.deferred.reset();
+    thread.deferred_signal = 0;
+  }
+}
+
+bool PtraceProcess::has_pending_event() const {
+  if (ended_while_stopping_) return true;
+  return std::any_of(threads_.begin(), threads_.end(), [](const auto& entry) { return entry.second.pending.has_value(); });
+}
+
 // A status reaped while stopping all: our SIGSTOP (done), a clone (the new
 // thread stays stopped too), or a real event kept for later.
 void PtraceProcess::keep_while_stopping(pid_t tid, int status) {
   auto event = handle_status(tid, status);
+  if (event && (event->kind == ProcessEvent::Kind::Exited || event->kind == ProcessEvent::Kind::Killed)) {
+    ended_while_stopping_ = event;
+    return;
+  }
   auto found = threads_.find(tid);
   if (!event || found == threads_.end()) return;
   if (event->kind != ProcessEvent::Kind::Stopped) return;

@@ -10,8 +10,10 @@
 // fork_child) and the child is held, stopped, until the client detaches it
 // (D;PID: after removing its breakpoints from it, z0 with Hg on the child)
 // or follows it (D on the parent: the child becomes the debugged process).
-// One child is held at a time; the process layer debugs one process, so
-// detach-on-fork off (both debugged at once) is not served.
+// One child is held at a time. With gdb's detach-on-fork off the client
+// debugs the child too: adopt_fork_child makes it a PtraceProcess of its own
+// (stub/process_group.h keeps both, stub/wait_routes.h routes their wait
+// statuses); it is not branch-traced.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ptrace.h>
@@ -59,10 +61,9 @@ std::optional<ProcessEvent> PtraceProcess::handle_fork(pid_t parent, bool vfork)
     pid_t child = static_cast<pid_t>(new_pid);
     int status = 0;
     // The child's first stop may already have been reaped by a wait for any
-    // tracee (it then waits in early_status_, as a new thread's would).
-    if (auto early = early_status_.find(child); early != early_status_.end()) {
-      status = early->second;
-      early_status_.erase(early);
+    // tracee (it then waits unclaimed in WaitRoutes, as a new thread's would).
+    if (auto early = WaitRoutes::instance().take_unclaimed(child)) {
+      status = *early;
     } else if (wait_retry(child, &status, __WALL) != child) {
       status = 0;
     }
@@ -134,12 +135,31 @@ Expected<void> PtraceProcess::follow_fork_child() {
   if (alive_) (void)detach();
   pid_ = child.pid;
   alive_ = true;
+  ended_while_stopping_.reset();
   threads_.clear();
   threads_[child.pid] = ThreadState{};
   breakpoints_ = child.int3s;
   last_reported_ = 0;
   open_memory();
   return {};
+}
+
+// The child, stopped at its first instruction after fork(), becomes a
+// process of its own; it inherited our ptrace options. The int3s it
+// inherited and the client did not remove stay, as its breakpoints.
+Expected<std::unique_ptr<Process>> PtraceProcess::adopt_fork_child() {
+  if (!held_child_) return btstub::make_error(btstub::ErrorCode::NoProcess, "No fork child");
+  HeldChild child = std::move(*held_child_);
+  held_child_.reset();
+  std::unique_ptr<PtraceProcess> process(new PtraceProcess(child.pid, attached_));
+  process->threads_[child.pid] = ThreadState{};
+  process->breakpoints_ = child.int3s;
+  process->pass_signals_ = pass_signals_;
+  process->thread_events_ = thread_events_;
+  process->fork_events_ = fork_events_;
+  process->vfork_events_ = vfork_events_;
+  process->open_memory();
+  return std::unique_ptr<Process>(std::move(process));
 }
 
 }  // namespace stub

@@ -148,7 +148,9 @@ bool any_fp_available(const protocol::RegisterFile& regs) {
 
 }  // namespace
 
-PtraceProcess::PtraceProcess(pid_t pid, bool attached) : pid_(pid), attached_(attached) {}
+PtraceProcess::PtraceProcess(pid_t pid, bool attached) : pid_(pid), attached_(attached) {
+  WaitRoutes::instance().enroll(this);
+}
 
 PtraceProcess::~PtraceProcess() {
   if (held_child_) (void)detach_fork_child();  // a fork child nobody followed runs free
@@ -160,6 +162,7 @@ PtraceProcess::~PtraceProcess() {
     }
   }
   if (mem_fd_ >= 0) ::close(mem_fd_);
+  WaitRoutes::instance().leave(this);
   reap_detached_children();
 }
 
@@ -314,7 +317,7 @@ void PtraceProcess::mark_gone() {
   breakpoints_.clear();
   trace_int3s_.clear();
   replay_.clear();
-  early_status_.clear();
+  WaitRoutes::instance().drop_handed(this);
   if (mem_fd_ >= 0) ::close(mem_fd_);
   mem_fd_ = -1;
 }

@@ -34,10 +34,11 @@
 #include "stub/debug_registers.h"
 #include "stub/process.h"
 #include "stub/trace_hook.h"
+#include "stub/wait_routes.h"
 
 namespace stub {
 
-class PtraceProcess final : public Process, public TracedThreadControl {
+class PtraceProcess final : public Process, public TracedThreadControl, public WaitOwner {
  public:
   // Starts argv (behind the wrapper, if any) stopped at its first
   // instruction, in its own process group, killed if we die.
@@ -91,6 +92,11 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   Expected<void> remove_fork_child_breakpoint(uint64_t addr) override;
   Expected<void> detach_fork_child() override;
   Expected<void> follow_fork_child() override;
+  Expected<std::unique_ptr<Process>> adopt_fork_child() override;
+  void stop_all() override;
+  bool has_pending_event() const override;
+  // WaitOwner: whether `tid` is one of our threads (stub/wait_routes.h).
+  bool owns_thread(pid_t tid) const override { return alive_ && threads_.count(tid) != 0; }
 
   // The hook sees every later resume and stop of the threads it traces;
   // nullptr removes it. Not owned; it must outlive its installation.
@@ -197,7 +203,6 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   int mem_fd_ = -1;
   std::map<pid_t, ThreadState> threads_;
   std::map<uint64_t, uint8_t> breakpoints_;  // address -> original byte
-  std::map<pid_t, int> early_status_;  // statuses of threads not known yet
   bool stopping_all_ = false;          // inside stop_all_threads
   std::set<int> pass_signals_;
   bool thread_events_ = false;
@@ -222,6 +227,9 @@ class PtraceProcess final : public Process, public TracedThreadControl {
   bool fork_events_ = false;
   bool vfork_events_ = false;
   std::optional<HeldChild> held_child_;
+  // The whole process ended while its threads were being stopped for
+  // another's event (all-stop): reported by the next poll, not lost.
+  std::optional<ProcessEvent> ended_while_stopping_;
 };
 
 }  // namespace stub

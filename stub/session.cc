@@ -1,5 +1,6 @@
 #include "stub/session.h"
 
+#include <algorithm>
 #include <csignal>
 
 #include "stub/handlers.h"
@@ -9,7 +10,9 @@
 namespace stub {
 
 Session::Session(SessionConfig config, Process* process)
-    : config_(std::move(config)), process_(process) {}
+    : config_(std::move(config)), program_(process) {
+  inferiors_.reset(process);
+}
 
 Session::~Session() = default;
 
@@ -29,15 +32,55 @@ Reply Session::handle_packet(std::string_view payload) {
 }
 
 void Session::mark_process_gone() {
-  process_gone_ = true;
+  inferiors_.reset(nullptr);
   replay_.reset();
 }
 
+void Session::forget_process(Process* process) {
+  if (process == program()) replay_.reset();
+  inferiors_.remove(process);
+  if (!has_process()) mark_process_gone();
+}
+
+Process* Session::program() const {
+  auto& live = inferiors_.live();
+  return std::find(live.begin(), live.end(), program_) != live.end() ? program_ : nullptr;
+}
+
+Process* Session::process() {
+  if (!has_process()) return nullptr;
+  if (general_fork_child != 0) {
+    if (Process* adopted = adopt_fork_child(general_fork_child)) return adopted;
+  }
+  if (general_thread > 0 && inferiors_.live().size() > 1) {
+    if (Process* owner = inferiors_.owner_of(general_thread)) return owner;
+  }
+  return inferiors_.first();
+}
+
+Process* Session::adopt_fork_child(pid_t child) {
+  Process* holder = inferiors_.holder_of_fork_child(child);
+  if (holder == nullptr) return nullptr;
+  auto adopted = holder->adopt_fork_child();
+  if (!adopted) return nullptr;
+  Process* process = adopted->get();
+  process->set_pass_signals(pass_signals);
+  process->set_thread_events(thread_events);
+  process->set_fork_events(client_features.fork_events, client_features.vfork_events);
+  inferiors_.add(std::move(*adopted));
+  if (general_fork_child == child) {
+    general_fork_child = 0;
+    general_thread = child;
+  }
+  return process;
+}
+
 ReplayEngine* Session::replay() {
-  if (!replay_ && trace_backend != nullptr && has_process()) {
+  Process* traced = program();
+  if (!replay_ && trace_backend != nullptr && traced != nullptr) {
     std::unique_ptr<MappingInfo> maps =
-        replay_maps ? replay_maps(process_->pid()) : std::make_unique<ProcMaps>(process_->pid());
-    replay_ = std::make_unique<ReplayEngine>(*process_, *trace_backend, std::move(maps));
+        replay_maps ? replay_maps(traced->pid()) : std::make_unique<ProcMaps>(traced->pid());
+    replay_ = std::make_unique<ReplayEngine>(*traced, *trace_backend, std::move(maps));
   }
   return replay_.get();
 }
@@ -48,29 +91,18 @@ void Session::go_live() {
   if (replay_) replay_->go_live();
 }
 
-btstub::Error Session::fork_child_not_debugged() {
-  return btstub::make_error(btstub::ErrorCode::NotSupported,
-                            "btstub debugs one process at a time: a fork child is only held until "
-                            "detached or followed (detach-on-fork off is not supported)");
-}
-
-Expected<void> Session::check_not_fork_child() const {
-  if (!general_fork_child) return {};
-  return fork_child_not_debugged();
-}
-
 Expected<protocol::RegisterFile> Session::thread_registers(pid_t tid) {
-  if (!has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
-  if (auto refused = check_not_fork_child(); !refused) return refused.error();
+  Process* owner = process();
+  if (owner == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
   if (replaying(tid)) return replay_->registers(tid);
-  return process_->read_registers(tid);
+  return owner->read_registers(tid);
 }
 
 Expected<std::vector<uint8_t>> Session::thread_memory(pid_t tid, uint64_t addr, std::size_t len) {
-  if (!has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
-  if (auto refused = check_not_fork_child(); !refused) return refused.error();
+  Process* owner = process();
+  if (owner == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
   if (replaying(tid)) return replay_->read_memory(tid, addr, len);
-  return process_->read_memory(addr, len);
+  return owner->read_memory(addr, len);
 }
 
 void Session::set_process(Process* process) {
@@ -78,34 +110,41 @@ void Session::set_process(Process* process) {
   btrace_reads = BtraceReads{};
   software_breakpoints.clear();
   hardware_breakpoints.clear();
-  process_ = process;
-  process_gone_ = false;
+  program_ = process;
+  inferiors_.reset(process);
   running_ = false;
   last_stop.reset();
   general_thread = 0;
   continue_thread = 0;
-  general_fork_child = false;
+  general_fork_child = 0;
 }
 
 protocol::ThreadId Session::thread_id(pid_t tid) const {
-  pid_t pid = process_ != nullptr ? process_->pid() : tid;
+  Process* owner = inferiors_.owner_of(tid);
+  if (owner == nullptr) owner = inferiors_.first();
+  pid_t pid = owner != nullptr ? owner->pid() : tid;
   return protocol::ThreadId{pid, tid};
 }
 
 pid_t Session::current_thread() const {
-  if (process_ == nullptr) return 0;
+  if (!has_process()) return 0;
   if (general_thread > 0) return general_thread;
-  return process_->pid();
+  return inferiors_.first()->pid();
 }
 
 Expected<pid_t> Session::resolve_thread(const protocol::ThreadId& id) const {
   if (!has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
-  if (id.pid > 0 && id.pid != process_->pid()) {
-    return btstub::make_error(btstub::ErrorCode::NoProcess, "No such process");
+  std::vector<Process*> candidates = inferiors_.live();
+  if (id.pid > 0) {
+    Process* named = inferiors_.find(static_cast<pid_t>(id.pid));
+    if (named == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No such process");
+    candidates = {named};
   }
   if (id.is_all() || id.is_any()) return pid_t{0};
-  for (pid_t tid : process_->threads()) {
-    if (tid == id.tid) return tid;
+  for (Process* candidate : candidates) {
+    for (pid_t tid : candidate->threads()) {
+      if (tid == id.tid) return tid;
+    }
   }
   return btstub::make_error(btstub::ErrorCode::NoProcess, "No such thread");
 }
@@ -114,31 +153,47 @@ std::string Session::stop_reply_payload(const protocol::StopReply& stop) const {
   return protocol::reply_stop(stop, client_features.multiprocess);
 }
 
+// The process an event belongs to: the one ProcessGroup named, else the
+// owner of its thread, else the first (events straight from one Process).
+Process* Session::process_of_event(const ProcessEvent& event) const {
+  if (event.pid > 0) {
+    if (Process* named = inferiors_.find(event.pid)) return named;
+  }
+  if (Process* owner = inferiors_.owner_of(event.tid)) return owner;
+  return inferiors_.first();
+}
+
 protocol::StopReply Session::make_stop_reply(const ProcessEvent& event) {
   using protocol::StopReply;
   StopReply stop;
+  Process* process = process_of_event(event);
+  if (process == nullptr) {
+    stop.kind = StopReply::Kind::Exited;
+    return stop;
+  }
+  const protocol::ThreadId thread{process->pid(), event.tid};
   switch (event.kind) {
     case ProcessEvent::Kind::Exited:
       stop.kind = StopReply::Kind::Exited;
       stop.exit_code = event.exit_code;
-      stop.process = process_->pid();
+      stop.process = process->pid();
       return stop;
     case ProcessEvent::Kind::Killed:
       stop.kind = StopReply::Kind::Terminated;
       stop.signal = protocol::host_signal_to_gdb(event.signal);
-      stop.process = process_->pid();
+      stop.process = process->pid();
       return stop;
     case ProcessEvent::Kind::ThreadExited:
       stop.kind = StopReply::Kind::ThreadExited;
       stop.exit_code = event.exit_code;
-      stop.thread = thread_id(event.tid);
+      stop.thread = thread;
       return stop;
     case ProcessEvent::Kind::Stopped:
       break;
   }
   stop.kind = StopReply::Kind::Signal;
   stop.signal = protocol::host_signal_to_gdb(event.signal);
-  stop.thread = thread_id(event.tid);
+  stop.thread = thread;
   if (event.software_breakpoint && client_features.swbreak) {
     stop.reason = protocol::StopReason::SoftwareBreakpoint;
   }
@@ -153,7 +208,7 @@ protocol::StopReply Session::make_stop_reply(const ProcessEvent& event) {
     stop.exec_path = *event.exec_path;
   }
   // Expedite pc, sp and fp so gdb can show the stop without asking.
-  if (auto regs = process_->read_general_registers(event.tid)) {
+  if (auto regs = process->read_general_registers(event.tid)) {
     for (auto reg : {protocol::Amd64Reg::rbp, protocol::Amd64Reg::rsp, protocol::Amd64Reg::rip}) {
       auto n = static_cast<unsigned>(reg);
       const uint8_t* p = regs->bytes(n);
@@ -182,23 +237,27 @@ void Session::set_hardware_reason(protocol::StopReply& stop, protocol::Breakpoin
 }
 
 std::optional<std::string> Session::on_process_event(const ProcessEvent& event) {
-  if (!has_process()) return std::nullopt;
+  Process* process = has_process() ? process_of_event(event) : nullptr;
+  if (process == nullptr) return std::nullopt;
   if (event.kind == ProcessEvent::Kind::Stopped && event.signal != SIGTRAP &&
-      pass_signals.count(event.signal) != 0 && running_) {
-    // QPassSignals: deliver straight away without bothering gdb.
-    if (process_->resume(event.tid, StepKind::Continue, event.signal)) return std::nullopt;
+      pass_signals.count(event.signal) != 0 && running_ && inferiors_.live().size() == 1) {
+    // QPassSignals: deliver straight away without bothering gdb. (With
+    // several processes the others were stopped for this event already,
+    // so it is reported instead; the process layer passes them itself.)
+    if (process->resume(event.tid, StepKind::Continue, event.signal)) return std::nullopt;
   }
   running_ = false;
   bool process_ended = event.kind == ProcessEvent::Kind::Exited || event.kind == ProcessEvent::Kind::Killed;
   if (process_ended) general_thread = 0;
   if (event.kind == ProcessEvent::Kind::Stopped) general_thread = event.tid;  // as gdbserver does
   last_stop = make_stop_reply(event);
-  if (process_ended) mark_process_gone();
+  if (process_ended) forget_process(process);
   return stop_reply_payload(*last_stop);
 }
 
+// One SIGINT is enough: its stop stops every other process too.
 void Session::on_interrupt() {
-  if (running_ && has_process()) (void)process_->interrupt();
+  if (running_ && has_process()) (void)inferiors_.first()->interrupt();
 }
 
 }  // namespace stub

@@ -1,6 +1,7 @@
 #pragma once
 // One debugging session: the state a connected client sees (selected
-// threads, negotiated features, the last stop) over one Process. Requests go
+// threads, negotiated features, the last stop) over the program and the
+// fork children debugged beside it (ProcessGroup). Requests go
 // in as typed values; replies come out as payloads. No sockets here: the
 // server (stub/server.h) moves bytes, the session decides what they mean.
 #include <functional>
@@ -15,6 +16,7 @@
 #include "protocol/requests.h"
 #include "stub/host_files.h"
 #include "stub/process.h"
+#include "stub/process_group.h"
 
 namespace stub {
 
@@ -76,8 +78,20 @@ class Session {
   void on_interrupt();
 
   bool running() const { return running_; }
-  bool has_process() const { return process_ != nullptr && !process_gone_; }
-  Process* process() { return has_process() ? process_ : nullptr; }
+  bool has_process() const { return !inferiors_.empty(); }
+  // The process of the general thread (Hg), else the first one debugged;
+  // nullptr when none is. A held fork child that Hg names becomes a
+  // debugged process here, on the first request that needs it as one
+  // (gdb's detach-on-fork off reads its registers; z0 and D do not).
+  Process* process();
+  // Every debugged process (the program and the fork children kept).
+  ProcessGroup& inferiors() { return inferiors_; }
+  const ProcessGroup& inferiors() const { return inferiors_; }
+  // The program the server started or attached to, while it is debugged:
+  // the one the branch tracer and the replay engine follow.
+  Process* program() const;
+  // The next event of any debugged process (all-stop across them).
+  std::optional<ProcessEvent> poll_event() { return inferiors_.poll_event(); }
 
   // ---- state the handlers share (public for the handler functions) ----
   struct Features {
@@ -91,13 +105,13 @@ class Session {
   Features client_features;
   pid_t general_thread = 0;   // Hg; 0: the process's main thread
   pid_t continue_thread = 0;  // Hc; 0 or -1: all
-  // Hg named the held fork child: z0 then removes the int3s it inherited
-  // (gdb's detach_breakpoints), not the parent's.
-  bool general_fork_child = false;
-  // An error while Hg names the held fork child: it is held, not debugged
-  // (one process at a time), so its registers and memory are not served.
-  Expected<void> check_not_fork_child() const;
-  static btstub::Error fork_child_not_debugged();
+  // Hg named a held fork child: z0 then removes the int3s it inherited
+  // (gdb's detach_breakpoints), not the parent's; other requests adopt it
+  // as a debugged process (process()).
+  pid_t general_fork_child = 0;
+  // Makes the held fork child `child` a debugged process; nullptr if no
+  // process holds it.
+  Process* adopt_fork_child(pid_t child);
   std::set<int> pass_signals;     // host numbers: delivered without stopping
   std::set<int> program_signals;  // host numbers; empty set: all may reach the program
   bool program_signals_set = false;
@@ -150,19 +164,24 @@ class Session {
   Expected<pid_t> resolve_thread(const protocol::ThreadId& id) const;
   pid_t current_thread() const;
   void mark_running() { running_ = true; }
+  // Every process is gone (killed, detached, exited).
   void mark_process_gone();
+  // One process is gone; the others are still debugged.
+  void forget_process(Process* process);
   // Switches to another program (nullptr: none), forgetting everything
-  // that belonged to the previous one.
+  // that belonged to the previous one (fork children kept are dropped).
   void set_process(Process* process);
   std::string stop_reply_payload(const protocol::StopReply& stop) const;
   protocol::StopReply make_stop_reply(const ProcessEvent& event);
   void set_hardware_reason(protocol::StopReply& stop, protocol::BreakpointType type, uint64_t address) const;
 
  private:
+  Process* process_of_event(const ProcessEvent& event) const;
+
   SessionConfig config_;
-  Process* process_;
+  Process* program_;  // see program()
+  ProcessGroup inferiors_;
   bool running_ = false;
-  bool process_gone_ = false;
   std::unique_ptr<ReplayEngine> replay_;
 };
 

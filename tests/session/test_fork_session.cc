@@ -3,11 +3,28 @@
 // where gdb's requests about the child end up.
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <memory>
 
 #include "fake_process.h"
+#include "fake_trace_backend.h"
 #include "stub/session.h"
 
 namespace {
+
+// A fork child debugged beside its parent; the session owns it and drops it
+// once gone, so what it was asked is logged in its parent's log too.
+class AdoptedChild : public test::FakeProcess {
+ public:
+  std::vector<std::string>* parent_log = nullptr;
+  stub::Expected<void> kill() override {
+    parent_log->push_back("adopted kill " + std::to_string(pid_));
+    return FakeProcess::kill();
+  }
+  stub::Expected<void> detach() override {
+    parent_log->push_back("adopted detach " + std::to_string(pid_));
+    return FakeProcess::detach();
+  }
+};
 
 class ForkingProcess : public test::FakeProcess {
  public:
@@ -28,6 +45,23 @@ class ForkingProcess : public test::FakeProcess {
     log.push_back("child detach " + std::to_string(child));
     child = 0;
     return {};
+  }
+  // detach-on-fork off: the child becomes a FakeProcess of its own, with
+  // its own registers (rip 0x402000) and memory; `adopted` watches it.
+  test::FakeProcess* adopted = nullptr;
+  stub::Expected<std::unique_ptr<stub::Process>> adopt_fork_child() override {
+    log.push_back("adopt " + std::to_string(child));
+    auto process = std::make_unique<AdoptedChild>();
+    process->parent_log = &log;
+    process->pid_ = child;
+    process->threads_ = {child};
+    process->regs.clear();
+    process->regs[child] = regs[100];
+    process->regs[child].set_u64(protocol::Amd64Reg::rip, 0x402000);
+    process->memory[0x401000] = 0xaa;
+    adopted = process.get();
+    child = 0;
+    return std::unique_ptr<stub::Process>(std::move(process));
   }
   stub::Expected<void> follow_fork_child() override {
     log.push_back("follow " + std::to_string(child));
@@ -106,8 +140,6 @@ TEST_CASE("z0 after Hg on the held child removes the child's int3 only; D;child 
   f.fork_stop();
   CHECK(f.ask("Hgpc8.c8") == "OK");
   CHECK(f.ask("z0,401000,1") == "OK");
-  // The child's registers are not the parent's: refused, never faked.
-  CHECK(f.ask("g").rfind("E.", 0) == 0);
   CHECK(f.ask("Hgp64.64") == "OK");
   CHECK(f.ask("z0,401000,1") == "OK");
   CHECK_FALSE(f.asks_to_close("D;c8"));
@@ -128,10 +160,143 @@ TEST_CASE("D of the parent while a child is held follows the child", "[session][
   CHECK(f.process.log.back() == "resume 200 cont 0");
 }
 
-TEST_CASE("resuming the held child is refused (detach-on-fork off)", "[session][fork]") {
+// Whether a `g` reply holds this rip (after the 16 general registers, little-endian).
+bool shows_rip(const std::string& g, uint64_t rip) {
+  char le[17];
+  std::snprintf(le, sizeof le, "%02x%02x%02x0000000000", unsigned(rip & 0xff), unsigned((rip >> 8) & 0xff),
+                unsigned((rip >> 16) & 0xff));
+  return g.size() >= 16 * 16 + 16 && g.substr(16 * 16, 16) == le;
+}
+
+TEST_CASE("detach-on-fork off: the held child becomes a second process on its first register read",
+          "[session][fork]") {
+  Fixture f;
+  f.ask("qSupported:multiprocess+;fork-events+");
+  f.process.memory[0x401000] = 0x55;
+  f.fork_stop();
+  CHECK(f.ask("Hgpc8.c8") == "OK");
+  CHECK(f.ask("z0,401000,1") == "OK");  // gdb's detach_breakpoints: the child's inherited int3
+  std::string child_regs = f.ask("g");
+  REQUIRE(f.process.adopted != nullptr);
+  INFO(child_regs);
+  CHECK(shows_rip(child_regs, 0x402000));
+  CHECK(f.ask("m401000,1") == "aa");  // the child's memory, not the parent's
+  CHECK(f.ask("qfThreadInfo") == "mp64.64,pc8.c8");
+  CHECK(f.ask("Hgp64.64") == "OK");
+  CHECK(shows_rip(f.ask("g"), 0x401000));
+  CHECK(f.ask("m401000,1") == "55");
+  CHECK(f.ask("Hgpc8.c8") == "OK");
+  CHECK(f.ask("Z0,401000,1") == "OK");
+  CHECK(f.process.adopted->log == std::vector<std::string>{"insert 4198400"});
+
+  // schedule-multiple on: one vCont resumes both.
+  CHECK_FALSE(f.session.handle_packet("vCont;c").payload.has_value());
+  CHECK(f.process.log.back() == "resume 100 cont 0");
+  CHECK(f.process.adopted->log.back() == "resume 200 cont 0");
+  stub::ProcessEvent hit;
+  hit.pid = 200;
+  hit.tid = 200;
+  hit.signal = SIGTRAP;
+  hit.software_breakpoint = true;
+  auto stop = f.session.on_process_event(hit);
+  REQUIRE(stop.has_value());
+  CHECK(contains(*stop, "thread:pc8.c8;"));
+
+  // The child exits: the parent is still debugged, and the session goes on.
+  f.session.mark_running();
+  stub::ProcessEvent exited;
+  exited.pid = 200;
+  exited.tid = 200;
+  exited.kind = stub::ProcessEvent::Kind::Exited;
+  auto gone = f.session.on_process_event(exited);
+  REQUIRE(gone.has_value());
+  CHECK(*gone == "W00;process:c8");
+  CHECK(f.session.has_process());
+  CHECK(f.ask("qfThreadInfo") == "mp64.64");
+}
+
+TEST_CASE("detach-on-fork off: vCont naming one process resumes only it; vKill and D take one process",
+          "[session][fork]") {
   Fixture f;
   f.ask("qSupported:multiprocess+;fork-events+");
   f.fork_stop();
-  std::string reply = f.ask("vCont;c:pc8.-1");
-  CHECK(contains(reply, "detach-on-fork off is not supported"));
+  CHECK(f.ask("Hgpc8.c8") == "OK");
+  f.ask("g");
+  REQUIRE(f.process.adopted != nullptr);
+  test::FakeProcess& child = *f.process.adopted;
+
+  CHECK_FALSE(f.session.handle_packet("vCont;c:p64.-1").payload.has_value());
+  CHECK(f.process.log.back() == "resume 100 cont 0");
+  CHECK(child.log.empty());  // schedule-multiple off: the child stays stopped
+  stub::ProcessEvent stopped;
+  stopped.pid = 100;
+  stopped.tid = 100;
+  stopped.signal = SIGTRAP;
+  REQUIRE(f.session.on_process_event(stopped).has_value());
+  CHECK_FALSE(f.session.handle_packet("vCont;c:pc8.-1").payload.has_value());
+  CHECK(child.log.back() == "resume 200 cont 0");
+  stopped.pid = 200;
+  stopped.tid = 200;
+  REQUIRE(f.session.on_process_event(stopped).has_value());
+
+  // vKill;c8 kills the child only; the connection stays.
+  auto killed = f.session.handle_packet("vKill;c8");
+  CHECK(killed.payload == std::string("OK"));
+  CHECK(f.process.log.back() == "adopted kill 200");
+  CHECK_FALSE(killed.close_connection);
+  CHECK(f.session.has_process());
+  CHECK(f.ask("qfThreadInfo") == "mp64.64");
+  CHECK(f.ask("Hgpc8.c8").rfind("E", 0) == 0);  // gone
+  CHECK(f.ask("vKill;c8").rfind("E", 0) == 0);
+  // D;64 detaches the last process: the connection ends.
+  CHECK(f.asks_to_close("D;64"));
+  CHECK(f.process.log.back() == "detach");
+  CHECK_FALSE(f.session.has_process());
+}
+
+TEST_CASE("detach-on-fork off: D;child detaches the adopted child alone", "[session][fork]") {
+  Fixture f;
+  f.ask("qSupported:multiprocess+;fork-events+");
+  f.fork_stop();
+  CHECK(f.ask("Hgpc8.c8") == "OK");
+  f.ask("g");
+  REQUIRE(f.process.adopted != nullptr);
+  CHECK_FALSE(f.asks_to_close("D;c8"));
+  CHECK(f.process.log.back() == "adopted detach 200");
+  CHECK(f.ask("qfThreadInfo") == "mp64.64");
+  CHECK(f.session.has_process());
+}
+
+TEST_CASE("detach-on-fork off: btrace packets for the kept child's thread are a clear error", "[session][fork]") {
+  Fixture f;
+  test::FakeTraceBackend backend;
+  f.session.trace_backend = &backend;
+  f.ask("qSupported:multiprocess+;fork-events+");
+  f.fork_stop();
+  CHECK(f.ask("Hgpc8.c8") == "OK");
+  f.ask("g");
+  REQUIRE(f.process.adopted != nullptr);
+  const std::string refused =
+      "E.Branch tracing is not available for process 200: btstub traces only the program it started or attached to.";
+  CHECK(f.ask("Qbtrace:bts") == refused);
+  CHECK(f.ask("qXfer:btrace:read:all:0,fff") == refused);
+  CHECK(backend.log.empty());
+  CHECK(f.ask("Hgp64.64") == "OK");
+  CHECK(f.ask("Qbtrace:bts") == "OK");
+}
+
+TEST_CASE("detach-on-fork off: k kills both processes, plain D detaches both", "[session][fork]") {
+  for (const char* packet : {"k", "D"}) {
+    Fixture f;
+    f.ask("qSupported:multiprocess+;fork-events+");
+    f.fork_stop();
+    CHECK(f.ask("Hgpc8.c8") == "OK");
+    f.ask("g");
+    REQUIRE(f.process.adopted != nullptr);
+    auto reply = f.session.handle_packet(packet);
+    CHECK(reply.close_connection);
+    CHECK_FALSE(f.session.has_process());
+    const std::string verb = packet == std::string("k") ? "kill" : "detach";
+    CHECK(f.process.log == std::vector<std::string>{"adopt 200", verb, "adopted " + verb + " 200"});
+  }
 }
