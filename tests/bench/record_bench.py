@@ -10,6 +10,9 @@ Python's perf_counter). Setups:
   btrace         gdb `record btrace` (bts) over btstub, then `continue`
   btstub-record  `btstub --record` (tracing from the first instruction; gdb
                  finds the trace on connecting), then `continue`
+  btstub-record-debugreg
+                 the same with `--trace-stops=debugreg`: a debug register at
+                 each block end instead of int3s (where debug registers trap)
   full-native    gdb's `record full`, plain native gdb (`run`)
   full-gdbserver gdb's `record full` through gdbserver
 
@@ -50,6 +53,9 @@ STOP = ("python _t1 = time.perf_counter(); print('BENCH_SECONDS %.6f' % "
         "(_t1 - _t0)); print('BENCH_CTX %d' % (_ctx() - _c0))")
 
 
+BTSTUB_SETUPS = ("btrace", "btstub-record", "btstub-record-debugreg")
+
+
 def setup_commands(setup):
     """gdb commands before the timed continue (after the target is set)."""
     pre = ["set pagination off", "break bench_begin", "break bench_end"]
@@ -63,17 +69,19 @@ def setup_commands(setup):
         return pre + ["set record btrace bts buffer-size %d" % TRACE_BYTES,
                       "continue", "record btrace bts",
                       "monitor record status"]
-    if setup == "btstub-record":
+    if setup in ("btstub-record", "btstub-record-debugreg"):
         return pre + ["continue", "monitor record status"]
     raise ValueError(setup)
 
 
 def gdb_argv(setup, prog, rounds, cpu):
     server = None
-    if setup in ("btrace", "btstub-record"):
+    if setup in BTSTUB_SETUPS:
         server = [harness.server_path("btstub")]
-        if setup == "btstub-record":
+        if setup != "btrace":
             server += ["--record", "--trace-size=%d" % TRACE_BYTES]
+        if setup == "btstub-record-debugreg":
+            server += ["--trace-stops=debugreg"]
     elif setup == "full-gdbserver":
         server = [harness.server_path("gdbserver")]
     argv = ["taskset", "-c", str(cpu)] if cpu is not None else []
@@ -89,7 +97,7 @@ def gdb_argv(setup, prog, rounds, cpu):
     # program's first instruction; only the range counts.
     cmds = target + setup_commands(setup) + ["info record", CTX, START,
                                              "continue", STOP, "info record"]
-    if setup in ("btrace", "btstub-record"):
+    if setup in BTSTUB_SETUPS:
         cmds.append("monitor record status")
     cmds += ["record stop", "kill"]
     for c in cmds:
@@ -117,7 +125,7 @@ def measure(setup, prog, rounds, cpu):
         r"(?:Recorded|Log contains) (\d+) instructions", text)]
     if setup.startswith("full") and len(counts) == 1:
         counts.insert(0, 0)  # record full says nothing while the log is empty
-    if setup == "btstub-record" and not counts:
+    if setup.startswith("btstub-record") and not counts:
         # gdb leaves whole-program recording to btstub (for bs/bc) and has
         # no count of its own: the row borrows the btrace row's count.
         counts = [0, 0]
@@ -127,7 +135,7 @@ def measure(setup, prog, rounds, cpu):
     row = {"setup": setup, "pinned": cpu is not None, "argv": argv,
            "seconds": float(secs.group(1)), "ctx": int(ctx.group(1)),
            "insns": counts[1] - counts[0], "branches": None}
-    if setup in ("btrace", "btstub-record"):
+    if setup in BTSTUB_SETUPS:
         statuses = re.findall(r"Branch recording .*?(?=\n[^ ]|\Z)", text, re.S)
         if len(statuses) >= 2:
             before, after = branches(statuses[0]), branches(statuses[-1])
@@ -177,7 +185,7 @@ def main():
                   file=sys.stderr, flush=True)
             rows.append(measure(setup, prog, args.rounds, cpu))
     for r in rows:
-        if r["setup"] == "btstub-record" and r["insns"] == 0:
+        if r["setup"].startswith("btstub-record") and r["insns"] == 0:
             same = [o["insns"] for o in rows if o["setup"] == "btrace"]
             r["insns"] = same[0] if same else 0
             r["borrowed"] = True

@@ -8,7 +8,10 @@ gdb with Python's perf_counter, only the stepping:
 
 The server `gdb-floor` is no server: the session is recorded through btstub
 (tests/bench/rsp_replay.py) and then replayed to gdb from the recording, so
-its time is gdb's own work plus a Python loop answering packets.
+its time is gdb's own work plus a Python loop answering packets. That loop
+sleeps between packets as gdbserver does, so since btstub busy-polls
+(--busy-poll) btstub can beat it: it bounds what a server that sleeps
+could reach, not what btstub can.
 `btstub-nopoll` is btstub with --busy-poll=0: it sleeps as soon as it has
 replied, as gdbserver does, instead of polling for gdb's next packet.
 
@@ -134,7 +137,7 @@ def main():
             print("%s: btstub / gdbserver = %.2f" %
                   (mode, medians["btstub"] / medians["gdbserver"]))
         if "gdbserver" in medians and "gdb-floor" in medians:
-            print("%s: gdb-floor / gdbserver = %.2f (no server can do better)" %
+            print("%s: gdb-floor / gdbserver = %.2f (gdb against a sleeping Python replayer)" %
                   (mode, medians["gdb-floor"] / medians["gdbserver"]))
     print()
     print("Command lines (the port is picked by the server, :0):")
