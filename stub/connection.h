@@ -109,15 +109,22 @@ class Connection {
   // While the program is stopped, handles the client's packets as they
   // come, without sleeping, until none has come for busy_poll_ (see the top
   // of this file). Stops at once when a packet resumes the program (its stop
-  // wakes us through SIGCHLD, cheaply: it runs on our CPU), and when the
-  // poll was descheduled: another process wants this CPU (a busy machine,
-  // or the client itself), and a sleeping btstub is woken ahead of it when
-  // the packet comes, where a polling one waits for its turn.
+  // wakes us through SIGCHLD, cheaply: it runs on our CPU).
+  //
+  // Polling pays only on an otherwise idle CPU. When another process wants
+  // it (a build, even at nice 19, or the client itself), a polling btstub
+  // is merely runnable and a packet waits for the other's time slice (ms),
+  // where a sleeping one is woken ahead of it; measured here, polling then
+  // made `stepi 1500` twice as slow. A poll round that took far longer than
+  // a poll shows such a slice: btstub then sleeps at once, for every reply
+  // of the next kContendedPause.
   void busy_poll() {
     using clock = std::chrono::steady_clock;
     constexpr auto kDescheduled = std::chrono::microseconds(50);
+    constexpr auto kContendedPause = std::chrono::milliseconds(100);
     if (busy_poll_.count() <= 0) return;
     auto last = clock::now();
+    if (last < contended_until_) return;
     auto deadline = last + busy_poll_;
     while (!closing_ && !finished_ && !session_.running()) {
       if (input_ready()) {
@@ -133,7 +140,11 @@ class Connection {
         continue;
       }
       auto now = clock::now();
-      if (now >= deadline || now - last > kDescheduled) return;
+      if (now - last > kDescheduled) {
+        contended_until_ = now + kContendedPause;
+        return;
+      }
+      if (now >= deadline) return;
       last = now;
     }
   }
@@ -200,6 +211,7 @@ class Connection {
   ChildSignals& sigchld_;
   bool remote_debug_;
   std::chrono::microseconds busy_poll_;
+  std::chrono::steady_clock::time_point contended_until_{};  // no polling before then
   protocol::RspLink link_;
   std::array<char, 4096> buffer_{};
   bool closing_ = false;
