@@ -182,7 +182,9 @@ Reply handle(Session& s, const Kill& req) {
     s.forget_process(*process);
     return after_process_gone(s, Reply::now(reply_ok()));
   }
-  // `k` kills everything (gdb's `kill` sends vKill;PID per inferior).
+  // `k` kills everything (gdb's `kill` sends vKill;PID per inferior),
+  // fork children still held included.
+  s.adopt_held_fork_children();
   std::vector<Process*> every = s.inferiors().live();
   for (Process* process : every) (void)process->kill();
   s.mark_process_gone();

@@ -37,6 +37,10 @@ void Session::mark_process_gone() {
 }
 
 void Session::forget_process(Process* process) {
+  // gdb's inferior for a fork child outlives the parent (detach-on-fork
+  // off): a child still held becomes a process of its own before its
+  // holder leaves, or nothing would ever resume, kill or detach it.
+  if (pid_t child = process->fork_child(); child != 0) (void)adopt_fork_child(child);
   if (process == program()) replay_.reset();
   inferiors_.remove(process);
   if (!has_process()) mark_process_gone();
@@ -73,6 +77,13 @@ Process* Session::adopt_fork_child(pid_t child) {
     general_thread = child;
   }
   return process;
+}
+
+void Session::adopt_held_fork_children() {
+  const std::vector<Process*> holders = inferiors_.live();
+  for (Process* holder : holders) {
+    if (pid_t child = holder->fork_child(); child != 0) (void)adopt_fork_child(child);
+  }
 }
 
 ReplayEngine* Session::replay() {

@@ -300,3 +300,42 @@ TEST_CASE("detach-on-fork off: k kills both processes, plain D detaches both", "
     CHECK(f.process.log == std::vector<std::string>{"adopt 200", verb, "adopted " + verb + " 200"});
   }
 }
+
+TEST_CASE("detach-on-fork off: a child still held outlives its parent's exit and vKill", "[session][fork]") {
+  for (const char* how : {"exit", "vKill;64"}) {
+    Fixture f;
+    f.ask("qSupported:multiprocess+;fork-events+");
+    f.fork_stop();  // gdb asks nothing about the child (schedule-multiple off)
+    if (how == std::string("exit")) {
+      CHECK_FALSE(f.session.handle_packet("vCont;c:p64.-1").payload.has_value());
+      stub::ProcessEvent exited;
+      exited.pid = 100;
+      exited.tid = 100;
+      exited.kind = stub::ProcessEvent::Kind::Exited;
+      auto gone = f.session.on_process_event(exited);
+      REQUIRE(gone.has_value());
+      CHECK(*gone == "W00;process:64");
+    } else {
+      auto killed = f.session.handle_packet(how);
+      CHECK(killed.payload == std::string("OK"));
+      CHECK_FALSE(killed.close_connection);
+    }
+    INFO(how);
+    REQUIRE(f.process.adopted != nullptr);
+    CHECK(f.session.has_process());
+    CHECK(f.ask("qfThreadInfo") == "mpc8.c8");
+    // gdb's `inferior 2` + `continue`.
+    CHECK(f.ask("Hgpc8.c8") == "OK");
+    CHECK_FALSE(f.session.handle_packet("vCont;c:pc8.-1").payload.has_value());
+    CHECK(f.process.adopted->log.back() == "resume 200 cont 0");
+  }
+}
+
+TEST_CASE("detach-on-fork off: k kills a child still held too", "[session][fork]") {
+  Fixture f;
+  f.ask("qSupported:multiprocess+;fork-events+");
+  f.fork_stop();
+  CHECK(f.session.handle_packet("k").close_connection);
+  CHECK_FALSE(f.session.has_process());
+  CHECK(f.process.log == std::vector<std::string>{"adopt 200", "kill", "adopted kill 200"});
+}
