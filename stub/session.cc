@@ -266,9 +266,20 @@ std::optional<std::string> Session::on_process_event(const ProcessEvent& event) 
   return stop_reply_payload(*last_stop);
 }
 
-// One SIGINT is enough: its stop stops every other process too.
+// One SIGINT is enough: its stop stops every other process too. It goes
+// to a process that runs (gdb may have resumed only the fork child).
 void Session::on_interrupt() {
-  if (running_ && has_process()) (void)inferiors_.first()->interrupt();
+  if (!running_ || !has_process()) return;
+  Process* target = inferiors_.first();
+  if (inferiors_.live().size() > 1) {
+    for (Process* process : inferiors_.live()) {
+      if (process->has_running_threads()) {
+        target = process;
+        break;
+      }
+    }
+  }
+  (void)target->interrupt();
 }
 
 }  // namespace stub

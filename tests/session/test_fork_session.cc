@@ -2,6 +2,7 @@
 // FakeProcess that holds a fork child: the exact payloads gdb receives, and
 // where gdb's requests about the child end up.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <csignal>
 #include <memory>
 
@@ -338,4 +339,18 @@ TEST_CASE("detach-on-fork off: k kills a child still held too", "[session][fork]
   CHECK(f.session.handle_packet("k").close_connection);
   CHECK_FALSE(f.session.has_process());
   CHECK(f.process.log == std::vector<std::string>{"adopt 200", "kill", "adopted kill 200"});
+}
+
+TEST_CASE("detach-on-fork off: Ctrl-C reaches the process that runs", "[session][fork]") {
+  Fixture f;
+  f.ask("qSupported:multiprocess+;fork-events+");
+  f.fork_stop();
+  CHECK(f.ask("Hgpc8.c8") == "OK");
+  f.ask("g");
+  REQUIRE(f.process.adopted != nullptr);
+  // schedule-multiple off, `inferior 2` + `continue`: the child runs alone.
+  CHECK_FALSE(f.session.handle_packet("vCont;c:pc8.-1").payload.has_value());
+  f.session.on_interrupt();
+  CHECK(f.process.adopted->log.back() == "interrupt");
+  CHECK(std::count(f.process.log.begin(), f.process.log.end(), "interrupt") == 0);
 }
