@@ -104,16 +104,24 @@ Reply handle(Session& s, const RemoveBreakpoint& req) {
   return Reply::now(reply_ok());
 }
 
-// Resuming a held fork child debugs it from now on (detach-on-fork off).
-static void adopt_named_fork_children(Session& s, const Resume& req) {
+// Resuming a held fork child debugs it from now on (detach-on-fork off):
+// one named by its pid, or every one when an action covers all processes
+// (schedule-multiple on), even if gdb asked nothing about it before. With
+// detach-on-fork on gdb has let the child go (D;PID) before resuming.
+static void adopt_resumed_fork_children(Session& s, const Resume& req) {
   for (const auto& action : req.actions) {
-    if (action.thread && action.thread->pid > 0) (void)s.adopt_fork_child(static_cast<pid_t>(action.thread->pid));
+    if (action.action == ResumeAction::Stop) continue;
+    if (!action.thread || (action.thread->pid <= 0 && action.thread->is_all())) {
+      s.adopt_held_fork_children();
+      return;
+    }
+    if (action.thread->pid > 0) (void)s.adopt_fork_child(static_cast<pid_t>(action.thread->pid));
   }
 }
 
 Reply handle(Session& s, const Resume& raw) {
   if (!s.has_process()) return no_process_reply();
-  adopt_named_fork_children(s, raw);
+  adopt_resumed_fork_children(s, raw);
   Process& current = *s.process();
   Resume req = with_legacy_threads(s, raw, current.pid());
   if (auto replayed = replay_resume(s, req)) return *replayed;

@@ -354,3 +354,22 @@ TEST_CASE("detach-on-fork off: Ctrl-C reaches the process that runs", "[session]
   CHECK(f.process.adopted->log.back() == "interrupt");
   CHECK(std::count(f.process.log.begin(), f.process.log.end(), "interrupt") == 0);
 }
+
+TEST_CASE("detach-on-fork off: a resume of every process takes a held child along", "[session][fork]") {
+  for (const char* packet : {"vCont;c", "c", "vCont;c:p-1.-1"}) {
+    INFO(packet);
+    Fixture f;
+    f.ask("qSupported:multiprocess+;fork-events+");
+    f.fork_stop();  // schedule-multiple on, and gdb asks nothing about the child first
+    CHECK_FALSE(f.session.handle_packet(packet).payload.has_value());
+    REQUIRE(f.process.adopted != nullptr);
+    CHECK(f.process.log.back() == "resume 100 cont 0");
+    CHECK(f.process.adopted->log == std::vector<std::string>{"resume 200 cont 0"});
+  }
+  Fixture f;
+  f.ask("qSupported:multiprocess+;fork-events+");
+  f.fork_stop();
+  CHECK_FALSE(f.session.handle_packet("vCont;c:p64.-1").payload.has_value());
+  CHECK(f.process.adopted == nullptr);  // schedule-multiple off: the child stays held
+  CHECK(f.process.fork_child() == 200);
+}
