@@ -79,9 +79,12 @@ Reply handle(Session& s, const InsertBreakpoint& req) {
   auto ok = req.type == BreakpointType::Software ? s.process()->insert_breakpoint(req.addr)
                                                  : s.process()->insert_hw_point(req.type, req.addr, req.kind);
   if (!ok) return error(ok.error());
-  // A replay stops at these addresses too.
-  if (req.type == BreakpointType::Software) s.software_breakpoints.insert(req.addr);
-  if (req.type == BreakpointType::Hardware) s.hardware_breakpoints.insert(req.addr);
+  // A replay stops at these addresses too; it replays the program only, so
+  // a fork child's breakpoints are not its business.
+  if (s.process() == s.program()) {
+    if (req.type == BreakpointType::Software) s.software_breakpoints.insert(req.addr);
+    if (req.type == BreakpointType::Hardware) s.hardware_breakpoints.insert(req.addr);
+  }
   return Reply::now(reply_ok());
 }
 
@@ -99,8 +102,10 @@ Reply handle(Session& s, const RemoveBreakpoint& req) {
   auto ok = req.type == BreakpointType::Software ? s.process()->remove_breakpoint(req.addr)
                                                  : s.process()->remove_hw_point(req.type, req.addr, req.kind);
   if (!ok) return error(ok.error());
-  if (req.type == BreakpointType::Software) s.software_breakpoints.erase(req.addr);
-  if (req.type == BreakpointType::Hardware) s.hardware_breakpoints.erase(req.addr);
+  if (s.process() == s.program()) {
+    if (req.type == BreakpointType::Software) s.software_breakpoints.erase(req.addr);
+    if (req.type == BreakpointType::Hardware) s.hardware_breakpoints.erase(req.addr);
+  }
   return Reply::now(reply_ok());
 }
 

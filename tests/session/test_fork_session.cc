@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <csignal>
 #include <memory>
+#include <set>
 
 #include "fake_process.h"
 #include "fake_trace_backend.h"
@@ -372,4 +373,22 @@ TEST_CASE("detach-on-fork off: a resume of every process takes a held child alon
   CHECK_FALSE(f.session.handle_packet("vCont;c:p64.-1").payload.has_value());
   CHECK(f.process.adopted == nullptr);  // schedule-multiple off: the child stays held
   CHECK(f.process.fork_child() == 200);
+}
+
+TEST_CASE("detach-on-fork off: the kept child's breakpoints are not the replay's", "[session][fork]") {
+  Fixture f;
+  f.ask("qSupported:multiprocess+;fork-events+");
+  f.process.memory[0x401000] = 0x55;
+  f.fork_stop();
+  CHECK(f.ask("Hgpc8.c8") == "OK");
+  f.ask("g");
+  REQUIRE(f.process.adopted != nullptr);
+  CHECK(f.ask("Z0,401000,1") == "OK");
+  CHECK(f.session.software_breakpoints.empty());
+  CHECK(f.ask("Hgp64.64") == "OK");
+  CHECK(f.ask("Z0,401000,1") == "OK");
+  CHECK(f.session.software_breakpoints == std::set<uint64_t>{0x401000});
+  CHECK(f.ask("Hgpc8.c8") == "OK");
+  CHECK(f.ask("z0,401000,1") == "OK");  // the child's; the program's stays
+  CHECK(f.session.software_breakpoints == std::set<uint64_t>{0x401000});
 }
