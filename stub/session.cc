@@ -105,14 +105,15 @@ void Session::go_live() {
 Expected<protocol::RegisterFile> Session::thread_registers(pid_t tid) {
   Process* owner = process();
   if (owner == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
-  if (replaying(tid)) return replay_->registers(tid);
+  // Only the program has a past (a fork child's thread is never replaying).
+  if (owner == program() && replaying(tid)) return replay_->registers(tid);
   return owner->read_registers(tid);
 }
 
 Expected<std::vector<uint8_t>> Session::thread_memory(pid_t tid, uint64_t addr, std::size_t len) {
   Process* owner = process();
   if (owner == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
-  if (replaying(tid)) return replay_->read_memory(tid, addr, len);
+  if (owner == program() && replaying(tid)) return replay_->read_memory(tid, addr, len);
   return owner->read_memory(addr, len);
 }
 

@@ -392,3 +392,21 @@ TEST_CASE("detach-on-fork off: the kept child's breakpoints are not the replay's
   CHECK(f.ask("z0,401000,1") == "OK");  // the child's; the program's stays
   CHECK(f.session.software_breakpoints == std::set<uint64_t>{0x401000});
 }
+
+TEST_CASE("detach-on-fork off: reverse execution of the kept child's thread is a clear error", "[session][fork]") {
+  Fixture f;
+  test::FakeTraceBackend backend;
+  f.session.trace_backend = &backend;
+  f.ask("qSupported:multiprocess+;fork-events+");
+  f.fork_stop();
+  CHECK(f.ask("Hgpc8.c8") == "OK");
+  f.ask("g");
+  REQUIRE(f.process.adopted != nullptr);
+  CHECK(f.ask("Hcpc8.c8") == "OK");
+  const std::string refused =
+      "E.Reverse execution is not available for process 200: btstub records only the program it started or "
+      "attached to.";
+  CHECK(f.ask("bs") == refused);
+  CHECK(f.ask("bc") == refused);
+  CHECK(backend.log.empty());
+}
