@@ -236,16 +236,26 @@ Reply handle(Session& s, const Detach& req) {
     s.forget_process(*process);
     return after_process_gone(s, Reply::now(reply_ok()));
   }
-  // Plain D: everything goes free, held fork children too.
+  // Plain D: everything goes free, held fork children too (without the
+  // int3s they inherited). One failure must not keep the others traced,
+  // and a process detached (or failing to, gone) is debugged no more.
   std::vector<Process*> every = s.inferiors().live();
-  Expected<void> result;
+  std::optional<btstub::Error> failure;  // every process's, in one message
+  auto note = [&failure](const Expected<void>& ok) {
+    if (ok) return;
+    if (failure) {
+      failure->message += "; " + ok.error().message;
+    } else {
+      failure = ok.error();
+    }
+  };
   for (Process* process : every) {
-    if (process->fork_child() != 0) (void)process->detach_fork_child();
-    if (auto ok = process->detach(); !ok && process == s.process()) result = ok;
+    if (process->fork_child() != 0) note(process->detach_fork_child());
+    note(process->detach());
   }
   s.general_fork_child = 0;
-  if (!result) return error(result.error());
   s.mark_process_gone();
+  if (failure) return after_process_gone(s, error(*failure));
   return after_process_gone(s, Reply::now(reply_ok()));
 }
 

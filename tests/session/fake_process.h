@@ -94,8 +94,10 @@ class FakeProcess : public stub::Process {
     log.push_back("kill");
     return {};
   }
+  bool fail_detach = false;
   stub::Expected<void> detach() override {
     log.push_back("detach");
+    if (fail_detach) return btstub::make_error(btstub::ErrorCode::NoProcess, "cannot detach " + std::to_string(pid_));
     return {};
   }
   stub::Expected<std::string> read_auxv() override { return std::string("\x06\0\0\0\0\0\0\0", 8); }

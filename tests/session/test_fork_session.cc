@@ -410,3 +410,22 @@ TEST_CASE("detach-on-fork off: reverse execution of the kept child's thread is a
   CHECK(f.ask("bc") == refused);
   CHECK(backend.log.empty());
 }
+
+TEST_CASE("detach-on-fork off: plain D detaches every process even when one fails", "[session][fork]") {
+  for (bool child_fails : {true, false}) {
+    INFO(child_fails);
+    Fixture f;
+    f.ask("qSupported:multiprocess+;fork-events+");
+    f.fork_stop();
+    CHECK(f.ask("Hgpc8.c8") == "OK");
+    f.ask("g");
+    REQUIRE(f.process.adopted != nullptr);
+    (child_fails ? f.process.adopted->fail_detach : f.process.fail_detach) = true;
+    auto reply = f.session.handle_packet("D");
+    REQUIRE(reply.payload.has_value());
+    CHECK(*reply.payload == (child_fails ? "E.cannot detach 200" : "E.cannot detach 100"));
+    CHECK(f.process.log == std::vector<std::string>{"adopt 200", "detach", "adopted detach 200"});
+    CHECK_FALSE(f.session.has_process());
+    CHECK(reply.close_connection);
+  }
+}
