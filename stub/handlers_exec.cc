@@ -79,9 +79,12 @@ Reply handle(Session& s, const InsertBreakpoint& req) {
   auto ok = req.type == BreakpointType::Software ? s.process()->insert_breakpoint(req.addr)
                                                  : s.process()->insert_hw_point(req.type, req.addr, req.kind);
   if (!ok) return error(ok.error());
-  // A replay stops at these addresses too.
-  if (req.type == BreakpointType::Software) s.software_breakpoints.insert(req.addr);
-  if (req.type == BreakpointType::Hardware) s.hardware_breakpoints.insert(req.addr);
+  // A replay stops at these addresses too; it replays the program only, so
+  // a fork child's breakpoints are not its business.
+  if (s.process() == s.program()) {
+    if (req.type == BreakpointType::Software) s.software_breakpoints.insert(req.addr);
+    if (req.type == BreakpointType::Hardware) s.hardware_breakpoints.insert(req.addr);
+  }
   return Reply::now(reply_ok());
 }
 
@@ -99,21 +102,31 @@ Reply handle(Session& s, const RemoveBreakpoint& req) {
   auto ok = req.type == BreakpointType::Software ? s.process()->remove_breakpoint(req.addr)
                                                  : s.process()->remove_hw_point(req.type, req.addr, req.kind);
   if (!ok) return error(ok.error());
-  if (req.type == BreakpointType::Software) s.software_breakpoints.erase(req.addr);
-  if (req.type == BreakpointType::Hardware) s.hardware_breakpoints.erase(req.addr);
+  if (s.process() == s.program()) {
+    if (req.type == BreakpointType::Software) s.software_breakpoints.erase(req.addr);
+    if (req.type == BreakpointType::Hardware) s.hardware_breakpoints.erase(req.addr);
+  }
   return Reply::now(reply_ok());
 }
 
-// Resuming a held fork child debugs it from now on (detach-on-fork off).
-static void adopt_named_fork_children(Session& s, const Resume& req) {
+// Resuming a held fork child debugs it from now on (detach-on-fork off):
+// one named by its pid, or every one when an action covers all processes
+// (schedule-multiple on), even if gdb asked nothing about it before. With
+// detach-on-fork on gdb has let the child go (D;PID) before resuming.
+static void adopt_resumed_fork_children(Session& s, const Resume& req) {
   for (const auto& action : req.actions) {
-    if (action.thread && action.thread->pid > 0) (void)s.adopt_fork_child(static_cast<pid_t>(action.thread->pid));
+    if (action.action == ResumeAction::Stop) continue;
+    if (!action.thread || (action.thread->pid <= 0 && action.thread->is_all())) {
+      s.adopt_held_fork_children();
+      return;
+    }
+    if (action.thread->pid > 0) (void)s.adopt_fork_child(static_cast<pid_t>(action.thread->pid));
   }
 }
 
 Reply handle(Session& s, const Resume& raw) {
   if (!s.has_process()) return no_process_reply();
-  adopt_named_fork_children(s, raw);
+  adopt_resumed_fork_children(s, raw);
   Process& current = *s.process();
   Resume req = with_legacy_threads(s, raw, current.pid());
   if (auto replayed = replay_resume(s, req)) return *replayed;
@@ -182,7 +195,9 @@ Reply handle(Session& s, const Kill& req) {
     s.forget_process(*process);
     return after_process_gone(s, Reply::now(reply_ok()));
   }
-  // `k` kills everything (gdb's `kill` sends vKill;PID per inferior).
+  // `k` kills everything (gdb's `kill` sends vKill;PID per inferior),
+  // fork children still held included.
+  s.adopt_held_fork_children();
   std::vector<Process*> every = s.inferiors().live();
   for (Process* process : every) (void)process->kill();
   s.mark_process_gone();
@@ -221,16 +236,26 @@ Reply handle(Session& s, const Detach& req) {
     s.forget_process(*process);
     return after_process_gone(s, Reply::now(reply_ok()));
   }
-  // Plain D: everything goes free, held fork children too.
+  // Plain D: everything goes free, held fork children too (without the
+  // int3s they inherited). One failure must not keep the others traced,
+  // and a process detached (or failing to, gone) is debugged no more.
   std::vector<Process*> every = s.inferiors().live();
-  Expected<void> result;
+  std::optional<btstub::Error> failure;  // every process's, in one message
+  auto note = [&failure](const Expected<void>& ok) {
+    if (ok) return;
+    if (failure) {
+      failure->message += "; " + ok.error().message;
+    } else {
+      failure = ok.error();
+    }
+  };
   for (Process* process : every) {
-    if (process->fork_child() != 0) (void)process->detach_fork_child();
-    if (auto ok = process->detach(); !ok && process == s.process()) result = ok;
+    if (process->fork_child() != 0) note(process->detach_fork_child());
+    note(process->detach());
   }
   s.general_fork_child = 0;
-  if (!result) return error(result.error());
   s.mark_process_gone();
+  if (failure) return after_process_gone(s, error(*failure));
   return after_process_gone(s, Reply::now(reply_ok()));
 }
 

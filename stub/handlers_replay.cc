@@ -71,13 +71,21 @@ Reply replay_stop_reply(Session& s, pid_t tid, ReplayStop how) {
 }
 
 Reply reverse(Session& s, const Resume& req) {
+  const pid_t tid = replay_thread(s, req);
+  if (Process* owner = s.inferiors().owner_of(tid); owner != nullptr && owner != s.program()) {
+    // A fork child kept with detach-on-fork off has no recorded history:
+    // the tracer follows the program only.
+    return error(btstub::make_error(btstub::ErrorCode::NotSupported,
+                                    "Reverse execution is not available for process " +
+                                        std::to_string(owner->pid()) +
+                                        ": btstub records only the program it started or attached to."));
+  }
   ReplayEngine* engine = s.trace_backend != nullptr ? s.replay() : nullptr;
   if (engine == nullptr) {
     return error(btstub::make_error(btstub::ErrorCode::NotSupported,
                                     "Reverse execution needs a recorded history (btstub --record, or "
                                     "'monitor record start' before running)"));
   }
-  const pid_t tid = replay_thread(s, req);
   auto moved = steps(req, tid) ? engine->step_back(tid) : engine->continue_back(tid, breakpoint_addresses(s));
   if (!moved) return error(moved.error());
   return replay_stop_reply(s, tid, *moved);

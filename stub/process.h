@@ -171,6 +171,10 @@ class Process {
   // Whether an event was kept for later (while stopping all): the next
   // poll reports it, before anything new.
   virtual bool has_pending_event() const { return false; }
+  // Whether any thread was resumed and has not stopped since: a Ctrl-C
+  // must reach a process that runs (with schedule-multiple off gdb may
+  // resume a fork child alone).
+  virtual bool has_running_threads() const { return true; }
 };
 
 }  // namespace stub

@@ -373,6 +373,9 @@ bool PtraceProcess::pass_untraced_trace_hit(pid_t tid, ThreadState& thread, uint
 // which never block, so the hold is one instruction long. Statuses reaped
 // from held threads that were not our SIGSTOP are replayed later (reap).
 Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t pc, int signal) {
+  // Statuses another debugged process reaped for our threads count as in
+  // hand too: waiting for such a thread's stop would block for good.
+  while (auto handed = WaitRoutes::instance().take_handed(this, -1)) replay_.push_back(*handed);
   std::vector<pid_t> held;
   for (auto& [other, state] : threads_) {
     if (other == tid || !state.running) continue;

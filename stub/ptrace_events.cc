@@ -530,6 +530,12 @@ bool PtraceProcess::has_pending_event() const {
   return std::any_of(threads_.begin(), threads_.end(), [](const auto& entry) { return entry.second.pending.has_value(); });
 }
 
+bool PtraceProcess::has_running_threads() const {
+  return alive_ && std::any_of(threads_.begin(), threads_.end(), [](const auto& entry) {
+           return entry.second.running || entry.second.deferred.has_value();
+         });
+}
+
 // A status reaped while stopping all: our SIGSTOP (done), a clone (the new
 // thread stays stopped too), or a real event kept for later.
 void PtraceProcess::keep_while_stopping(pid_t tid, int status) {

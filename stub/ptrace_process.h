@@ -95,6 +95,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<std::unique_ptr<Process>> adopt_fork_child() override;
   void stop_all() override;
   bool has_pending_event() const override;
+  bool has_running_threads() const override;
   // WaitOwner: whether `tid` is one of our threads (stub/wait_routes.h).
   bool owns_thread(pid_t tid) const override { return alive_ && threads_.count(tid) != 0; }
 

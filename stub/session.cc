@@ -37,6 +37,10 @@ void Session::mark_process_gone() {
 }
 
 void Session::forget_process(Process* process) {
+  // gdb's inferior for a fork child outlives the parent (detach-on-fork
+  // off): a child still held becomes a process of its own before its
+  // holder leaves, or nothing would ever resume, kill or detach it.
+  if (pid_t child = process->fork_child(); child != 0) (void)adopt_fork_child(child);
   if (process == program()) replay_.reset();
   inferiors_.remove(process);
   if (!has_process()) mark_process_gone();
@@ -75,6 +79,13 @@ Process* Session::adopt_fork_child(pid_t child) {
   return process;
 }
 
+void Session::adopt_held_fork_children() {
+  const std::vector<Process*> holders = inferiors_.live();
+  for (Process* holder : holders) {
+    if (pid_t child = holder->fork_child(); child != 0) (void)adopt_fork_child(child);
+  }
+}
+
 ReplayEngine* Session::replay() {
   Process* traced = program();
   if (!replay_ && trace_backend != nullptr && traced != nullptr) {
@@ -94,14 +105,15 @@ void Session::go_live() {
 Expected<protocol::RegisterFile> Session::thread_registers(pid_t tid) {
   Process* owner = process();
   if (owner == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
-  if (replaying(tid)) return replay_->registers(tid);
+  // Only the program has a past (a fork child's thread is never replaying).
+  if (owner == program() && replaying(tid)) return replay_->registers(tid);
   return owner->read_registers(tid);
 }
 
 Expected<std::vector<uint8_t>> Session::thread_memory(pid_t tid, uint64_t addr, std::size_t len) {
   Process* owner = process();
   if (owner == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
-  if (replaying(tid)) return replay_->read_memory(tid, addr, len);
+  if (owner == program() && replaying(tid)) return replay_->read_memory(tid, addr, len);
   return owner->read_memory(addr, len);
 }
 
@@ -255,9 +267,20 @@ std::optional<std::string> Session::on_process_event(const ProcessEvent& event) 
   return stop_reply_payload(*last_stop);
 }
 
-// One SIGINT is enough: its stop stops every other process too.
+// One SIGINT is enough: its stop stops every other process too. It goes
+// to a process that runs (gdb may have resumed only the fork child).
 void Session::on_interrupt() {
-  if (running_ && has_process()) (void)inferiors_.first()->interrupt();
+  if (!running_ || !has_process()) return;
+  Process* target = inferiors_.first();
+  if (inferiors_.live().size() > 1) {
+    for (Process* process : inferiors_.live()) {
+      if (process->has_running_threads()) {
+        target = process;
+        break;
+      }
+    }
+  }
+  (void)target->interrupt();
 }
 
 }  // namespace stub

@@ -112,6 +112,9 @@ class Session {
   // Makes the held fork child `child` a debugged process; nullptr if no
   // process holds it.
   Process* adopt_fork_child(pid_t child);
+  // Adopts every held fork child: before `k` kills every process, a child
+  // gdb has an inferior for must die too, not go free.
+  void adopt_held_fork_children();
   std::set<int> pass_signals;     // host numbers: delivered without stopping
   std::set<int> program_signals;  // host numbers; empty set: all may reach the program
   bool program_signals_set = false;
@@ -166,7 +169,8 @@ class Session {
   void mark_running() { running_ = true; }
   // Every process is gone (killed, detached, exited).
   void mark_process_gone();
-  // One process is gone; the others are still debugged.
+  // One process is gone; the others are still debugged, and so is the
+  // fork child it held (adopted first).
   void forget_process(Process* process);
   // Switches to another program (nullptr: none), forgetting everything
   // that belonged to the previous one (fork children kept are dropped).

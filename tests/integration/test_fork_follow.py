@@ -33,10 +33,13 @@ reference) and the server under test; normalised transcripts must be equal:
    ("fork status 109"), the parent runs on.
 6. `detach inferiors 2`: the child runs free without int3s although a
    breakpoint is in shared_work ("child 15", "fork status 0").
-7. `kill` with two processes (one per inferior, as gdb sends vKill;PID),
+7. `kill inferiors 1` while the child is still held (gdb never asked about
+   it): the child stays debugged; `inferior 2` and `continue` run it to its
+   end.
+8. `kill` with two processes (one per inferior, as gdb sends vKill;PID),
    and a dropped connection (gdb killed) with two processes: no process of
    the program is left (checked in /proc).
-8. tests/programs/fork_threads.c, detach-on-fork off and schedule-multiple
+9. tests/programs/fork_threads.c, detach-on-fork off and schedule-multiple
    on: the parent has a second thread, so btstub waits for any of its
    tracees and also reaps the child's statuses, which must reach the child:
    each process hits its own breakpoint three times (the interleaving is
@@ -130,6 +133,16 @@ DETACH_CHILD_COMMANDS = [
     "detach inferiors 2",
     "info inferiors",
     "delete",
+    "continue",
+]
+
+KILL_PARENT_COMMANDS = [
+    "set detach-on-fork off",
+    "break waitpid",
+    "continue",
+    "kill inferiors 1",
+    "info inferiors",
+    "inferior 2",
     "continue",
 ]
 
@@ -267,6 +280,18 @@ def main(args, c):
     c.contains("detach inferiors 2: the child ran free without int3s",
                server.stdout, "child 15\nfork status 0\n", ctx)
     compare(c, "detach inferiors 2: same gdb transcript as gdbserver", ref,
+            test, args.server)
+
+    (ref, ref_server), (test, server) = both(args.server, prog,
+                                             KILL_PARENT_COMMANDS)
+    ctx = test.transcript() + "\n--- server stdout ---\n" + server.stdout
+    c.contains("kill inferiors 1: the held child is still inferior 2",
+               test.of(4), "process ", ctx)
+    c.contains("kill inferiors 1: the child then runs to its end",
+               test.of(6), "[Inferior 2 (process ", ctx)
+    c.contains("kill inferiors 1: the child ran free of int3s",
+               server.stdout, "child 15\n", ctx)
+    compare(c, "kill inferiors 1: same gdb transcript as gdbserver", ref,
             test, args.server)
 
     (ref, ref_server), (test, server) = both(args.server, prog,

@@ -68,7 +68,10 @@ class FakeProcess : public stub::Process {
     log.push_back("remove " + std::to_string(addr));
     return {};
   }
+  bool running = false;  // resumed at least once (events do not clear it)
+  bool has_running_threads() const override { return running; }
   stub::Expected<void> resume(pid_t tid, stub::StepKind kind, int signal) override {
+    running = true;
     log.push_back("resume " + std::to_string(tid) + (kind == stub::StepKind::SingleStep ? " step " : " cont ") +
                   std::to_string(signal));
     return {};
@@ -91,8 +94,10 @@ class FakeProcess : public stub::Process {
     log.push_back("kill");
     return {};
   }
+  bool fail_detach = false;
   stub::Expected<void> detach() override {
     log.push_back("detach");
+    if (fail_detach) return btstub::make_error(btstub::ErrorCode::NoProcess, "cannot detach " + std::to_string(pid_));
     return {};
   }
   stub::Expected<std::string> read_auxv() override { return std::string("\x06\0\0\0\0\0\0\0", 8); }

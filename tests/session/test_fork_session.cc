@@ -2,8 +2,10 @@
 // FakeProcess that holds a fork child: the exact payloads gdb receives, and
 // where gdb's requests about the child end up.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <csignal>
 #include <memory>
+#include <set>
 
 #include "fake_process.h"
 #include "fake_trace_backend.h"
@@ -298,5 +300,132 @@ TEST_CASE("detach-on-fork off: k kills both processes, plain D detaches both", "
     CHECK_FALSE(f.session.has_process());
     const std::string verb = packet == std::string("k") ? "kill" : "detach";
     CHECK(f.process.log == std::vector<std::string>{"adopt 200", verb, "adopted " + verb + " 200"});
+  }
+}
+
+TEST_CASE("detach-on-fork off: a child still held outlives its parent's exit and vKill", "[session][fork]") {
+  for (const char* how : {"exit", "vKill;64"}) {
+    Fixture f;
+    f.ask("qSupported:multiprocess+;fork-events+");
+    f.fork_stop();  // gdb asks nothing about the child (schedule-multiple off)
+    if (how == std::string("exit")) {
+      CHECK_FALSE(f.session.handle_packet("vCont;c:p64.-1").payload.has_value());
+      stub::ProcessEvent exited;
+      exited.pid = 100;
+      exited.tid = 100;
+      exited.kind = stub::ProcessEvent::Kind::Exited;
+      auto gone = f.session.on_process_event(exited);
+      REQUIRE(gone.has_value());
+      CHECK(*gone == "W00;process:64");
+    } else {
+      auto killed = f.session.handle_packet(how);
+      CHECK(killed.payload == std::string("OK"));
+      CHECK_FALSE(killed.close_connection);
+    }
+    INFO(how);
+    REQUIRE(f.process.adopted != nullptr);
+    CHECK(f.session.has_process());
+    CHECK(f.ask("qfThreadInfo") == "mpc8.c8");
+    // gdb's `inferior 2` + `continue`.
+    CHECK(f.ask("Hgpc8.c8") == "OK");
+    CHECK_FALSE(f.session.handle_packet("vCont;c:pc8.-1").payload.has_value());
+    CHECK(f.process.adopted->log.back() == "resume 200 cont 0");
+  }
+}
+
+TEST_CASE("detach-on-fork off: k kills a child still held too", "[session][fork]") {
+  Fixture f;
+  f.ask("qSupported:multiprocess+;fork-events+");
+  f.fork_stop();
+  CHECK(f.session.handle_packet("k").close_connection);
+  CHECK_FALSE(f.session.has_process());
+  CHECK(f.process.log == std::vector<std::string>{"adopt 200", "kill", "adopted kill 200"});
+}
+
+TEST_CASE("detach-on-fork off: Ctrl-C reaches the process that runs", "[session][fork]") {
+  Fixture f;
+  f.ask("qSupported:multiprocess+;fork-events+");
+  f.fork_stop();
+  CHECK(f.ask("Hgpc8.c8") == "OK");
+  f.ask("g");
+  REQUIRE(f.process.adopted != nullptr);
+  // schedule-multiple off, `inferior 2` + `continue`: the child runs alone.
+  CHECK_FALSE(f.session.handle_packet("vCont;c:pc8.-1").payload.has_value());
+  f.session.on_interrupt();
+  CHECK(f.process.adopted->log.back() == "interrupt");
+  CHECK(std::count(f.process.log.begin(), f.process.log.end(), "interrupt") == 0);
+}
+
+TEST_CASE("detach-on-fork off: a resume of every process takes a held child along", "[session][fork]") {
+  for (const char* packet : {"vCont;c", "c", "vCont;c:p-1.-1"}) {
+    INFO(packet);
+    Fixture f;
+    f.ask("qSupported:multiprocess+;fork-events+");
+    f.fork_stop();  // schedule-multiple on, and gdb asks nothing about the child first
+    CHECK_FALSE(f.session.handle_packet(packet).payload.has_value());
+    REQUIRE(f.process.adopted != nullptr);
+    CHECK(f.process.log.back() == "resume 100 cont 0");
+    CHECK(f.process.adopted->log == std::vector<std::string>{"resume 200 cont 0"});
+  }
+  Fixture f;
+  f.ask("qSupported:multiprocess+;fork-events+");
+  f.fork_stop();
+  CHECK_FALSE(f.session.handle_packet("vCont;c:p64.-1").payload.has_value());
+  CHECK(f.process.adopted == nullptr);  // schedule-multiple off: the child stays held
+  CHECK(f.process.fork_child() == 200);
+}
+
+TEST_CASE("detach-on-fork off: the kept child's breakpoints are not the replay's", "[session][fork]") {
+  Fixture f;
+  f.ask("qSupported:multiprocess+;fork-events+");
+  f.process.memory[0x401000] = 0x55;
+  f.fork_stop();
+  CHECK(f.ask("Hgpc8.c8") == "OK");
+  f.ask("g");
+  REQUIRE(f.process.adopted != nullptr);
+  CHECK(f.ask("Z0,401000,1") == "OK");
+  CHECK(f.session.software_breakpoints.empty());
+  CHECK(f.ask("Hgp64.64") == "OK");
+  CHECK(f.ask("Z0,401000,1") == "OK");
+  CHECK(f.session.software_breakpoints == std::set<uint64_t>{0x401000});
+  CHECK(f.ask("Hgpc8.c8") == "OK");
+  CHECK(f.ask("z0,401000,1") == "OK");  // the child's; the program's stays
+  CHECK(f.session.software_breakpoints == std::set<uint64_t>{0x401000});
+}
+
+TEST_CASE("detach-on-fork off: reverse execution of the kept child's thread is a clear error", "[session][fork]") {
+  Fixture f;
+  test::FakeTraceBackend backend;
+  f.session.trace_backend = &backend;
+  f.ask("qSupported:multiprocess+;fork-events+");
+  f.fork_stop();
+  CHECK(f.ask("Hgpc8.c8") == "OK");
+  f.ask("g");
+  REQUIRE(f.process.adopted != nullptr);
+  CHECK(f.ask("Hcpc8.c8") == "OK");
+  const std::string refused =
+      "E.Reverse execution is not available for process 200: btstub records only the program it started or "
+      "attached to.";
+  CHECK(f.ask("bs") == refused);
+  CHECK(f.ask("bc") == refused);
+  CHECK(backend.log.empty());
+}
+
+TEST_CASE("detach-on-fork off: plain D detaches every process even when one fails", "[session][fork]") {
+  for (bool child_fails : {true, false}) {
+    INFO(child_fails);
+    Fixture f;
+    f.ask("qSupported:multiprocess+;fork-events+");
+    f.fork_stop();
+    CHECK(f.ask("Hgpc8.c8") == "OK");
+    f.ask("g");
+    REQUIRE(f.process.adopted != nullptr);
+    (child_fails ? f.process.adopted->fail_detach : f.process.fail_detach) = true;
+    auto reply = f.session.handle_packet("D");
+    REQUIRE(reply.payload.has_value());
+    CHECK(*reply.payload == (child_fails ? "E.cannot detach 200" : "E.cannot detach 100"));
+    CHECK(f.process.log == std::vector<std::string>{"adopt 200", "detach", "adopted detach 200"});
+    CHECK_FALSE(f.session.has_process());
+    CHECK(reply.close_connection);
   }
 }

@@ -3,6 +3,9 @@
 // so the parent's waits for any tracee also reap the child's statuses; they
 // must reach the child (stub/wait_routes.h) or the child never ends.
 #include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -12,6 +15,7 @@
 
 #include "stub/process_group.h"
 #include "stub/ptrace_process.h"
+#include "stub/wait_routes.h"
 
 namespace {
 
@@ -92,4 +96,52 @@ TEST_CASE("a fork child debugged beside a threaded parent gets its own wait stat
     resume_all(group, &*event);
   }
   CHECK(group.empty());
+}
+
+// A stop of one of our threads that another debugged process's wait for
+// any tracee reaped (handed over through WaitRoutes) must count as in hand
+// when the tracer's int3 under another thread is stepped with the others
+// held: asking waitpid for that thread's stop again would block for good
+// (the alarm then ends the test).
+TEST_CASE("stepping past the tracer's int3 does not wait again for a stop handed over", "[fork][trace]") {
+  stub::LaunchOptions options;
+  options.argv = {std::string(PROGRAMS_DIR) + "/attach_threads_O0",
+                  "/tmp/btstub_step_held_" + std::to_string(::getpid())};  // no .stop: runs until killed
+  options.stdio_to_stderr = true;
+  auto launched = stub::PtraceProcess::launch(options);
+  REQUIRE(launched.ok());
+  std::unique_ptr<stub::PtraceProcess> process = std::move(*launched);
+  stub::ProcessGroup group;
+  group.reset(process.get());
+  const pid_t main_tid = process->pid();
+  REQUIRE(process->resume(main_tid, StepKind::Continue, 0).ok());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (process->threads().size() < 4 && std::chrono::steady_clock::now() < deadline) {
+    REQUIRE_FALSE(process->poll_event().has_value());  // clones are absorbed
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(process->threads().size() == 4);
+  REQUIRE(process->interrupt().ok());
+  REQUIRE(next_event(group).has_value());  // everything stopped
+
+  pid_t worker = 0;
+  for (pid_t tid : process->threads()) {
+    if (tid != main_tid) worker = tid;
+  }
+  auto regs = process->read_general_registers(main_tid);
+  REQUIRE(regs.ok());
+  REQUIRE(process->set_trace_breakpoint(main_tid, regs->get_u64(protocol::Amd64Reg::rip)).ok());
+  REQUIRE(process->resume(worker, StepKind::Continue, 0).ok());
+  // The worker stops; a wait that is not this process's reaps and hands it over.
+  REQUIRE(::syscall(SYS_tgkill, main_tid, worker, SIGSTOP) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(worker, &status, __WALL) == worker);
+  stub::WaitRoutes::instance().hand_over(process.get(), worker, status);
+
+  ::alarm(10);
+  CHECK(process->resume(main_tid, StepKind::SingleStep, 0).ok());
+  ::alarm(0);
+  auto event = next_event(group);
+  REQUIRE(event.has_value());
+  CHECK((event->tid == worker || event->tid == main_tid));
 }
