@@ -98,6 +98,15 @@ struct Fixture {
     REQUIRE(payload.has_value());
     return *payload;
   }
+  // detach-on-fork off: the fork stop, then gdb reads the child's registers
+  // (Hg on it, g), which takes it on as a debugged process.
+  void keep_child() {
+    ask("qSupported:multiprocess+;fork-events+");
+    fork_stop();
+    CHECK(ask("Hgpc8.c8") == "OK");
+    ask("g");
+    REQUIRE(process.adopted != nullptr);
+  }
 };
 
 bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
@@ -220,11 +229,7 @@ TEST_CASE("detach-on-fork off: the held child becomes a second process on its fi
 TEST_CASE("detach-on-fork off: vCont naming one process resumes only it; vKill and D take one process",
           "[session][fork]") {
   Fixture f;
-  f.ask("qSupported:multiprocess+;fork-events+");
-  f.fork_stop();
-  CHECK(f.ask("Hgpc8.c8") == "OK");
-  f.ask("g");
-  REQUIRE(f.process.adopted != nullptr);
+  f.keep_child();
   test::FakeProcess& child = *f.process.adopted;
 
   CHECK_FALSE(f.session.handle_packet("vCont;c:p64.-1").payload.has_value());
@@ -258,11 +263,7 @@ TEST_CASE("detach-on-fork off: vCont naming one process resumes only it; vKill a
 
 TEST_CASE("detach-on-fork off: D;child detaches the adopted child alone", "[session][fork]") {
   Fixture f;
-  f.ask("qSupported:multiprocess+;fork-events+");
-  f.fork_stop();
-  CHECK(f.ask("Hgpc8.c8") == "OK");
-  f.ask("g");
-  REQUIRE(f.process.adopted != nullptr);
+  f.keep_child();
   CHECK_FALSE(f.asks_to_close("D;c8"));
   CHECK(f.process.log.back() == "adopted detach 200");
   CHECK(f.ask("qfThreadInfo") == "mp64.64");
@@ -273,11 +274,7 @@ TEST_CASE("detach-on-fork off: btrace packets for the kept child's thread are a 
   Fixture f;
   test::FakeTraceBackend backend;
   f.session.trace_backend = &backend;
-  f.ask("qSupported:multiprocess+;fork-events+");
-  f.fork_stop();
-  CHECK(f.ask("Hgpc8.c8") == "OK");
-  f.ask("g");
-  REQUIRE(f.process.adopted != nullptr);
+  f.keep_child();
   const std::string refused =
       "E.Branch tracing is not available for process 200: btstub traces only the program it started or attached to.";
   CHECK(f.ask("Qbtrace:bts") == refused);
@@ -290,11 +287,7 @@ TEST_CASE("detach-on-fork off: btrace packets for the kept child's thread are a 
 TEST_CASE("detach-on-fork off: k kills both processes, plain D detaches both", "[session][fork]") {
   for (const char* packet : {"k", "D"}) {
     Fixture f;
-    f.ask("qSupported:multiprocess+;fork-events+");
-    f.fork_stop();
-    CHECK(f.ask("Hgpc8.c8") == "OK");
-    f.ask("g");
-    REQUIRE(f.process.adopted != nullptr);
+    f.keep_child();
     auto reply = f.session.handle_packet(packet);
     CHECK(reply.close_connection);
     CHECK_FALSE(f.session.has_process());
@@ -344,11 +337,7 @@ TEST_CASE("detach-on-fork off: k kills a child still held too", "[session][fork]
 
 TEST_CASE("detach-on-fork off: Ctrl-C reaches the process that runs", "[session][fork]") {
   Fixture f;
-  f.ask("qSupported:multiprocess+;fork-events+");
-  f.fork_stop();
-  CHECK(f.ask("Hgpc8.c8") == "OK");
-  f.ask("g");
-  REQUIRE(f.process.adopted != nullptr);
+  f.keep_child();
   // schedule-multiple off, `inferior 2` + `continue`: the child runs alone.
   CHECK_FALSE(f.session.handle_packet("vCont;c:pc8.-1").payload.has_value());
   f.session.on_interrupt();
@@ -397,11 +386,7 @@ TEST_CASE("detach-on-fork off: reverse execution of the kept child's thread is a
   Fixture f;
   test::FakeTraceBackend backend;
   f.session.trace_backend = &backend;
-  f.ask("qSupported:multiprocess+;fork-events+");
-  f.fork_stop();
-  CHECK(f.ask("Hgpc8.c8") == "OK");
-  f.ask("g");
-  REQUIRE(f.process.adopted != nullptr);
+  f.keep_child();
   CHECK(f.ask("Hcpc8.c8") == "OK");
   const std::string refused =
       "E.Reverse execution is not available for process 200: btstub records only the program it started or "
@@ -415,11 +400,7 @@ TEST_CASE("detach-on-fork off: plain D detaches every process even when one fail
   for (bool child_fails : {true, false}) {
     INFO(child_fails);
     Fixture f;
-    f.ask("qSupported:multiprocess+;fork-events+");
-    f.fork_stop();
-    CHECK(f.ask("Hgpc8.c8") == "OK");
-    f.ask("g");
-    REQUIRE(f.process.adopted != nullptr);
+    f.keep_child();
     (child_fails ? f.process.adopted->fail_detach : f.process.fail_detach) = true;
     auto reply = f.session.handle_packet("D");
     REQUIRE(reply.payload.has_value());
