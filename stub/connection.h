@@ -12,6 +12,7 @@
 // A running program is not polled for: it needs the CPU btstub shares with
 // it, and its stop wakes btstub on that same CPU, which is cheap.
 #include <poll.h>
+#include <sys/resource.h>
 
 #include <boost/asio.hpp>
 
@@ -116,8 +117,9 @@ class Connection {
   // is merely runnable and a packet waits for the other's time slice (ms),
   // where a sleeping one is woken ahead of it; measured here, polling then
   // made `stepi 1500` twice as slow. A poll round that took far longer than
-  // a poll shows such a slice: btstub then sleeps at once, for every reply
-  // of the next kContendedPause.
+  // a poll, and in which the kernel switched btstub out, shows such a
+  // slice: btstub then sleeps at once, for every reply of the next
+  // kContendedPause.
   void busy_poll() {
     using clock = std::chrono::steady_clock;
     constexpr auto kDescheduled = std::chrono::microseconds(50);
@@ -126,6 +128,7 @@ class Connection {
     auto last = clock::now();
     if (last < contended_until_) return;
     auto deadline = last + busy_poll_;
+    long preemptions = involuntary_switches();
     while (!closing_ && !finished_ && !session_.running()) {
       if (input_ready()) {
         boost::system::error_code ec;
@@ -140,13 +143,25 @@ class Connection {
         continue;
       }
       auto now = clock::now();
-      if (now - last > kDescheduled) {
+      if (now - last > kDescheduled && preempted_since(preemptions)) {
         contended_until_ = now + kContendedPause;
         return;
       }
       if (now >= deadline) return;
       last = now;
     }
+  }
+
+  // How often the kernel switched this thread out while it could run. A
+  // long poll round without one was the hypervisor pausing the whole vCPU
+  // (steal time): nothing on this machine wants the CPU, so polling goes on.
+  static long involuntary_switches() {
+    rusage usage{};
+    return ::getrusage(RUSAGE_THREAD, &usage) == 0 ? usage.ru_nivcsw : -1;
+  }
+  static bool preempted_since(long before) {
+    long now = involuntary_switches();
+    return before < 0 || now < 0 || now != before;
   }
 
   // Readable now, or hung up (the read then reports it).
