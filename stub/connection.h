@@ -140,6 +140,7 @@ class Connection {
         receive(n);
         last = clock::now();
         deadline = last + busy_poll_;
+        preemptions = involuntary_switches();  // a switch while handling it is no poll round's
         continue;
       }
       auto now = clock::now();
