@@ -30,13 +30,13 @@ Expected<pid_t> btrace_thread(Session& s) {
   if (!s.has_process() || s.current_thread() <= 0) return btrace_error("Must select a single thread.");
   pid_t tid = s.current_thread();
   Process* process = s.process();
-  if (process != nullptr && process != s.program()) {
+  if (process != s.program()) {
     // A fork child kept with detach-on-fork off: the tracer follows the
     // program btstub started or attached to only.
     return btrace_error("Branch tracing is not available for process " + std::to_string(process->pid()) +
                         ": btstub traces only the program it started or attached to.");
   }
-  for (pid_t t : s.process()->threads())
+  for (pid_t t : process->threads())
     if (t == tid) return tid;
   return btrace_error("No such thread.");
 }

@@ -72,16 +72,17 @@ Reply handle(Session& s, const InsertBreakpoint& req) {
   if (req.type == BreakpointType::ReadWatch && !kHasReadOnlyWatchpoints) return Reply::now(reply_empty());
   // Without working debug registers answer empty, so gdb falls back to
   // software watchpoints; running out of them is an error gdb shows.
-  if (req.type != BreakpointType::Software && !s.process()->has_hw_points()) return Reply::now(reply_empty());
+  Process* process = s.process();  // may take a held fork child on: resolved once
+  if (req.type != BreakpointType::Software && !process->has_hw_points()) return Reply::now(reply_empty());
   if (req.type == BreakpointType::Software) {
     if (auto allowed = software_breakpoint_allowed(s, req.addr); !allowed) return error(allowed.error());
   }
-  auto ok = req.type == BreakpointType::Software ? s.process()->insert_breakpoint(req.addr)
-                                                 : s.process()->insert_hw_point(req.type, req.addr, req.kind);
+  auto ok = req.type == BreakpointType::Software ? process->insert_breakpoint(req.addr)
+                                                 : process->insert_hw_point(req.type, req.addr, req.kind);
   if (!ok) return error(ok.error());
   // A replay stops at these addresses too; it replays the program only, so
   // a fork child's breakpoints are not its business.
-  if (s.process() == s.program()) {
+  if (process == s.program()) {
     if (req.type == BreakpointType::Software) s.software_breakpoints.insert(req.addr);
     if (req.type == BreakpointType::Hardware) s.hardware_breakpoints.insert(req.addr);
   }
@@ -98,11 +99,12 @@ Reply handle(Session& s, const RemoveBreakpoint& req) {
     return ok ? Reply::now(reply_ok()) : error(ok.error());
   }
   if (req.type == BreakpointType::ReadWatch && !kHasReadOnlyWatchpoints) return Reply::now(reply_empty());
-  if (req.type != BreakpointType::Software && !s.process()->has_hw_points()) return Reply::now(reply_empty());
-  auto ok = req.type == BreakpointType::Software ? s.process()->remove_breakpoint(req.addr)
-                                                 : s.process()->remove_hw_point(req.type, req.addr, req.kind);
+  Process* process = s.process();
+  if (req.type != BreakpointType::Software && !process->has_hw_points()) return Reply::now(reply_empty());
+  auto ok = req.type == BreakpointType::Software ? process->remove_breakpoint(req.addr)
+                                                 : process->remove_hw_point(req.type, req.addr, req.kind);
   if (!ok) return error(ok.error());
-  if (s.process() == s.program()) {
+  if (process == s.program()) {
     if (req.type == BreakpointType::Software) s.software_breakpoints.erase(req.addr);
     if (req.type == BreakpointType::Hardware) s.hardware_breakpoints.erase(req.addr);
   }

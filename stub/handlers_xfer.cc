@@ -32,11 +32,11 @@ Expected<std::string> exec_file(Session& s, const std::string& annex) {
   if (!annex.empty()) {
     uint64_t pid = 0;
     auto [end, ec] = std::from_chars(annex.data(), annex.data() + annex.size(), pid, 16);
-    if (ec != std::errc() || end != annex.data() + annex.size() ||
-        s.inferiors().find(static_cast<pid_t>(pid)) == nullptr) {
-      return btstub::make_error(btstub::ErrorCode::NoProcess, "No such process");
-    }
-    return s.inferiors().find(static_cast<pid_t>(pid))->exec_file();
+    Process* named = ec == std::errc() && end == annex.data() + annex.size()
+                         ? s.inferiors().find(static_cast<pid_t>(pid))
+                         : nullptr;
+    if (named == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No such process");
+    return named->exec_file();
   }
   return s.process()->exec_file();
 }

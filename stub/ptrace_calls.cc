@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "stub/ptrace_internal.h"
+#include "stub/wait_routes.h"
 
 namespace stub::ptrace_detail {
 namespace {
@@ -136,6 +137,12 @@ pid_t wait_retry(pid_t pid, int* status, int flags) {
     if (r > 0) cache().erase(r);  // it ran, or is gone
     if (r >= 0 || errno != EINTR) return r;
   }
+}
+
+int first_status_of_new_tracee(pid_t tid) {
+  if (auto early = WaitRoutes::instance().take_unclaimed(tid)) return *early;
+  int status = 0;
+  return wait_retry(tid, &status, __WALL) == tid ? status : 0;
 }
 
 std::string hex(uint64_t value) {

@@ -429,12 +429,7 @@ void PtraceProcess::handle_clone(pid_t parent) {
   unsigned long new_tid = 0;
   if (do_ptrace(PTRACE_GETEVENTMSG, parent, 0, &new_tid) && new_tid > 0) {
     pid_t tid = static_cast<pid_t>(new_tid);
-    int status = 0;
-    if (auto early = WaitRoutes::instance().take_unclaimed(tid)) {
-      status = *early;
-    } else if (wait_retry(tid, &status, __WALL) != tid) {
-      status = 0;
-    }
+    int status = first_status_of_new_tracee(tid);
     // The new thread starts with a SIGSTOP we do not pass on.
     if (WIFSTOPPED(status)) {
       ThreadState& state = threads_[tid];

@@ -59,14 +59,7 @@ std::optional<ProcessEvent> PtraceProcess::handle_fork(pid_t parent, bool vfork)
   std::optional<ProcessEvent> event;
   if (do_ptrace(PTRACE_GETEVENTMSG, parent, 0, &new_pid) && new_pid > 0) {
     pid_t child = static_cast<pid_t>(new_pid);
-    int status = 0;
-    // The child's first stop may already have been reaped by a wait for any
-    // tracee (it then waits unclaimed in WaitRoutes, as a new thread's would).
-    if (auto early = WaitRoutes::instance().take_unclaimed(child)) {
-      status = *early;
-    } else if (wait_retry(child, &status, __WALL) != child) {
-      status = 0;
-    }
+    int status = first_status_of_new_tracee(child);
     bool report = (vfork ? vfork_events_ : fork_events_) && !held_child_ && WIFSTOPPED(status);
     if (WIFSTOPPED(status)) {
       if (!vfork) {

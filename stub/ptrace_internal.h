@@ -28,6 +28,12 @@ void defer_set_registers(pid_t tid, const user_regs_struct& regs);
 // waitpid, retried on EINTR.
 pid_t wait_retry(pid_t pid, int* status, int flags);
 
+// The first wait status of a tracee a clone or fork just created: a wait
+// for any tracee may have reaped it before the event named it (it then
+// waits unclaimed in WaitRoutes), else it is waited for now. 0 when it
+// cannot be had.
+int first_status_of_new_tracee(pid_t tid);
+
 std::string hex(uint64_t value);
 
 }  // namespace stub::ptrace_detail
