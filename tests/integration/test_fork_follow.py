@@ -191,18 +191,19 @@ def compare(c, label, ref, test, server_kind):
            unified_diff(ref_lines, test_lines, "gdbserver", server_kind))
 
 
-def both(kind, prog, commands):
-    runs = {}
-    for k in ("gdbserver", kind):
-        runs[k] = run_gdb_tcp(k, prog, [], commands)
-    return runs["gdbserver"], runs[kind]
+def scenario(kind, prog, commands):
+    """Runs the script against gdbserver and `kind`: (gdbserver's result,
+    kind's result, kind's server, context for failure messages)."""
+    ref, _ = run_gdb_tcp("gdbserver", prog, [], commands)
+    test, server = run_gdb_tcp(kind, prog, [], commands)
+    return ref, test, server, \
+        test.transcript() + "\n--- server stdout ---\n" + server.stdout
 
 
 def main(args, c):
     prog = program("forker")
 
-    (ref, ref_server), (test, server) = both(args.server, prog, CATCH_COMMANDS)
-    ctx = test.transcript() + "\n--- server stdout ---\n" + server.stdout
+    ref, test, server, ctx = scenario(args.server, prog, CATCH_COMMANDS)
     c.contains("catch fork stops the parent", test.of(3),
                "Catchpoint 1 (forked process ", ctx)
     c.contains("the parent hits the breakpoint", test.of(5),
@@ -219,8 +220,7 @@ def main(args, c):
     compare(c, "catch fork/vfork: same gdb transcript as gdbserver", ref,
             test, args.server)
 
-    (ref, ref_server), (test, server) = both(args.server, prog, CHILD_COMMANDS)
-    ctx = test.transcript() + "\n--- server stdout ---\n" + server.stdout
+    ref, test, server, ctx = scenario(args.server, prog, CHILD_COMMANDS)
     c.contains("gdb follows the child", test.of(2),
                "[Attaching after Thread ", ctx)
     c.contains("gdb detaches the parent", test.of(2),
@@ -234,8 +234,7 @@ def main(args, c):
     compare(c, "follow-fork-mode child: same gdb transcript as gdbserver",
             ref, test, args.server)
 
-    (ref, ref_server), (test, server) = both(args.server, prog, BOTH_COMMANDS)
-    ctx = test.transcript() + "\n--- server stdout ---\n" + server.stdout
+    ref, test, server, ctx = scenario(args.server, prog, BOTH_COMMANDS)
     c.contains("detach-on-fork off: the child hits the breakpoint",
                test.of(3), "shared_work (x=5)", ctx)
     c.true("detach-on-fork off: two inferiors, two processes",
@@ -254,9 +253,7 @@ def main(args, c):
     compare(c, "detach-on-fork off: same gdb transcript as gdbserver", ref,
             test, args.server)
 
-    (ref, ref_server), (test, server) = both(args.server, prog,
-                                             ONE_AT_A_TIME_COMMANDS)
-    ctx = test.transcript() + "\n--- server stdout ---\n" + server.stdout
+    ref, test, server, ctx = scenario(args.server, prog, ONE_AT_A_TIME_COMMANDS)
     c.contains("schedule-multiple off: the parent alone runs to waitpid",
                test.of(3), "__GI___waitpid (pid=", ctx)
     c.contains("the held child is at its fork", test.of(5), "arch_fork", ctx)
@@ -266,25 +263,19 @@ def main(args, c):
     compare(c, "schedule-multiple off: same gdb transcript as gdbserver", ref,
             test, args.server)
 
-    (ref, ref_server), (test, server) = both(args.server, prog,
-                                             KILL_CHILD_COMMANDS)
-    ctx = test.transcript() + "\n--- server stdout ---\n" + server.stdout
+    ref, test, server, ctx = scenario(args.server, prog, KILL_CHILD_COMMANDS)
     c.contains("kill inferiors 2: the child died of SIGKILL", server.stdout,
                "fork status 109\n", ctx)
     compare(c, "kill inferiors 2: same gdb transcript as gdbserver", ref,
             test, args.server)
 
-    (ref, ref_server), (test, server) = both(args.server, prog,
-                                             DETACH_CHILD_COMMANDS)
-    ctx = test.transcript() + "\n--- server stdout ---\n" + server.stdout
+    ref, test, server, ctx = scenario(args.server, prog, DETACH_CHILD_COMMANDS)
     c.contains("detach inferiors 2: the child ran free without int3s",
                server.stdout, "child 15\nfork status 0\n", ctx)
     compare(c, "detach inferiors 2: same gdb transcript as gdbserver", ref,
             test, args.server)
 
-    (ref, ref_server), (test, server) = both(args.server, prog,
-                                             KILL_PARENT_COMMANDS)
-    ctx = test.transcript() + "\n--- server stdout ---\n" + server.stdout
+    ref, test, server, ctx = scenario(args.server, prog, KILL_PARENT_COMMANDS)
     c.contains("kill inferiors 1: the held child is still inferior 2",
                test.of(4), "process ", ctx)
     c.contains("kill inferiors 1: the child then runs to its end",
@@ -294,9 +285,7 @@ def main(args, c):
     compare(c, "kill inferiors 1: same gdb transcript as gdbserver", ref,
             test, args.server)
 
-    (ref, ref_server), (test, server) = both(args.server, prog,
-                                             KILL_BOTH_COMMANDS)
-    ctx = test.transcript() + "\n--- server stdout ---\n" + server.stdout
+    ref, test, server, ctx = scenario(args.server, prog, KILL_BOTH_COMMANDS)
     pids = [int(p) for p in INFERIOR_PID.findall(test.of(3))]
     c.true("kill: two processes before", len(pids) == 2, ctx)
     c.contains("kill: the parent is killed", test.of(4),

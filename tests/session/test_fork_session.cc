@@ -111,6 +111,15 @@ struct Fixture {
 
 bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
 
+// Process `pid` exited with code 0, as ProcessGroup reports it.
+stub::ProcessEvent exit_of(pid_t pid) {
+  stub::ProcessEvent event;
+  event.pid = pid;
+  event.tid = pid;
+  event.kind = stub::ProcessEvent::Kind::Exited;
+  return event;
+}
+
 }  // namespace
 
 TEST_CASE("fork-events+ and vfork-events+ are advertised only when offered", "[session][fork]") {
@@ -215,11 +224,7 @@ TEST_CASE("detach-on-fork off: the held child becomes a second process on its fi
 
   // The child exits: the parent is still debugged, and the session goes on.
   f.session.mark_running();
-  stub::ProcessEvent exited;
-  exited.pid = 200;
-  exited.tid = 200;
-  exited.kind = stub::ProcessEvent::Kind::Exited;
-  auto gone = f.session.on_process_event(exited);
+  auto gone = f.session.on_process_event(exit_of(200));
   REQUIRE(gone.has_value());
   CHECK(*gone == "W00;process:c8");
   CHECK(f.session.has_process());
@@ -303,11 +308,7 @@ TEST_CASE("detach-on-fork off: a child still held outlives its parent's exit and
     f.fork_stop();  // gdb asks nothing about the child (schedule-multiple off)
     if (how == std::string("exit")) {
       CHECK_FALSE(f.session.handle_packet("vCont;c:p64.-1").payload.has_value());
-      stub::ProcessEvent exited;
-      exited.pid = 100;
-      exited.tid = 100;
-      exited.kind = stub::ProcessEvent::Kind::Exited;
-      auto gone = f.session.on_process_event(exited);
+      auto gone = f.session.on_process_event(exit_of(100));
       REQUIRE(gone.has_value());
       CHECK(*gone == "W00;process:64");
     } else {

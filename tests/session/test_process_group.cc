@@ -32,15 +32,26 @@ stub::ProcessEvent stop_of(pid_t tid) {
   return event;
 }
 
+// The program (pid 100) and a fork child (200) the group owns.
+struct ParentAndChild {
+  GroupMember parent{100};
+  stub::ProcessGroup group;
+  GroupMember& child = start();  // after group: members start in this order
+
+  GroupMember& start() {
+    auto owned = std::make_unique<GroupMember>(200);
+    GroupMember& made = *owned;
+    group.reset(&parent);
+    group.add(std::move(owned));
+    return made;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("an event of one process names it and stops every other one", "[group]") {
-  GroupMember parent(100);
-  auto child_owned = std::make_unique<GroupMember>(200);
-  GroupMember& child = *child_owned;
-  stub::ProcessGroup group;
-  group.reset(&parent);
-  group.add(std::move(child_owned));
+  ParentAndChild f;
+  auto& [parent, group, child] = f;
   child.events.push_back(stop_of(200));
 
   auto event = group.poll_event();
@@ -54,12 +65,8 @@ TEST_CASE("an event of one process names it and stops every other one", "[group]
 }
 
 TEST_CASE("an event kept while stopping all is reported before newer ones", "[group]") {
-  GroupMember parent(100);
-  auto child_owned = std::make_unique<GroupMember>(200);
-  GroupMember& child = *child_owned;
-  stub::ProcessGroup group;
-  group.reset(&parent);
-  group.add(std::move(child_owned));
+  ParentAndChild f;
+  auto& [parent, group, child] = f;
   parent.events.push_back(stop_of(100));  // e.g. the parent's exit after resuming
   stub::ProcessEvent exited;
   exited.kind = stub::ProcessEvent::Kind::Exited;

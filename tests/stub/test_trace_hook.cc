@@ -148,6 +148,19 @@ TEST_CASE("a trace stop in slot 3 fires at each call and the hook absorbs it", "
   CHECK(hook.wrong_pc == 0);
 }
 
+namespace {
+
+// Inserts `fit` 8-byte write watchpoints side by side (each must succeed)
+// and returns the result of one more.
+constexpr uint64_t kWatched = 0x555555558000;
+btstub::Expected<void> one_watch_past(PtraceProcess& process, int fit) {
+  using protocol::BreakpointType;
+  for (int i = 0; i < fit; ++i) REQUIRE(process.insert_hw_point(BreakpointType::WriteWatch, kWatched + 8 * i, 8).ok());
+  return process.insert_hw_point(BreakpointType::WriteWatch, kWatched + 8 * fit, 8);
+}
+
+}  // namespace
+
 TEST_CASE("user watchpoints cannot take the slot a tracer holds", "[ptrace][trace]") {
   if (!PtraceProcess::debug_registers_work()) {
     WARN("SKIPPED: debug registers do not trap on this machine (hypervisor)");
@@ -156,14 +169,11 @@ TEST_CASE("user watchpoints cannot take the slot a tracer holds", "[ptrace][trac
   auto process = launch(program("basic_O0"));
   CountingHook hook(0x1000);
   process->set_trace_hook(&hook);
-  using protocol::BreakpointType;
-  uint64_t addr = 0x555555558000;
-  for (int i = 0; i < 3; ++i) REQUIRE(process->insert_hw_point(BreakpointType::WriteWatch, addr + 8 * i, 8).ok());
-  auto fourth = process->insert_hw_point(BreakpointType::WriteWatch, addr + 24, 8);
+  auto fourth = one_watch_past(*process, 3);
   REQUIRE_FALSE(fourth.ok());
   CHECK_THAT(fourth.error().message, Catch::Contains("debug register"));
   process->set_trace_hook(nullptr);
-  CHECK(process->insert_hw_point(BreakpointType::WriteWatch, addr + 24, 8).ok());
+  CHECK(process->insert_hw_point(protocol::BreakpointType::WriteWatch, kWatched + 24, 8).ok());
 }
 
 TEST_CASE("a hook without debug-register stops leaves all four slots to the client", "[ptrace][trace]") {
@@ -174,11 +184,7 @@ TEST_CASE("a hook without debug-register stops leaves all four slots to the clie
   auto process = launch(program("basic_O0"));
   SteppingHook hook;  // stands for the int3 tracer: no set_trace_stop
   process->set_trace_hook(&hook);
-  using protocol::BreakpointType;
-  uint64_t addr = 0x555555558000;
-  for (int i = 0; i < 4; ++i) REQUIRE(process->insert_hw_point(BreakpointType::WriteWatch, addr + 8 * i, 8).ok());
-  auto fifth = process->insert_hw_point(BreakpointType::WriteWatch, addr + 32, 8);
-  REQUIRE_FALSE(fifth.ok());
+  REQUIRE_FALSE(one_watch_past(*process, 4).ok());
 }
 
 TEST_CASE("a hook that turns continues into steps sees every instruction", "[ptrace][trace]") {
