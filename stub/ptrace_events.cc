@@ -469,6 +469,7 @@ void PtraceProcess::handle_exec() {
   breakpoints_.clear();
   trace_int3s_.clear();
   retired_int3s_.clear();
+  WaitRoutes::instance().forget_unclaimed_of(this);
   open_memory();
 }
 

@@ -318,6 +318,7 @@ void PtraceProcess::mark_gone() {
   trace_int3s_.clear();
   replay_.clear();
   WaitRoutes::instance().drop_handed(this);
+  WaitRoutes::instance().forget_unclaimed_of(this);
   if (mem_fd_ >= 0) ::close(mem_fd_);
   mem_fd_ = -1;
 }

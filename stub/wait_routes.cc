@@ -51,4 +51,8 @@ std::optional<int> WaitRoutes::take_unclaimed(pid_t tid) {
   return status;
 }
 
+void WaitRoutes::forget_unclaimed_of(WaitOwner* owner) {
+  if (owners_.size() == 1 && owners_.front() == owner) unclaimed_.clear();
+}
+
 }  // namespace stub

@@ -44,6 +44,12 @@ class WaitRoutes {
 
   void keep_unclaimed(pid_t tid, int status) { unclaimed_[tid] = status; }
   std::optional<int> take_unclaimed(pid_t tid);
+  // `owner` ended or exec'd: its threads that were being created are gone
+  // with it. While it is the only owner enrolled, every unclaimed status
+  // was one of those; none will be claimed now, and a later thread reusing
+  // the tid must not pick one up. (With several owners nobody can tell
+  // whose they are, and they stay.)
+  void forget_unclaimed_of(WaitOwner* owner);
 
  private:
   std::vector<WaitOwner*> owners_;

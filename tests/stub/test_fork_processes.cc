@@ -145,3 +145,28 @@ TEST_CASE("stepping past the tracer's int3 does not wait again for a stop handed
   REQUIRE(event.has_value());
   CHECK((event->tid == worker || event->tid == main_tid));
 }
+
+namespace {
+
+struct FakeOwner final : stub::WaitOwner {
+  bool owns_thread(pid_t) const override { return false; }
+};
+
+}  // namespace
+
+TEST_CASE("unclaimed statuses go with the only owner, and stay while another could claim them", "[fork]") {
+  auto& routes = stub::WaitRoutes::instance();
+  FakeOwner only;
+  routes.enroll(&only);
+  routes.keep_unclaimed(4000001, 0x137f);
+  routes.forget_unclaimed_of(&only);  // e.g. it exited with a thread half created
+  CHECK_FALSE(routes.take_unclaimed(4000001).has_value());
+
+  FakeOwner other;
+  routes.enroll(&other);
+  routes.keep_unclaimed(4000002, 0x137f);
+  routes.forget_unclaimed_of(&only);  // it may be `other`'s new thread
+  CHECK(routes.take_unclaimed(4000002) == 0x137f);
+  routes.leave(&other);
+  routes.leave(&only);
+}
