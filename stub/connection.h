@@ -12,6 +12,7 @@
 // A running program is not polled for: it needs the CPU btstub shares with
 // it, and its stop wakes btstub on that same CPU, which is cheap.
 #include <poll.h>
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <boost/asio.hpp>
@@ -112,17 +113,23 @@ class Connection {
   // of this file). Stops at once when a packet resumes the program (its stop
   // wakes us through SIGCHLD, cheaply: it runs on our CPU).
   //
+  // Each poll round yields the CPU. The client is often woken on btstub's
+  // CPU (the reply's wake-up is a "sync" one that pulls it here), and the
+  // scheduler need not preempt a poller for it: measured here, gdb then
+  // waited out the whole poll (500 µs) on about one reply in five. A yield
+  // runs it at once, and btstub, still runnable, sees its packet without
+  // being woken; with nothing else runnable a yield is one cheap syscall.
+  //
   // Polling pays only on an otherwise idle CPU. When another process wants
-  // it (a build, even at nice 19, or the client itself), a polling btstub
-  // is merely runnable and a packet waits for the other's time slice (ms),
-  // where a sleeping one is woken ahead of it; measured here, polling then
-  // made `stepi 1500` twice as slow. A poll round that took far longer than
-  // a poll, and in which the kernel switched btstub out, shows such a
-  // slice: btstub then sleeps at once, for every reply of the next
-  // kContendedPause.
+  // it for long (a build, even at nice 19), each yield hands it a time
+  // slice (ms) that a packet must wait out, where a sleeping btstub would be
+  // woken ahead of it; measured here, polling then made `stepi 1500` twice
+  // as slow. A poll round far longer than the client's own work on a reply,
+  // in which the kernel switched btstub out, shows such a slice: btstub then
+  // sleeps at once, for every reply of the next kContendedPause.
   void busy_poll() {
     using clock = std::chrono::steady_clock;
-    constexpr auto kDescheduled = std::chrono::microseconds(50);
+    constexpr auto kDescheduled = std::chrono::microseconds(400);
     constexpr auto kContendedPause = std::chrono::milliseconds(100);
     if (busy_poll_.count() <= 0) return;
     auto last = clock::now();
@@ -150,6 +157,7 @@ class Connection {
       }
       if (now >= deadline) return;
       last = now;
+      ::sched_yield();
     }
   }
 
