@@ -115,6 +115,8 @@ uint64_t mask_to(uint64_t value, uint8_t bytes) {
   return bytes >= 8 ? value : value & ((uint64_t{1} << (8 * bytes)) - 1);
 }
 
+}  // namespace
+
 IndirectOperand convert_memory(const cs_x86& x86, const x86_op_mem& mem,
                                uint8_t access_size, uint64_t next_address) {
   MemoryOperand out;
@@ -138,6 +140,8 @@ IndirectOperand convert_memory(const cs_x86& x86, const x86_op_mem& mem,
   }
   return out;
 }
+
+namespace {
 
 // Fills target / indirect from the single branch operand; true if direct.
 bool read_branch_operand(const cs_x86& x86, Instruction& out) {

@@ -79,4 +79,11 @@ std::optional<Instruction> InstructionDecoder::decode(uint64_t addr,
   return classify_capstone(handle_, *insn_);
 }
 
+std::optional<std::vector<MemoryTouch>> InstructionDecoder::footprint(
+    uint64_t addr, const uint8_t* bytes, std::size_t len, const RegisterSource& regs) {
+  const std::optional<Instruction> insn = decode(addr, bytes, len);
+  if (!insn) return std::nullopt;
+  return capstone_footprint(*insn_, *insn, regs);  // insn_ still holds its detail
+}
+
 }  // namespace decoder

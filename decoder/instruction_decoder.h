@@ -4,9 +4,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "decoder/code_reader.h"
 #include "decoder/instruction.h"
+#include "decoder/instruction_footprint.h"
+#include "decoder/registers.h"
 #include "protocol/expected.h"
 
 struct cs_insn;
@@ -34,6 +37,13 @@ class InstructionDecoder {
   // Same, from bytes already in hand (`bytes[0]` is at `addr`).
   std::optional<Instruction> decode(uint64_t addr, const uint8_t* bytes,
                                     std::size_t len);
+  // Every memory range the instruction at `addr` may read or write, given
+  // the registers before it runs (decoder/instruction_footprint.h).
+  // nullopt: undecodable, or not undoable by restoring registers and the
+  // written ranges.
+  std::optional<std::vector<MemoryTouch>> footprint(uint64_t addr, const uint8_t* bytes,
+                                                    std::size_t len,
+                                                    const RegisterSource& regs);
 
  private:
   InstructionDecoder(std::size_t handle, cs_insn* insn)
