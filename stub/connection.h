@@ -209,12 +209,15 @@ class Connection {
     link_.send(payload);
   }
 
+  // Once the client has a step's stop reply, the session may run the
+  // next step ahead while the client works on it (stub/step_ahead.h).
   void flush() {
     if (!link_.has_output()) return;
     std::string bytes = link_.take_output();
     boost::system::error_code ec;
     boost::asio::write(out_, boost::asio::buffer(bytes), ec);
     if (ec) closing_ = true;
+    if (session_.wants_run_ahead() && !closing_ && !finished_) session_.run_ahead();
   }
 
   // Cancels what is pending instead of stopping the io_context, so every

@@ -126,11 +126,34 @@ static void adopt_resumed_fork_children(Session& s, const Resume& req) {
   }
 }
 
+// A step already run ahead (stub/step_ahead.h) answers a resume that asks
+// for exactly it: that thread steps, with no signal, from where it stopped.
+// Any other resume first puts the program back.
+static std::optional<Reply> answer_from_step_ahead(Session& s, const Resume& req) {
+  Process* program = s.program();
+  if (!s.step_ahead.active() || program == nullptr) return std::nullopt;
+  const pid_t tid = s.step_ahead.tid();
+  const ThreadAction* action = action_for(req, program->pid(), tid);
+  bool same_step = req.direction == Direction::Forward && !req.resume_addr && action != nullptr &&
+                   action->action == ResumeAction::Step && action->signal == 0;
+  auto event = same_step ? s.step_ahead.take(tid) : std::nullopt;
+  if (!event) {
+    s.step_ahead.undo(*program);
+    return std::nullopt;
+  }
+  s.last_stop.reset();
+  s.mark_running();
+  if (auto payload = s.on_process_event(*event)) return Reply::now(*payload);
+  return Reply::later();
+}
+
 Reply handle(Session& s, const Resume& raw) {
   if (!s.has_process()) return no_process_reply();
   adopt_resumed_fork_children(s, raw);
   Process& current = *s.process();
   Resume req = with_legacy_threads(s, raw, current.pid());
+  if (auto answered = answer_from_step_ahead(s, req)) return *answered;
+  s.step_ahead.forget_program_state();  // the program runs for real: it may map or unmap
   if (auto replayed = replay_resume(s, req)) return *replayed;
 
   if (req.resume_addr) {

@@ -115,6 +115,9 @@ std::string usage_text() {
          "                        client's next packet for up to USEC microseconds\n"
          "                        before sleeping (default 500; 0: never). Each wake-up\n"
          "                        from sleep costs tens of µs in a VM.\n"
+         "  --no-step-ahead       Do not run PROG's next single step while the client is\n"
+         "                        still busy with the last one (default: run it, and\n"
+         "                        undo it if the client asks for something else).\n"
          "  --no-vfile            Refuse vFile packets: the client cannot read, or delete,\n"
          "                        files with btstub's rights (see docs/security.md).\n"
          "  --no-run              Refuse vRun, vAttach and R: the client cannot start or\n"
@@ -175,6 +178,8 @@ btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>&
       cl.disable_randomization = true;
     } else if (a == "--no-pin-cpu") {
       cl.pin_cpu = false;
+    } else if (a == "--no-step-ahead") {
+      cl.step_ahead = false;
     } else if (starts_with(a, "--busy-poll=")) {
       auto us = parse_number(a.substr(std::string_view("--busy-poll=").size()));
       if (!us || *us < 0 || *us > kMaxBusyPollMicroseconds) {

@@ -14,7 +14,7 @@ std::vector<MemoryMapping> parse_maps(const std::string& text) {
     unsigned long long begin = 0, end = 0;
     char perms[5] = {};
     if (std::sscanf(line.c_str(), "%llx-%llx %4s", &begin, &end, perms) != 3 || begin >= end) continue;
-    out.push_back({begin, end, perms[0] == 'r', perms[1] == 'w', perms[2] == 'x'});
+    out.push_back({begin, end, perms[0] == 'r', perms[1] == 'w', perms[2] == 'x', perms[3] == 's'});
   }
   return out;
 }

@@ -15,6 +15,7 @@ struct MemoryMapping {
   bool readable = false;
   bool writable = false;
   bool executable = false;
+  bool shared = false;  // MAP_SHARED: other processes may see what is written here
 };
 
 // One entry per well-formed line, in the file's order (ascending).

@@ -14,6 +14,7 @@
 #include "protocol/expected.h"
 #include "protocol/register_file.h"
 #include "protocol/requests.h"
+#include "stub/proc_maps.h"
 
 namespace stub {
 
@@ -175,6 +176,30 @@ class Process {
   // must reach a process that runs (with schedule-multiple off gdb may
   // resume a fork child alone).
   virtual bool has_running_threads() const { return true; }
+
+  // ---- running a step ahead (stub/step_ahead.h) ----
+  // The signals a stopped thread blocks (bit N-1 for host signal N), read
+  // and replaced so a step run ahead lets no asynchronous signal in.
+  virtual Expected<uint64_t> signal_mask(pid_t tid) {
+    (void)tid;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No signal mask");
+  }
+  virtual Expected<void> set_signal_mask(pid_t tid, uint64_t mask) {
+    (void)tid, (void)mask;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No signal mask");
+  }
+  // Keeps `event`, which a stopped thread (or the whole process) just had,
+  // to be reported on the next resume instead of running, like an event
+  // that came while stopping all: a signal sent during a step run ahead
+  // belongs to the program and reaches the client in turn.
+  virtual void keep_pending(const ProcessEvent& event) { (void)event; }
+  // Whether a Z1-Z4 point is inserted: a step could then trip it.
+  virtual bool hw_points_in_use() const { return false; }
+  // The program's mappings now; empty when unknown.
+  virtual std::vector<MemoryMapping> mappings() const { return {}; }
+  // Whether the thread runs with a shadow stack (x86 CET): a call or ret
+  // then also moves a pointer that no register file holds.
+  virtual bool shadow_stack(pid_t tid) const { (void)tid; return false; }
 };
 
 }  // namespace stub

@@ -521,6 +521,18 @@ void PtraceProcess::stop_all() {
   }
 }
 
+void PtraceProcess::keep_pending(const ProcessEvent& event) {
+  if (event.kind == ProcessEvent::Kind::Exited || event.kind == ProcessEvent::Kind::Killed) {
+    ended_while_stopping_ = event;
+    return;
+  }
+  auto found = threads_.find(event.tid);
+  if (found == threads_.end()) return;
+  auto pc = read_pc(event.tid);
+  found->second.pending = event;
+  found->second.pending_pc = pc ? *pc : 0;
+}
+
 bool PtraceProcess::has_pending_event() const {
   if (ended_while_stopping_) return true;
   return std::any_of(threads_.begin(), threads_.end(), [](const auto& entry) { return entry.second.pending.has_value(); });

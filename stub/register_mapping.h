@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "decoder/registers.h"
+#include "protocol/amd64_registers.h"
 #include "protocol/register_file.h"
 
 namespace stub {
@@ -36,5 +38,21 @@ uint8_t abridge_tag(uint16_t full_tag);
 // both components present, so the buffer can be read and written back as a
 // plain FXSAVE image. No-op for buffers without an XSAVE header.
 void normalize_xsave(std::vector<uint8_t>& xsave);
+
+// The registers decoder/ evaluates instructions with (branch targets,
+// memory operands), from a register file.
+inline decoder::RegisterArray register_view(const protocol::RegisterFile& regs) {
+  using protocol::Amd64Reg;
+  decoder::RegisterArray out;
+  // decoder::Register's first sixteen follow the same order as Amd64Reg's.
+  for (unsigned i = 0; i < 16; ++i) {
+    out.set(static_cast<decoder::Register>(i), regs.get_u64(static_cast<Amd64Reg>(i)));
+  }
+  out.set(decoder::Register::Rip, regs.get_u64(Amd64Reg::rip));
+  out.set(decoder::Register::Rflags, regs.get_u64(Amd64Reg::eflags));
+  out.set(decoder::Register::FsBase, regs.get_u64(Amd64Reg::fs_base));
+  out.set(decoder::Register::GsBase, regs.get_u64(Amd64Reg::gs_base));
+  return out;
+}
 
 }  // namespace stub

@@ -186,6 +186,7 @@ ConnectionResult serve(asio::io_context& io, In& in, Out& out, Process* process,
                        TraceBackend* trace_backend, ChildSignals& sigchld, const CommandLine& cl) {
   SessionConfig config;
   config.disabled_packets = cl.disabled_packets;
+  config.step_ahead = cl.step_ahead;
   // The empty reply, not an error: gdb then reads files locally instead.
   if (cl.no_vfile) config.disabled_packets.insert("vFile");
   Session session(config, process);

@@ -14,9 +14,16 @@ Session::Session(SessionConfig config, Process* process)
   inferiors_.reset(process);
 }
 
-Session::~Session() = default;
+// The program must not go on with a step the client never asked for.
+Session::~Session() {
+  if (Process* owner = program()) step_ahead.undo(*owner);
+}
 
 Reply Session::handle(const protocol::Request& request) {
+  run_ahead_due_ = false;
+  if (step_ahead.active() && !leaves_step_ahead(request)) {
+    if (Process* owner = program()) step_ahead.undo(*owner);
+  }
   // Qbtrace:off discards traces a replay cursor may stand in.
   if (std::holds_alternative<protocol::BtraceControl>(request)) go_live();
   return std::visit([this](const auto& typed) { return stub::handle(*this, typed); }, request);
@@ -32,6 +39,7 @@ Reply Session::handle_packet(std::string_view payload) {
 }
 
 void Session::mark_process_gone() {
+  step_ahead.forget();
   inferiors_.reset(nullptr);
   replay_.reset();
 }
@@ -41,7 +49,10 @@ void Session::forget_process(Process* process) {
   // off): a child still held becomes a process of its own before its
   // holder leaves, or nothing would ever resume, kill or detach it.
   if (pid_t child = process->fork_child(); child != 0) (void)adopt_fork_child(child);
-  if (process == program()) replay_.reset();
+  if (process == program()) {
+    replay_.reset();
+    step_ahead.forget();
+  }
   inferiors_.remove(process);
   if (!has_process()) mark_process_gone();
 }
@@ -114,10 +125,14 @@ Expected<std::vector<uint8_t>> Session::thread_memory(pid_t tid, uint64_t addr, 
   Process* owner = process();
   if (owner == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
   if (owner == program() && replaying(tid)) return replay_->read_memory(tid, addr, len);
-  return owner->read_memory(addr, len);
+  auto bytes = owner->read_memory(addr, len);
+  if (bytes && owner == program()) step_ahead.show_before(addr, *bytes);
+  return bytes;
 }
 
 void Session::set_process(Process* process) {
+  if (Process* owner = program()) step_ahead.undo(*owner);
+  step_ahead.forget_program_state();
   replay_.reset();
   btrace_reads = BtraceReads{};
   software_breakpoints.clear();
@@ -263,6 +278,10 @@ std::optional<std::string> Session::on_process_event(const ProcessEvent& event) 
   if (process_ended) general_thread = 0;
   if (event.kind == ProcessEvent::Kind::Stopped) general_thread = event.tid;  // as gdbserver does
   last_stop = make_stop_reply(event);
+  run_ahead_due_ = config_.step_ahead && !process_ended && process == program() && event.single_stepped &&
+                   last_stop->kind == protocol::StopReply::Kind::Signal && event.signal == SIGTRAP &&
+                   !event.software_breakpoint && !event.hw_stop && !event.exec_path && event.fork_child == 0 &&
+                   !event.vfork_done;
   if (process_ended) forget_process(process);
   return stop_reply_payload(*last_stop);
 }

@@ -17,6 +17,7 @@
 #include "stub/host_files.h"
 #include "stub/process.h"
 #include "stub/process_group.h"
+#include "stub/step_ahead.h"
 
 namespace stub {
 
@@ -43,6 +44,7 @@ class ProcessFactory {
 // What the command line fixed for every session.
 struct SessionConfig {
   std::set<std::string> disabled_packets;  // --disable-packet=
+  bool step_ahead = true;                  // --no-step-ahead clears (stub/step_ahead.h)
 };
 
 // The outcome of one request.
@@ -76,6 +78,10 @@ class Session {
   std::optional<std::string> on_process_event(const ProcessEvent& event);
   // Ctrl-C from the client.
   void on_interrupt();
+  // Once the client has a stop reply for a single step: runs the next step
+  // ahead (stub/step_ahead.h) when nothing else could see it early.
+  void run_ahead();
+  bool wants_run_ahead() const { return run_ahead_due_; }
 
   bool running() const { return running_; }
   bool has_process() const { return !inferiors_.empty(); }
@@ -162,6 +168,10 @@ class Session {
   Expected<protocol::RegisterFile> thread_registers(pid_t tid);
   Expected<std::vector<uint8_t>> thread_memory(pid_t tid, uint64_t addr, std::size_t len);
 
+  // The step run ahead of the client, if any (run_ahead()); the resume
+  // handler answers from it.
+  StepAhead step_ahead;
+
   // Helpers used by several handler families.
   protocol::ThreadId thread_id(pid_t tid) const;
   Expected<pid_t> resolve_thread(const protocol::ThreadId& id) const;
@@ -181,12 +191,16 @@ class Session {
 
  private:
   Process* process_of_event(const ProcessEvent& event) const;
+  bool may_run_ahead(pid_t tid);
+  static bool leaves_step_ahead(const protocol::Request& request);
+
 
   SessionConfig config_;
   Process* program_;  // see program()
   ProcessGroup inferiors_;
   bool running_ = false;
   std::unique_ptr<ReplayEngine> replay_;
+  bool run_ahead_due_ = false;  // the last reply was a bare single step's stop
 };
 
 }  // namespace stub

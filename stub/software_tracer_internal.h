@@ -7,6 +7,7 @@
 #include "decoder/block_trace.h"
 #include "protocol/amd64_registers.h"
 #include "protocol/register_file.h"
+#include "stub/register_mapping.h"
 #include "stub/trace_hook.h"
 
 namespace stub::tracer_detail {
@@ -28,19 +29,6 @@ class ControlMemory final : public decoder::MemoryReader {
  private:
   TracedThreadControl& control_;
 };
-
-inline decoder::RegisterArray register_view(const protocol::RegisterFile& regs) {
-  decoder::RegisterArray out;
-  // decoder::Register's first sixteen follow the same order as Amd64Reg's.
-  for (unsigned i = 0; i < 16; ++i) {
-    out.set(static_cast<decoder::Register>(i), regs.get_u64(static_cast<Amd64Reg>(i)));
-  }
-  out.set(decoder::Register::Rip, regs.get_u64(Amd64Reg::rip));
-  out.set(decoder::Register::Rflags, regs.get_u64(Amd64Reg::eflags));
-  out.set(decoder::Register::FsBase, regs.get_u64(Amd64Reg::fs_base));
-  out.set(decoder::Register::GsBase, regs.get_u64(Amd64Reg::gs_base));
-  return out;
-}
 
 inline uint64_t pc_of(const protocol::RegisterFile& regs) { return regs.get_u64(Amd64Reg::rip); }
 

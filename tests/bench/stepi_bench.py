@@ -12,6 +12,8 @@ its time is gdb's own work plus a Python loop answering packets. That loop
 sleeps between packets as gdbserver does, so since btstub busy-polls
 (--busy-poll) btstub can beat it: it bounds what a server that sleeps
 could reach, not what btstub can.
+`btstub-noahead` is btstub with --no-step-ahead: it steps only when gdb
+asks, instead of running the next step while gdb works on the last one.
 `btstub-nopoll` is btstub with --busy-poll=0: it sleeps as soon as it has
 replied, as gdbserver does, instead of polling for gdb's next packet.
 
@@ -70,6 +72,13 @@ def run_script_server(argv, prog, cmds):
     return result, server
 
 
+# btstub with one of its shortcuts off.
+BTSTUB_VARIANTS = {
+    "btstub-nopoll": ("--busy-poll=0",),
+    "btstub-noahead": ("--no-step-ahead",),
+}
+
+
 def measure(kind, mode, steps):
     """One run; returns (seconds, gdb argv, server argv)."""
     prog = harness.program("stepper")
@@ -81,10 +90,9 @@ def measure(kind, mode, steps):
                            harness.server_path("btstub"), "-", prog], prog, commands(mode, steps))
         result, server = run_script_server([sys.executable, REPLAY, "serve", log], prog,
                                            commands(mode, steps))
-    elif kind == "btstub-nopoll":
-        # btstub without its busy poll: it sleeps as soon as it has replied.
+    elif kind in BTSTUB_VARIANTS:
         result, server = harness.run_gdb_tcp("btstub", prog, [], commands(mode, steps),
-                                             options=("--once", "--busy-poll=0"),
+                                             options=("--once",) + BTSTUB_VARIANTS[kind],
                                              timeout=600, markers=False)
     else:
         result, server = harness.run_gdb_tcp(kind, prog, [], commands(mode, steps),

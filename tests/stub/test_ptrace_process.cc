@@ -14,6 +14,7 @@
 
 #include "stub/libraries_svr4.h"
 #include "stub/ptrace_process.h"
+#include "stub/step_ahead.h"
 
 using protocol::Amd64Reg;
 using stub::LaunchOptions;
@@ -503,4 +504,75 @@ TEST_CASE("continuing from a breakpoint puts the int3 back", "[ptrace]") {
   CHECK(event.signal == SIGINT);
   CHECK_FALSE(event.single_stepped);
   CHECK(pc_of(*process) != entry);
+}
+
+TEST_CASE("a stopped thread's signal mask is read and replaced", "[ptrace][step-ahead]") {
+  auto process = launch({"/bin/true"});
+  pid_t pid = process->pid();
+  auto mask = process->signal_mask(pid);
+  REQUIRE(mask.ok());
+  const uint64_t usr1 = uint64_t{1} << (SIGUSR1 - 1);
+  REQUIRE(process->set_signal_mask(pid, *mask | usr1).ok());
+  auto now = process->signal_mask(pid);
+  REQUIRE(now.ok());
+  CHECK(*now == (*mask | usr1));
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line, blocked;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigBlk:", 0) == 0) blocked = line;
+  }
+  CHECK_THAT(blocked, Catch::EndsWith("0000000000000200"));  // SIGUSR1, as the kernel has it
+  REQUIRE(process->set_signal_mask(pid, *mask).ok());
+}
+
+TEST_CASE("an event kept for later is what the next resume reports, without running", "[ptrace][step-ahead]") {
+  auto process = launch({"/bin/true"});
+  pid_t pid = process->pid();
+  const uint64_t pc = pc_of(*process);
+  ProcessEvent kept;
+  kept.tid = pid;
+  kept.signal = SIGUSR1;
+  process->keep_pending(kept);
+  CHECK(process->has_pending_event());
+  REQUIRE(process->resume(pid, StepKind::SingleStep, 0).ok());
+  auto event = wait_for(*process);
+  CHECK(event.kind == ProcessEvent::Kind::Stopped);
+  CHECK(event.signal == SIGUSR1);
+  CHECK(pc_of(*process) == pc);
+}
+
+TEST_CASE("a step run ahead and undone leaves registers and memory as they were", "[ptrace][step-ahead]") {
+  auto process = launch({"/bin/true"});
+  pid_t pid = process->pid();
+  // Step until the next instruction is a push or a call (the loader's
+  // start has both), then run it ahead: it writes the slot below rsp.
+  stub::StepAhead ahead;
+  for (int i = 0; i < 500; ++i) {
+    auto code = process->read_memory(pc_of(*process), 2);
+    REQUIRE(code.ok());
+    const uint8_t op = (*code)[0] == 0x41 && code->size() > 1 ? (*code)[1] : (*code)[0];
+    if ((op >= 0x50 && op <= 0x57) || op == 0xe8) break;
+    REQUIRE(process->resume(pid, StepKind::SingleStep, 0).ok());
+    (void)wait_for(*process);
+  }
+  auto regs = process->read_registers(pid);
+  REQUIRE(regs.ok());
+  const uint64_t slot = regs->get_u64(Amd64Reg::rsp) - 8;
+  const std::vector<uint8_t> before = raw_bytes(pid, slot, 8);
+  ahead.run(*process, pid);
+  REQUIRE(ahead.active());
+  CHECK(pc_of(*process) != regs->get_u64(Amd64Reg::rip));  // it really ran
+  std::vector<uint8_t> seen = raw_bytes(pid, slot, 8);
+  CHECK(seen != before);  // the pushed value (a return address, or a register unlike the stale slot)
+  ahead.show_before(slot, seen);
+  CHECK(seen == before);
+
+  ahead.undo(*process);
+  CHECK_FALSE(ahead.active());
+  auto after = process->read_registers(pid);
+  REQUIRE(after.ok());
+  for (Amd64Reg reg : {Amd64Reg::rip, Amd64Reg::rsp, Amd64Reg::eflags, Amd64Reg::rax, Amd64Reg::rdi}) {
+    CHECK(after->get_u64(reg) == regs->get_u64(reg));
+  }
+  CHECK(raw_bytes(pid, slot, 8) == before);
 }
