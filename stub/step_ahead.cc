@@ -44,6 +44,10 @@ std::optional<int> signal_code(Process& process, pid_t tid) {
 
 void StepAhead::run(Process& process, pid_t tid) {
   if (taken_) return;
+  if (chances_to_skip_ > 0) {
+    --chances_to_skip_;
+    return;
+  }
   if (!decoder_) {
     auto opened = decoder::InstructionDecoder::create();
     if (!opened) return;
@@ -127,6 +131,7 @@ std::optional<ProcessEvent> StepAhead::take(pid_t tid) {
   if (!taken_ || taken_->tid != tid) return std::nullopt;
   ProcessEvent event = taken_->event;
   taken_.reset();
+  undone_in_a_row_ = 0;
   return event;
 }
 
@@ -134,6 +139,10 @@ void StepAhead::undo(Process& process) {
   if (!taken_) return;
   Taken taken = std::move(*taken_);
   taken_.reset();
+  if (++undone_in_a_row_ >= 2) {
+    undone_in_a_row_ = 0;
+    chances_to_skip_ = kPauseAfterMisses;
+  }
   if (taken.faulted) return;  // the next resume discards the signal; the instruction did not run
   (void)process.write_registers(taken.tid, taken.before);
   for (const SavedBytes& saved : taken.saved) (void)process.write_memory(saved.address, saved.bytes);

@@ -79,6 +79,12 @@ class StepAhead {
               ProcessEvent event);
 
   std::optional<Taken> taken_;
+  // A client that reads registers after every step (a front end's register
+  // view) makes each step run ahead cost an undo as well: after two undone
+  // in a row, the next kPauseAfterMisses chances are let go.
+  static constexpr int kPauseAfterMisses = 8;
+  int undone_in_a_row_ = 0;
+  int chances_to_skip_ = 0;
   std::optional<decoder::InstructionDecoder> decoder_;  // opened on first use
   // Cached between steps: a step run ahead makes no system call, so it
   // cannot map or unmap anything, nor turn a shadow stack on.

@@ -14,7 +14,8 @@ using protocol::Amd64Reg;
 constexpr uint64_t kRbp = 0x7ffe0100;
 constexpr uint64_t kSlot = kRbp - 8;  // what `mov %rax,-0x8(%rbp)` writes
 
-// 0x401000 add $1,%rax; 0x401004 mov %rax,-0x8(%rbp); 0x401008 syscall.
+// A loop: 0x401000 add $1,%rax; 0x401004 mov %rax,-0x8(%rbp); 0x401008 jmp
+// 0x401000. Apart: 0x401010 add $1,%rax; 0x401014 syscall.
 // Step number `signal_on_step` (counting from 1) instead ends in
 // `step_signal` with the pc unchanged: a signal sent meanwhile (si_code 0)
 // or raised by the instruction (> 0).
@@ -28,7 +29,8 @@ class SteppingProcess : public test::FakeProcess {
   std::vector<uint64_t> masks_set;
 
   SteppingProcess() {
-    const uint8_t code[] = {0x48, 0x83, 0xc0, 0x01, 0x48, 0x89, 0x45, 0xf8, 0x0f, 0x05};
+    const uint8_t code[] = {0x48, 0x83, 0xc0, 0x01, 0x48, 0x89, 0x45, 0xf8, 0xeb, 0xf6,
+                            0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x48, 0x83, 0xc0, 0x01, 0x0f, 0x05};
     for (std::size_t i = 0; i < sizeof code; ++i) memory[0x401000 + i] = code[i];
     for (uint64_t a = 0x7ffe0000; a < 0x7ffe1000; ++a) memory[a] = 0;
     regs[100].set_u64(Amd64Reg::rbp, kRbp);
@@ -57,11 +59,15 @@ class SteppingProcess : public test::FakeProcess {
     }
     auto& r = regs[tid];
     const uint64_t rax = r.get_u64(Amd64Reg::rax);
-    if (pc() == 0x401000) r.set_u64(Amd64Reg::rax, rax + 1);
-    if (pc() == 0x401004) {
+    const uint64_t pc_now = pc();
+    uint64_t next = pc_now + 4;
+    if (pc_now == 0x401000 || pc_now == 0x401010) r.set_u64(Amd64Reg::rax, rax + 1);
+    if (pc_now == 0x401004) {
       for (int i = 0; i < 8; ++i) memory[kSlot + i] = static_cast<uint8_t>(rax >> (8 * i));
     }
-    r.set_u64(Amd64Reg::rip, pc() + (pc() == 0x401008 ? 2 : 4));
+    if (pc_now == 0x401008) next = 0x401000;
+    if (pc_now == 0x401014) next = 0x401016;
+    r.set_u64(Amd64Reg::rip, next);
     event.signal = SIGTRAP;
     event.single_stepped = true;
     events.push_back(event);
@@ -138,9 +144,17 @@ TEST_CASE("the next step runs ahead and answers the client's step at once", "[st
   std::string second = f.step();
   CHECK(second.rfind("T05", 0) == 0);
   CHECK(at(second, "10:0810400000000000"));
-  CHECK(f.process.steps() == 2);  // answered without running anything
-  // At the syscall nothing runs ahead: it could not be undone.
-  CHECK(f.process.pc() == 0x401008);
+  CHECK(f.process.steps() == 3);  // answered at once; then the jmp ran ahead
+  CHECK(f.process.pc() == 0x401000);
+}
+
+TEST_CASE("a system call is never run ahead", "[step-ahead]") {
+  Fixture f;
+  f.process.regs[100].set_u64(Amd64Reg::rip, 0x401010);
+  std::string stop = f.step();
+  CHECK(at(stop, "10:1410400000000000"));
+  CHECK(f.process.steps() == 1);
+  CHECK_FALSE(f.session.step_ahead.active());
 }
 
 TEST_CASE("what the step ahead wrote reads as before it; other requests undo it", "[step-ahead]") {
@@ -158,9 +172,9 @@ TEST_CASE("what the step ahead wrote reads as before it; other requests undo it"
   CHECK(f.process.slot() == 0);
   CHECK(f.process.steps() == 2);
 
-  std::string stop = f.step();     // now a real step again
+  std::string stop = f.step();     // now a real step again (and the jmp ahead)
   CHECK(at(stop, "10:0810400000000000"));
-  CHECK(f.process.steps() == 3);
+  CHECK(f.process.steps() == 4);
   CHECK(f.process.slot() == 0x1122334455667789);
 }
 
@@ -260,4 +274,17 @@ TEST_CASE("a fault of the instruction run ahead is its step's stop, with nothing
   g.ask("g");  // undoing writes nothing: the instruction did not run
   CHECK(std::count(g.process.log.begin(), g.process.log.end(), std::string("write_registers 100")) == 0);
   CHECK_FALSE(g.session.step_ahead.active());
+}
+
+TEST_CASE("a client that reads registers after every step soon gets no step ahead", "[step-ahead]") {
+  Fixture f;
+  f.step();
+  f.ask("g");  // the step ahead undone, once
+  f.step();
+  f.ask("g");  // and twice in a row: a pause
+  const int before = f.process.steps();
+  for (int i = 0; i < 8; ++i) f.step();
+  CHECK(f.process.steps() == before + 8);  // only the steps asked for
+  f.step();
+  CHECK(f.process.steps() == before + 10);  // then one runs ahead again
 }
