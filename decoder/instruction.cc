@@ -21,6 +21,21 @@ std::string_view to_string(ControlKind kind) {
   return "?";
 }
 
+bool is_near_transfer(ControlKind kind) {
+  switch (kind) {
+    case ControlKind::ConditionalJump:
+    case ControlKind::Jump:
+    case ControlKind::IndirectJump:
+    case ControlKind::Call:
+    case ControlKind::IndirectCall:
+    case ControlKind::Return:
+    case ControlKind::Loop:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool Instruction::can_fall_through() const {
   switch (kind) {
     case ControlKind::None:

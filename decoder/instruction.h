@@ -30,6 +30,10 @@ enum class ControlKind {
 
 std::string_view to_string(ControlKind kind);
 
+// jcc, jmp, call, ret and loop in their near forms: they change rip (call
+// and ret also rsp and one stack slot, loop rcx) and never enter the kernel.
+bool is_near_transfer(ControlKind kind);
+
 // jcc condition codes, by the name of their "taken" sense.
 enum class Condition {
   None, O, NO, B, AE, E, NE, BE, A, S, NS, P, NP, L, GE, LE, G,

@@ -12,22 +12,6 @@ namespace {
 
 constexpr uint64_t kFlagAlignmentCheck = uint64_t{1} << 18;
 
-// Control transfers whose whole effect is rip, rsp and the stack slot
-// they push or pop; the others enter the kernel or fault on purpose.
-bool undoable_kind(ControlKind kind) {
-  switch (kind) {
-    case ControlKind::None:
-    case ControlKind::ConditionalJump:
-    case ControlKind::Jump:
-    case ControlKind::IndirectJump:
-    case ControlKind::Call:
-    case ControlKind::IndirectCall:
-    case ControlKind::Return:
-    case ControlKind::Loop: return true;
-    default: return false;
-  }
-}
-
 // Interrupts, privileged instructions (they fault in ring 3), and every
 // extension with state beyond xmm0-15/mxcsr (x87, MMX, ymm/zmm and mask
 // registers), transactional state, or a base register write the kernel
@@ -225,7 +209,9 @@ void add_stack(const cs_insn& insn, const RegisterSource& regs, std::vector<Memo
 std::optional<std::vector<MemoryTouch>> capstone_footprint(const cs_insn& insn,
                                                            const Instruction& classified,
                                                            const RegisterSource& regs) {
-  if (insn.detail == nullptr || !undoable_kind(classified.kind)) return std::nullopt;
+  // Other transfers enter the kernel or fault on purpose.
+  const bool plain = classified.kind == ControlKind::None || is_near_transfer(classified.kind);
+  if (insn.detail == nullptr || !plain) return std::nullopt;
   // A 0x66 near branch pushes or pops 2 or 8 bytes depending on the vendor.
   if (classified.is_control_transfer() && classified.operand_size_override) return std::nullopt;
   const cs_x86& x86 = insn.detail->x86;

@@ -40,22 +40,11 @@ inline decoder::StackSnapshot stack_of(const protocol::RegisterFile& regs) {
 // transfers get one)?
 inline bool emulable(const decoder::Instruction& insn) {
   using decoder::ControlKind;
-  if (insn.operand_size_override) return false;
-  switch (insn.kind) {
-    case ControlKind::ConditionalJump:
-    case ControlKind::Jump:
-    case ControlKind::IndirectJump:
-    case ControlKind::Call:
-    case ControlKind::IndirectCall:
-    case ControlKind::Return:
-      return true;
-    case ControlKind::Loop:
-      // loop/loope/loopne with ecx: whether the write clears rcx's upper
-      // half is not worth guessing at; such code is stepped.
-      return insn.loop_op == decoder::LoopOp::JumpIfZero || insn.counter_width == 8;
-    default:
-      return false;
-  }
+  if (insn.operand_size_override || !decoder::is_near_transfer(insn.kind)) return false;
+  // loop/loope/loopne with ecx: whether the write clears rcx's upper half
+  // is not worth guessing at; such code is stepped.
+  if (insn.kind == ControlKind::Loop) return insn.loop_op == decoder::LoopOp::JumpIfZero || insn.counter_width == 8;
+  return true;
 }
 
 // Does `insn` branch when run now? (Unpredictable counts as no: the step's
