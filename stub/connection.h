@@ -125,11 +125,16 @@ class Connection {
   // slice (ms) that a packet must wait out, where a sleeping btstub would be
   // woken ahead of it; measured here, polling then made `stepi 1500` twice
   // as slow. A poll round far longer than the client's own work on a reply,
-  // in which the kernel switched btstub out, shows such a slice: btstub then
-  // sleeps at once, for every reply of the next kContendedPause.
+  // in which the kernel switched btstub out, shows such a slice. One alone
+  // ends the poll: on the machines measured, something else runs for ~4 ms
+  // every so often (a system daemon, gdb reading symbols), and pausing for
+  // that cost the next 100 ms of polling, a third of `stepi 1500`. A second
+  // within kContendedWindow means the CPU is contended: btstub then sleeps at
+  // once, for every reply of the next kContendedPause.
   void busy_poll() {
     using clock = std::chrono::steady_clock;
     constexpr auto kDescheduled = std::chrono::microseconds(400);
+    constexpr auto kContendedWindow = std::chrono::milliseconds(50);
     constexpr auto kContendedPause = std::chrono::milliseconds(100);
     if (busy_poll_.count() <= 0) return;
     auto last = clock::now();
@@ -137,7 +142,16 @@ class Connection {
     auto deadline = last + busy_poll_;
     long preemptions = involuntary_switches();
     while (!closing_ && !finished_ && !session_.running()) {
-      if (input_ready()) {
+      const bool ready = input_ready();
+      auto now = clock::now();
+      // Measured whether or not the packet came meanwhile: under load it
+      // usually has, by the time a competitor hands the CPU back.
+      bool long_round = now - last > kDescheduled && preempted_since(preemptions);
+      if (long_round) {
+        if (now - last_long_round_ < kContendedWindow) contended_until_ = now + kContendedPause;
+        last_long_round_ = now;
+      }
+      if (ready) {
         boost::system::error_code ec;
         std::size_t n = in_.read_some(boost::asio::buffer(buffer_), ec);
         if (ec) {
@@ -145,17 +159,13 @@ class Connection {
           return;
         }
         receive(n);
+        if (long_round) return;
         last = clock::now();
         deadline = last + busy_poll_;
         preemptions = involuntary_switches();  // a switch while handling it is no poll round's
         continue;
       }
-      auto now = clock::now();
-      if (now - last > kDescheduled && preempted_since(preemptions)) {
-        contended_until_ = now + kContendedPause;
-        return;
-      }
-      if (now >= deadline) return;
+      if (long_round || now >= deadline) return;
       last = now;
       ::sched_yield();
     }
@@ -239,6 +249,7 @@ class Connection {
   bool remote_debug_;
   std::chrono::microseconds busy_poll_;
   std::chrono::steady_clock::time_point contended_until_{};  // no polling before then
+  std::chrono::steady_clock::time_point last_long_round_{};  // see busy_poll
   protocol::RspLink link_;
   std::array<char, 4096> buffer_{};
   bool closing_ = false;
