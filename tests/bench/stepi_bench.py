@@ -26,7 +26,11 @@ as a markdown table, together with the exact command lines.
 
     BTSTUB=build/stub/btstub PROGRAMS_DIR=build/programs \\
         python3 tests/bench/stepi_bench.py [--steps 1500] [--repeat 5]
-        [--servers gdbserver,btstub]
+        [--servers gdbserver,btstub] [--background-load]
+
+--background-load runs a nice-19 busy loop on every CPU meanwhile, as a
+build in the background would: polling for packets must then not cost
+more than it saves.
 """
 
 import argparse
@@ -34,6 +38,7 @@ import os
 import re
 import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 
@@ -111,7 +116,30 @@ def main():
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--servers", default="gdbserver,btstub")
     parser.add_argument("--modes", default="count,loop")
+    parser.add_argument("--background-load", action="store_true",
+                        help="run a nice-19 busy loop on every CPU meanwhile "
+                             "(a build in the background)")
     args = parser.parse_args()
+    hogs = start_background_load() if args.background_load else []
+    try:
+        measure_all(args)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+def start_background_load():
+    """One busy loop per CPU, pinned there, at the lowest priority."""
+    hogs = []
+    for cpu in sorted(os.sched_getaffinity(0)):
+        hog = subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", "while True: pass"])
+        os.sched_setaffinity(hog.pid, {cpu})
+        hogs.append(hog)
+    return hogs
+
+
+def measure_all(args):
 
     rows = []
     shown = []
@@ -126,9 +154,10 @@ def main():
             if (kind, mode) not in [(k, m) for k, m, _, _ in shown]:
                 shown.append((kind, mode, server_argv, gdb_argv))
 
-    print("stepi benchmark: %d steps, median of %d runs, %s, %s" %
+    print("stepi benchmark: %d steps, median of %d runs, %s, %s%s" %
           (args.steps, args.repeat, os.uname().machine,
-           "%d CPUs" % os.cpu_count()))
+           "%d CPUs" % os.cpu_count(),
+           ", a nice-19 busy loop on every CPU" if args.background_load else ""))
     print()
     print("| server | mode | seconds | µs per stepi | runs (s) |")
     print("|---|---|---:|---:|---|")
