@@ -14,7 +14,8 @@ Session::Session(SessionConfig config, Process* process)
   inferiors_.reset(process);
 }
 
-// The program must not go on with a step the client never asked for.
+// Whoever sees the program next (another client, or nobody once it is
+// detached) finds it where this client last saw it stop.
 Session::~Session() {
   if (Process* owner = program()) step_ahead.undo(*owner);
 }
