@@ -136,7 +136,7 @@ static std::optional<Reply> answer_from_step_ahead(Session& s, const Resume& req
   const ThreadAction* action = action_for(req, program->pid(), tid);
   bool same_step = req.direction == Direction::Forward && !req.resume_addr && action != nullptr &&
                    action->action == ResumeAction::Step && action->signal == 0;
-  auto event = same_step ? s.step_ahead.take(tid) : std::nullopt;
+  auto event = same_step ? s.step_ahead.take(*program, tid) : std::nullopt;
   if (!event) {
     s.step_ahead.undo(*program);
     return std::nullopt;

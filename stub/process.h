@@ -188,6 +188,18 @@ class Process {
     (void)tid, (void)mask;
     return btstub::make_error(btstub::ErrorCode::NotSupported, "No signal mask");
   }
+  // Puts back a siginfo_t read with read_siginfo: undoing a step also
+  // undoes what `$_siginfo` shows.
+  virtual Expected<void> write_siginfo(pid_t tid, const std::vector<uint8_t>& info) {
+    (void)tid, (void)info;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No siginfo");
+  }
+  // Signals pending for the thread or its process (bit N-1 for host
+  // signal N), blocked ones included; nullopt when unknown.
+  virtual std::optional<uint64_t> pending_signals(pid_t tid) const {
+    (void)tid;
+    return std::nullopt;
+  }
   // Keeps `event`, which a stopped thread (or the whole process) just had,
   // to be reported on the next resume instead of running, like an event
   // that came while stopping all: a signal sent during a step run ahead

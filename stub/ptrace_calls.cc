@@ -46,6 +46,7 @@ const char* request_name(int request) {
     case PTRACE_GETEVENTMSG: return "PTRACE_GETEVENTMSG";
     case PTRACE_GETSIGINFO: return "PTRACE_GETSIGINFO";
     case PTRACE_GETSIGMASK: return "PTRACE_GETSIGMASK";
+    case PTRACE_SETSIGINFO: return "PTRACE_SETSIGINFO";
     case PTRACE_SETSIGMASK: return "PTRACE_SETSIGMASK";
     default: return "ptrace request";
   }
@@ -75,6 +76,7 @@ bool leaves_registers(int request, uint64_t addr) {
     case PTRACE_GETSIGINFO:
     case PTRACE_GETSIGMASK:
     case PTRACE_SETSIGMASK:
+    case PTRACE_SETSIGINFO:
     case PTRACE_GETEVENTMSG:
     case PTRACE_SETOPTIONS:
       return true;

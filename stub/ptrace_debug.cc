@@ -323,6 +323,18 @@ Expected<std::vector<uint8_t>> PtraceProcess::read_siginfo(pid_t tid) {
   return std::vector<uint8_t>(bytes, bytes + sizeof info);
 }
 
+Expected<void> PtraceProcess::write_siginfo(pid_t tid, const std::vector<uint8_t>& bytes) {
+  auto found = threads_.find(tid);
+  if (!alive_ || found == threads_.end() || found->second.running) {
+    return make_error(ErrorCode::NoProcess, "No stopped thread " + std::to_string(tid));
+  }
+  siginfo_t info{};
+  if (bytes.size() != sizeof info) return make_error(ErrorCode::InvalidArgument, "Bad siginfo size");
+  std::memcpy(&info, bytes.data(), sizeof info);
+  if (auto r = do_ptrace(PTRACE_SETSIGINFO, tid, 0, &info); !r) return r.error();
+  return {};
+}
+
 // The kernel's sigset is one 64-bit word on x86-64; PTRACE_[GS]ETSIGMASK
 // insist on exactly that size.
 Expected<uint64_t> PtraceProcess::signal_mask(pid_t tid) {

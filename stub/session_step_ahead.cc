@@ -10,7 +10,7 @@ void Session::run_ahead() {
   run_ahead_due_ = false;
   pid_t tid = last_stop && last_stop->thread ? static_cast<pid_t>(last_stop->thread->tid) : 0;
   if (tid <= 0 || !may_run_ahead(tid)) return;
-  step_ahead.run(*program(), tid);
+  step_ahead.run(*program(), tid, pass_signals);
 }
 
 // Nothing but the client may see the step early, and the client only

@@ -42,7 +42,17 @@ std::optional<int> signal_code(Process& process, pid_t tid) {
 
 }  // namespace
 
-void StepAhead::run(Process& process, pid_t tid) {
+// Nothing pending that the program would take at its next resume (the
+// mask is the program's own here), and no shadow stack.
+bool StepAhead::may_start(Process& process, pid_t tid) {
+  if (!shadow_stack_) shadow_stack_ = process.shadow_stack(tid);
+  if (*shadow_stack_) return false;
+  auto pending = process.pending_signals(tid);
+  auto mask = process.signal_mask(tid);
+  return pending && mask && (*pending & ~*mask) == 0;
+}
+
+void StepAhead::run(Process& process, pid_t tid, const std::set<int>& passed) {
   if (taken_) return;
   if (chances_to_skip_ > 0) {
     --chances_to_skip_;
@@ -53,39 +63,51 @@ void StepAhead::run(Process& process, pid_t tid) {
     if (!opened) return;
     decoder_.emplace(std::move(*opened));
   }
-  if (!shadow_stack_) shadow_stack_ = process.shadow_stack(tid);
-  if (*shadow_stack_) return;
+  if (!may_start(process, tid)) return;
+  Taken taken;
+  taken.tid = tid;
   auto before = process.read_registers(tid);
   if (!before) return;
-  auto saved = save_footprint(process, *before);
+  taken.before = std::move(*before);
+  auto saved = save_footprint(process, taken.before);
   if (!saved) return;
+  taken.saved = std::move(*saved);
+  if (auto info = process.read_siginfo(tid)) taken.siginfo = std::move(*info);
   auto mask = process.signal_mask(tid);
   if (!mask || !process.set_signal_mask(tid, *mask | ~kRaisedByInstructions)) return;
-  if (!process.resume(tid, StepKind::SingleStep, 0)) {
-    (void)process.set_signal_mask(tid, *mask);
-    return;
-  }
+  process.set_pass_signals({});
+  auto resumed = process.resume(tid, StepKind::SingleStep, 0);
   // Blocking is safe: the instruction makes no system call, and its memory
-  // is readable, so the step ends at once.
-  auto event = process.wait_event();
-  if (!event) return;  // nothing to wait for: the process is gone, as the next request finds
+  // is mapped for it, so the step ends at once.
+  auto event = resumed ? process.wait_event() : Expected<ProcessEvent>(resumed.error());
+  process.set_pass_signals(passed);
+  if (!event) {
+    (void)process.set_signal_mask(tid, *mask);
+    return;  // nothing ran, or the process is gone, as the next request finds
+  }
   event->pid = process.pid();
   if (event->kind == ProcessEvent::Kind::Stopped) (void)process.set_signal_mask(event->tid, *mask);
-  settle(process, tid, std::move(*before), std::move(*saved), *event);
+  taken.event = *event;
+  settle(process, std::move(taken), passed);
 }
 
-void StepAhead::settle(Process& process, pid_t tid, protocol::RegisterFile before, std::vector<SavedBytes> saved,
-                       ProcessEvent event) {
-  if (event.tid == tid && trap_of_step(event)) {
-    taken_ = Taken{tid, std::move(before), std::move(saved), event, false};
+void StepAhead::settle(Process& process, Taken taken, const std::set<int>& passed) {
+  const ProcessEvent& event = taken.event;
+  if (event.tid == taken.tid && trap_of_step(event)) {
+    taken_ = std::move(taken);
     return;
   }
-  if (event.tid == tid && event.kind == ProcessEvent::Kind::Stopped) {
-    auto code = signal_code(process, tid);
-    auto now = process.read_general_registers(tid);
-    bool unmoved = now && now->get_u64(Amd64Reg::rip) == before.get_u64(Amd64Reg::rip);
+  if (event.tid == taken.tid && event.kind == ProcessEvent::Kind::Stopped) {
+    auto code = signal_code(process, taken.tid);
+    auto now = process.read_general_registers(taken.tid);
+    bool unmoved = now && now->get_u64(Amd64Reg::rip) == taken.before.get_u64(Amd64Reg::rip);
     if (code && *code > 0 && unmoved) {
-      taken_ = Taken{tid, std::move(before), {}, event, true};
+      // Its own fault. The client's step finds it again; one the client
+      // passes is the program's to handle then, with the process's help.
+      if (passed.count(event.signal) != 0) return;
+      taken.saved.clear();
+      taken.faulted = true;
+      taken_ = std::move(taken);
       return;
     }
   }
@@ -103,32 +125,37 @@ std::optional<std::vector<StepAhead::SavedBytes>> StepAhead::save_footprint(Proc
   if (!touches) return std::nullopt;
   std::vector<SavedBytes> saved;
   for (const decoder::MemoryTouch& touch : *touches) {
-    // Unreadable memory would fault: that step is left to the client's
-    // request, so the program gets its signal in the usual way.
+    // Memory the program may not touch would fault: that step is left to
+    // the client's request, so the program gets its signal in the usual way.
+    const MemoryMapping* holder = mapping_of(process, touch.address, touch.size);
+    if (holder == nullptr || !holder->readable) return std::nullopt;
+    if (touch.written && (!holder->writable || holder->shared)) return std::nullopt;
     auto bytes = process.read_memory(touch.address, touch.size);
     if (!bytes || bytes->size() != touch.size) return std::nullopt;
-    if (!touch.written) continue;
-    if (!privately_writable(process, touch.address, touch.size)) return std::nullopt;
-    saved.push_back(SavedBytes{touch.address, std::move(*bytes)});
+    if (touch.written) saved.push_back(SavedBytes{touch.address, std::move(*bytes)});
   }
   return saved;
 }
 
 // Looked up again once when the cache has no mapping for the range: the
 // stack grows without a system call.
-bool StepAhead::privately_writable(Process& process, uint64_t addr, uint64_t len) {
+const MemoryMapping* StepAhead::mapping_of(Process& process, uint64_t addr, uint64_t len) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (mappings_.empty() || attempt == 1) mappings_ = process.mappings();
     auto holder = std::find_if(mappings_.begin(), mappings_.end(), [&](const MemoryMapping& m) {
       return addr >= m.begin && addr + len <= m.end;
     });
-    if (holder != mappings_.end()) return holder->writable && !holder->shared;
+    if (holder != mappings_.end()) return &*holder;
   }
-  return false;
+  return nullptr;
 }
 
-std::optional<ProcessEvent> StepAhead::take(pid_t tid) {
+std::optional<ProcessEvent> StepAhead::take(Process& process, pid_t tid) {
   if (!taken_ || taken_->tid != tid) return std::nullopt;
+  if (!process.signal_mask(tid)) {  // no longer stopped: killed meanwhile
+    taken_.reset();
+    return std::nullopt;
+  }
   ProcessEvent event = taken_->event;
   taken_.reset();
   undone_in_a_row_ = 0;
@@ -143,6 +170,7 @@ void StepAhead::undo(Process& process) {
     undone_in_a_row_ = 0;
     chances_to_skip_ = kPauseAfterMisses;
   }
+  if (taken.siginfo) (void)process.write_siginfo(taken.tid, *taken.siginfo);
   if (taken.faulted) return;  // the next resume discards the signal; the instruction did not run
   (void)process.write_registers(taken.tid, taken.before);
   for (const SavedBytes& saved : taken.saved) (void)process.write_memory(saved.address, saved.bytes);

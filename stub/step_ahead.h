@@ -13,18 +13,27 @@
 // decoder vouches for the instruction (decoder::InstructionDecoder::
 // footprint: no system call, no state outside the register file, no fault
 // once the memory it touches is readable), and the bytes it may write are
-// saved first; a step that writes to a shared mapping (another process
-// could see it) is not run ahead, and nothing is where the program has a
+// saved first; the mappings must let the program read them (and write
+// the written ones: /proc/PID/mem would read a PROT_NONE page); a step
+// that writes to a shared mapping (another process could see it) is not
+// run ahead, and nothing is where the program has a
 // shadow stack (a call or ret moves its pointer too). Undoing restores the register file and
 // those bytes. Asynchronous signals are blocked while the step runs, so a
 // signal cannot slip in and run a handler; one that cannot be blocked (a
 // SIGSTOP, a SIGKILL) or is sent as a fault signal is kept by the process
 // for the next resume (Process::keep_pending), as if it came while the
-// program was stopped. A fault raised by the instruction itself (pc
-// unchanged) needs no undo: the next resume discards the signal, and the
-// instruction runs, and faults, again.
+// program was stopped. Nothing runs ahead while a signal the program does
+// not block is pending: the client's next step must be a real one, which
+// delivers it (so a signal waits at most one step, as it might have
+// arrived a moment later). While the step runs, the process passes no
+// signal on its own (QPassSignals), so none can enter a handler. A fault
+// raised by the instruction itself (pc unchanged) needs no undo: the next
+// resume discards the signal, and the instruction runs, and faults, again;
+// if the client passes that signal, the step is left to the client's
+// request altogether. Undoing also puts back the thread's siginfo.
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "decoder/instruction_decoder.h"
@@ -39,13 +48,17 @@ class StepAhead {
   // The caller vouches that nothing else can see the step: `tid` is the
   // program's only thread, not traced, not replaying, and no Z1-Z4 point
   // is inserted.
-  void run(Process& process, pid_t tid);
+  // `passed`: the signals the process delivers by itself (QPassSignals),
+  // set again once the step has run.
+  void run(Process& process, pid_t tid, const std::set<int>& passed);
   bool active() const { return taken_.has_value(); }
   pid_t tid() const { return taken_ ? taken_->tid : 0; }
 
   // The stop of the step run ahead, handed out once when the client
   // resumes `tid` with exactly that step; the program is then really there.
-  std::optional<ProcessEvent> take(pid_t tid);
+  // nullopt (and nothing to undo) when the thread is gone meanwhile (a
+  // SIGKILL): the real resume then finds out.
+  std::optional<ProcessEvent> take(Process& process, pid_t tid);
   // Puts the program back where the client saw it stop.
   void undo(Process& process);
   // Bytes read from memory as the client must see them: what the step may
@@ -69,14 +82,15 @@ class StepAhead {
     pid_t tid = 0;
     protocol::RegisterFile before;
     std::vector<SavedBytes> saved;
+    std::optional<std::vector<uint8_t>> siginfo;  // before the step
     ProcessEvent event;
     bool faulted = false;  // the instruction raised a signal and did not run
   };
 
   std::optional<std::vector<SavedBytes>> save_footprint(Process& process, const protocol::RegisterFile& regs);
-  bool privately_writable(Process& process, uint64_t addr, uint64_t len);
-  void settle(Process& process, pid_t tid, protocol::RegisterFile before, std::vector<SavedBytes> saved,
-              ProcessEvent event);
+  const MemoryMapping* mapping_of(Process& process, uint64_t addr, uint64_t len);
+  bool may_start(Process& process, pid_t tid);
+  void settle(Process& process, Taken taken, const std::set<int>& passed);
 
   std::optional<Taken> taken_;
   // A client that reads registers after every step (a front end's register

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <cstring>
+#include <set>
 
 #include "fake_process.h"
 #include "stub/session.h"
@@ -26,7 +27,9 @@ class SteppingProcess : public test::FakeProcess {
   int step_signal_code = 0;
   bool shared_stack = false;
   uint64_t mask = 0x1000;  // what the program blocks itself
+  uint64_t pending = 0;    // signals waiting for the next resume
   std::vector<uint64_t> masks_set;
+  std::vector<std::string> siginfo_writes;
 
   SteppingProcess() {
     const uint8_t code[] = {0x48, 0x83, 0xc0, 0x01, 0x48, 0x89, 0x45, 0xf8, 0xeb, 0xf6,
@@ -50,6 +53,7 @@ class SteppingProcess : public test::FakeProcess {
   stub::Expected<void> resume(pid_t tid, stub::StepKind kind, int signal) override {
     (void)FakeProcess::resume(tid, kind, signal);
     if (kind != stub::StepKind::SingleStep) return {};
+    passed_at_steps.push_back(passed.size());
     stub::ProcessEvent event;
     event.tid = tid;
     if (steps() == signal_on_step) {
@@ -73,7 +77,21 @@ class SteppingProcess : public test::FakeProcess {
     events.push_back(event);
     return {};
   }
-  stub::Expected<uint64_t> signal_mask(pid_t) override { return mask; }
+  std::optional<uint64_t> pending_signals(pid_t) const override { return pending; }
+  stub::Expected<void> write_siginfo(pid_t, const std::vector<uint8_t>& info) override {
+    siginfo_t si{};
+    std::memcpy(&si, info.data(), std::min(info.size(), sizeof si));
+    siginfo_writes.push_back(std::to_string(si.si_signo));
+    return {};
+  }
+  bool gone = false;  // killed while stopped: ptrace finds no such thread
+  std::set<int> passed;
+  std::vector<std::size_t> passed_at_steps;  // how many signals the process passed at each step
+  void set_pass_signals(const std::set<int>& signals) override { passed = signals; }
+  stub::Expected<uint64_t> signal_mask(pid_t) override {
+    if (gone) return btstub::make_error(btstub::ErrorCode::NoProcess, "No such process");
+    return mask;
+  }
   stub::Expected<void> set_signal_mask(pid_t, uint64_t m) override {
     masks_set.push_back(m);
     return {};
@@ -287,4 +305,51 @@ TEST_CASE("a client that reads registers after every step soon gets no step ahea
   CHECK(f.process.steps() == before + 8);  // only the steps asked for
   f.step();
   CHECK(f.process.steps() == before + 10);  // then one runs ahead again
+}
+
+TEST_CASE("nothing runs ahead while a signal waits for the program", "[step-ahead]") {
+  Fixture f;
+  f.process.pending = uint64_t{1} << (SIGALRM - 1);
+  f.step();
+  CHECK(f.process.steps() == 1);  // the client's next step is real and delivers it
+  f.process.pending = 0x1000;     // one the program blocks waits anyway
+  f.step();
+  CHECK(f.process.steps() == 3);
+}
+
+TEST_CASE("the process passes no signal by itself during the step ahead", "[step-ahead]") {
+  Fixture f;
+  f.ask("QPassSignals:0e;0b");  // SIGALRM, SIGSEGV
+  f.step();
+  REQUIRE(f.process.passed_at_steps.size() == 2);
+  CHECK(f.process.passed_at_steps[0] == 2);  // the client's step
+  CHECK(f.process.passed_at_steps[1] == 0);  // the step ahead
+  CHECK(f.process.passed.size() == 2);       // and back
+
+  Fixture g;  // a fault the client passes is left to the client's step
+  g.ask("QPassSignals:0b");
+  g.process.signal_on_step = 2;
+  g.process.step_signal = SIGSEGV;
+  g.process.step_signal_code = SEGV_MAPERR;
+  g.step();
+  CHECK(g.process.steps() == 2);
+  CHECK_FALSE(g.session.step_ahead.active());
+}
+
+TEST_CASE("undoing puts the thread's siginfo back", "[step-ahead]") {
+  Fixture f;
+  f.process.step_signal = SIGTRAP;  // what read_siginfo reports
+  f.step();
+  f.ask("g");
+  CHECK(f.process.siginfo_writes == std::vector<std::string>{std::to_string(SIGTRAP)});
+}
+
+TEST_CASE("a program killed while a step is ahead is not answered from it", "[step-ahead]") {
+  Fixture f;
+  f.step();
+  REQUIRE(f.session.step_ahead.active());
+  f.process.gone = true;
+  auto reply = f.session.handle_packet("vCont;s:p64.64");
+  CHECK_FALSE(reply.payload.has_value());  // resumed for real: its death is the reply
+  CHECK(f.process.steps() == 3);
 }

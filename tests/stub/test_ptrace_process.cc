@@ -559,7 +559,7 @@ TEST_CASE("a step run ahead and undone leaves registers and memory as they were"
   REQUIRE(regs.ok());
   const uint64_t slot = regs->get_u64(Amd64Reg::rsp) - 8;
   const std::vector<uint8_t> before = raw_bytes(pid, slot, 8);
-  ahead.run(*process, pid);
+  ahead.run(*process, pid, {});
   REQUIRE(ahead.active());
   CHECK(pc_of(*process) != regs->get_u64(Amd64Reg::rip));  // it really ran
   std::vector<uint8_t> seen = raw_bytes(pid, slot, 8);
@@ -575,4 +575,37 @@ TEST_CASE("a step run ahead and undone leaves registers and memory as they were"
     CHECK(after->get_u64(reg) == regs->get_u64(reg));
   }
   CHECK(raw_bytes(pid, slot, 8) == before);
+}
+
+TEST_CASE("a signal sent to a stopped thread shows as pending until it resumes", "[ptrace][step-ahead]") {
+  auto process = launch({"/bin/true"});
+  pid_t pid = process->pid();
+  auto before = process->pending_signals(pid);
+  REQUIRE(before.has_value());
+  CHECK(*before == 0);
+  REQUIRE(::kill(pid, SIGUSR1) == 0);
+  auto after = process->pending_signals(pid);
+  REQUIRE(after.has_value());
+  CHECK(*after == (uint64_t{1} << (SIGUSR1 - 1)));
+}
+
+TEST_CASE("a thread's siginfo is read and put back", "[ptrace][step-ahead]") {
+  auto process = launch({"/bin/true"});
+  pid_t pid = process->pid();
+  REQUIRE(process->resume(pid, StepKind::SingleStep, 0).ok());
+  (void)wait_for(*process);
+  auto info = process->read_siginfo(pid);
+  REQUIRE(info.ok());
+  siginfo_t changed{};
+  std::memcpy(&changed, info->data(), sizeof changed);
+  changed.si_errno = 42;
+  std::vector<uint8_t> bytes(sizeof changed);
+  std::memcpy(bytes.data(), &changed, sizeof changed);
+  REQUIRE(process->write_siginfo(pid, bytes).ok());
+  auto again = process->read_siginfo(pid);
+  REQUIRE(again.ok());
+  siginfo_t now{};
+  std::memcpy(&now, again->data(), sizeof now);
+  CHECK(now.si_errno == 42);
+  CHECK(now.si_signo == SIGTRAP);
 }
