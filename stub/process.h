@@ -178,31 +178,15 @@ class Process {
   virtual bool has_running_threads() const { return true; }
 
   // ---- running a step ahead (stub/step_ahead.h) ----
-  // The signals a stopped thread blocks (bit N-1 for host signal N), read
-  // and replaced so a step run ahead lets no asynchronous signal in.
-  virtual Expected<uint64_t> signal_mask(pid_t tid) {
-    (void)tid;
-    return btstub::make_error(btstub::ErrorCode::NotSupported, "No signal mask");
-  }
-  virtual Expected<void> set_signal_mask(pid_t tid, uint64_t mask) {
-    (void)tid, (void)mask;
-    return btstub::make_error(btstub::ErrorCode::NotSupported, "No signal mask");
-  }
   // Puts back a siginfo_t read with read_siginfo: undoing a step also
   // undoes what `$_siginfo` shows.
   virtual Expected<void> write_siginfo(pid_t tid, const std::vector<uint8_t>& info) {
     (void)tid, (void)info;
     return btstub::make_error(btstub::ErrorCode::NotSupported, "No siginfo");
   }
-  // Signals pending for the thread or its process (bit N-1 for host
-  // signal N), blocked ones included; nullopt when unknown.
-  virtual std::optional<uint64_t> pending_signals(pid_t tid) const {
-    (void)tid;
-    return std::nullopt;
-  }
   // Keeps `event`, which a stopped thread (or the whole process) just had,
   // to be reported on the next resume instead of running, like an event
-  // that came while stopping all: a signal sent during a step run ahead
+  // that came while stopping all: a signal that stops a step run ahead
   // belongs to the program and reaches the client in turn.
   virtual void keep_pending(const ProcessEvent& event) { (void)event; }
   // Whether a Z1-Z4 point is inserted: a step could then trip it.

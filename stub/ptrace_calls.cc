@@ -45,9 +45,7 @@ const char* request_name(int request) {
     case PTRACE_SETOPTIONS: return "PTRACE_SETOPTIONS";
     case PTRACE_GETEVENTMSG: return "PTRACE_GETEVENTMSG";
     case PTRACE_GETSIGINFO: return "PTRACE_GETSIGINFO";
-    case PTRACE_GETSIGMASK: return "PTRACE_GETSIGMASK";
     case PTRACE_SETSIGINFO: return "PTRACE_SETSIGINFO";
-    case PTRACE_SETSIGMASK: return "PTRACE_SETSIGMASK";
     default: return "ptrace request";
   }
 }
@@ -74,8 +72,6 @@ bool leaves_registers(int request, uint64_t addr) {
     case PTRACE_POKEUSER:  // only ever the debug registers
     case PTRACE_GETREGSET:
     case PTRACE_GETSIGINFO:
-    case PTRACE_GETSIGMASK:
-    case PTRACE_SETSIGMASK:
     case PTRACE_SETSIGINFO:
     case PTRACE_GETEVENTMSG:
     case PTRACE_SETOPTIONS:

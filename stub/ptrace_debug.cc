@@ -335,27 +335,6 @@ Expected<void> PtraceProcess::write_siginfo(pid_t tid, const std::vector<uint8_t
   return {};
 }
 
-// The kernel's sigset is one 64-bit word on x86-64; PTRACE_[GS]ETSIGMASK
-// insist on exactly that size.
-Expected<uint64_t> PtraceProcess::signal_mask(pid_t tid) {
-  auto found = threads_.find(tid);
-  if (!alive_ || found == threads_.end() || found->second.running) {
-    return make_error(ErrorCode::NoProcess, "No stopped thread " + std::to_string(tid));
-  }
-  uint64_t mask = 0;
-  if (auto r = do_ptrace(PTRACE_GETSIGMASK, tid, sizeof mask, &mask); !r) return r.error();
-  return mask;
-}
-
-Expected<void> PtraceProcess::set_signal_mask(pid_t tid, uint64_t mask) {
-  auto found = threads_.find(tid);
-  if (!alive_ || found == threads_.end() || found->second.running) {
-    return make_error(ErrorCode::NoProcess, "No stopped thread " + std::to_string(tid));
-  }
-  if (auto r = do_ptrace(PTRACE_SETSIGMASK, tid, sizeof mask, &mask); !r) return r.error();
-  return {};
-}
-
 // --- Running past the tracer's int3s -----------------------------------------
 
 pid_t PtraceProcess::reap(pid_t want, int* status, int flags) {

@@ -1,7 +1,6 @@
 // PtraceProcess::executable and shadow_stack: the permissions of the mapping holding an
 // address, read when asked (breakpoints are inserted rarely, and mappings
 // change with every dlopen).
-#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -17,22 +16,6 @@ std::optional<bool> PtraceProcess::executable(uint64_t addr) const {
     if (addr >= m.begin && addr < m.end) return m.executable;
   }
   return false;  // unmapped
-}
-
-// SigPnd (the thread's) and ShdPnd (the process's) from the thread's status.
-std::optional<uint64_t> PtraceProcess::pending_signals(pid_t tid) const {
-  std::ifstream status("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(tid) + "/status");
-  std::string line;
-  uint64_t pending = 0;
-  int found = 0;
-  while (std::getline(status, line)) {
-    if (line.rfind("SigPnd:", 0) == 0 || line.rfind("ShdPnd:", 0) == 0) {
-      pending |= std::strtoull(line.c_str() + 7, nullptr, 16);
-      ++found;
-    }
-  }
-  if (found != 2) return std::nullopt;
-  return pending;
 }
 
 // Kernels built with user shadow stacks list them in the thread's status

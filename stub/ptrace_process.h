@@ -79,11 +79,8 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
 
   bool has_hw_points() const override { return debug_registers_work(); }
   std::optional<bool> executable(uint64_t addr) const override;
-  Expected<uint64_t> signal_mask(pid_t tid) override;
-  Expected<void> set_signal_mask(pid_t tid, uint64_t mask) override;
   void keep_pending(const ProcessEvent& event) override;
   Expected<void> write_siginfo(pid_t tid, const std::vector<uint8_t>& info) override;
-  std::optional<uint64_t> pending_signals(pid_t tid) const override;
   bool hw_points_in_use() const override { return !user_debug_.empty(); }
   std::vector<MemoryMapping> mappings() const override { return read_maps(pid_); }
   bool shadow_stack(pid_t tid) const override;

@@ -13,20 +13,19 @@ namespace {
 
 using protocol::Amd64Reg;
 
-constexpr uint64_t signal_bit(int signal) { return uint64_t{1} << (signal - 1); }
-
-// Signals the kernel raises for the instruction itself (a step's SIGTRAP
-// among them). They stay as the program had them: the kernel resets the
-// handler of a blocked signal it must force on a thread.
-constexpr uint64_t kRaisedByInstructions = signal_bit(SIGSEGV) | signal_bit(SIGBUS) | signal_bit(SIGFPE) |
-                                           signal_bit(SIGILL) | signal_bit(SIGTRAP) | signal_bit(SIGSYS);
-
 // A trap at the end of the step: the instruction ran (or a Z1 at the pc
 // stopped it first). Either way the register file and the saved bytes
 // are all it changed.
 bool trap_of_step(const ProcessEvent& event) {
-  return event.kind == ProcessEvent::Kind::Stopped && event.signal == SIGTRAP && !event.exec_path &&
-         event.fork_child == 0 && !event.vfork_done;
+  return event.kind == ProcessEvent::Kind::Stopped && event.signal == SIGTRAP &&
+         (event.single_stepped || event.hw_stop) && !event.exec_path && event.fork_child == 0 && !event.vfork_done;
+}
+
+// The signals an instruction raises. Others can carry a kernel si_code as
+// well (an interval timer's SIGALRM is SI_KERNEL) without being a fault.
+bool raised_by_instructions(int signal) {
+  return signal == SIGSEGV || signal == SIGBUS || signal == SIGFPE || signal == SIGILL || signal == SIGTRAP ||
+         signal == SIGSYS;
 }
 
 // si_code of the signal `tid` stopped with: above 0 when the kernel raised
@@ -42,16 +41,6 @@ std::optional<int> signal_code(Process& process, pid_t tid) {
 
 }  // namespace
 
-// Nothing pending that the program would take at its next resume (the
-// mask is the program's own here), and no shadow stack.
-bool StepAhead::may_start(Process& process, pid_t tid) {
-  if (!shadow_stack_) shadow_stack_ = process.shadow_stack(tid);
-  if (*shadow_stack_) return false;
-  auto pending = process.pending_signals(tid);
-  auto mask = process.signal_mask(tid);
-  return pending && mask && (*pending & ~*mask) == 0;
-}
-
 void StepAhead::run(Process& process, pid_t tid, const std::set<int>& passed) {
   if (taken_) return;
   if (chances_to_skip_ > 0) {
@@ -63,7 +52,8 @@ void StepAhead::run(Process& process, pid_t tid, const std::set<int>& passed) {
     if (!opened) return;
     decoder_.emplace(std::move(*opened));
   }
-  if (!may_start(process, tid)) return;
+  if (!shadow_stack_) shadow_stack_ = process.shadow_stack(tid);
+  if (*shadow_stack_) return;
   Taken taken;
   taken.tid = tid;
   auto before = process.read_registers(tid);
@@ -73,20 +63,14 @@ void StepAhead::run(Process& process, pid_t tid, const std::set<int>& passed) {
   if (!saved) return;
   taken.saved = std::move(*saved);
   if (auto info = process.read_siginfo(tid)) taken.siginfo = std::move(*info);
-  auto mask = process.signal_mask(tid);
-  if (!mask || !process.set_signal_mask(tid, *mask | ~kRaisedByInstructions)) return;
   process.set_pass_signals({});
   auto resumed = process.resume(tid, StepKind::SingleStep, 0);
   // Blocking is safe: the instruction makes no system call, and its memory
-  // is mapped for it, so the step ends at once.
+  // is mapped for it, so the step ends at once (or a signal stops it first).
   auto event = resumed ? process.wait_event() : Expected<ProcessEvent>(resumed.error());
   process.set_pass_signals(passed);
-  if (!event) {
-    (void)process.set_signal_mask(tid, *mask);
-    return;  // nothing ran, or the process is gone, as the next request finds
-  }
+  if (!event) return;  // nothing ran, or the process is gone, as the next request finds
   event->pid = process.pid();
-  if (event->kind == ProcessEvent::Kind::Stopped) (void)process.set_signal_mask(event->tid, *mask);
   taken.event = *event;
   settle(process, std::move(taken), passed);
 }
@@ -101,7 +85,7 @@ void StepAhead::settle(Process& process, Taken taken, const std::set<int>& passe
     auto code = signal_code(process, taken.tid);
     auto now = process.read_general_registers(taken.tid);
     bool unmoved = now && now->get_u64(Amd64Reg::rip) == taken.before.get_u64(Amd64Reg::rip);
-    if (code && *code > 0 && unmoved) {
+    if (raised_by_instructions(event.signal) && code && *code > 0 && unmoved) {
       // Its own fault. The client's step finds it again; one the client
       // passes is the program's to handle then, with the process's help.
       if (passed.count(event.signal) != 0) return;
@@ -111,8 +95,9 @@ void StepAhead::settle(Process& process, Taken taken, const std::set<int>& passe
       return;
     }
   }
-  // Sent to the program meanwhile, or its end: the client hears of it on
-  // the next resume, whatever that asks for.
+  // A signal that was pending or came meanwhile (it stops the thread before
+  // the instruction runs), or the program's end: the client hears of it on
+  // the next resume, whatever that asks for, as without the step ahead.
   process.keep_pending(event);
 }
 
@@ -152,7 +137,7 @@ const MemoryMapping* StepAhead::mapping_of(Process& process, uint64_t addr, uint
 
 std::optional<ProcessEvent> StepAhead::take(Process& process, pid_t tid) {
   if (!taken_ || taken_->tid != tid) return std::nullopt;
-  if (!process.signal_mask(tid)) {  // no longer stopped: killed meanwhile
+  if (!process.read_siginfo(tid)) {  // no longer stopped: killed meanwhile
     taken_.reset();
     return std::nullopt;
   }

@@ -16,21 +16,19 @@
 // saved first; the mappings must let the program read them (and write
 // the written ones: /proc/PID/mem would read a PROT_NONE page); a step
 // that writes to a shared mapping (another process could see it) is not
-// run ahead, and nothing is where the program has a
-// shadow stack (a call or ret moves its pointer too). Undoing restores the register file and
-// those bytes. Asynchronous signals are blocked while the step runs, so a
-// signal cannot slip in and run a handler; one that cannot be blocked (a
-// SIGSTOP, a SIGKILL) or is sent as a fault signal is kept by the process
-// for the next resume (Process::keep_pending), as if it came while the
-// program was stopped. Nothing runs ahead while a signal the program does
-// not block is pending: the client's next step must be a real one, which
-// delivers it (so a signal waits at most one step, as it might have
-// arrived a moment later). While the step runs, the process passes no
-// signal on its own (QPassSignals), so none can enter a handler. A fault
-// raised by the instruction itself (pc unchanged) needs no undo: the next
-// resume discards the signal, and the instruction runs, and faults, again;
-// if the client passes that signal, the step is left to the client's
-// request altogether. Undoing also puts back the thread's siginfo.
+// run ahead, and nothing is where the program has a shadow stack (a call
+// or ret moves its pointer too). Undoing restores the register file, those
+// bytes and the thread's siginfo.
+//
+// Signals: while the step runs the process passes none by itself
+// (QPassSignals), so none can enter a handler. A signal that was pending,
+// or comes meanwhile, stops the thread before an instruction runs; the
+// process keeps that stop for the next resume (Process::keep_pending),
+// whatever the client asks then, as if the step ahead had not been tried.
+// A fault raised by the instruction itself (pc unchanged) needs no undo:
+// the next resume discards the signal, and the instruction runs, and
+// faults, again; a fault the client passes is left to the client's step
+// altogether, so the process delivers it in the usual way.
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -89,7 +87,6 @@ class StepAhead {
 
   std::optional<std::vector<SavedBytes>> save_footprint(Process& process, const protocol::RegisterFile& regs);
   const MemoryMapping* mapping_of(Process& process, uint64_t addr, uint64_t len);
-  bool may_start(Process& process, pid_t tid);
   void settle(Process& process, Taken taken, const std::set<int>& passed);
 
   std::optional<Taken> taken_;

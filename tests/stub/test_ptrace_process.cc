@@ -506,25 +506,6 @@ TEST_CASE("continuing from a breakpoint puts the int3 back", "[ptrace]") {
   CHECK(pc_of(*process) != entry);
 }
 
-TEST_CASE("a stopped thread's signal mask is read and replaced", "[ptrace][step-ahead]") {
-  auto process = launch({"/bin/true"});
-  pid_t pid = process->pid();
-  auto mask = process->signal_mask(pid);
-  REQUIRE(mask.ok());
-  const uint64_t usr1 = uint64_t{1} << (SIGUSR1 - 1);
-  REQUIRE(process->set_signal_mask(pid, *mask | usr1).ok());
-  auto now = process->signal_mask(pid);
-  REQUIRE(now.ok());
-  CHECK(*now == (*mask | usr1));
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line, blocked;
-  while (std::getline(status, line)) {
-    if (line.rfind("SigBlk:", 0) == 0) blocked = line;
-  }
-  CHECK_THAT(blocked, Catch::EndsWith("0000000000000200"));  // SIGUSR1, as the kernel has it
-  REQUIRE(process->set_signal_mask(pid, *mask).ok());
-}
-
 TEST_CASE("an event kept for later is what the next resume reports, without running", "[ptrace][step-ahead]") {
   auto process = launch({"/bin/true"});
   pid_t pid = process->pid();
@@ -575,18 +556,6 @@ TEST_CASE("a step run ahead and undone leaves registers and memory as they were"
     CHECK(after->get_u64(reg) == regs->get_u64(reg));
   }
   CHECK(raw_bytes(pid, slot, 8) == before);
-}
-
-TEST_CASE("a signal sent to a stopped thread shows as pending until it resumes", "[ptrace][step-ahead]") {
-  auto process = launch({"/bin/true"});
-  pid_t pid = process->pid();
-  auto before = process->pending_signals(pid);
-  REQUIRE(before.has_value());
-  CHECK(*before == 0);
-  REQUIRE(::kill(pid, SIGUSR1) == 0);
-  auto after = process->pending_signals(pid);
-  REQUIRE(after.has_value());
-  CHECK(*after == (uint64_t{1} << (SIGUSR1 - 1)));
 }
 
 TEST_CASE("a thread's siginfo is read and put back", "[ptrace][step-ahead]") {
