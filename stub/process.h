@@ -184,11 +184,21 @@ class Process {
     (void)tid, (void)info;
     return btstub::make_error(btstub::ErrorCode::NotSupported, "No siginfo");
   }
+  // Whether a signal waits in the thread's queue or its process's, blocked
+  // or not; an error when the thread is gone.
+  virtual Expected<bool> signal_waiting(pid_t tid) {
+    (void)tid;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No signal queues");
+  }
   // Keeps `event`, which a stopped thread (or the whole process) just had,
   // to be reported on the next resume instead of running, like an event
   // that came while stopping all: a signal that stops a step run ahead
   // belongs to the program and reaches the client in turn.
-  virtual void keep_pending(const ProcessEvent& event) { (void)event; }
+  // `siginfo` (read_siginfo's bytes) is the signal's, put back when it is
+  // reported or delivered.
+  virtual void keep_pending(const ProcessEvent& event, const std::vector<uint8_t>& siginfo) {
+    (void)event, (void)siginfo;
+  }
   // Whether a Z1-Z4 point is inserted: a step could then trip it.
   virtual bool hw_points_in_use() const { return false; }
   // The program's mappings now; empty when unknown.

@@ -46,6 +46,7 @@ const char* request_name(int request) {
     case PTRACE_GETEVENTMSG: return "PTRACE_GETEVENTMSG";
     case PTRACE_GETSIGINFO: return "PTRACE_GETSIGINFO";
     case PTRACE_SETSIGINFO: return "PTRACE_SETSIGINFO";
+    case PTRACE_PEEKSIGINFO: return "PTRACE_PEEKSIGINFO";
     default: return "ptrace request";
   }
 }
@@ -73,6 +74,7 @@ bool leaves_registers(int request, uint64_t addr) {
     case PTRACE_GETREGSET:
     case PTRACE_GETSIGINFO:
     case PTRACE_SETSIGINFO:
+    case PTRACE_PEEKSIGINFO:
     case PTRACE_GETEVENTMSG:
     case PTRACE_SETOPTIONS:
       return true;

@@ -335,6 +335,21 @@ Expected<void> PtraceProcess::write_siginfo(pid_t tid, const std::vector<uint8_t
   return {};
 }
 
+Expected<bool> PtraceProcess::signal_waiting(pid_t tid) {
+  auto found = threads_.find(tid);
+  if (!alive_ || found == threads_.end() || found->second.running) {
+    return make_error(ErrorCode::NoProcess, "No stopped thread " + std::to_string(tid));
+  }
+  for (uint32_t flags : {0u, static_cast<uint32_t>(PTRACE_PEEKSIGINFO_SHARED)}) {
+    __ptrace_peeksiginfo_args args{0, flags, 1};
+    siginfo_t info{};
+    auto r = do_ptrace(PTRACE_PEEKSIGINFO, tid, reinterpret_cast<uint64_t>(&args), &info);
+    if (!r) return r.error();
+    if (*r > 0) return true;
+  }
+  return false;
+}
+
 // --- Running past the tracer's int3s -----------------------------------------
 
 pid_t PtraceProcess::reap(pid_t want, int* status, int flags) {

@@ -197,18 +197,42 @@ std::optional<ProcessEvent> PtraceProcess::take_pending() {
       passed.push_back(tid);
       continue;
     }
+    restore_kept_siginfo(tid, thread);
     thread.pending.reset();
-    for (auto& [other, state] : threads_) state.deferred.reset();
+    for (auto& [other, state] : threads_) {
+      // A signal the client gave with its resume is not lost to the
+      // event reported instead: the thread has it on its next resume.
+      if (state.deferred && state.deferred_signal != 0) requeue_signal(other, state.deferred_signal);
+      state.deferred.reset();
+      state.deferred_signal = 0;
+    }
     stop_all_threads(tid);  // normally nobody runs; threads left running (no action) do
     last_reported_ = tid;
     return event;
   }
   for (pid_t tid : passed) {
     ThreadState& thread = threads_[tid];
+    if (thread.deferred_signal != 0) requeue_signal(tid, thread.deferred_signal);
+    restore_kept_siginfo(tid, thread);
     thread.deferred_signal = thread.pending->signal;  // delivered when it starts
     thread.pending.reset();
   }
   return std::nullopt;
+}
+
+// The thread stands in the kept signal's delivery stop again: what the
+// client reads as $_siginfo, and what the kernel delivers, is that
+// signal's own siginfo.
+void PtraceProcess::restore_kept_siginfo(pid_t tid, ThreadState& thread) {
+  if (thread.pending_siginfo.empty()) return;
+  (void)write_siginfo(tid, thread.pending_siginfo);
+  thread.pending_siginfo.clear();
+}
+
+// The kernel queues it for the thread as if sent now (gdbserver keeps such
+// signals in a list of its own for the same purpose).
+void PtraceProcess::requeue_signal(pid_t tid, int signal) {
+  (void)::syscall(SYS_tgkill, pid_, tid, signal);
 }
 
 void PtraceProcess::commit_deferred() {
@@ -521,7 +545,7 @@ void PtraceProcess::stop_all() {
   }
 }
 
-void PtraceProcess::keep_pending(const ProcessEvent& event) {
+void PtraceProcess::keep_pending(const ProcessEvent& event, const std::vector<uint8_t>& siginfo) {
   if (event.kind == ProcessEvent::Kind::Exited || event.kind == ProcessEvent::Kind::Killed) {
     ended_while_stopping_ = event;
     return;
@@ -531,6 +555,7 @@ void PtraceProcess::keep_pending(const ProcessEvent& event) {
   auto pc = read_pc(event.tid);
   found->second.pending = event;
   found->second.pending_pc = pc ? *pc : 0;
+  found->second.pending_siginfo = siginfo;
 }
 
 bool PtraceProcess::has_pending_event() const {

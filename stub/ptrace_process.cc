@@ -588,9 +588,10 @@ Expected<void> PtraceProcess::detach() {
   breakpoints_.clear();
   trace_int3s_.clear();
   Expected<void> result;
-  for (const auto& [tid, state] : threads_) {
+  for (auto& [tid, state] : threads_) {
     // A signal kept while stopping all still belongs to the program.
     int deliver = state.pending && state.pending->signal != SIGTRAP ? state.pending->signal : 0;
+    if (deliver != 0) restore_kept_siginfo(tid, state);
     auto r = do_ptrace(PTRACE_DETACH, tid, 0, signal_arg(deliver));
     if (!r && tid == pid_) result = r.error();
   }

@@ -79,7 +79,8 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
 
   bool has_hw_points() const override { return debug_registers_work(); }
   std::optional<bool> executable(uint64_t addr) const override;
-  void keep_pending(const ProcessEvent& event) override;
+  void keep_pending(const ProcessEvent& event, const std::vector<uint8_t>& siginfo) override;
+  Expected<bool> signal_waiting(pid_t tid) override;
   Expected<void> write_siginfo(pid_t tid, const std::vector<uint8_t>& info) override;
   bool hw_points_in_use() const override { return !user_debug_.empty(); }
   std::vector<MemoryMapping> mappings() const override { return read_maps(pid_); }
@@ -146,6 +147,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     bool sigstop_expected = false;        // our all-stop SIGSTOP is still to come
     std::optional<ProcessEvent> pending;  // an event kept while stopping all
     uint64_t pending_pc = 0;              // pc when `pending` was kept
+    std::vector<uint8_t> pending_siginfo; // its siginfo, when it was kept by keep_pending
     std::optional<StepKind> deferred;     // resume requested while another event is pending
     int deferred_signal = 0;
     std::optional<uint64_t> trace_stop;   // the tracer's slot-3 breakpoint
@@ -169,6 +171,8 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
 
   Expected<std::optional<ProcessEvent>> next_event(bool block);
   std::optional<ProcessEvent> take_pending();
+  void restore_kept_siginfo(pid_t tid, ThreadState& thread);
+  void requeue_signal(pid_t tid, int signal);
   void commit_deferred();
   std::optional<ProcessEvent> handle_status(pid_t tid, int status);
   std::optional<ProcessEvent> classify_stop(pid_t tid, ThreadState& thread, int signal);

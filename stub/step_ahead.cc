@@ -54,6 +54,9 @@ void StepAhead::run(Process& process, pid_t tid, const std::set<int>& passed) {
   }
   if (!shadow_stack_) shadow_stack_ = process.shadow_stack(tid);
   if (*shadow_stack_) return;
+  // A signal already waiting is the client's next stop (or the program's
+  // handler): the next step must be a real one.
+  if (auto waiting = process.signal_waiting(tid); !waiting || *waiting) return;
   Taken taken;
   taken.tid = tid;
   auto before = process.read_registers(tid);
@@ -88,7 +91,10 @@ void StepAhead::settle(Process& process, Taken taken, const std::set<int>& passe
     if (raised_by_instructions(event.signal) && code && *code > 0 && unmoved) {
       // Its own fault. The client's step finds it again; one the client
       // passes is the program's to handle then, with the process's help.
-      if (passed.count(event.signal) != 0) return;
+      if (passed.count(event.signal) != 0) {
+        if (taken.siginfo) (void)process.write_siginfo(taken.tid, *taken.siginfo);
+        return;
+      }
       taken.saved.clear();
       taken.faulted = true;
       taken_ = std::move(taken);
@@ -98,7 +104,13 @@ void StepAhead::settle(Process& process, Taken taken, const std::set<int>& passe
   // A signal that was pending or came meanwhile (it stops the thread before
   // the instruction runs), or the program's end: the client hears of it on
   // the next resume, whatever that asks for, as without the step ahead.
-  process.keep_pending(event);
+  std::vector<uint8_t> kept_siginfo;
+  if (event.kind == ProcessEvent::Kind::Stopped) {
+    if (auto info = process.read_siginfo(event.tid)) kept_siginfo = std::move(*info);
+  }
+  process.keep_pending(event, kept_siginfo);
+  // Until then $_siginfo is the last stop's.
+  if (event.kind == ProcessEvent::Kind::Stopped && taken.siginfo) (void)process.write_siginfo(taken.tid, *taken.siginfo);
 }
 
 std::optional<std::vector<StepAhead::SavedBytes>> StepAhead::save_footprint(Process& process,
@@ -137,10 +149,14 @@ const MemoryMapping* StepAhead::mapping_of(Process& process, uint64_t addr, uint
 
 std::optional<ProcessEvent> StepAhead::take(Process& process, pid_t tid) {
   if (!taken_ || taken_->tid != tid) return std::nullopt;
-  if (!process.read_siginfo(tid)) {  // no longer stopped: killed meanwhile
+  auto waiting = process.signal_waiting(tid);
+  if (!waiting) {  // no longer stopped: killed meanwhile
     taken_.reset();
     return std::nullopt;
   }
+  // Sent while the client looked at the last stop: the client's step must
+  // meet it before any instruction runs, so this one is undone.
+  if (*waiting) return std::nullopt;
   ProcessEvent event = taken_->event;
   taken_.reset();
   undone_in_a_row_ = 0;

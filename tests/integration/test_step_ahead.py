@@ -9,11 +9,13 @@ last one, and undoes it when gdb asks for something else
    variables it prints (`add %rax,-0x8(%rbp)` writes `a`) before stepping
    them, changes a variable and the pc between steps, inserts breakpoints
    between steps, and continues to the exit.
-2. A program killed from outside between two steps (compared with
-   gdbserver), and segv_steps.c stepped through reads that fault and that
+2. A program killed from outside between two steps, and usr_signals.c
+   sent SIGUSR1 from outside between two steps (reported, or passed and
+   then followed by gdb's `signal SIGUSR2`), compared with gdbserver (the
+   passed one with btstub --no-step-ahead, see below); and segv_steps.c stepped through reads that fault and that
    its SIGSEGV handler recovers from, gdb passing SIGSEGV (compared with
-   btstub --no-step-ahead: there gdbserver ends `stepi 400` at another pc,
-   with or without step ahead).
+   btstub --no-step-ahead: a step that meets a passed signal ends at the
+   handler's first instruction in btstub, past the handler in gdbserver).
 3. tests/programs/alarm_steps.c is stepped 2,500 times while an interval
    timer sends SIGALRM every 5 ms (passed to the program without
    stopping): the alarms reach it while it is stepped (at least 10), and
@@ -94,6 +96,37 @@ FAULTS = [
     "continue",
 ]
 
+# SIGUSR1 sent from outside between two steps: the next step meets it
+# before any instruction runs.
+SENT_BETWEEN_STEPS = [
+    "break spin",
+    "continue",
+    "delete",
+    "stepi 12",
+    "python import os, signal; os.kill(gdb.selected_inferior().pid, signal.SIGUSR1)",
+    "shell sleep 0.2",
+    "stepi",
+    "print $pc",
+    "stepi",
+    "print $pc",
+    "print $_siginfo.si_signo",
+    "continue",
+]
+
+# The same, passed to the program, and then gdb gives SIGUSR2 itself.
+PASSED_THEN_GIVEN = [
+    "handle SIGUSR1 nostop noprint pass",
+    "break spin",
+    "continue",
+    "delete",
+    "stepi 12",
+    "python import os, signal; os.kill(gdb.selected_inferior().pid, signal.SIGUSR1)",
+    "shell sleep 0.2",
+    "stepi",
+    "print $pc",
+    "signal SIGUSR2",
+]
+
 # Killed from outside between two steps: the next step reports its death.
 KILLED = [
     "break step_loop",
@@ -126,25 +159,30 @@ def main(args, c):
                unified_diff(ref_lines, lines, ref_name, name))
 
     for name, prog_name, commands in (("faults passed to the program", "segv_steps", FAULTS),
-                                      ("a kill between steps", "stepper", KILLED)):
+                                      ("a kill between steps", "stepper", KILLED),
+                                      ("a signal sent between steps", "usr_signals", SENT_BETWEEN_STEPS),
+                                      ("a passed signal, then one gdb gives", "usr_signals",
+                                       PASSED_THEN_GIVEN)):
         outputs = []
         for kind, options in runs:
             result, server = run_gdb_tcp(kind, program(prog_name), [], commands, options=options)
             if harness.VERBOSE:
                 print(result.transcript())
             outputs.append((kind + " " + " ".join(options), result, server))
-        # Passed faults while stepping: btstub and gdbserver stop at
-        # different pcs after `stepi 400` (with or without step ahead; not
-        # yet understood), so there the reference is btstub without it.
-        ref_name, ref, ref_server = outputs[-1] if prog_name == "segv_steps" else outputs[0]
+        # A signal passed while stepping: gdbserver's step ends past the
+        # handler, btstub's (with or without step ahead) at its first
+        # instruction, as the kernel reports it; so there the reference
+        # is btstub without step ahead.
+        passes = "pass" in commands[0]
+        ref_name, ref, ref_server = outputs[-1] if passes else outputs[0]
         ref_lines = normalise(ref.transcript().split("\n", 1)[1])
         for name_of_run, result, server in outputs[1:2]:
             lines = normalise(result.transcript().split("\n", 1)[1])
             c.true("%s: transcript of %s is %s's" % (name, name_of_run, ref_name), lines == ref_lines,
                    unified_diff(ref_lines, lines, ref_name, name_of_run))
-            if prog_name == "segv_steps":
-                c.equal("%s: program output of %s is %s's" % (name, name_of_run, ref_name),
-                        ref_server.stdout, server.stdout)
+            if prog_name != "stepper":  # what the program saw: as under gdbserver
+                c.equal("%s: program output of %s is gdbserver's" % (name, name_of_run),
+                        outputs[0][2].stdout, server.stdout)
 
     alarm_prog = program("alarm_steps")
     result, server = run_gdb_tcp(args.server, alarm_prog, [], ALARMS)

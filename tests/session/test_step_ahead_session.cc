@@ -87,7 +87,12 @@ class SteppingProcess : public test::FakeProcess {
   std::vector<stub::MemoryMapping> mappings() const override {
     return {{0x401000, 0x402000, true, false, true, false}, {0x7ffe0000, 0x7ffe1000, true, true, false, shared_stack}};
   }
-  void keep_pending(const stub::ProcessEvent& event) override {
+  bool signal_queued = false;  // sent while stopped, not yet delivered
+  stub::Expected<bool> signal_waiting(pid_t) override {
+    if (gone) return btstub::make_error(btstub::ErrorCode::NoProcess, "No such process");
+    return signal_queued;
+  }
+  void keep_pending(const stub::ProcessEvent& event, const std::vector<uint8_t>&) override {
     log.push_back("keep_pending " + std::to_string(event.signal));
     events.push_front(event);
   }
@@ -326,4 +331,20 @@ TEST_CASE("a timer's signal with a kernel si_code is no fault of the instruction
   f.step();
   CHECK(f.process.log.back() == "keep_pending " + std::to_string(SIGALRM));
   CHECK_FALSE(f.session.step_ahead.active());
+}
+
+TEST_CASE("a signal queued while the client looks at a stop is met by a real step", "[step-ahead]") {
+  Fixture f;
+  f.process.signal_queued = true;  // already waiting: nothing runs ahead
+  f.step();
+  CHECK(f.process.steps() == 1);
+
+  Fixture g;
+  g.step();
+  REQUIRE(g.session.step_ahead.active());
+  g.process.signal_queued = true;  // sent after the step ahead ran
+  auto reply = g.session.handle_packet("vCont;s:p64.64");
+  CHECK_FALSE(reply.payload.has_value());  // undone, and stepped for real
+  CHECK(g.process.pc() == 0x401008);
+  CHECK(g.process.steps() == 3);
 }

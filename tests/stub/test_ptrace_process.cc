@@ -513,7 +513,7 @@ TEST_CASE("an event kept for later is what the next resume reports, without runn
   ProcessEvent kept;
   kept.tid = pid;
   kept.signal = SIGUSR1;
-  process->keep_pending(kept);
+  process->keep_pending(kept, {});
   CHECK(process->has_pending_event());
   REQUIRE(process->resume(pid, StepKind::SingleStep, 0).ok());
   auto event = wait_for(*process);
@@ -577,4 +577,16 @@ TEST_CASE("a thread's siginfo is read and put back", "[ptrace][step-ahead]") {
   std::memcpy(&now, again->data(), sizeof now);
   CHECK(now.si_errno == 42);
   CHECK(now.si_signo == SIGTRAP);
+}
+
+TEST_CASE("a signal sent to a stopped thread waits in its queue", "[ptrace][step-ahead]") {
+  auto process = launch({"/bin/true"});
+  pid_t pid = process->pid();
+  auto before = process->signal_waiting(pid);
+  REQUIRE(before.ok());
+  CHECK_FALSE(*before);
+  REQUIRE(::kill(pid, SIGUSR1) == 0);  // the process's queue
+  auto after = process->signal_waiting(pid);
+  REQUIRE(after.ok());
+  CHECK(*after);
 }
