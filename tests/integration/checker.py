@@ -15,6 +15,9 @@ _NORMALISERS = [
     # padding follows how many digits the pids have (they wrap at pid_max).
     (re.compile(r"(Thread PID\.TID(?: \"[^\"]*\")?) {2,}"), r"\1  "),
     (re.compile(r"Target Id {2,}Frame"), "Target Id  Frame"),
+    # `info inferiors` pads its Description column the same way.
+    (re.compile(r"(process PID) {2,}"), r"\1  "),
+    (re.compile(r"Description {2,}Connection"), "Description  Connection"),
     (re.compile(r"LWP \d+"), "LWP TID"),
     (re.compile(r"pid = \d+"), "pid = PID"),
     # Stack addresses depend on the environment the program was started
