@@ -313,10 +313,16 @@ int PtraceProcess::thread_core(pid_t tid) const {
   return -1;
 }
 
-Expected<std::vector<uint8_t>> PtraceProcess::read_siginfo(pid_t tid) {
+// The siginfo requests and PTRACE_PEEKSIGINFO need a thread in a ptrace stop.
+Expected<void> PtraceProcess::require_stopped(pid_t tid) const {
   auto found = threads_.find(tid);
   if (!alive_ || found == threads_.end()) return make_error(ErrorCode::NoProcess, "No thread " + std::to_string(tid));
   if (found->second.running) return make_error(ErrorCode::InvalidArgument, "Thread is running");
+  return {};
+}
+
+Expected<std::vector<uint8_t>> PtraceProcess::read_siginfo(pid_t tid) {
+  if (auto stopped = require_stopped(tid); !stopped) return stopped.error();
   siginfo_t info{};
   if (auto r = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info); !r) return r.error();
   const auto* bytes = reinterpret_cast<const uint8_t*>(&info);
@@ -324,10 +330,7 @@ Expected<std::vector<uint8_t>> PtraceProcess::read_siginfo(pid_t tid) {
 }
 
 Expected<void> PtraceProcess::write_siginfo(pid_t tid, const std::vector<uint8_t>& bytes) {
-  auto found = threads_.find(tid);
-  if (!alive_ || found == threads_.end() || found->second.running) {
-    return make_error(ErrorCode::NoProcess, "No stopped thread " + std::to_string(tid));
-  }
+  if (auto stopped = require_stopped(tid); !stopped) return stopped.error();
   siginfo_t info{};
   if (bytes.size() != sizeof info) return make_error(ErrorCode::InvalidArgument, "Bad siginfo size");
   std::memcpy(&info, bytes.data(), sizeof info);
@@ -336,10 +339,7 @@ Expected<void> PtraceProcess::write_siginfo(pid_t tid, const std::vector<uint8_t
 }
 
 Expected<bool> PtraceProcess::signal_waiting(pid_t tid) {
-  auto found = threads_.find(tid);
-  if (!alive_ || found == threads_.end() || found->second.running) {
-    return make_error(ErrorCode::NoProcess, "No stopped thread " + std::to_string(tid));
-  }
+  if (auto stopped = require_stopped(tid); !stopped) return stopped.error();
   for (uint32_t flags : {0u, static_cast<uint32_t>(PTRACE_PEEKSIGINFO_SHARED)}) {
     __ptrace_peeksiginfo_args args{0, flags, 1};
     siginfo_t info{};

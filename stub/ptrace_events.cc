@@ -573,18 +573,13 @@ bool PtraceProcess::has_running_threads() const {
 // thread stays stopped too), or a real event kept for later.
 void PtraceProcess::keep_while_stopping(pid_t tid, int status) {
   auto event = handle_status(tid, status);
-  if (event && (event->kind == ProcessEvent::Kind::Exited || event->kind == ProcessEvent::Kind::Killed)) {
-    ended_while_stopping_ = event;
-    return;
+  if (!event || event->kind == ProcessEvent::Kind::ThreadExited) return;
+  if (event->kind == ProcessEvent::Kind::Stopped) {
+    auto found = threads_.find(tid);
+    if (found == threads_.end()) return;
+    found->second.sigstop_expected = true;  // not consumed by this event
   }
-  auto found = threads_.find(tid);
-  if (!event || found == threads_.end()) return;
-  if (event->kind != ProcessEvent::Kind::Stopped) return;
-  ThreadState& thread = found->second;
-  thread.sigstop_expected = true;  // not consumed by this event
-  auto pc = read_pc(tid);
-  thread.pending = *event;
-  thread.pending_pc = pc ? *pc : 0;
+  keep_pending(*event, {});
 }
 
 }  // namespace stub

@@ -172,6 +172,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<std::optional<ProcessEvent>> next_event(bool block);
   std::optional<ProcessEvent> take_pending();
   void restore_kept_siginfo(pid_t tid, ThreadState& thread);
+  Expected<void> require_stopped(pid_t tid) const;
   void requeue_signal(pid_t tid, int signal);
   void commit_deferred();
   std::optional<ProcessEvent> handle_status(pid_t tid, int status);

@@ -28,14 +28,14 @@ bool raised_by_instructions(int signal) {
          signal == SIGSYS;
 }
 
-// si_code of the signal `tid` stopped with: above 0 when the kernel raised
-// it, 0 or below when a process sent it (kill, tgkill, sigqueue).
-std::optional<int> signal_code(Process& process, pid_t tid) {
-  auto info = process.read_siginfo(tid);
+// si_code of a siginfo_t (read_siginfo's bytes): above 0 when the kernel
+// raised the signal, 0 or below when a process sent it (kill, tgkill,
+// sigqueue).
+std::optional<int> signal_code(const std::vector<uint8_t>& info) {
   constexpr std::size_t kCodeOffset = offsetof(siginfo_t, si_code);
-  if (!info || info->size() < kCodeOffset + sizeof(int)) return std::nullopt;
+  if (info.size() < kCodeOffset + sizeof(int)) return std::nullopt;
   int code = 0;
-  std::memcpy(&code, info->data() + kCodeOffset, sizeof code);
+  std::memcpy(&code, info.data() + kCodeOffset, sizeof code);
   return code;
 }
 
@@ -84,8 +84,13 @@ void StepAhead::settle(Process& process, Taken taken, const std::set<int>& passe
     taken_ = std::move(taken);
     return;
   }
+  // The signal's own siginfo: to tell a fault, and kept with the signal.
+  std::vector<uint8_t> kept_siginfo;
+  if (event.kind == ProcessEvent::Kind::Stopped) {
+    if (auto info = process.read_siginfo(event.tid)) kept_siginfo = std::move(*info);
+  }
   if (event.tid == taken.tid && event.kind == ProcessEvent::Kind::Stopped) {
-    auto code = signal_code(process, taken.tid);
+    auto code = signal_code(kept_siginfo);
     auto now = process.read_general_registers(taken.tid);
     bool unmoved = now && now->get_u64(Amd64Reg::rip) == taken.before.get_u64(Amd64Reg::rip);
     if (raised_by_instructions(event.signal) && code && *code > 0 && unmoved) {
@@ -104,10 +109,6 @@ void StepAhead::settle(Process& process, Taken taken, const std::set<int>& passe
   // A signal that was pending or came meanwhile (it stops the thread before
   // the instruction runs), or the program's end: the client hears of it on
   // the next resume, whatever that asks for, as without the step ahead.
-  std::vector<uint8_t> kept_siginfo;
-  if (event.kind == ProcessEvent::Kind::Stopped) {
-    if (auto info = process.read_siginfo(event.tid)) kept_siginfo = std::move(*info);
-  }
   process.keep_pending(event, kept_siginfo);
   // Until then $_siginfo is the last stop's.
   if (event.kind == ProcessEvent::Kind::Stopped && taken.siginfo) (void)process.write_siginfo(taken.tid, *taken.siginfo);

@@ -98,13 +98,15 @@ FAULTS = [
 
 # SIGUSR1 sent from outside between two steps: the next step meets it
 # before any instruction runs.
-SENT_BETWEEN_STEPS = [
+SEND_USR1_AFTER_STEPS = [
     "break spin",
     "continue",
     "delete",
     "stepi 12",
     "python import os, signal; os.kill(gdb.selected_inferior().pid, signal.SIGUSR1)",
     "shell sleep 0.2",
+]
+SENT_BETWEEN_STEPS = SEND_USR1_AFTER_STEPS + [
     "stepi",
     "print $pc",
     "stepi",
@@ -114,14 +116,7 @@ SENT_BETWEEN_STEPS = [
 ]
 
 # The same, passed to the program, and then gdb gives SIGUSR2 itself.
-PASSED_THEN_GIVEN = [
-    "handle SIGUSR1 nostop noprint pass",
-    "break spin",
-    "continue",
-    "delete",
-    "stepi 12",
-    "python import os, signal; os.kill(gdb.selected_inferior().pid, signal.SIGUSR1)",
-    "shell sleep 0.2",
+PASSED_THEN_GIVEN = ["handle SIGUSR1 nostop noprint pass"] + SEND_USR1_AFTER_STEPS + [
     "stepi",
     "print $pc",
     "signal SIGUSR2",
