@@ -385,6 +385,7 @@ bool PtraceProcess::pass_untraced_trace_hit(pid_t tid, ThreadState& thread, uint
     return true;
   }
   if (hook_ != nullptr && hook_->pass_trace_breakpoint(*this, tid)) {
+    thread.pc_moved_unrun = true;  // if kept stopped: see start_thread
     if (!stopping_all_) (void)raw_resume(tid, thread, thread.last_kind, 0);
     return true;
   }

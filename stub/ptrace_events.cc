@@ -63,18 +63,24 @@ Expected<void> PtraceProcess::resume(pid_t tid, StepKind kind, int signal) {
 // a breakpoint under the thread, debug registers, then ptrace.
 Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal) {
   StepKind actual = kind;
+  auto stopped_pc = read_pc(tid);
+  if (!stopped_pc) return stopped_pc.error();
   if (hook_ != nullptr && hook_->traces(tid)) {
     actual = hook_->before_resume(*this, tid, kind, signal);
     if (kind == StepKind::SingleStep) actual = StepKind::SingleStep;
   }
   auto pc = read_pc(tid);
   if (!pc) return pc.error();
+  if (*pc != *stopped_pc) thread.pc_moved_unrun = true;
   auto bp = breakpoints_.find(*pc);
+  // A breakpoint the thread stopped on is stepped off; one the tracer's
+  // emulation moved it onto is still to be hit: the int3 runs and reports.
+  bool step_off = bp != breakpoints_.end() && !thread.pc_moved_unrun;
   // Under one of the tracer's int3s too, the step runs in raw_resume with
   // every other thread held (step_held), never with a plain lift.
   bool under_trace_int3 = trace_int3s_.count(*pc) != 0;
-  bool lift = bp != breakpoints_.end() && !thread.reinsert_at && !under_trace_int3;
-  if (bp != breakpoints_.end() && under_trace_int3) actual = StepKind::SingleStep;
+  bool lift = step_off && !thread.reinsert_at && !under_trace_int3;
+  if (step_off && under_trace_int3) actual = StepKind::SingleStep;
   if (lift) {
     // Step the original instruction with the int3 lifted; the breakpoint
     // goes back when that step's event is reaped (handle_status), and for a
@@ -112,6 +118,7 @@ Expected<void> PtraceProcess::raw_resume(pid_t tid, ThreadState& thread, StepKin
   auto r = do_ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, tid, 0, signal_arg(signal));
   if (!r) return r.error();
   thread.running = true;
+  thread.pc_moved_unrun = false;
   thread.stepping = step;
   thread.last_kind = kind;
   return {};
@@ -348,8 +355,11 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
     if (pc && pass_untraced_trace_hit(tid, thread, *pc)) return std::nullopt;
   }
   if (traced) {
-    TraceVerdict verdict = hook_->on_stop(*this, traced_stop(tid, event, trace_hit));
+    const TracedStop stop = traced_stop(tid, event, trace_hit);
+    TraceVerdict verdict = hook_->on_stop(*this, stop);
     if (verdict != TraceVerdict::Report) {
+      // Kept stopped (all-stop) after an emulated transfer: see start_thread.
+      if (auto pc = read_pc(tid); stopping_all_ && pc && *pc != stop.pc) thread.pc_moved_unrun = true;
       StepKind kind = verdict == TraceVerdict::SingleStep ? StepKind::SingleStep : StepKind::Continue;
       if (!stopping_all_) (void)raw_resume(tid, thread, kind, 0);
       return std::nullopt;

@@ -154,6 +154,11 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     DebugRegs written;                    // what DR0-3/DR7 hold in the kernel
     int last_signal = 0;                  // signal of the last stop (siginfo)
     std::vector<uint64_t> trace_int3s;    // the tracer's int3s this thread holds a reference on
+    // The tracer moved the pc (emulating a transfer) since the thread last
+    // stopped there by itself: a user breakpoint under that pc has not been
+    // hit yet, so a resume must run into it, not step off it (gdbserver
+    // steps over a breakpoint only at the pc the thread stopped at).
+    bool pc_moved_unrun = false;
   };
   struct TraceInt3 {
     uint8_t original = 0;
