@@ -101,6 +101,9 @@ struct ChildFailure {
   if (options.stdio_to_stderr) {
     int null_fd = ::open("/dev/null", O_RDONLY);
     if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    // The program starts with gdbserver's descriptors: 0-2 and what btstub
+    // itself inherited, not this one too.
+    if (null_fd > STDIN_FILENO) ::close(null_fd);
     ::dup2(STDERR_FILENO, STDOUT_FILENO);
   }
   if (options.disable_randomization) {
