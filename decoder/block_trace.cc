@@ -5,46 +5,44 @@
 namespace decoder {
 
 BlockTrace::BlockTrace(uint64_t origin, std::size_t capacity_records, OverflowPolicy policy)
-    : ring_(std::max<std::size_t>(capacity_records, 1)), oldest_begin_(origin), policy_(policy) {}
+    : capacity_(std::max<std::size_t>(capacity_records, 1)), oldest_begin_(origin), policy_(policy) {}
 
-// The ring slot for the next branch, making room under DropOldest;
-// ring_.size() when full under Stop.
-std::size_t BlockTrace::slot_for_append() {
-  if (full()) {
-    if (policy_ == OverflowPolicy::Stop) return ring_.size();
-    oldest_begin_ = ring_[head_].to;
-    head_ = (head_ + 1) % ring_.size();
-    --count_;
-  }
-  ++count_;
-  ++next_sequence_;
-  return (head_ + count_ - 1) % ring_.size();
+void BlockTrace::drop_oldest() {
+  oldest_begin_ = branches_.front().to;
+  branches_.pop_front();
+  if (!stacks_.empty()) stacks_.pop_front();
+}
+
+// Room for one more branch: under DropOldest the oldest goes; false when
+// full under Stop.
+bool BlockTrace::make_room() {
+  if (!full()) return true;
+  if (policy_ == OverflowPolicy::Stop) return false;
+  drop_oldest();
+  return true;
 }
 
 bool BlockTrace::append(uint64_t from, uint64_t to) {
-  std::size_t slot = slot_for_append();
-  if (slot == ring_.size()) return false;
-  ring_[slot] = Branch{from, to};
+  if (!make_room()) return false;
+  branches_.push_back(Branch{from, to});
+  ++next_sequence_;
   return true;
 }
 
 bool BlockTrace::append(uint64_t from, uint64_t to, const StackSnapshot& at_from) {
-  if (stacks_.empty()) stacks_.resize(ring_.size());
-  std::size_t slot = slot_for_append();
-  if (slot == ring_.size()) return false;
-  ring_[slot] = Branch{from, to};
-  stacks_[slot] = at_from;
+  if (!make_room()) return false;
+  branches_.push_back(Branch{from, to});
+  stacks_.push_back(at_from);
+  ++next_sequence_;
   return true;
 }
 
 const StackSnapshot& BlockTrace::stack_at(uint64_t seq) const {
-  std::size_t offset = static_cast<std::size_t>(seq - first_sequence());
-  return stacks_[(head_ + offset) % ring_.size()];
+  return stacks_[static_cast<std::size_t>(seq - first_sequence())];
 }
 
 const Branch& BlockTrace::at(uint64_t seq) const {
-  std::size_t offset = static_cast<std::size_t>(seq - first_sequence());
-  return ring_[(head_ + offset) % ring_.size()];
+  return branches_[static_cast<std::size_t>(seq - first_sequence())];
 }
 
 std::vector<Block> BlockTrace::blocks(uint64_t from_seq, uint64_t current_pc) const {
@@ -61,29 +59,16 @@ std::vector<Block> BlockTrace::blocks(uint64_t from_seq, uint64_t current_pc) co
 }
 
 void BlockTrace::clear(uint64_t origin) {
-  head_ = 0;
-  count_ = 0;
+  branches_.clear();
+  stacks_.clear();
   oldest_begin_ = origin;
 }
 
 void BlockTrace::resize(std::size_t capacity_records) {
-  std::size_t capacity = std::max<std::size_t>(capacity_records, 1);
-  std::vector<Branch> kept;
-  std::vector<StackSnapshot> kept_stacks;
-  std::size_t keep = std::min(count_, capacity);
-  for (uint64_t seq = end_sequence() - keep; seq < end_sequence(); ++seq) {
-    kept.push_back(at(seq));
-    if (has_stacks()) kept_stacks.push_back(stack_at(seq));
-  }
-  if (keep < count_) oldest_begin_ = at(end_sequence() - keep - 1).to;
-  ring_.assign(capacity, Branch{});
-  std::copy(kept.begin(), kept.end(), ring_.begin());
-  if (has_stacks()) {
-    stacks_.assign(capacity, StackSnapshot{});
-    std::copy(kept_stacks.begin(), kept_stacks.end(), stacks_.begin());
-  }
-  head_ = 0;
-  count_ = keep;
+  capacity_ = std::max<std::size_t>(capacity_records, 1);
+  while (branches_.size() > capacity_) drop_oldest();
+  branches_.shrink_to_fit();
+  stacks_.shrink_to_fit();
 }
 
 std::size_t bts_records_for_bytes(uint64_t bytes) {

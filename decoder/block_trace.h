@@ -1,8 +1,10 @@
 #pragma once
 // One thread's branch trace: the taken branches (from, to) in the order they
-// happened, in a bounded ring like a BTS buffer. Capacity is counted in
-// 24-byte BTS records so that gdb's `set record btrace bts buffer-size`
-// means the same here as on hardware.
+// happened, bounded like a BTS buffer. Capacity is counted in 24-byte BTS
+// records so that gdb's `set record btrace bts buffer-size` means the same
+// here as on hardware. It is a bound, not an allocation: the store grows in
+// small chunks as branches come (std::deque), and dropping the oldest frees
+// theirs, so a large buffer costs only what has been recorded.
 //
 // Sequence numbers: every appended branch gets the next number (0, 1, ...);
 // readers remember the number they have seen up to, which is what qXfer
@@ -10,6 +12,7 @@
 // never renumbers the rest.
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <vector>
 
@@ -63,13 +66,13 @@ class BlockTrace {
   // Precondition: has_stacks() and first_sequence() <= seq < end_sequence().
   const StackSnapshot& stack_at(uint64_t seq) const;
 
-  std::size_t size() const { return count_; }
-  std::size_t capacity() const { return ring_.size(); }
-  bool full() const { return count_ == ring_.size(); }
+  std::size_t size() const { return branches_.size(); }
+  std::size_t capacity() const { return capacity_; }
+  bool full() const { return branches_.size() >= capacity_; }
   OverflowPolicy policy() const { return policy_; }
 
   // Sequence numbers of the oldest retained branch and one past the newest.
-  uint64_t first_sequence() const { return next_sequence_ - count_; }
+  uint64_t first_sequence() const { return next_sequence_ - branches_.size(); }
   uint64_t end_sequence() const { return next_sequence_; }
   // True when branches numbered >= `seq` were dropped before a reader saw them.
   bool lost_since(uint64_t seq) const { return seq < first_sequence(); }
@@ -92,12 +95,12 @@ class BlockTrace {
   void resize(std::size_t capacity_records);
 
  private:
-  std::size_t slot_for_append();
+  bool make_room();
+  void drop_oldest();
 
-  std::vector<Branch> ring_;
-  std::vector<StackSnapshot> stacks_;  // parallel to ring_, or empty
-  std::size_t head_ = 0;    // index of the oldest retained branch
-  std::size_t count_ = 0;
+  std::deque<Branch> branches_;        // oldest first
+  std::deque<StackSnapshot> stacks_;   // parallel to branches_, or empty
+  std::size_t capacity_;
   uint64_t next_sequence_ = 0;
   uint64_t oldest_begin_ = 0;
   OverflowPolicy policy_;

@@ -73,3 +73,19 @@ TEST_CASE("BlockTrace keeps the stack snapshot of each branch through drops and 
   REQUIRE(trace.stack_at(2) == decoder::StackSnapshot{0x6ff0, 0x6ff8});
   REQUIRE(trace.stack_at(3) == decoder::StackSnapshot{0x6fe8, 0x6ff0});
 }
+
+TEST_CASE("BlockTrace capacity is a bound, not an allocation") {
+  // A trillion records (24 TB as a BTS buffer) could never be allocated up
+  // front; the store grows with what is appended, and drops free the space.
+  decoder::BlockTrace trace(0x1000, std::size_t{1} << 40);
+  REQUIRE(trace.capacity() == std::size_t{1} << 40);
+  REQUIRE(trace.size() == 0);
+  for (uint64_t i = 0; i < 100000; ++i) REQUIRE(trace.append(0x2000 + i, 0x3000 + i, {0x7000, 0x7100}));
+  REQUIRE(trace.size() == 100000);
+  REQUIRE(trace.at(99999) == decoder::Branch{0x2000 + 99999, 0x3000 + 99999});
+  trace.resize(10);
+  REQUIRE(trace.size() == 10);
+  REQUIRE(trace.first_sequence() == 99990);
+  REQUIRE(trace.oldest_begin() == 0x3000 + 99989);
+  REQUIRE(trace.stack_at(99990) == decoder::StackSnapshot{0x7000, 0x7100});
+}
