@@ -46,6 +46,7 @@ Expected<void> PtraceProcess::resume(pid_t tid, StepKind kind, int signal) {
     return make_error(ErrorCode::NoProcess, "No thread " + std::to_string(tid));
   }
   ThreadState& thread = found->second;
+  if (thread.exited) return make_error(ErrorCode::InvalidArgument, "Thread " + std::to_string(tid) + " has exited");
   if (thread.running || thread.deferred) return {};
   bool any_pending = std::any_of(threads_.begin(), threads_.end(),
                                  [](const auto& entry) { return entry.second.pending.has_value(); });
@@ -523,7 +524,12 @@ void PtraceProcess::stop_all_threads(pid_t except) {
       auto found = threads_.find(tid);
       if (!alive_ || found == threads_.end() || !found->second.running) break;
       int status = 0;
-      if (reap(tid, &status, __WALL) != tid) {
+      pid_t reaped = wait_for_stop(tid, &status);
+      if (reaped == 0) {
+        leader_exited();
+        break;
+      }
+      if (reaped != tid) {
         threads_.erase(tid);
         break;
       }

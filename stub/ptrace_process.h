@@ -154,6 +154,10 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     DebugRegs written;                    // what DR0-3/DR7 hold in the kernel
     int last_signal = 0;                  // signal of the last stop (siginfo)
     std::vector<uint64_t> trace_int3s;    // the tracer's int3s this thread holds a reference on
+    // The leader ended (pthread_exit) while other threads live on: a zombie
+    // that reports nothing until they end too, so it is never stopped,
+    // resumed, listed or detached again; kept for the process's exit status.
+    bool exited = false;
   };
   struct TraceInt3 {
     uint8_t original = 0;
@@ -189,6 +193,10 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   void mark_gone();
   void stop_running_thread(pid_t tid, bool send_sigstop);
   void stop_all_threads(pid_t except);
+  pid_t wait_for_stop(pid_t tid, int* status);
+  bool leader_is_zombie() const;
+  void leader_exited();
+  Expected<void> detach_threads();
   void keep_while_stopping(pid_t tid, int status);
 
   // Debug registers (ptrace_debug.cc).
