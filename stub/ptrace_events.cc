@@ -317,7 +317,8 @@ std::optional<ProcessEvent> PtraceProcess::thread_gone(pid_t tid, int status) {
   event.tid = tid;
   if (tid != pid_) {
     threads_.erase(tid);
-    if (!thread_events_ || stopping_all_) return std::nullopt;
+    if (stopping_all_) return std::nullopt;
+    if (!thread_events_) return no_resumed_left(tid);
     event.kind = ProcessEvent::Kind::ThreadExited;
     event.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
     return event;
@@ -326,6 +327,26 @@ std::optional<ProcessEvent> PtraceProcess::thread_gone(pid_t tid, int status) {
   event.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
   event.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   mark_gone();
+  return event;
+}
+
+// After `gone` exited: when no thread the client resumed is left (gdb's
+// scheduler-locking resumed that one alone), nothing would ever answer the
+// resume, and gdbserver reports "no resumed" (`N`) instead. Not when the
+// thread took the process with it (exit_group): the others have then left
+// their stops, killed, and the process's exit follows.
+std::optional<ProcessEvent> PtraceProcess::no_resumed_left(pid_t gone) {
+  if (has_running_threads()) return std::nullopt;
+  bool any_stopped = false;
+  for (const auto& [tid, thread] : threads_) {
+    if (thread.exited) continue;
+    if (!still_in_stop(tid)) return std::nullopt;
+    any_stopped = true;
+  }
+  if (!any_stopped) return std::nullopt;
+  ProcessEvent event;
+  event.kind = ProcessEvent::Kind::NoResumed;
+  event.tid = gone;
   return event;
 }
 

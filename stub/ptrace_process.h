@@ -184,6 +184,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   ProcessEvent handle_sigtrap(pid_t tid, ThreadState& thread, bool& trace_hit);
   bool still_in_stop(pid_t tid);
   std::optional<ProcessEvent> thread_gone(pid_t tid, int status);
+  std::optional<ProcessEvent> no_resumed_left(pid_t gone);
   Expected<void> raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal);
   Expected<void> start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal);
   void handle_clone(pid_t parent);
