@@ -13,6 +13,10 @@ program's own output must be the same.
 3. alone: with `set scheduler-locking on` gdb resumes only a thread that
    then exits; gdbserver answers `N` (no thread resumed) and gdb prints
    "No unwaited-for children left."; main then runs on to a normal exit.
+   When the thread instead ends the process (exit(3), so exit_group),
+   btstub reports the exit ("exited with code 03"); gdbserver answers `N`
+   there too, then fails to remove its breakpoints from the dead process,
+   and the test states that difference.
 4. detach: SIGKILL from outside while the program is stopped at a
    breakpoint, then `detach`: "[Inferior 1 (process N) detached]", not
    "Can't detach process.", and a --once server ends.
@@ -44,6 +48,8 @@ ALONE_COMMANDS = [
     "set scheduler-locking off",
     "continue",
 ]
+
+GROUP_COMMANDS = ALONE_COMMANDS[:4]
 
 # Kills the program from outside and waits (bounded) until it is a zombie:
 # dead, not yet reaped by its tracer.
@@ -127,6 +133,19 @@ def check_alone(args, c):
             test_server.stdout, ctx)
 
 
+def check_group_exit(args, c):
+    result, server = run_gdb_tcp(args.server, program("thread_ends"),
+                                 ["group"], GROUP_COMMANDS)
+    ctx = "\n" + result.transcript()
+    if args.server == "gdbserver":
+        c.contains("group exit: gdbserver answers N", result.of(3),
+                   "No unwaited-for children left.", ctx)
+    else:
+        c.contains("group exit: the process's exit is reported", result.of(3),
+                   "exited with code 03]", ctx)
+    c.equal("group exit: program output", "in thread 4\n", server.stdout, ctx)
+
+
 def check_detach_killed(args, c):
     (ref, ref_server), (test, test_server) = both(args, "stopped",
                                                   DETACH_COMMANDS)
@@ -146,6 +165,7 @@ def main(args, c):
     check_exec(args, c)
     check_leader(args, c)
     check_alone(args, c)
+    check_group_exit(args, c)
     check_detach_killed(args, c)
 
 

@@ -9,12 +9,14 @@
  *   alone   main starts a thread that calls in_thread() and returns; main
  *           joins it, calls joined() and exits 0 (with scheduler-locking
  *           on, gdb resumes only the thread, which exits).
+ *   group   as alone, but the thread ends the process with exit(3).
  *   stopped main calls at_rest() and exits 0 (the test kills it there).
  * Prints one line per step; exit code 0, 2 on a bad argument.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -56,9 +58,9 @@ static void *leader_thread(void *arg) {
 }
 
 static void *alone_thread(void *arg) {
-  (void)arg;
   printf("in thread %d\n", in_thread(1));
   fflush(stdout);
+  if (arg != NULL) exit(3);
   return NULL;
 }
 
@@ -82,8 +84,8 @@ int main(int argc, char **argv) {
     pthread_create(&thread, NULL, leader_thread, NULL);
     pthread_exit(NULL);
   }
-  if (strcmp(mode, "alone") == 0) {
-    pthread_create(&thread, NULL, alone_thread, NULL);
+  if (strcmp(mode, "alone") == 0 || strcmp(mode, "group") == 0) {
+    pthread_create(&thread, NULL, alone_thread, strcmp(mode, "group") == 0 ? &thread : NULL);
     pthread_join(thread, NULL);
     printf("joined %d\n", joined(1));
     return 0;
@@ -92,6 +94,6 @@ int main(int argc, char **argv) {
     printf("at rest %d\n", at_rest(1));
     return 0;
   }
-  fprintf(stderr, "usage: thread_ends exec|leader|alone|stopped\n");
+  fprintf(stderr, "usage: thread_ends exec|leader|alone|group|stopped\n");
   return 2;
 }
