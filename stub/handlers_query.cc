@@ -21,6 +21,7 @@ Reply handle(Session& s, const QSupported& req) {
   s.client_features.exec_events = offered("exec-events+");
   s.client_features.fork_events = offered("fork-events+");
   s.client_features.vfork_events = offered("vfork-events+");
+  s.client_features.no_resumed = offered("no-resumed+");
   for (Process* process : s.inferiors().live()) {
     process->set_fork_events(s.client_features.fork_events, s.client_features.vfork_events);
   }

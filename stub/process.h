@@ -29,6 +29,7 @@ struct ProcessEvent {
     Exited,         // whole process exited with `exit_code`
     Killed,         // whole process was killed by `signal`
     ThreadExited,   // thread `tid` exited with `exit_code` (only with set_thread_events(true))
+    NoResumed,      // thread `tid` exited and no thread the client resumed is left running
   };
   Kind kind = Kind::Stopped;
   // The process it happened in (set by ProcessGroup when several are

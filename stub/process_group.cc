@@ -58,11 +58,18 @@ std::optional<ProcessEvent> ProcessGroup::poll_event() {
   for (Process* process : order) {
     auto event = process->poll_event();
     if (!event) continue;
+    // One process with nothing left running is no stop while another runs.
+    if (event->kind == ProcessEvent::Kind::NoResumed && others_running(process)) continue;
     event->pid = process->pid();
     stop_others(process);
     return event;
   }
   return std::nullopt;
+}
+
+bool ProcessGroup::others_running(const Process* except) const {
+  return std::any_of(live_.begin(), live_.end(),
+                     [except](const Process* process) { return process != except && process->has_running_threads(); });
 }
 
 void ProcessGroup::stop_others(const Process* except) {

@@ -41,6 +41,8 @@ class ProcessGroup {
   std::optional<ProcessEvent> poll_event();
   // Stops every process but `except` (all-stop).
   void stop_others(const Process* except);
+  // Whether a process but `except` has threads running.
+  bool others_running(const Process* except) const;
 
  private:
   std::vector<Process*> live_;

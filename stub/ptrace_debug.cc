@@ -413,7 +413,9 @@ Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t
     const bool owed = state.sigstop_expected;
     if (in_hand || (!owed && ::syscall(SYS_tgkill, pid_, other, SIGSTOP) != 0)) continue;
     int status = 0;
-    if (wait_retry(other, &status, __WALL) != other) continue;
+    pid_t reaped = wait_for_stop(other, &status);
+    if (reaped == 0) leader_exited();
+    if (reaped != other) continue;
     if (WIFSTOPPED(status) && (status >> 16) == 0 && WSTOPSIG(status) == SIGSTOP) {
       state.sigstop_expected = false;
       held.push_back(other);

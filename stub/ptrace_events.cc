@@ -46,6 +46,7 @@ Expected<void> PtraceProcess::resume(pid_t tid, StepKind kind, int signal) {
     return make_error(ErrorCode::NoProcess, "No thread " + std::to_string(tid));
   }
   ThreadState& thread = found->second;
+  if (thread.exited) return make_error(ErrorCode::InvalidArgument, "Thread " + std::to_string(tid) + " has exited");
   if (thread.running || thread.deferred) return {};
   bool any_pending = std::any_of(threads_.begin(), threads_.end(),
                                  [](const auto& entry) { return entry.second.pending.has_value(); });
@@ -323,7 +324,8 @@ std::optional<ProcessEvent> PtraceProcess::thread_gone(pid_t tid, int status) {
   event.tid = tid;
   if (tid != pid_) {
     threads_.erase(tid);
-    if (!thread_events_ || stopping_all_) return std::nullopt;
+    if (stopping_all_) return std::nullopt;
+    if (!thread_events_) return no_resumed_left(tid);
     event.kind = ProcessEvent::Kind::ThreadExited;
     event.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
     return event;
@@ -332,6 +334,26 @@ std::optional<ProcessEvent> PtraceProcess::thread_gone(pid_t tid, int status) {
   event.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
   event.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   mark_gone();
+  return event;
+}
+
+// After `gone` exited: when no thread the client resumed is left (gdb's
+// scheduler-locking resumed that one alone), nothing would ever answer the
+// resume, and gdbserver reports "no resumed" (`N`) instead. Not when the
+// thread took the process with it (exit_group): the others have then left
+// their stops, killed, and the process's exit follows.
+std::optional<ProcessEvent> PtraceProcess::no_resumed_left(pid_t gone) {
+  if (has_running_threads()) return std::nullopt;
+  bool any_stopped = false;
+  for (const auto& [tid, thread] : threads_) {
+    if (thread.exited) continue;
+    if (!still_in_stop(tid)) return std::nullopt;
+    any_stopped = true;
+  }
+  if (!any_stopped) return std::nullopt;
+  ProcessEvent event;
+  event.kind = ProcessEvent::Kind::NoResumed;
+  event.tid = gone;
   return event;
 }
 
@@ -533,7 +555,12 @@ void PtraceProcess::stop_all_threads(pid_t except) {
       auto found = threads_.find(tid);
       if (!alive_ || found == threads_.end() || !found->second.running) break;
       int status = 0;
-      if (reap(tid, &status, __WALL) != tid) {
+      pid_t reaped = wait_for_stop(tid, &status);
+      if (reaped == 0) {
+        leader_exited();
+        break;
+      }
+      if (reaped != tid) {
         threads_.erase(tid);
         break;
       }

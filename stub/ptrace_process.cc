@@ -302,12 +302,6 @@ Expected<std::unique_ptr<PtraceProcess>> PtraceProcess::attach(pid_t pid) {
   return process;
 }
 
-std::vector<pid_t> PtraceProcess::threads() const {
-  std::vector<pid_t> tids;
-  for (const auto& [tid, state] : threads_) tids.push_back(tid);
-  return tids;
-}
-
 void PtraceProcess::open_memory() {
   if (mem_fd_ >= 0) ::close(mem_fd_);
   std::string path = "/proc/" + std::to_string(pid_) + "/mem";
@@ -554,7 +548,12 @@ void PtraceProcess::stop_running_thread(pid_t tid, bool send_sigstop) {
   if (send_sigstop) ::syscall(SYS_tgkill, pid_, tid, SIGSTOP);
   for (;;) {
     int status = 0;
-    if (reap(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
+    pid_t reaped = wait_for_stop(tid, &status);
+    if (reaped == 0) {
+      leader_exited();
+      return;
+    }
+    if (reaped != tid || !WIFSTOPPED(status)) {
       threads_.erase(tid);
       return;
     }
@@ -590,14 +589,7 @@ Expected<void> PtraceProcess::detach() {
   for (auto& [tid, state] : threads_) state.reinsert_at.reset();
   breakpoints_.clear();
   trace_int3s_.clear();
-  Expected<void> result;
-  for (auto& [tid, state] : threads_) {
-    // A signal kept while stopping all still belongs to the program.
-    int deliver = state.pending && state.pending->signal != SIGTRAP ? state.pending->signal : 0;
-    if (deliver != 0) restore_kept_siginfo(tid, state);
-    auto r = do_ptrace(PTRACE_DETACH, tid, 0, signal_arg(deliver));
-    if (!r && tid == pid_) result = r.error();
-  }
+  Expected<void> result = detach_threads();
   if (!attached_) detached_children().push_back(pid_);
   mark_gone();
   return result;

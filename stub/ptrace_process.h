@@ -159,6 +159,10 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     // hit yet, so a resume must run into it, not step off it (gdbserver
     // steps over a breakpoint only at the pc the thread stopped at).
     bool pc_moved_unrun = false;
+    // The leader ended (pthread_exit) while other threads live on: a zombie
+    // that reports nothing until they end too, so it is never stopped,
+    // resumed, listed or detached again; kept for the process's exit status.
+    bool exited = false;
   };
   struct TraceInt3 {
     uint8_t original = 0;
@@ -185,6 +189,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   ProcessEvent handle_sigtrap(pid_t tid, ThreadState& thread, bool& trace_hit);
   bool still_in_stop(pid_t tid);
   std::optional<ProcessEvent> thread_gone(pid_t tid, int status);
+  std::optional<ProcessEvent> no_resumed_left(pid_t gone);
   Expected<void> raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal);
   Expected<void> start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal);
   void handle_clone(pid_t parent);
@@ -194,6 +199,10 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   void mark_gone();
   void stop_running_thread(pid_t tid, bool send_sigstop);
   void stop_all_threads(pid_t except);
+  pid_t wait_for_stop(pid_t tid, int* status);
+  bool leader_is_zombie() const;
+  void leader_exited();
+  Expected<void> detach_threads();
   void keep_while_stopping(pid_t tid, int status);
 
   // Debug registers (ptrace_debug.cc).

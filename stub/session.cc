@@ -216,6 +216,9 @@ protocol::StopReply Session::make_stop_reply(const ProcessEvent& event) {
       stop.exit_code = event.exit_code;
       stop.thread = thread;
       return stop;
+    case ProcessEvent::Kind::NoResumed:
+      stop.kind = StopReply::Kind::NoResumed;
+      return stop;
     case ProcessEvent::Kind::Stopped:
       break;
   }
@@ -273,6 +276,13 @@ std::optional<std::string> Session::on_process_event(const ProcessEvent& event) 
     // several processes the others were stopped for this event already,
     // so it is reported instead; the process layer passes them itself.)
     if (process->resume(event.tid, StepKind::Continue, event.signal)) return std::nullopt;
+  }
+  if (event.kind == ProcessEvent::Kind::NoResumed) {
+    // A client that does not know `N` waits, as it would with gdbserver.
+    if (!client_features.no_resumed) return std::nullopt;
+    running_ = false;
+    last_stop.reset();  // `?` then reports a thread stopped as it is
+    return stop_reply_payload(make_stop_reply(event));
   }
   running_ = false;
   bool process_ended = event.kind == ProcessEvent::Kind::Exited || event.kind == ProcessEvent::Kind::Killed;

@@ -107,6 +107,7 @@ class Session {
     bool exec_events = false;  // exec-events+: report exec as `exec:` stops
     bool fork_events = false;   // fork-events+: report forks, hold the child
     bool vfork_events = false;  // vfork-events+: report vforks and vforkdone
+    bool no_resumed = false;    // no-resumed+: `N` when no resumed thread is left
   };
   Features client_features;
   pid_t general_thread = 0;   // Hg; 0: the process's main thread

@@ -147,6 +147,30 @@ TEST_CASE("exit and death by signal give W and X with the process", "[session]")
   CHECK(g.session.on_process_event(killed) == std::optional<std::string>("X0b;process:64"));
 }
 
+TEST_CASE("no resumed thread left gives N to a client offering no-resumed+", "[session]") {
+  stub::ProcessEvent none;
+  none.kind = stub::ProcessEvent::Kind::NoResumed;
+  none.tid = 101;
+
+  Fixture f;
+  f.process.threads_ = {100, 101};
+  f.ask("qSupported:multiprocess+;swbreak+;no-resumed+");
+  (void)f.session.handle_packet("vCont;c:p64.65");
+  REQUIRE(f.session.running());
+  CHECK(f.session.on_process_event(none) == std::optional<std::string>("N"));
+  CHECK_FALSE(f.session.running());
+  CHECK(f.session.has_process());
+
+  // Without it gdb could not read `N`: it waits, as with gdbserver.
+  Fixture g;
+  g.process.threads_ = {100, 101};
+  g.negotiate();
+  (void)g.session.handle_packet("vCont;c:p64.65");
+  REQUIRE(g.session.running());
+  CHECK_FALSE(g.session.on_process_event(none).has_value());
+  CHECK(g.session.running());
+}
+
 TEST_CASE("interrupt reaches the process only while it runs", "[session]") {
   Fixture f;
   f.session.on_interrupt();
