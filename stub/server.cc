@@ -46,6 +46,7 @@ Expected<std::unique_ptr<Process>> Server::launch_program(const std::vector<std:
   options.wrapper = command_line_.wrapper;
   options.disable_randomization = command_line_.disable_randomization;
   options.stdio_to_stderr = command_line_.stdio();
+  options.foreground = true;
   auto launched = PtraceProcess::launch(options);
   if (!launched) return launched.error();
   std::fprintf(stderr, "Process %s created; pid = %d\n", argv.front().c_str(), static_cast<int>((*launched)->pid()));
