@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
@@ -366,4 +367,35 @@ TEST_CASE("whole-program recording is not reported to gdb as its own record btra
   // ... and record stop leaves the whole-program trace running.
   REQUIRE(f.ask("Qbtrace:off") == "OK");
   CHECK(f.backend.enabled(100));
+}
+
+TEST_CASE("a new session takes over the last stop's thread and the recording threads", "[btrace]") {
+  Fixture f;
+  f.process.threads_ = {100, 101};
+  REQUIRE(f.ask("Hgp64.65") == "OK");
+  REQUIRE(f.ask("Qbtrace:bts") == "OK");
+  stub::ProcessEvent stop;  // thread 101 reported the last stop
+  stop.tid = 101;
+  stop.signal = SIGTRAP;
+  f.session.last_stop = f.session.make_stop_reply(stop);
+  f.session.mark_running();
+  CHECK_FALSE(f.session.handover().has_value());  // a running program is not kept
+  REQUIRE(f.session.on_process_event(stop).has_value());
+  auto handover = f.session.handover();
+  REQUIRE(handover.has_value());
+
+  // The next client's session over the same program.
+  stub::Session next(stub::SessionConfig{}, &f.process);
+  next.trace_backend = &f.backend;
+  next.take_over(*handover);
+  CHECK(next.current_thread() == 101);
+  auto reply = next.handle_packet("?").payload.value_or("");
+  CHECK(reply.rfind("T05", 0) == 0);
+  CHECK(reply.find("thread:65;") != std::string::npos);
+  // gdb asks each thread's btrace-conf on connect: 101 still records.
+  REQUIRE(next.handle_packet("Hg65").payload == "OK");
+  CHECK(next.handle_packet("qXfer:btrace-conf:read::0,fff").payload.value_or("").find("<bts size=") !=
+        std::string::npos);
+  REQUIRE(next.handle_packet("Hg64").payload == "OK");
+  CHECK(next.handle_packet("qXfer:btrace-conf:read::0,fff").payload == "E.Btrace not enabled.");
 }
