@@ -92,7 +92,10 @@ struct ChildFailure {
 }
 
 [[noreturn]] void run_child(char* const* argv, const LaunchOptions& options, int report_fd) {
-  // Own process group: a Ctrl-C meant for the stub must not hit the program.
+  // Own process group, as under gdbserver: btstub's group and the program's
+  // get their signals apart. Made the terminal's foreground group
+  // (LaunchOptions::foreground), it is the program that a Ctrl-C typed at
+  // btstub's terminal interrupts, which gdb then sees as a SIGINT stop.
   ::setpgid(0, 0);
   sigset_t none;
   sigemptyset(&none);
