@@ -2,11 +2,15 @@
 // qXfer:btrace:read and qXfer:btrace-conf:read, on top of a TraceBackend.
 // Replies follow gdbserver (server.cc, linux-low.cc) because gdb prints its
 // error texts verbatim and parses its documents.
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
 #include "protocol/btrace_xml.h"
 #include "stub/handlers.h"
+#include "stub/perf_backend.h"
 #include "stub/trace_backend.h"
 
 namespace stub {
@@ -131,6 +135,19 @@ Expected<std::string> btrace_document(Session& s, pid_t tid, const XferRead& req
 
 }  // namespace
 
+// gdbserver (gdb/nat/linux-btrace.c) asks perf for a power-of-two number of
+// pages, at least one, and reports that size in btrace-conf; gdb prints it
+// ("Buffer size: 4kB." for a wish of 1 byte). Every backend here uses what
+// it is given (the perf ring is that size; the software tracer holds as many
+// 24-byte records as fit), so the rounding happens once, here. The largest
+// size stays within gdb's unsigned int: 0x80000000.
+uint64_t bts_buffer_bytes(uint64_t requested, std::size_t page_size) {
+  constexpr uint64_t kLargest = uint64_t{1} << 31;
+  if (page_size == 0 || page_size > kLargest) page_size = 4096;
+  uint64_t pages = plan_buffer_pages(std::min(requested, kLargest), page_size, std::nullopt, std::nullopt);
+  return pages * page_size;
+}
+
 std::string btrace_pt_unavailable_message(bool pmu_present) {
   if (pmu_present) return "Intel PT traces are not supported by btstub; use bts";
   return "Intel PT is not available on this machine (no intel_pt PMU); use bts";
@@ -166,7 +183,7 @@ Reply handle(Session& s, const BtraceConfigure& req) {
     return Reply::now(reply_ok());
   }
   TraceConfig config = s.trace_backend->config();
-  config.buffer_bytes = req.size;
+  config.buffer_bytes = bts_buffer_bytes(req.size, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
   s.trace_backend->set_config(config);
   return Reply::now(reply_ok());
 }

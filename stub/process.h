@@ -60,6 +60,10 @@ struct LaunchOptions {
   std::vector<std::string> wrapper;   // --wrapper CMD.. (run as wrapper prog args)
   bool disable_randomization = true;
   bool stdio_to_stderr = false;       // stdio mode: inferior's stdout -> our stderr, stdin <- /dev/null
+  // Make the program the foreground process group of btstub's terminal
+  // (its stderr, as for gdbserver), so that it may read it and change its
+  // settings; see stub/terminal.h.
+  bool foreground = false;
 };
 
 class Process {

@@ -92,12 +92,17 @@ struct ChildFailure {
 }
 
 [[noreturn]] void run_child(char* const* argv, const LaunchOptions& options, int report_fd) {
-  // Own process group: a Ctrl-C meant for the stub must not hit the program.
+  // Own process group, as under gdbserver: btstub's group and the program's
+  // get their signals apart. Made the terminal's foreground group
+  // (LaunchOptions::foreground), it is the program that a Ctrl-C typed at
+  // btstub's terminal interrupts, which gdb then sees as a SIGINT stop.
   ::setpgid(0, 0);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int sig : {SIGPIPE, SIGINT, SIGCHLD, SIGTERM}) ::signal(sig, SIG_DFL);
+  // SIGTTOU and SIGTTIN: ignored by the server that owns a terminal
+  // (stub/terminal.h); the program must be stopped by them as anywhere.
+  for (int sig : {SIGPIPE, SIGINT, SIGCHLD, SIGTERM, SIGTTOU, SIGTTIN}) ::signal(sig, SIG_DFL);
   if (options.stdio_to_stderr) {
     int null_fd = ::open("/dev/null", O_RDONLY);
     if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
@@ -203,6 +208,9 @@ Expected<std::unique_ptr<PtraceProcess>> PtraceProcess::launch(const LaunchOptio
   }
   ::close(report[1]);
   ::setpgid(child, child);  // also done by the child; whoever is first wins
+  // Before the wrapper (if any) runs, as gdbserver does: a terminal that
+  // btstub has (none: the call fails) is the program's while it is debugged.
+  if (options.foreground) (void)::tcsetpgrp(STDERR_FILENO, child);
 
   ChildFailure failure{};
   ssize_t n;

@@ -46,6 +46,7 @@ Expected<std::unique_ptr<Process>> Server::launch_program(const std::vector<std:
   options.wrapper = command_line_.wrapper;
   options.disable_randomization = command_line_.disable_randomization;
   options.stdio_to_stderr = command_line_.stdio();
+  options.foreground = true;
   auto launched = PtraceProcess::launch(options);
   if (!launched) return launched.error();
   std::fprintf(stderr, "Process %s created; pid = %d\n", argv.front().c_str(), static_cast<int>((*launched)->pid()));
@@ -181,9 +182,13 @@ namespace {
 // after --once closed ours) and the client's connection.
 void set_cloexec(int fd) { (void)::fcntl(fd, F_SETFD, FD_CLOEXEC); }
 
+// `handover`: what the previous client left with the program kept for this
+// one (taken here), and on return what this client leaves (nullopt when the
+// program is not to be kept: gone, or running).
 template <class In, class Out>
 ConnectionResult serve(asio::io_context& io, In& in, Out& out, Process* process, ProcessFactory* factory,
-                       TraceBackend* trace_backend, ChildSignals& sigchld, const CommandLine& cl) {
+                       TraceBackend* trace_backend, ChildSignals& sigchld, const CommandLine& cl,
+                       std::optional<SessionHandover>& handover) {
   SessionConfig config;
   config.disabled_packets = cl.disabled_packets;
   config.step_ahead = cl.step_ahead;
@@ -192,9 +197,12 @@ ConnectionResult serve(asio::io_context& io, In& in, Out& out, Process* process,
   Session session(config, process);
   session.process_factory = factory;
   session.trace_backend = trace_backend;
+  if (handover) session.take_over(*handover);
   Connection<In, Out> connection(io, in, out, session, sigchld, cl.remote_debug,
                                  std::chrono::microseconds(cl.busy_poll_us));
-  return connection.run();
+  ConnectionResult result = connection.run();
+  handover = session.handover();
+  return result;
 }
 
 }  // namespace
@@ -213,7 +221,8 @@ int Server::serve_stdio() {
   asio::posix::stream_descriptor in(io, ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0));
   asio::posix::stream_descriptor out(io, ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0));
   std::fprintf(stderr, "Remote debugging using stdio\n");
-  serve(io, in, out, process_.get(), this, trace_backend(), sigchld, command_line_);
+  std::optional<SessionHandover> handover;
+  serve(io, in, out, process_.get(), this, trace_backend(), sigchld, command_line_, handover);
   release_program();
   return 0;
 }
@@ -264,6 +273,7 @@ int Server::serve_tcp() {
   }
   std::fprintf(stderr, "Listening on port %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
 
+  std::optional<SessionHandover> handover;  // from the previous client, for a kept program
   for (;;) {
     tcp::socket socket(io);
     acceptor.accept(socket, ec);
@@ -279,11 +289,23 @@ int Server::serve_tcp() {
     std::fprintf(stderr, "Remote debugging from host %s, port %u\n", peer.address().to_string().c_str(),
                  static_cast<unsigned>(peer.port()));
     socket.set_option(tcp::no_delay(true), ec);
-    ConnectionResult result = serve(io, socket, socket, process_.get(), this, trace_backend(), sigchld, command_line_);
+    ConnectionResult result =
+        serve(io, socket, socket, process_.get(), this, trace_backend(), sigchld, command_line_, handover);
+    if (handover && !result.exit_server && !command_line_.once && process_ && !process_->attached()) {
+      // The client went away (gdb's `disconnect`) leaving the program it
+      // launched stopped: the next client gets it as it is, as from
+      // gdbserver. (A program attached to is still let go: detached, it
+      // runs on as its owner expects; see docs/reliability.md.)
+      std::fprintf(stderr, "Remote side has terminated connection.  btstub will reopen the connection.\n");
+      std::fprintf(stderr, "Listening on port %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
+      continue;
+    }
+    handover.reset();
     release_program();
     if (result.exit_server || command_line_.once || command_line_.mode == CommandLine::Mode::Attach) break;
-    // Without --once, the next client gets a fresh copy of the program;
-    // in --multi mode it starts with none, as gdbserver does.
+    // Without --once, a client that killed the program (or left it
+    // running) is followed by one with a fresh copy of the program; in
+    // --multi mode it starts with none, as gdbserver does.
     if (command_line_.mode == CommandLine::Mode::Multi) {
       std::fprintf(stderr, "Listening on port %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
       continue;

@@ -10,6 +10,7 @@
 #include "stub/process.h"
 #include "stub/session.h"
 #include "stub/software_tracer.h"
+#include "stub/terminal.h"
 
 namespace stub {
 
@@ -43,6 +44,9 @@ class Server final : public ProcessFactory {
   Expected<std::unique_ptr<SoftwareTracer>> make_software_tracer() const;
 
   CommandLine command_line_;
+  // Destroyed last: the terminal goes back to its owner once every program
+  // is gone.
+  TerminalLender terminal_;
   std::unique_ptr<Process> process_;
   // One tracer for the server's life: it serves Qbtrace and --record for
   // every program in turn (forget_process() between them).

@@ -20,6 +20,33 @@ Session::~Session() {
   if (Process* owner = program()) step_ahead.undo(*owner);
 }
 
+std::optional<SessionHandover> Session::handover() const {
+  if (program() == nullptr || running_) return std::nullopt;
+  SessionHandover handover;
+  handover.btrace_client_enabled = btrace_reads.client_enabled;
+  if (last_stop && last_stop->kind == protocol::StopReply::Kind::Signal && last_stop->thread) {
+    handover.thread = static_cast<pid_t>(last_stop->thread->tid);
+    handover.signal = protocol::gdb_signal_to_host(last_stop->signal);
+  }
+  return handover;
+}
+
+// The stop is built anew from the live registers: the last client may have
+// left a replayed (past) position or a fork report behind, neither of which
+// this client has seen.
+void Session::take_over(const SessionHandover& handover) {
+  Process* kept = program();
+  if (kept == nullptr) return;
+  btrace_reads.client_enabled = handover.btrace_client_enabled;
+  std::vector<pid_t> threads = kept->threads();
+  if (std::find(threads.begin(), threads.end(), handover.thread) == threads.end()) return;
+  ProcessEvent event;
+  event.tid = handover.thread;
+  event.signal = handover.signal;
+  general_thread = handover.thread;
+  last_stop = make_stop_reply(event);
+}
+
 Reply Session::handle(const protocol::Request& request) {
   run_ahead_due_ = false;
   if (step_ahead.active() && !leaves_step_ahead(request)) {

@@ -47,6 +47,21 @@ struct SessionConfig {
   bool step_ahead = true;                  // --no-step-ahead clears (stub/step_ahead.h)
 };
 
+// What a client leaves to the next one when it goes away (gdb's
+// `disconnect`, or a vanished gdb) while the program is stopped and still
+// debugged: a server without --once then keeps the program for the next
+// client, as gdbserver does, and that client finds it as it was. gdbserver
+// answers its `?` with the thread that last reported a stop (and makes it
+// the general thread), and its branch traces stay on: gdb's record-btrace
+// keeps recording over a disconnect ("Do not stop recording" in gdb's
+// record_btrace_target::disconnect) and asks for each thread's
+// qXfer:btrace-conf on connect (remote_btrace_maybe_reopen).
+struct SessionHandover {
+  pid_t thread = 0;  // the thread of the last stop reply; 0: none
+  int signal = 0;    // its host signal
+  std::set<pid_t> btrace_client_enabled;  // Session::BtraceReads::client_enabled
+};
+
 // The outcome of one request.
 struct Reply {
   std::optional<std::string> payload;  // nullopt: the program now runs; the stop reply comes later
@@ -68,6 +83,12 @@ class Session {
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
+
+  // The program is still debugged and stopped: what the next client is to
+  // find (nullopt otherwise). take_over() gives it to a new session of the
+  // same program, before its first request.
+  std::optional<SessionHandover> handover() const;
+  void take_over(const SessionHandover& handover);
 
   Reply handle(const protocol::Request& request);
   // Handles a raw packet payload: parse, --disable-packet, dispatch.

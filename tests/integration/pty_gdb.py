@@ -1,5 +1,7 @@
-"""gdb on a pseudo-terminal, for tests that must type Ctrl-C like a user
-(test_interrupt.py). Python standard library only."""
+"""Commands on a pseudo-terminal of their own: gdb, for tests that must type
+Ctrl-C like a user (test_interrupt.py), and a debug server whose terminal
+the debugged program uses (test_terminal.py). Python standard library
+only."""
 
 import fcntl
 import os
@@ -12,19 +14,16 @@ import time
 from harness import GDB_PRELUDE, GDB_TIMEOUT, HarnessError, gdb_path, kill_session
 
 
-class PtyGdb:
-    """gdb run interactively on a pseudo-terminal it owns, so that writing
-    Ctrl-C (0x03) to the terminal interrupts it exactly as a user's key does.
+class PtyChild:
+    """A command run as the session leader of a new pseudo-terminal, which
+    is its controlling terminal and its stdin, stdout and stderr; its group
+    is the terminal's foreground group to begin with, as a login shell's is.
 
     expect(pattern) waits for a regex in the output read since the last
-    expect; send(line) types a line. close() always cleans up."""
+    expect; send(text) types. close() kills it and all it started."""
 
-    def __init__(self, program_path, init_commands=(), timeout=GDB_TIMEOUT):
-        self.argv = [gdb_path(), "-nx", "-q",
-                     "-iex", "set debuginfod enabled off"]
-        for line in GDB_PRELUDE + list(init_commands):
-            self.argv += ["-ex", line]
-        self.argv.append(program_path)
+    def __init__(self, argv, timeout=GDB_TIMEOUT):
+        self.argv = list(argv)
         master, slave = os.openpty()
         self._master = master
         env = dict(os.environ, TERM="dumb", COLUMNS="200", LINES="50")
@@ -79,16 +78,6 @@ class PtyGdb:
     def send(self, text):
         os.write(self._master, text.encode())
 
-    def command(self, line, timeout=15.0):
-        """Types a command at a prompt; returns its output up to the next
-        prompt (without the echoed command line)."""
-        self._pending = ""
-        self.send(line + "\n")
-        m = self.expect(r"^\(gdb\) ", timeout)
-        text = m.string[:m.start()]
-        echo = text.find(line + "\n")
-        return text[echo + len(line) + 1:] if echo >= 0 else text
-
     def close(self):
         kill_session(self.proc.pid)
         try:
@@ -106,3 +95,25 @@ class PtyGdb:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+class PtyGdb(PtyChild):
+    """gdb run interactively on a pseudo-terminal it owns, so that writing
+    Ctrl-C (0x03) to the terminal interrupts it exactly as a user's key does."""
+
+    def __init__(self, program_path, init_commands=(), timeout=GDB_TIMEOUT):
+        argv = [gdb_path(), "-nx", "-q", "-iex", "set debuginfod enabled off"]
+        for line in GDB_PRELUDE + list(init_commands):
+            argv += ["-ex", line]
+        argv.append(program_path)
+        super().__init__(argv, timeout)
+
+    def command(self, line, timeout=15.0):
+        """Types a command at a prompt; returns its output up to the next
+        prompt (without the echoed command line)."""
+        self._pending = ""
+        self.send(line + "\n")
+        m = self.expect(r"^\(gdb\) ", timeout)
+        text = m.string[:m.start()]
+        echo = text.find(line + "\n")
+        return text[echo + len(line) + 1:] if echo >= 0 else text

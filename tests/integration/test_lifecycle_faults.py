@@ -2,9 +2,10 @@
 """Dying clients and dying programs.
 
 The client disconnects while the program runs, while it is stopped at a
-breakpoint and in the middle of a packet (a launched program is killed and
-reaped, an attached one detached with no int3 left in its code and no
-tracer, the server serves the next client, also in --multi); the program is
+breakpoint and in the middle of a packet (a launched program left stopped is
+kept for the next client, as by gdbserver; one left running is killed and
+reaped; an attached one is detached with no int3 left in its code and no
+tracer; the server serves the next client, also in --multi); the program is
 SIGKILLed from outside while it runs and while it is stopped, plain and
 while traced (`--record`, `record btrace`), and it execs or exits while
 traced: gdb prints what it prints with gdbserver ("Program terminated with
@@ -19,8 +20,9 @@ and after an exec.
     python3 test_lifecycle_faults.py [--server gdbserver] [-v]
 
 Against gdbserver the gdb transcripts are the same; what a server does with
-the program when its client vanishes differs (gdbserver keeps a launched
-program for the next client, btstub kills it): those checks print NOTE.
+the program when its client vanishes while it runs, or with an attached
+program, differs (gdbserver keeps it for the next client, btstub kills a
+launched one and detaches an attached one): those checks print NOTE.
 """
 
 import os
@@ -172,7 +174,8 @@ def resume(client):
 
 
 def check_disconnect_launched(kind, c, how):
-    """Without --once: the launched program is gone, the next client served."""
+    """Without --once: a program left stopped is kept (as by gdbserver), one
+    left running is killed; the next client is served."""
     prog = program("spin")
     label = "client gone %s (launched)" % how
     with Server(kind, [prog, "30"], options=()) as server:
@@ -192,7 +195,12 @@ def check_disconnect_launched(kind, c, how):
         client.close()
         time.sleep(0.3)
         c.true("%s: server alive" % label, server.proc.poll() is None, server.stderr)
-        if kind == "btstub":
+        if how != "while running":
+            # Left stopped: kept for the next client, as by gdbserver.
+            c.true("%s: program kept, still traced" % label,
+                   pid_alive(pid) and tracer_of(pid) == server.proc.pid,
+                   "pid %d state %s tracer %s" % (pid, state_of(pid), tracer_of(pid)))
+        elif kind == "btstub":
             c.true("%s: program killed and reaped" % label, no_zombie(pid),
                    "pid %d state %s" % (pid, state_of(pid)))
         else:

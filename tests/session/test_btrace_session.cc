@@ -2,6 +2,10 @@
 // FakeTraceBackend: every reply is the exact payload gdb would receive.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 
 #include "fake_process.h"
@@ -146,23 +150,42 @@ TEST_CASE("btrace packets act on the general thread", "[btrace]") {
 
 TEST_CASE("Qbtrace-conf sets the size new traces get; btrace-conf reports the thread's", "[btrace]") {
   Fixture f;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  // A wish is rounded up to a power-of-two number of pages, as gdbserver's
+  // perf buffer is: that is the buffer used and reported.
   CHECK(f.ask("Qbtrace-conf:bts:size=0x800") == "OK");
-  CHECK(f.backend.config().buffer_bytes == 0x800);
+  CHECK(f.backend.config().buffer_bytes == page);
   CHECK(f.ask("Qbtrace-conf:pt:size=0x4000") == "OK");  // remembered; pt itself is refused
-  CHECK(f.backend.config().buffer_bytes == 0x800);
+  CHECK(f.backend.config().buffer_bytes == page);
   CHECK(f.session.btrace_reads.pt_size == 0x4000);
   CHECK(f.ask("Qbtrace-conf:bts:size=0x100000000") == "E.Bad size value.");
   CHECK(f.ask("Qbtrace-conf:lbr:size=0x10") == "E.Bad Qbtrace configuration option.");
 
   CHECK(f.ask("Qbtrace:bts") == "OK");
-  const std::string conf_800 =
+  char size[32];
+  std::snprintf(size, sizeof size, "0x%llx", static_cast<unsigned long long>(page));
+  const std::string conf_page =
       "l<!DOCTYPE btrace-conf SYSTEM \"btrace-conf.dtd\">\n<btrace-conf version=\"1.0\">\n"
-      "<bts size=\"0x800\" />\n</btrace-conf>\n<!-- btstub backend: fake -->\n";
-  CHECK(f.ask("qXfer:btrace-conf:read::0,fff") == conf_800);
+      "<bts size=\"" + std::string(size) + "\" />\n</btrace-conf>\n<!-- btstub backend: fake -->\n";
+  CHECK(f.ask("qXfer:btrace-conf:read::0,fff") == conf_page);
   // A later size applies to threads enabled later, not to this one.
   CHECK(f.ask("Qbtrace-conf:bts:size=0x10000") == "OK");
-  CHECK(f.ask("qXfer:btrace-conf:read::0,fff") == conf_800);
+  CHECK(f.ask("qXfer:btrace-conf:read::0,fff") == conf_page);
   CHECK(f.ask("qXfer:btrace-conf:read:x:0,fff") == "E.Bad annex.");
+}
+
+TEST_CASE("a BTS buffer wish becomes a power-of-two number of pages", "[btrace]") {
+  CHECK(stub::bts_buffer_bytes(0, 4096) == 4096);
+  CHECK(stub::bts_buffer_bytes(1, 4096) == 4096);
+  CHECK(stub::bts_buffer_bytes(4096, 4096) == 4096);
+  CHECK(stub::bts_buffer_bytes(4097, 4096) == 8192);
+  CHECK(stub::bts_buffer_bytes(3 * 4096, 4096) == 4 * 4096);
+  CHECK(stub::bts_buffer_bytes(0x10000, 4096) == 0x10000);
+  CHECK(stub::bts_buffer_bytes(0x10001, 4096) == 0x20000);
+  // gdb's "unlimited" (0xffffffff) and beyond: the largest that gdb's
+  // unsigned int holds.
+  CHECK(stub::bts_buffer_bytes(0xffffffffu, 4096) == 0x80000000u);
+  CHECK(stub::bts_buffer_bytes(uint64_t{1} << 40, 4096) == 0x80000000u);
 }
 
 TEST_CASE("all: the whole trace newest first, ending at the current pc", "[btrace]") {
@@ -232,7 +255,11 @@ TEST_CASE("new: the whole trace when it changed, nothing when it did not", "[btr
 
 TEST_CASE("overflow between reads: delta fails, new recovers, delta works again", "[btrace]") {
   Fixture f;
-  REQUIRE(f.ask("Qbtrace-conf:bts:size=0x30") == "OK");  // two BTS records
+  // Two BTS records: set on the backend, as a gdb wish would be rounded up
+  // to a page.
+  stub::TraceConfig two_records = f.backend.config();
+  two_records.buffer_bytes = 0x30;
+  f.backend.set_config(two_records);
   REQUIRE(f.ask("Qbtrace:bts") == "OK");
   auto& trace = f.backend.trace_of(100);
   REQUIRE(trace.capacity() == 2);
@@ -340,4 +367,35 @@ TEST_CASE("whole-program recording is not reported to gdb as its own record btra
   // ... and record stop leaves the whole-program trace running.
   REQUIRE(f.ask("Qbtrace:off") == "OK");
   CHECK(f.backend.enabled(100));
+}
+
+TEST_CASE("a new session takes over the last stop's thread and the recording threads", "[btrace]") {
+  Fixture f;
+  f.process.threads_ = {100, 101};
+  REQUIRE(f.ask("Hgp64.65") == "OK");
+  REQUIRE(f.ask("Qbtrace:bts") == "OK");
+  stub::ProcessEvent stop;  // thread 101 reported the last stop
+  stop.tid = 101;
+  stop.signal = SIGTRAP;
+  f.session.last_stop = f.session.make_stop_reply(stop);
+  f.session.mark_running();
+  CHECK_FALSE(f.session.handover().has_value());  // a running program is not kept
+  REQUIRE(f.session.on_process_event(stop).has_value());
+  auto handover = f.session.handover();
+  REQUIRE(handover.has_value());
+
+  // The next client's session over the same program.
+  stub::Session next(stub::SessionConfig{}, &f.process);
+  next.trace_backend = &f.backend;
+  next.take_over(*handover);
+  CHECK(next.current_thread() == 101);
+  auto reply = next.handle_packet("?").payload.value_or("");
+  CHECK(reply.rfind("T05", 0) == 0);
+  CHECK(reply.find("thread:65;") != std::string::npos);
+  // gdb asks each thread's btrace-conf on connect: 101 still records.
+  REQUIRE(next.handle_packet("Hg65").payload == "OK");
+  CHECK(next.handle_packet("qXfer:btrace-conf:read::0,fff").payload.value_or("").find("<bts size=") !=
+        std::string::npos);
+  REQUIRE(next.handle_packet("Hg64").payload == "OK");
+  CHECK(next.handle_packet("qXfer:btrace-conf:read::0,fff").payload == "E.Btrace not enabled.");
 }
