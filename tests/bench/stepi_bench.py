@@ -24,7 +24,7 @@ replied, as gdbserver does, instead of polling for gdb's next packet.
 Each measurement is repeated (--repeat, default 5) and the median is shown,
 as a markdown table, together with the exact command lines.
 
-    BTSTUB=build/stub/btstub PROGRAMS_DIR=build/programs \\
+    BTSTUB=build/btstub PROGRAMS_DIR=build/programs \\
         python3 tests/bench/stepi_bench.py [--steps 1500] [--repeat 5]
         [--servers gdbserver,btstub] [--background-load]
 
