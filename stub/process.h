@@ -39,6 +39,10 @@ struct ProcessEvent {
   int exit_code = 0;
   bool software_breakpoint = false;  // stopped by one of our int3s; pc already rewound
   bool single_stepped = false;       // a single-step completed
+  // A signal met by a single step the client asked for: reported even when
+  // the client passes it (QPassSignals), as gdbserver does, so that the
+  // client runs the handler and then finishes its step past it.
+  bool during_step = false;
   // A Z1-Z4 debug register fired: Hardware for Z1, the watch kinds carry
   // the triggering data address in hw_address.
   std::optional<protocol::BreakpointType> hw_stop;

@@ -193,7 +193,9 @@ std::optional<ProcessEvent> PtraceProcess::take_pending() {
       thread.pending.reset();
       continue;
     }
-    if (event.signal != SIGTRAP && pass_signals_.count(event.signal) != 0) {
+    if (event.signal != SIGTRAP && *thread.deferred == StepKind::SingleStep) {
+      event.during_step = true;  // the client's step meets it (classify_stop)
+    } else if (event.signal != SIGTRAP && pass_signals_.count(event.signal) != 0) {
       passed.push_back(tid);
       continue;
     }
@@ -372,7 +374,9 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
   if ((bare_step && thread.requested == StepKind::Continue) || (bare_trace_stop && !traced)) {
     if (start_thread(tid, thread, thread.requested, 0)) return std::nullopt;
   }
-  if (signal != SIGTRAP && pass_signals_.count(signal) != 0) {
+  if (signal != SIGTRAP && thread.requested == StepKind::SingleStep) {
+    event.during_step = true;
+  } else if (signal != SIGTRAP && pass_signals_.count(signal) != 0) {
     // QPassSignals: delivered at once, the other threads never stop.
     if (start_thread(tid, thread, thread.requested, signal)) return std::nullopt;
   }
