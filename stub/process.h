@@ -104,6 +104,10 @@ class Process {
   virtual Expected<void> kill() = 0;
   // Removes all breakpoints and detaches; the program runs on.
   virtual Expected<void> detach() = 0;
+  // The signal the client last saw stop `tid` and lets the program have:
+  // delivered (with its siginfo) when the next detach() lets the thread go,
+  // as gdbserver does; 0 forgets it. A signal kept pending goes first.
+  virtual void deliver_on_detach(pid_t tid, int signal) { (void)tid, (void)signal; }
 
   // Auxiliary vector (/proc/pid/auxv), path of the executable.
   virtual Expected<std::string> read_auxv() = 0;

@@ -589,15 +589,25 @@ Expected<void> PtraceProcess::detach() {
   trace_int3s_.clear();
   Expected<void> result;
   for (auto& [tid, state] : threads_) {
-    // A signal kept while stopping all still belongs to the program.
+    // A signal kept while stopping all still belongs to the program, and
+    // so does the one the client saw last and passes: the thread still
+    // stands in its stop, so the kernel delivers it with its own siginfo.
     int deliver = state.pending && state.pending->signal != SIGTRAP ? state.pending->signal : 0;
-    if (deliver != 0) restore_kept_siginfo(tid, state);
+    if (deliver != 0) {
+      restore_kept_siginfo(tid, state);
+    } else {
+      deliver = state.detach_signal;
+    }
     auto r = do_ptrace(PTRACE_DETACH, tid, 0, signal_arg(deliver));
     if (!r && tid == pid_) result = r.error();
   }
   if (!attached_) detached_children().push_back(pid_);
   mark_gone();
   return result;
+}
+
+void PtraceProcess::deliver_on_detach(pid_t tid, int signal) {
+  if (auto found = threads_.find(tid); found != threads_.end()) found->second.detach_signal = signal;
 }
 
 Expected<std::string> PtraceProcess::read_auxv() {

@@ -73,6 +73,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> interrupt() override;
   Expected<void> kill() override;
   Expected<void> detach() override;
+  void deliver_on_detach(pid_t tid, int signal) override;
 
   Expected<std::string> read_auxv() override;
   Expected<std::string> exec_file() override;
@@ -153,6 +154,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     std::optional<uint64_t> trace_stop;   // the tracer's slot-3 breakpoint
     DebugRegs written;                    // what DR0-3/DR7 hold in the kernel
     int last_signal = 0;                  // signal of the last stop (siginfo)
+    int detach_signal = 0;                // deliver_on_detach
     std::vector<uint64_t> trace_int3s;    // the tracer's int3s this thread holds a reference on
   };
   struct TraceInt3 {
