@@ -62,6 +62,16 @@ Expected<void> PtraceProcess::resume(pid_t tid, StepKind kind, int signal) {
 // The client's (or our own logical) resume: the tracer's say, stepping off
 // a breakpoint under the thread, debug registers, then ptrace.
 Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal) {
+  if (thread.owed_signal != 0) {
+    if (signal != 0) {
+      requeue_signal(tid, thread.owed_signal);
+    } else {
+      signal = thread.owed_signal;
+      if (!thread.owed_siginfo.empty()) (void)write_siginfo(tid, thread.owed_siginfo);
+    }
+    thread.owed_signal = 0;
+    thread.owed_siginfo.clear();
+  }
   StepKind actual = kind;
   if (hook_ != nullptr && hook_->traces(tid)) {
     actual = hook_->before_resume(*this, tid, kind, signal);
@@ -204,7 +214,13 @@ std::optional<ProcessEvent> PtraceProcess::take_pending() {
     for (auto& [other, state] : threads_) {
       // A signal the client gave with its resume is not lost to the
       // event reported instead: the thread has it on its next resume.
-      if (state.deferred && state.deferred_signal != 0) requeue_signal(other, state.deferred_signal);
+      if (state.deferred && state.deferred_signal != 0) {
+        if (other != tid) {
+          owe_signal(other, state, state.deferred_signal);
+        } else {
+          requeue_signal(other, state.deferred_signal);
+        }
+      }
       state.deferred.reset();
       state.deferred_signal = 0;
     }
@@ -235,6 +251,23 @@ void PtraceProcess::restore_kept_siginfo(pid_t tid, ThreadState& thread) {
 // signals in a list of its own for the same purpose).
 void PtraceProcess::requeue_signal(pid_t tid, int signal) {
   (void)::syscall(SYS_tgkill, pid_, tid, signal);
+}
+
+// A signal the client gave a thread that another thread's event kept from
+// starting: delivered when the thread next starts, with the siginfo of the
+// stop it still stands in when that stop was this signal's (gdbserver keeps
+// such signals with their siginfo too). Queued with tgkill it would come
+// again as a new stop, sent by btstub. A second one does wait in the queue.
+void PtraceProcess::owe_signal(pid_t tid, ThreadState& thread, int signal) {
+  if (thread.owed_signal != 0) {
+    requeue_signal(tid, signal);
+    return;
+  }
+  thread.owed_signal = signal;
+  thread.owed_siginfo.clear();
+  if (signal == thread.last_signal) {
+    if (auto info = read_siginfo(tid)) thread.owed_siginfo = std::move(*info);
+  }
 }
 
 void PtraceProcess::commit_deferred() {

@@ -595,6 +595,9 @@ Expected<void> PtraceProcess::detach() {
     int deliver = state.pending && state.pending->signal != SIGTRAP ? state.pending->signal : 0;
     if (deliver != 0) {
       restore_kept_siginfo(tid, state);
+    } else if (state.owed_signal != 0) {
+      deliver = state.owed_signal;
+      if (!state.owed_siginfo.empty()) (void)write_siginfo(tid, state.owed_siginfo);
     } else {
       deliver = state.detach_signal;
     }

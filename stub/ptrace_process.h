@@ -155,6 +155,8 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     DebugRegs written;                    // what DR0-3/DR7 hold in the kernel
     int last_signal = 0;                  // signal of the last stop (siginfo)
     int detach_signal = 0;                // deliver_on_detach
+    int owed_signal = 0;                  // owe_signal: given on the next start
+    std::vector<uint8_t> owed_siginfo;    // its siginfo, if it was the stop's own
     std::vector<uint64_t> trace_int3s;    // the tracer's int3s this thread holds a reference on
   };
   struct TraceInt3 {
@@ -176,6 +178,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   void restore_kept_siginfo(pid_t tid, ThreadState& thread);
   Expected<void> require_stopped(pid_t tid) const;
   void requeue_signal(pid_t tid, int signal);
+  void owe_signal(pid_t tid, ThreadState& thread, int signal);
   void commit_deferred();
   std::optional<ProcessEvent> handle_status(pid_t tid, int status);
   std::optional<ProcessEvent> classify_stop(pid_t tid, ThreadState& thread, int signal);

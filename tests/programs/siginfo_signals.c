@@ -5,10 +5,15 @@
  *
  *   siginfo_signals          spins, for signals sent from outside
  *   siginfo_signals queue    first sends itself SIGUSR1 with sigqueue (42)
+ *   siginfo_signals threads  spins beside a worker thread that waits in
+ *                            pause(); the worker's SIGUSR1s are its own
  */
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct seen {
@@ -18,7 +23,8 @@ struct seen {
   volatile int value;
 };
 
-static struct seen usr1, usr2;
+static struct seen usr1, usr2, worker_usr1;
+static atomic_int worker_tid;
 
 static void record(struct seen *s, const siginfo_t *info) {
   s->count++;
@@ -29,7 +35,7 @@ static void record(struct seen *s, const siginfo_t *info) {
 
 static void on_usr1(int sig, siginfo_t *info, void *context) {
   (void)sig, (void)context;
-  record(&usr1, info); /* MARK: usr1_handler */
+  record(syscall(SYS_gettid) == getpid() ? &usr1 : &worker_usr1, info);
 }
 
 static void on_usr2(int sig, siginfo_t *info, void *context) {
@@ -43,6 +49,13 @@ long spin(long n) {
     a += i ^ (a >> 1);
   }
   return a;
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  atomic_store(&worker_tid, (int)syscall(SYS_gettid));
+  for (;;) pause();
+  return NULL;
 }
 
 static const char *sender(pid_t pid) {
@@ -83,8 +96,29 @@ int main(int argc, char **argv) {
     union sigval value = {.sival_int = 42};
     sigqueue(getpid(), SIGUSR1, value);
   }
+  int threads = argc > 1 && strcmp(argv[1], "threads") == 0;
+  if (threads) {
+    pthread_t thread;
+    pthread_create(&thread, NULL, worker, NULL);
+    /* Until the worker sleeps in pause(): where a signal then stops it
+     * is always the same place. */
+    while (!atomic_load(&worker_tid)) {
+    }
+    char path[64], stat[256] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", atomic_load(&worker_tid));
+    while (!strstr(stat, ") S ")) {
+      FILE *f = fopen(path, "r");
+      if (f == NULL) break;
+      if (fgets(stat, sizeof stat, f) == NULL) stat[0] = 0;
+      fclose(f);
+    }
+  }
   long sum = spin(3000000);
+  /* The worker's handler may run a little after main's: give it up to 5 s
+   * (a signal that never comes reads as none). */
+  for (int i = 0; threads && worker_usr1.count == 0 && i < 500; i++) usleep(10000);
   report("usr1", &usr1);
   report("usr2", &usr2);
+  if (threads) report("worker usr1", &worker_usr1);
   return (int)(sum & 1);
 }
