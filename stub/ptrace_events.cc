@@ -28,10 +28,14 @@ constexpr uint8_t kInt3 = 0xcc;
 
 // A pending trap no longer means anything once gdb moved the thread, removed
 // the breakpoint, or continues a thread whose step had already finished.
+// A SIGTRAP with none of those reasons was sent (kill, tgkill) or raised by
+// the program's own int3: it is the program's, wherever the pc went
+// (gdbserver discards only breakpoint stops).
 bool pending_is_stale(const ProcessEvent& event, uint64_t kept_pc, uint64_t pc, bool breakpoint_present,
                       StepKind next) {
   if (event.kind != ProcessEvent::Kind::Stopped || event.signal != SIGTRAP) return false;
   if (event.fork_child != 0 || event.vfork_done) return false;  // a child is held on it
+  if (!event.software_breakpoint && !event.single_stepped && !event.hw_stop && !event.exec_path) return false;
   if (pc != kept_pc) return true;
   if (event.software_breakpoint && !breakpoint_present) return true;
   return event.single_stepped && !event.hw_stop && next == StepKind::Continue;

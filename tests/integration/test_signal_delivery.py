@@ -26,6 +26,10 @@ gdb's transcript and the program's output must be gdbserver's.
    stop is reported, the other kept; gdb's next `continue` passes the
    first thread's signal while the kept one is reported: the first thread
    gets it with its own siginfo and no further stop.
+6. SIGTRAP sent to both threads at once: the kept one is reported when
+   gdb calls a function in its thread (`print probe()`), although the
+   call moved the thread's pc: a sent SIGTRAP is no breakpoint stop that
+   a pc change voids.
 
     python3 test_signal_delivery.py [--server gdbserver] [-v]
 """
@@ -39,6 +43,8 @@ SEND_USR1 = "python import os, signal; os.kill(gdb.selected_inferior().pid, sign
 SEND_USR1_TO_EACH_THREAD = ("python import ctypes, signal; libc = ctypes.CDLL(None); "
                             "[libc.syscall(234, t.ptid[0], t.ptid[1], signal.SIGUSR1) "
                             "for t in gdb.selected_inferior().threads()]")  # 234: tgkill
+SWITCH_TO_OTHER_THREAD = ('python gdb.execute("thread %d" % [t.num for t in gdb.selected_inferior().threads() '
+                          'if t != gdb.selected_thread()][0])')
 # Stopped in spin's loop; SIGUSR1 then waits for the next resume.
 SEND_BETWEEN_STEPS = ["break spin", "continue", "delete", "stepi 12", SEND_USR1, "shell sleep 0.2"]
 
@@ -59,10 +65,19 @@ SCENARIOS = [
     # for the next `continue`, which passes the first thread's signal.
     ("SIGUSR1 to two threads, continued", ["threads"],
      ["break spin", "continue", "delete", SEND_USR1_TO_EACH_THREAD, "continue", "continue", "continue"]),
+    # Both threads meet a SIGTRAP at once; gdb then calls a function in
+    # the thread whose SIGTRAP was kept, which moves its pc: the SIGTRAP is
+    # still the program's and stops the call.
+    ("SIGTRAP to two threads, then a call in the kept one", ["threads"],
+     ["set unwindonsignal on", "break spin", "continue", "delete",
+      SEND_USR1_TO_EACH_THREAD.replace("SIGUSR1", "SIGTRAP"), "continue", SWITCH_TO_OTHER_THREAD, "print probe()",
+      "continue"]),
 ]
 # Which thread's signal is reported first is the kernel's choice: the
-# outputs of these commands are compared as one set of lines.
-UNORDERED = {"SIGUSR1 to two threads, continued": (4, 5)}
+# outputs of these commands are compared as one set of lines, thread
+# numbers aside.
+UNORDERED = {"SIGUSR1 to two threads, continued": (4, 5),
+             "SIGTRAP to two threads, then a call in the kept one": (5, 6)}
 
 
 def run(kind, args, commands, options):
@@ -84,7 +99,11 @@ def run(kind, args, commands, options):
 def transcript_lines(result, unordered=()):
     # The frame of a stop inside sigqueue names the program's pid.
     def tidy(text):
-        return normalise(re.sub(r"\bpid=\d+", "pid=PID", text))
+        text = re.sub(r"\bpid=\d+", "pid=PID", text)
+        if unordered:
+            text = re.sub(r"^Thread \d+ ", "Thread N ", text, flags=re.M)
+            text = re.sub(r"^#0  ", "", text, flags=re.M)
+        return normalise(text)
 
     lines = tidy(result.preamble) + ["exit status: %s" % result.status]
     pooled = []

@@ -58,6 +58,11 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* For gdb to call (`print probe()`). */
+int probe(void) {
+  return 7;
+}
+
 static const char *sender(pid_t pid) {
   if (pid == getpid()) return "self";
   if (pid == getppid()) return "parent";
