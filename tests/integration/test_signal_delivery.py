@@ -45,8 +45,9 @@ SEND_USR1_TO_EACH_THREAD = ("python import ctypes, signal; libc = ctypes.CDLL(No
                             "for t in gdb.selected_inferior().threads()]")  # 234: tgkill
 SWITCH_TO_OTHER_THREAD = ('python gdb.execute("thread %d" % [t.num for t in gdb.selected_inferior().threads() '
                           'if t != gdb.selected_thread()][0])')
-# Stopped in spin's loop; SIGUSR1 then waits for the next resume.
-SEND_BETWEEN_STEPS = ["break spin", "continue", "delete", "stepi 12", SEND_USR1, "shell sleep 0.2"]
+# Stopped in spin's loop; SIGUSR1 (pending as soon as kill returns) waits
+# for the next resume.
+SEND_BETWEEN_STEPS = ["break spin", "continue", "delete", "stepi 12", SEND_USR1]
 
 SCENARIOS = [
     ("queued SIGUSR1 reported and continued", ["queue"], ["continue", "continue"]),
