@@ -248,6 +248,20 @@ static Reply detach_with_fork_child(Session& s, const Detach& req, Process& pare
   return Reply::now(reply_ok());
 }
 
+// gdbserver gives a thread it lets go the signal the client last saw stop
+// it, if the client passes that signal to the program (QProgramSignals;
+// without that list, anything but SIGTRAP and SIGINT): a SIGUSR1 reported
+// and then `detach` still reaches the program's handler.
+static void pass_last_signal_on_detach(Session& s, Process& process) {
+  const auto& stop = s.last_stop;
+  if (!stop || stop->kind != StopReply::Kind::Signal || !stop->thread || stop->reason != StopReason::None) return;
+  const int host = gdb_signal_to_host(stop->signal);
+  if (host == 0) return;
+  const bool passed = s.program_signals_set ? s.program_signals.count(host) != 0 : host != SIGTRAP && host != SIGINT;
+  const auto tid = static_cast<pid_t>(stop->thread->tid);
+  if (passed && s.inferiors().owner_of(tid) == &process) process.deliver_on_detach(tid, host);
+}
+
 Reply handle(Session& s, const Detach& req) {
   if (!s.has_process()) return no_process_reply();
   if (req.pid) {
@@ -257,6 +271,7 @@ Reply handle(Session& s, const Detach& req) {
     auto process = named_process(s, *req.pid);
     if (!process) return error(process.error());
     if (pid_t child = (*process)->fork_child(); child != 0) return detach_with_fork_child(s, req, **process, child);
+    pass_last_signal_on_detach(s, **process);
     if (auto ok = (*process)->detach(); !ok) return error(ok.error());
     s.forget_process(*process);
     return after_process_gone(s, Reply::now(reply_ok()));
@@ -276,6 +291,7 @@ Reply handle(Session& s, const Detach& req) {
   };
   for (Process* process : every) {
     if (process->fork_child() != 0) note(process->detach_fork_child());
+    pass_last_signal_on_detach(s, *process);
     note(process->detach());
   }
   s.general_fork_child = 0;

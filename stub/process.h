@@ -40,6 +40,10 @@ struct ProcessEvent {
   int exit_code = 0;
   bool software_breakpoint = false;  // stopped by one of our int3s; pc already rewound
   bool single_stepped = false;       // a single-step completed
+  // A signal met by a single step the client asked for: reported even when
+  // the client passes it (QPassSignals), as gdbserver does, so that the
+  // client runs the handler and then finishes its step past it.
+  bool during_step = false;
   // A Z1-Z4 debug register fired: Hardware for Z1, the watch kinds carry
   // the triggering data address in hw_address.
   std::optional<protocol::BreakpointType> hw_stop;
@@ -105,6 +109,10 @@ class Process {
   virtual Expected<void> kill() = 0;
   // Removes all breakpoints and detaches; the program runs on.
   virtual Expected<void> detach() = 0;
+  // The signal the client last saw stop `tid` and lets the program have:
+  // delivered (with its siginfo) when the next detach() lets the thread go,
+  // as gdbserver does; 0 forgets it. A signal kept pending goes first.
+  virtual void deliver_on_detach(pid_t tid, int signal) { (void)tid, (void)signal; }
 
   // Auxiliary vector (/proc/pid/auxv), path of the executable.
   virtual Expected<std::string> read_auxv() = 0;

@@ -340,6 +340,7 @@ Expected<void> PtraceProcess::write_siginfo(pid_t tid, const std::vector<uint8_t
 
 Expected<bool> PtraceProcess::signal_waiting(pid_t tid) {
   if (auto stopped = require_stopped(tid); !stopped) return stopped.error();
+  if (threads_.at(tid).owed_signal != 0) return true;  // owe_signal: goes with the next start
   for (uint32_t flags : {0u, static_cast<uint32_t>(PTRACE_PEEKSIGINFO_SHARED)}) {
     __ptrace_peeksiginfo_args args{0, flags, 1};
     siginfo_t info{};

@@ -28,10 +28,14 @@ constexpr uint8_t kInt3 = 0xcc;
 
 // A pending trap no longer means anything once gdb moved the thread, removed
 // the breakpoint, or continues a thread whose step had already finished.
+// A SIGTRAP with none of those reasons was sent (kill, tgkill) or raised by
+// the program's own int3: it is the program's, wherever the pc went
+// (gdbserver discards only breakpoint stops).
 bool pending_is_stale(const ProcessEvent& event, uint64_t kept_pc, uint64_t pc, bool breakpoint_present,
                       StepKind next) {
   if (event.kind != ProcessEvent::Kind::Stopped || event.signal != SIGTRAP) return false;
   if (event.fork_child != 0 || event.vfork_done) return false;  // a child is held on it
+  if (!event.software_breakpoint && !event.single_stepped && !event.hw_stop && !event.exec_path) return false;
   if (pc != kept_pc) return true;
   if (event.software_breakpoint && !breakpoint_present) return true;
   return event.single_stepped && !event.hw_stop && next == StepKind::Continue;
@@ -63,6 +67,16 @@ Expected<void> PtraceProcess::resume(pid_t tid, StepKind kind, int signal) {
 // The client's (or our own logical) resume: the tracer's say, stepping off
 // a breakpoint under the thread, debug registers, then ptrace.
 Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal) {
+  if (thread.owed_signal != 0) {
+    if (signal != 0) {
+      requeue_signal(tid, thread.owed_signal);
+    } else {
+      signal = thread.owed_signal;
+      if (!thread.owed_siginfo.empty()) (void)write_siginfo(tid, thread.owed_siginfo);
+    }
+    thread.owed_signal = 0;
+    thread.owed_siginfo.clear();
+  }
   StepKind actual = kind;
   auto stopped_pc = read_pc(tid);
   if (!stopped_pc) return stopped_pc.error();
@@ -201,7 +215,9 @@ std::optional<ProcessEvent> PtraceProcess::take_pending() {
       thread.pending.reset();
       continue;
     }
-    if (event.signal != SIGTRAP && pass_signals_.count(event.signal) != 0) {
+    if (event.signal != SIGTRAP && *thread.deferred == StepKind::SingleStep) {
+      event.during_step = true;  // the client's step meets it (classify_stop)
+    } else if (event.signal != SIGTRAP && pass_signals_.count(event.signal) != 0) {
       passed.push_back(tid);
       continue;
     }
@@ -210,7 +226,13 @@ std::optional<ProcessEvent> PtraceProcess::take_pending() {
     for (auto& [other, state] : threads_) {
       // A signal the client gave with its resume is not lost to the
       // event reported instead: the thread has it on its next resume.
-      if (state.deferred && state.deferred_signal != 0) requeue_signal(other, state.deferred_signal);
+      if (state.deferred && state.deferred_signal != 0) {
+        if (other != tid) {
+          owe_signal(other, state, state.deferred_signal);
+        } else {
+          requeue_signal(other, state.deferred_signal);
+        }
+      }
       state.deferred.reset();
       state.deferred_signal = 0;
     }
@@ -241,6 +263,23 @@ void PtraceProcess::restore_kept_siginfo(pid_t tid, ThreadState& thread) {
 // signals in a list of its own for the same purpose).
 void PtraceProcess::requeue_signal(pid_t tid, int signal) {
   (void)::syscall(SYS_tgkill, pid_, tid, signal);
+}
+
+// A signal the client gave a thread that another thread's event kept from
+// starting: delivered when the thread next starts, with the siginfo of the
+// stop it still stands in when that stop was this signal's (gdbserver keeps
+// such signals with their siginfo too). Queued with tgkill it would come
+// again as a new stop, sent by btstub. A second one does wait in the queue.
+void PtraceProcess::owe_signal(pid_t tid, ThreadState& thread, int signal) {
+  if (thread.owed_signal != 0) {
+    requeue_signal(tid, signal);
+    return;
+  }
+  thread.owed_signal = signal;
+  thread.owed_siginfo.clear();
+  if (signal == thread.last_signal) {
+    if (auto info = read_siginfo(tid)) thread.owed_siginfo = std::move(*info);
+  }
 }
 
 void PtraceProcess::commit_deferred() {
@@ -404,7 +443,9 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
   if ((bare_step && thread.requested == StepKind::Continue) || (bare_trace_stop && !traced)) {
     if (start_thread(tid, thread, thread.requested, 0)) return std::nullopt;
   }
-  if (signal != SIGTRAP && pass_signals_.count(signal) != 0) {
+  if (signal != SIGTRAP && thread.requested == StepKind::SingleStep) {
+    event.during_step = true;
+  } else if (signal != SIGTRAP && pass_signals_.count(signal) != 0) {
     // QPassSignals: delivered at once, the other threads never stop.
     if (start_thread(tid, thread, thread.requested, signal)) return std::nullopt;
   }

@@ -603,6 +603,10 @@ Expected<void> PtraceProcess::detach() {
   return result;
 }
 
+void PtraceProcess::deliver_on_detach(pid_t tid, int signal) {
+  if (auto found = threads_.find(tid); found != threads_.end()) found->second.detach_signal = signal;
+}
+
 Expected<std::string> PtraceProcess::read_auxv() {
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
   return read_whole_file("/proc/" + std::to_string(pid_) + "/auxv");

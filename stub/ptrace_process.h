@@ -73,6 +73,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> interrupt() override;
   Expected<void> kill() override;
   Expected<void> detach() override;
+  void deliver_on_detach(pid_t tid, int signal) override;
 
   Expected<std::string> read_auxv() override;
   Expected<std::string> exec_file() override;
@@ -153,6 +154,9 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     std::optional<uint64_t> trace_stop;   // the tracer's slot-3 breakpoint
     DebugRegs written;                    // what DR0-3/DR7 hold in the kernel
     int last_signal = 0;                  // signal of the last stop (siginfo)
+    int detach_signal = 0;                // deliver_on_detach
+    int owed_signal = 0;                  // owe_signal: given on the next start
+    std::vector<uint8_t> owed_siginfo;    // its siginfo, if it was the stop's own
     std::vector<uint64_t> trace_int3s;    // the tracer's int3s this thread holds a reference on
     // The tracer moved the pc (emulating a transfer) since the thread last
     // stopped there by itself: a user breakpoint under that pc has not been
@@ -183,6 +187,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   void restore_kept_siginfo(pid_t tid, ThreadState& thread);
   Expected<void> require_stopped(pid_t tid) const;
   void requeue_signal(pid_t tid, int signal);
+  void owe_signal(pid_t tid, ThreadState& thread, int signal);
   void commit_deferred();
   std::optional<ProcessEvent> handle_status(pid_t tid, int status);
   std::optional<ProcessEvent> classify_stop(pid_t tid, ThreadState& thread, int signal);

@@ -99,9 +99,18 @@ Expected<void> PtraceProcess::detach_threads() {
   std::size_t gone = 0;
   for (auto& [tid, state] : threads_) {
     if (state.exited) continue;
-    // A signal kept while stopping all still belongs to the program.
+    // A signal kept while stopping all still belongs to the program, and
+    // so does the one the client saw last and passes: the thread still
+    // stands in its stop, so the kernel delivers it with its own siginfo.
     int deliver = state.pending && state.pending->signal != SIGTRAP ? state.pending->signal : 0;
-    if (deliver != 0) restore_kept_siginfo(tid, state);
+    if (deliver != 0) {
+      restore_kept_siginfo(tid, state);
+    } else if (state.owed_signal != 0) {
+      deliver = state.owed_signal;
+      if (!state.owed_siginfo.empty()) (void)write_siginfo(tid, state.owed_siginfo);
+    } else {
+      deliver = state.detach_signal;
+    }
     auto r = do_ptrace(PTRACE_DETACH, tid, 0, signal_arg(deliver));
     if (r) {
       ++detached;

@@ -66,6 +66,11 @@ void StepAhead::run(Process& process, pid_t tid, const std::set<int>& passed) {
   if (!saved) return;
   taken.saved = std::move(*saved);
   if (auto info = process.read_siginfo(tid)) taken.siginfo = std::move(*info);
+  // A step that entered a signal handler stops in a mere notification
+  // (si_code SIGTRAP), where the kernel drops a signal the next resume
+  // gives (gdb's `signal SIGUSR2` then): undone, a step run ahead would
+  // leave the thread in a real trap stop that delivers it.
+  if (taken.siginfo && signal_code(*taken.siginfo) == SIGTRAP) return;
   process.set_pass_signals({});
   auto resumed = process.resume(tid, StepKind::SingleStep, 0);
   // Blocking is safe: the instruction makes no system call, and its memory

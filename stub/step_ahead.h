@@ -28,7 +28,9 @@
 // A fault raised by the instruction itself (pc unchanged) needs no undo:
 // the next resume discards the signal, and the instruction runs, and
 // faults, again; a fault the client passes is left to the client's step
-// altogether, so the process delivers it in the usual way.
+// altogether, which meets it and reports it (the client steps over the
+// handler). No step is run ahead from a step into a signal handler: that
+// stop drops a signal the next resume gives, and an undone step would not.
 #include <cstdint>
 #include <optional>
 #include <set>
