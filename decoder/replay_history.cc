@@ -109,9 +109,14 @@ ReplayStop ReplayCursor::step_forward() {
 }
 
 ReplayStop ReplayCursor::continue_back(const std::vector<uint64_t>& breakpoints) {
+  // A breakpoint on the oldest instruction is the end of history there, as
+  // in gdb's record full: the stop says replaylog:begin.
+  auto at_breakpoint = [this] {
+    return position() == ReplayPosition{find_floor(), 0} ? ReplayStop::HistoryBegin : ReplayStop::Breakpoint;
+  };
   while (index_ > 0) {
     --index_;
-    if (contains(breakpoints, pc())) return ReplayStop::Breakpoint;
+    if (contains(breakpoints, pc())) return at_breakpoint();
   }
   const uint64_t floor = find_floor();
   // Only range checks here: a block is decoded (from the cache) only when a
@@ -124,7 +129,7 @@ ReplayStop ReplayCursor::continue_back(const std::vector<uint64_t>& breakpoints)
         seq_ = k;
         cur_ = &d;
         index_ = static_cast<uint32_t>(j);
-        return ReplayStop::Breakpoint;
+        return at_breakpoint();
       }
     }
   }

@@ -7,7 +7,8 @@ reverse_walk.c is recorded from main to MARK main_print (`monitor record
 start` at the first stop, so the recorded range stays small). Then one
 script of reverse-stepi, reverse-step, reverse-next, reverse-finish and
 reverse-continue (with and without breakpoints), and forward continue
-through the history, runs twice, at -O0 and at -O2:
+through the history, runs twice, at -O0 and at -O2 (a breakpoint on the
+first recorded instruction is the start of history, as in record full):
 
   reference  gdb runs the program itself with `record full` started at the
              same place (no server);
@@ -73,6 +74,10 @@ def walk_commands():
         "delete",
         "reverse-continue",          # to the start of history
         "reverse-stepi",             # nothing older
+        "stepi", "stepi",
+        "break main",                # the first recorded instruction:
+        "reverse-continue",          # the start of history, not a breakpoint
+        "delete",
         "break %d" % report,
         "continue",                  # forward through the history to report
         "stepi",

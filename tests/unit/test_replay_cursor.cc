@@ -101,6 +101,25 @@ TEST_CASE("reverse-continue stops at breakpoints in the past and at the start") 
   REQUIRE(cursor.at_live_end());
 }
 
+TEST_CASE("a breakpoint on the oldest instruction is the start of history") {
+  replay_test::Fixture f;
+  auto trace = replay_test::trace(true);
+  ReplayCursor cursor(trace, replay_test::live(), f.cache);
+  const auto points = replay_test::oracle();
+  const std::vector<uint64_t> bps = {points.front().pc};
+  // Every earlier visit of that pc is a breakpoint; the oldest is the start.
+  std::size_t visits = 0;
+  for (std::size_t n = 1; n + 1 < points.size(); ++n) visits += points[n].pc == points.front().pc;
+  for (std::size_t i = 0; i < visits; ++i) REQUIRE(cursor.continue_back(bps) == ReplayStop::Breakpoint);
+  REQUIRE(cursor.continue_back(bps) == ReplayStop::HistoryBegin);
+  REQUIRE(cursor.instruction_number().index == 0);
+  // From within the oldest block too.
+  cursor.go_live_end();
+  while (cursor.instruction_number().index > 1) REQUIRE(cursor.step_back() == ReplayStop::Moved);
+  REQUIRE(cursor.continue_back(bps) == ReplayStop::HistoryBegin);
+  REQUIRE(cursor.instruction_number().index == 0);
+}
+
 TEST_CASE("a breakpoint at the current instruction does not stop a continue at once") {
   replay_test::Fixture f;
   auto trace = replay_test::trace(true);
