@@ -302,7 +302,11 @@ Reply handle(Session& s, const Detach& req) {
 
 Reply handle(Session& s, const SetPassSignals& req) {
   s.pass_signals.clear();
-  for (int gdb_signal : req.signals) s.pass_signals.insert(gdb_signal_to_host(gdb_signal));
+  // A gdb signal with no host number (0) is no signal to pass: a stop
+  // without a signal (T00) would be taken for one and resumed unseen.
+  for (int gdb_signal : req.signals) {
+    if (int host = gdb_signal_to_host(gdb_signal); host != 0) s.pass_signals.insert(host);
+  }
   // The process layer delivers them itself, so other threads never stop.
   for (Process* process : s.inferiors().live()) process->set_pass_signals(s.pass_signals);
   return Reply::now(reply_ok());
@@ -310,7 +314,9 @@ Reply handle(Session& s, const SetPassSignals& req) {
 
 Reply handle(Session& s, const SetProgramSignals& req) {
   s.program_signals.clear();
-  for (int gdb_signal : req.signals) s.program_signals.insert(gdb_signal_to_host(gdb_signal));
+  for (int gdb_signal : req.signals) {
+    if (int host = gdb_signal_to_host(gdb_signal); host != 0) s.program_signals.insert(host);
+  }
   s.program_signals_set = true;
   return Reply::now(reply_ok());
 }
