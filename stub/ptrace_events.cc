@@ -418,6 +418,11 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
   if (traced) {
     const TracedStop stop = traced_stop(tid, event, trace_hit);
     TraceVerdict verdict = hook_->on_stop(*this, stop);
+    if (verdict == TraceVerdict::StopHere) {
+      ProcessEvent here;
+      here.tid = tid;
+      return here;
+    }
     if (verdict != TraceVerdict::Report) {
       // Kept stopped (all-stop) after an emulated transfer: see start_thread.
       if (auto pc = read_pc(tid); stopping_all_ && pc && *pc != stop.pc) thread.pc_moved_unrun = true;

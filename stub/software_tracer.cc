@@ -74,6 +74,7 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
     case Next::SingleStep: return StepKind::SingleStep;
     case Next::Continue: return StepKind::Continue;
     case Next::Report: break;
+    case Next::StopBeforeExit: break;  // never at a resume (in_stop is false)
   }
   // Only a full buffer under the stop policy refuses here: the client saw
   // that stop and resumed anyway, so the thread runs on untraced.
@@ -113,10 +114,14 @@ TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedS
                     (tracer_step || (stop.trace_stop_hit && !stop.single_stepped));
   if (!ours) return TraceVerdict::Report;
   if (stop.trace_stop_hit) ++stats_.trace_stops;
-  switch (continue_from(control, *t, stop.tid)) {
+  t->in_stop = true;
+  const Next next = continue_from(control, *t, stop.tid);
+  t->in_stop = false;
+  switch (next) {
     case Next::Continue: ++stats_.absorbed; return TraceVerdict::Continue;
     case Next::SingleStep: ++stats_.absorbed; return TraceVerdict::SingleStep;
     case Next::Report: break;
+    case Next::StopBeforeExit: return TraceVerdict::StopHere;
   }
   return TraceVerdict::Report;
 }
@@ -193,6 +198,7 @@ SoftwareTracer::Next SoftwareTracer::step_one(TracedThreadControl& control, Thre
   // A user breakpoint's int3 under the pc stops the thread at once.
   if (control.has_user_breakpoint(pc_of(regs))) return Next::Continue;
   auto insn = blocks_.instruction_at(pc_of(regs), code);
+  if (insn && stops_before(t, *insn, regs)) return Next::StopBeforeExit;
   if (insn && insn->is_control_transfer() && refuses_more(t)) return full_stop(t);
   const bool branch = insn && predicts_branch(*insn, regs, code);
   return step_over(t, regs, std::move(insn), branch);
@@ -229,6 +235,7 @@ SoftwareTracer::Next SoftwareTracer::at_transfer(TracedThreadControl& control, T
       return Next::Continue;
     }
     case decoder::NextKind::Syscall:
+      if (stops_before(t, insn, regs)) return Next::StopBeforeExit;
       // rt_sigreturn, execve and friends go where the kernel decides.
       if (refuses_more(t)) return full_stop(t);
       return step_over(t, regs, insn, false);
@@ -236,6 +243,17 @@ SoftwareTracer::Next SoftwareTracer::at_transfer(TracedThreadControl& control, T
       break;
   }
   return Next::Continue;  // int3/ud2/hlt: the signal stop reports itself
+}
+
+bool SoftwareTracer::stops_before(ThreadState& t, const decoder::Instruction& insn,
+                                  const protocol::RegisterFile& regs) {
+  constexpr uint64_t kExitGroup = 231;  // x86-64 __NR_exit_group
+  const uint64_t pc = pc_of(regs);
+  if (!all_enabled_ || !t.in_stop || t.frozen || t.exit_reported == pc) return false;
+  if (insn.kind != decoder::ControlKind::Syscall || insn.text.rfind("syscall", 0) != 0) return false;
+  if (regs.get_u64(Amd64Reg::rax) != kExitGroup) return false;
+  t.exit_reported = pc;
+  return true;
 }
 
 SoftwareTracer::Next SoftwareTracer::full_stop(ThreadState& t) {

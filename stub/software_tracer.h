@@ -148,6 +148,8 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     bool origin_known = false;
     bool frozen = false;          // full under OverflowPolicy::Stop: no more recording
     bool stopped_full = false;    // the current stop is because of that
+    bool in_stop = false;         // on_stop is deciding (a stop may be reported)
+    std::optional<uint64_t> exit_reported;  // where the thread was reported about to exit
     TraceConfig config;
     std::unique_ptr<decoder::BlockTrace> trace;
     std::vector<uint64_t> armed;                  // trace stop addresses as last set (empty: none)
@@ -156,7 +158,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     std::optional<Step> step;
     std::shared_ptr<const Lookahead> lookahead;   // the plan its armed ends belong to
   };
-  enum class Next { Continue, SingleStep, Report };
+  enum class Next { Continue, SingleStep, Report, StopBeforeExit };
 
   SoftwareTracer(BlockCache blocks, const TraceConfig& config, bool enable_all, TraceStops stops);
 
@@ -178,6 +180,10 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
                  bool predicted_branch);
   Next step_one(TracedThreadControl& control, ThreadState& t, const protocol::RegisterFile& regs);
   Next full_stop(ThreadState& t);
+  // Whole-program recording (enable_all): a thread about to run exit_group
+  // is stopped and reported first, once, so the history can still be
+  // walked from the end; the client's next resume runs it.
+  bool stops_before(ThreadState& t, const decoder::Instruction& insn, const protocol::RegisterFile& regs);
   bool arm(TracedThreadControl& control, ThreadState& t, pid_t tid, std::optional<uint64_t> addr);
   bool arm_all(TracedThreadControl& control, ThreadState& t, pid_t tid, const std::vector<uint64_t>& addrs);
   // Tells the process layer whether int3s may stay at transfers no thread

@@ -91,6 +91,11 @@ enum class TraceVerdict {
   Report,      // the process layer handles the stop as it would untraced
   Continue,    // absorbed: PTRACE_CONT without a signal, nothing reported
   SingleStep,  // absorbed: PTRACE_SINGLESTEP without a signal, nothing reported
+  // Reported to the client as a stop without a signal (T00) where the
+  // thread stands, whatever the stop itself was: a recorded program about
+  // to exit (gdb's record full stops there too, so the user can go back
+  // from the end).
+  StopHere,
 };
 
 class TraceHook {

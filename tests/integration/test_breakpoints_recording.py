@@ -225,7 +225,7 @@ def check_issue_case(c):
     src = "block_boundaries.c"
     target_line = harness.marker_line(src, "jne_target")
     commands = ["break main", "continue", "break %d" % target_line, "continue",
-                "next", "next", "next", "step", "next", "next", "finish", "next", "next", "continue"]
+                "next", "next", "next", "step", "next", "next", "finish", "next", "next"]
     plain = run("btstub", prog, [], commands)
     reference = run("gdbserver", prog, [], commands)
     c.equal("issue case: btstub without recording answers as gdbserver",

@@ -136,7 +136,7 @@ def check_exec_and_exit_traced(kind, c):
     with Server(kind, [execer], options=("--record",)) as server:
         pid = server.inferior_pid
         result = run_gdb(["break after_exec", "continue", "reverse-stepi", "stepi",
-                          "continue"], execer, server.address, timeout=60)
+                          "continue", "continue"], execer, server.address, timeout=60)
         c.contains("--record, exec: gdb follows the exec",
                    result.of_command("continue"), "is executing new program")
         c.contains("--record, exec: stops in the new image",
@@ -145,16 +145,21 @@ def check_exec_and_exit_traced(kind, c):
                "not" not in result.of_command("reverse-stepi").lower() or
                "history" in result.of_command("reverse-stepi").lower(),
                result.transcript())
+        # A recorded program stops before exit_group, as under record full.
+        c.contains("--record, exec: stops before the exit",
+                   result.of_command("continue", 1), "Program stopped.")
         c.contains("--record, exec: runs to the exit",
-                   result.of_command("continue", 1), "exited normally")
+                   result.of_command("continue", 2), "exited normally")
         c.true("--record, exec: no zombie", no_zombie(pid), "state %s" % state_of(pid))
     basic = program("basic")
     with Server(kind, [basic], options=("--record",)) as server:
         pid = server.inferior_pid
-        result = run_gdb(["continue", "reverse-stepi", "info program"], basic,
+        result = run_gdb(["continue", "continue", "reverse-stepi", "info program"], basic,
                          server.address, timeout=60)
+        c.contains("--record, exit: stops before the exit",
+                   result.of_command("continue"), "Program stopped.")
         c.contains("--record, exit: gdb sees the exit",
-                   result.of_command("continue"), "exited with code 013")
+                   result.of_command("continue", 1), "exited with code 013")
         # With the remote target gone gdb refuses on its own ("The program
         # is not being run." or "Target exec does not support this command.").
         c.matches("--record, exit: nothing to replay after the exit",
