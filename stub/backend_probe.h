@@ -7,8 +7,8 @@
 #include <string>
 
 #include "protocol/expected.h"
-#include "stub/options.h"
 #include "stub/perf_seam.h"
+#include "stub/trace_backend.h"
 
 namespace stub {
 

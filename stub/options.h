@@ -13,14 +13,6 @@
 
 namespace stub {
 
-// --backend: which branch-trace backend serves Qbtrace:bts.
-enum class TraceBackendChoice {
-  Auto,      // the best available: intel-bts, then perf-bts, then software
-  Software,  // stub::SoftwareTracer
-  PerfBts,   // stub::PerfBackend over a perf BTS sample ring
-  IntelBts,  // stub::PerfBackend over the intel_bts PMU's AUX area
-};
-
 // --trace-stops: how the software tracer stops a thread at the end of a
 // block (stub::TraceStops).
 enum class TraceStopChoice {

@@ -21,6 +21,15 @@ struct TraceConfig {
   decoder::OverflowPolicy overflow = decoder::OverflowPolicy::DropOldest;  // --trace-full
 };
 
+// --backend: which branch-trace backend serves Qbtrace:bts. Here, not with
+// the options, because the backend probe resolves it too.
+enum class TraceBackendChoice {
+  Auto,      // the best available: intel-bts, then perf-bts, then software
+  Software,  // stub::SoftwareTracer
+  PerfBts,   // stub::PerfBackend over a perf BTS sample ring
+  IntelBts,  // stub::PerfBackend over the intel_bts PMU's AUX area
+};
+
 class TraceBackend {
  public:
   virtual ~TraceBackend() = default;

@@ -5,6 +5,7 @@
 
 #include "fake_perf_seam.h"
 #include "stub/backend_probe.h"
+#include "stub/options.h"
 #include "stub/perf_backend.h"
 
 using decoder::Block;
