@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "stub/process.h"
+#include "stub/process/process.h"
 
 namespace test {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "stub/trace_backend.h"
+#include "stub/tracing/trace_backend.h"
 
 namespace test {
 

@@ -6,8 +6,8 @@
 
 #include "fake_process.h"
 #include "fake_trace_backend.h"
-#include "stub/handlers.h"
-#include "stub/session.h"
+#include "stub/session/handlers.h"
+#include "stub/session/session.h"
 
 namespace {
 

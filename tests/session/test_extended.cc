@@ -9,8 +9,8 @@
 
 #include "fake_process.h"
 #include "protocol/replies.h"
-#include "stub/os_processes.h"
-#include "stub/session.h"
+#include "stub/process/os_processes.h"
+#include "stub/session/session.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 
 #include "fake_process.h"
 #include "fake_trace_backend.h"
-#include "stub/session.h"
+#include "stub/session/session.h"
 
 namespace {
 

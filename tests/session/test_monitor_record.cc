@@ -5,8 +5,8 @@
 #include "fake_process.h"
 #include "fake_trace_backend.h"
 #include "protocol/replies.h"
-#include "stub/session.h"
-#include "stub/software_tracer.h"
+#include "stub/session/session.h"
+#include "stub/tracing/software_tracer.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "fake_process.h"
-#include "stub/process_group.h"
+#include "stub/process/process_group.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include "fake_process.h"
 #include "fake_trace_backend.h"
-#include "stub/replay_engine.h"
+#include "stub/replay/replay_engine.h"
 #include "tests/unit/replay_fixture.h"
 
 using decoder::ReplayStop;

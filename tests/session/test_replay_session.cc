@@ -10,8 +10,8 @@
 
 #include "fake_process.h"
 #include "fake_trace_backend.h"
-#include "stub/replay_engine.h"
-#include "stub/session.h"
+#include "stub/replay/replay_engine.h"
+#include "stub/session/session.h"
 #include "tests/unit/replay_fixture.h"
 
 using protocol::Amd64Reg;

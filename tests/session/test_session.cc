@@ -5,7 +5,7 @@
 
 #include "fake_process.h"
 #include "protocol/replies.h"
-#include "stub/session.h"
+#include "stub/session/session.h"
 
 namespace {
 

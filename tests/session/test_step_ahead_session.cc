@@ -6,7 +6,7 @@
 #include <set>
 
 #include "fake_process.h"
-#include "stub/session.h"
+#include "stub/session/session.h"
 
 namespace {
 

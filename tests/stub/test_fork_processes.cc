@@ -13,9 +13,9 @@
 #include <string>
 #include <thread>
 
-#include "stub/process_group.h"
-#include "stub/ptrace_process.h"
-#include "stub/wait_routes.h"
+#include "stub/process/process_group.h"
+#include "stub/process/ptrace_process.h"
+#include "stub/process/wait_routes.h"
 
 namespace {
 

@@ -12,9 +12,9 @@
 #include <sstream>
 #include <thread>
 
-#include "stub/libraries_svr4.h"
-#include "stub/ptrace_process.h"
-#include "stub/step_ahead.h"
+#include "stub/process/libraries_svr4.h"
+#include "stub/process/ptrace_process.h"
+#include "stub/session/step_ahead.h"
 
 using protocol::Amd64Reg;
 using stub::LaunchOptions;

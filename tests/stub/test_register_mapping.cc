@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
-#include "stub/register_mapping.h"
+#include "stub/process/register_mapping.h"
 
 using protocol::Amd64Reg;
 

@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "stub/ptrace_process.h"
+#include "stub/process/ptrace_process.h"
 
 using protocol::Amd64Reg;
 using stub::ProcessEvent;

@@ -14,7 +14,7 @@
 
 #include "decoder/instruction_history.h"
 #include "protocol/amd64_registers.h"
-#include "stub/ptrace_process.h"
+#include "stub/process/ptrace_process.h"
 
 namespace tracing {
 

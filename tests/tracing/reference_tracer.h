@@ -13,8 +13,8 @@
 
 #include "decoder/block_trace.h"
 #include "protocol/expected.h"
-#include "stub/process.h"
-#include "stub/software_tracer.h"
+#include "stub/process/process.h"
+#include "stub/tracing/software_tracer.h"
 
 namespace tracing {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "stub/ptrace_process.h"
+#include "stub/process/ptrace_process.h"
 #include "tests/tracing/reference_tracer.h"
 
 namespace {

@@ -14,9 +14,9 @@
 
 #include "decoder/block_trace.h"
 #include "protocol/amd64_registers.h"
-#include "stub/perf_seam.h"
-#include "stub/perf_trace_items.h"
-#include "stub/trace_hook.h"
+#include "stub/tracing/perf_seam.h"
+#include "stub/tracing/perf_trace_items.h"
+#include "stub/process/trace_hook.h"
 
 namespace fakeperf {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "protocol/amd64_registers.h"
-#include "stub/software_tracer.h"
+#include "stub/tracing/software_tracer.h"
 
 namespace fake {
 

@@ -1,7 +1,7 @@
 // Command-line options of btstub's own (stub/options.h): branch tracing, busy poll.
 #include <catch2/catch.hpp>
 
-#include "stub/options.h"
+#include "stub/server/options.h"
 
 using stub::CommandLine;
 using stub::parse_command_line;

@@ -2,7 +2,7 @@
 // splitting of unaligned regions, sharing, all-or-nothing failure, DR6.
 #include <catch2/catch.hpp>
 
-#include "stub/debug_registers.h"
+#include "stub/process/debug_registers.h"
 
 using stub::DebugHit;
 using stub::DebugRegisterState;

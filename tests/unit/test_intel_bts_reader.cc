@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "fake_perf_seam.h"
-#include "stub/intel_bts_reader.h"
+#include "stub/tracing/intel_bts_reader.h"
 
 using decoder::Branch;
 using fakeperf::concat;

@@ -4,9 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include "fake_perf_seam.h"
-#include "stub/backend_probe.h"
-#include "stub/options.h"
-#include "stub/perf_backend.h"
+#include "stub/tracing/backend_probe.h"
+#include "stub/server/options.h"
+#include "stub/tracing/perf_backend.h"
 
 using decoder::Block;
 using fakeperf::FakePerfSeam;

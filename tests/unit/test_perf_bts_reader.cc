@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "fake_perf_seam.h"
-#include "stub/perf_bts_reader.h"
+#include "stub/tracing/perf_bts_reader.h"
 
 using decoder::Branch;
 using fakeperf::concat;
