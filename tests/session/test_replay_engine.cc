@@ -7,7 +7,7 @@
 #include "fake_process.h"
 #include "fake_trace_backend.h"
 #include "stub/replay/replay_engine.h"
-#include "tests/unit/replay_fixture.h"
+#include "tests/unit/decoder/replay_fixture.h"
 
 using decoder::ReplayStop;
 using protocol::Amd64Reg;

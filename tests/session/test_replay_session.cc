@@ -12,7 +12,7 @@
 #include "fake_trace_backend.h"
 #include "stub/replay/replay_engine.h"
 #include "stub/session/session.h"
-#include "tests/unit/replay_fixture.h"
+#include "tests/unit/decoder/replay_fixture.h"
 
 using protocol::Amd64Reg;
 using replay_test::kB0;
