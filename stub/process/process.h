@@ -1,7 +1,7 @@
 #pragma once
 // The debugged process behind a small interface, so that packet handling and
 // replay can be unit-tested with a fake. The ptrace implementation is
-// stub/ptrace_process.{h,cc}; it is the only code that calls ptrace.
+// stub/process/ptrace_process.{h,cc}; it is the only code that calls ptrace.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -164,7 +164,7 @@ class Process {
     return btstub::make_error(btstub::ErrorCode::NotSupported, "No fork child");
   }
 
-  // ---- several processes at once (stub/process_group.h) ----
+  // ---- several processes at once (stub/process/process_group.h) ----
   // Stops every running thread, as for an event of this process's own:
   // another process reported one, and all-stop means everything stops.
   // What a thread had to say meanwhile stays pending for a later resume.
@@ -177,7 +177,7 @@ class Process {
   // resume a fork child alone).
   virtual bool has_running_threads() const { return true; }
 
-  // ---- running a step ahead (stub/step_ahead.h) ----
+  // ---- running a step ahead (stub/session/step_ahead.h) ----
   // Puts back a siginfo_t read with read_siginfo: undoing a step also
   // undoes what `$_siginfo` shows.
   virtual Expected<void> write_siginfo(pid_t tid, const std::vector<uint8_t>& info) {

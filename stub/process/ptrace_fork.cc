@@ -12,7 +12,7 @@
 // or follows it (D on the parent: the child becomes the debugged process).
 // One child is held at a time. With gdb's detach-on-fork off the client
 // debugs the child too: adopt_fork_child makes it a PtraceProcess of its own
-// (stub/process_group.h keeps both, stub/wait_routes.h routes their wait
+// (stub/process/process_group.h keeps both, stub/process/wait_routes.h routes their wait
 // statuses); it is not branch-traced.
 #include <fcntl.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the stub/ptrace_*.cc files, which alone may include
+// Helpers shared by the stub/process/ptrace_*.cc files, which alone may include
 // <sys/ptrace.h>; this header does not, so requests travel as plain ints.
 #include <sys/types.h>
 

@@ -3,7 +3,7 @@
 // auto-attached on clone, and when one thread's event is reported every
 // other thread is stopped too (SIGSTOP). An event another thread had
 // meanwhile is kept pending and reported on a later resume instead of
-// running that thread. A TraceHook (stub/trace_hook.h) sees every resume and
+// running that thread. A TraceHook (stub/process/trace_hook.h) sees every resume and
 // stop of the threads it traces.
 //
 // Split over ptrace_process.cc (launch, attach, memory, control),
@@ -102,7 +102,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   void stop_all() override;
   bool has_pending_event() const override;
   bool has_running_threads() const override;
-  // WaitOwner: whether `tid` is one of our threads (stub/wait_routes.h).
+  // WaitOwner: whether `tid` is one of our threads (stub/process/wait_routes.h).
   bool owns_thread(pid_t tid) const override { return alive_ && threads_.count(tid) != 0; }
 
   // The hook sees every later resume and stop of the threads it traces;

@@ -220,7 +220,7 @@ class Connection {
   }
 
   // Once the client has a step's stop reply, the session may run the
-  // next step ahead while the client works on it (stub/step_ahead.h).
+  // next step ahead while the client works on it (stub/session/step_ahead.h).
   void flush() {
     if (!link_.has_output()) return;
     std::string bytes = link_.take_output();

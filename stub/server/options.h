@@ -44,9 +44,9 @@ struct CommandLine {
   std::vector<std::string> wrapper;
   std::set<std::string> disabled_packets;
   bool remote_debug = false;           // log packets on stderr
-  bool pin_cpu = true;                 // --no-pin-cpu clears: see stub/cpu_affinity.h
-  bool step_ahead = true;              // --no-step-ahead clears: see stub/step_ahead.h
-  unsigned busy_poll_us = kDefaultBusyPollMicroseconds;  // --busy-poll=: see stub/connection.h
+  bool pin_cpu = true;                 // --no-pin-cpu clears: see stub/server/cpu_affinity.h
+  bool step_ahead = true;              // --no-step-ahead clears: see stub/session/step_ahead.h
+  unsigned busy_poll_us = kDefaultBusyPollMicroseconds;  // --busy-poll=: see stub/server/connection.h
   bool record = false;                 // --record: trace every thread from the first instruction
   TraceBackendChoice trace_backend = TraceBackendChoice::Auto;  // --backend=
   TraceConfig trace_config;            // --trace-size=, --trace-full=

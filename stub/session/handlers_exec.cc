@@ -68,7 +68,7 @@ Expected<void> software_breakpoint_allowed(Session& s, uint64_t addr) {
 Reply handle(Session& s, const InsertBreakpoint& req) {
   if (!s.has_process()) return no_process_reply();
   // x86 has no read-only watch: like gdbserver, refuse Z3 so gdb emulates
-  // rwatch with an access watchpoint (stub/debug_registers.h).
+  // rwatch with an access watchpoint (stub/process/debug_registers.h).
   if (req.type == BreakpointType::ReadWatch && !kHasReadOnlyWatchpoints) return Reply::now(reply_empty());
   // Without working debug registers answer empty, so gdb falls back to
   // software watchpoints; running out of them is an error gdb shows.
@@ -126,7 +126,7 @@ static void adopt_resumed_fork_children(Session& s, const Resume& req) {
   }
 }
 
-// A step already run ahead (stub/step_ahead.h) answers a resume that asks
+// A step already run ahead (stub/session/step_ahead.h) answers a resume that asks
 // for exactly it: that thread steps, with no signal, from where it stopped.
 // Any other resume first puts the program back.
 static std::optional<Reply> answer_from_step_ahead(Session& s, const Resume& req) {

@@ -1,6 +1,6 @@
 // Reverse execution and forward replay: bs/bc, and c/s/vCont while the
 // resumed thread stands in its recorded past, answered from the history by
-// the replay engine (stub/replay_engine.h). The program itself does not run.
+// the replay engine (stub/replay/replay_engine.h). The program itself does not run.
 #include <algorithm>
 
 #include "stub/session/handlers.h"

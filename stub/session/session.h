@@ -3,7 +3,7 @@
 // threads, negotiated features, the last stop) over the program and the
 // fork children debugged beside it (ProcessGroup). Requests go
 // in as typed values; replies come out as payloads. No sockets here: the
-// server (stub/server.h) moves bytes, the session decides what they mean.
+// server (stub/server/server.h) moves bytes, the session decides what they mean.
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,9 +21,9 @@
 
 namespace stub {
 
-class TraceBackend;  // stub/trace_backend.h
-class ReplayEngine;  // stub/replay_engine.h
-class MappingInfo;   // stub/replay_engine.h
+class TraceBackend;  // stub/tracing/trace_backend.h
+class ReplayEngine;  // stub/replay/replay_engine.h
+class MappingInfo;   // stub/replay/replay_engine.h
 
 // How an extended-remote session starts (vRun, R) or attaches to (vAttach)
 // a program. The factory owns what it creates and releases the previous
@@ -44,7 +44,7 @@ class ProcessFactory {
 // What the command line fixed for every session.
 struct SessionConfig {
   std::set<std::string> disabled_packets;  // --disable-packet=
-  bool step_ahead = true;                  // --no-step-ahead clears (stub/step_ahead.h)
+  bool step_ahead = true;                  // --no-step-ahead clears (stub/session/step_ahead.h)
 };
 
 // The outcome of one request.
@@ -79,7 +79,7 @@ class Session {
   // Ctrl-C from the client.
   void on_interrupt();
   // Once the client has a stop reply for a single step: runs the next step
-  // ahead (stub/step_ahead.h) when nothing else could see it early.
+  // ahead (stub/session/step_ahead.h) when nothing else could see it early.
   void run_ahead();
   bool wants_run_ahead() const { return run_ahead_due_; }
 

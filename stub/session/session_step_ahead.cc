@@ -1,4 +1,4 @@
-// When the session lets a step run ahead of the client (stub/step_ahead.h),
+// When the session lets a step run ahead of the client (stub/session/step_ahead.h),
 // and which requests may see the program while it stands one step ahead.
 #include "stub/session/session.h"
 #include "stub/tracing/trace_backend.h"

@@ -1,4 +1,4 @@
-// The step run ahead of the client (stub/step_ahead.h) through the session,
+// The step run ahead of the client (stub/session/step_ahead.h) through the session,
 // against a fake whose single step really runs one of three instructions.
 #include <catch2/catch.hpp>
 #include <csignal>

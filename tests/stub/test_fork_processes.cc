@@ -1,7 +1,7 @@
 // Two processes debugged at once (detach-on-fork off) against a real
 // program: tests/programs/fork_threads.c forks while it has a second thread,
 // so the parent's waits for any tracee also reap the child's statuses; they
-// must reach the child (stub/wait_routes.h) or the child never ends.
+// must reach the child (stub/process/wait_routes.h) or the child never ends.
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>

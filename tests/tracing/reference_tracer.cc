@@ -282,7 +282,7 @@ bool unusable_here(stub::TraceStops stops) {
 
 Expected<RunResult> run_software(const stub::LaunchOptions& launch, uint64_t last_pc,
                                  std::optional<stub::TraceStops> wanted, uint64_t start_offset) {
-  // btstub's default (stub/server.cc): int3s.
+  // btstub's default (stub/server/server.cc): int3s.
   const auto stops = wanted.value_or(stub::TraceStops::Breakpoint);
   auto tracer = stub::SoftwareTracer::create(stub::TraceConfig{uint64_t{1} << 26, decoder::OverflowPolicy::Stop},
                                              /*enable_all=*/start_offset == 0, stops);

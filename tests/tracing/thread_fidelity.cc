@@ -69,7 +69,7 @@ bool check(const char* label, const tracing::ThreadRuns& software, const Runs& r
 }  // namespace
 
 int main(int argc, char** argv) {
-  stub::TraceStops stops = stub::TraceStops::Breakpoint;  // btstub's default (stub/server.cc)
+  stub::TraceStops stops = stub::TraceStops::Breakpoint;  // btstub's default (stub/server/server.cc)
   int arg = 1;
   if (arg + 1 < argc && std::string(argv[arg]) == "--stops") {
     const std::string value = argv[arg + 1];

@@ -1,4 +1,4 @@
-// x86 debug-register allocation (stub/debug_registers.*): DR7 encoding,
+// x86 debug-register allocation (stub/process/debug_registers.*): DR7 encoding,
 // splitting of unaligned regions, sharing, all-or-nothing failure, DR6.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// Command-line options of btstub's own (stub/options.h): branch tracing, busy poll.
+// Command-line options of btstub's own (stub/server/options.h): branch tracing, busy poll.
 #include <catch2/catch.hpp>
 
 #include "stub/server/options.h"
