@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-namespace stub {
+namespace stub::process {
 namespace {
 
 using btstub::ErrorCode;
@@ -225,4 +225,4 @@ std::optional<int> DebugRegisterState::slot_for_dr6(uint64_t dr6) const {
   return hits.front().slot;
 }
 
-}  // namespace stub
+}  // namespace stub::process

@@ -12,7 +12,7 @@
 #include "protocol/expected.h"
 #include "protocol/requests.h"
 
-namespace stub {
+namespace stub::process {
 
 // Z1 = Execute (hardware breakpoint), Z2 = Write, Z3 = Read, Z4 = Access.
 enum class WatchKind { Execute, Write, Read, Access };
@@ -94,4 +94,4 @@ class DebugRegisterState {
   std::vector<Watch> watches_;
 };
 
-}  // namespace stub
+}  // namespace stub::process

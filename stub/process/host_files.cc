@@ -8,7 +8,7 @@
 #include <limits>
 #include <string>
 
-namespace stub {
+namespace stub::process {
 
 namespace {
 
@@ -107,4 +107,4 @@ std::string HostFiles::setfs(int64_t pid) {
   return protocol::reply_file_result(0);
 }
 
-}  // namespace stub
+}  // namespace stub::process

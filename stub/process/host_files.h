@@ -9,7 +9,7 @@
 #include "protocol/expected.h"
 #include "protocol/replies.h"
 
-namespace stub {
+namespace stub::process {
 
 class HostFiles {
  public:
@@ -40,4 +40,4 @@ class HostFiles {
   int64_t fs_pid_ = 0;
 };
 
-}  // namespace stub
+}  // namespace stub::process

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-namespace stub {
+namespace stub::process {
 namespace {
 
 using btstub::ErrorCode;
@@ -161,4 +161,4 @@ Expected<std::string> libraries_svr4_xml(Process& process) {
   return header + ">" + body + "</library-list-svr4>";
 }
 
-}  // namespace stub
+}  // namespace stub::process

@@ -5,7 +5,7 @@
 
 #include "stub/process/process.h"
 
-namespace stub {
+namespace stub::process {
 
 // The whole list, ignoring the "start=..;prev=.." annex (gdb copes with a
 // full list). Before ld.so has filled in DT_DEBUG (e.g. at the first
@@ -14,4 +14,4 @@ namespace stub {
 // so gdb falls back to its own probing.
 Expected<std::string> libraries_svr4_xml(Process& process);
 
-}  // namespace stub
+}  // namespace stub::process

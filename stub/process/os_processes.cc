@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-namespace stub {
+namespace stub::process {
 
 namespace fs = std::filesystem;
 
@@ -100,4 +100,4 @@ std::vector<protocol::OsProcess> list_os_processes(const std::string& proc_root)
   return out;
 }
 
-}  // namespace stub
+}  // namespace stub::process

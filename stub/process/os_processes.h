@@ -7,7 +7,7 @@
 
 #include "protocol/replies.h"
 
-namespace stub {
+namespace stub::process {
 
 // Every process readable in /proc, by increasing pid. A process that vanishes
 // while being read is left out; an unreadable detail stays empty.
@@ -17,4 +17,4 @@ std::vector<protocol::OsProcess> list_os_processes(const std::string& proc_root 
 // process without a command line (kernel threads), its name in brackets.
 std::string os_process_command(const std::string& cmdline, const std::string& comm);
 
-}  // namespace stub
+}  // namespace stub::process

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace stub {
+namespace stub::process {
 
 std::vector<MemoryMapping> parse_maps(const std::string& text) {
   std::vector<MemoryMapping> out;
@@ -26,4 +26,4 @@ std::vector<MemoryMapping> read_maps(pid_t pid) {
   return parse_maps(text.str());
 }
 
-}  // namespace stub
+}  // namespace stub::process

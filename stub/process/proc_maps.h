@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace stub {
+namespace stub::process {
 
 struct MemoryMapping {
   uint64_t begin = 0;  // [begin, end)
@@ -23,4 +23,4 @@ std::vector<MemoryMapping> parse_maps(const std::string& text);
 // The maps of `pid`; empty when they cannot be read.
 std::vector<MemoryMapping> read_maps(pid_t pid);
 
-}  // namespace stub
+}  // namespace stub::process

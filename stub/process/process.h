@@ -16,7 +16,7 @@
 #include "protocol/requests.h"
 #include "stub/process/proc_maps.h"
 
-namespace stub {
+namespace stub::process {
 
 using btstub::Expected;
 
@@ -208,4 +208,4 @@ class Process {
   virtual bool shadow_stack(pid_t tid) const { (void)tid; return false; }
 };
 
-}  // namespace stub
+}  // namespace stub::process

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace stub {
+namespace stub::process {
 
 void ProcessGroup::reset(Process* program) {
   live_.clear();
@@ -71,4 +71,4 @@ void ProcessGroup::stop_others(const Process* except) {
   }
 }
 
-}  // namespace stub
+}  // namespace stub::process

@@ -13,7 +13,7 @@
 
 #include "stub/process/process.h"
 
-namespace stub {
+namespace stub::process {
 
 class ProcessGroup {
  public:
@@ -47,4 +47,4 @@ class ProcessGroup {
   std::vector<std::unique_ptr<Process>> children_;
 };
 
-}  // namespace stub
+}  // namespace stub::process

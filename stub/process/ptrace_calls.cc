@@ -24,7 +24,7 @@
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/wait_routes.h"
 
-namespace stub::ptrace_detail {
+namespace stub::process::ptrace_detail {
 namespace {
 
 const char* request_name(int request) {
@@ -155,4 +155,4 @@ std::string hex(uint64_t value) {
   return buf;
 }
 
-}  // namespace stub::ptrace_detail
+}  // namespace stub::process::ptrace_detail

@@ -17,7 +17,7 @@
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/ptrace_process.h"
 
-namespace stub {
+namespace stub::process {
 namespace {
 
 using namespace ptrace_detail;
@@ -444,4 +444,4 @@ Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t
   return {};
 }
 
-}  // namespace stub
+}  // namespace stub::process

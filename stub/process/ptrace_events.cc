@@ -17,7 +17,7 @@
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/ptrace_process.h"
 
-namespace stub {
+namespace stub::process {
 namespace {
 
 using namespace ptrace_detail;
@@ -592,4 +592,4 @@ void PtraceProcess::keep_while_stopping(pid_t tid, int status) {
   keep_pending(*event, {});
 }
 
-}  // namespace stub
+}  // namespace stub::process

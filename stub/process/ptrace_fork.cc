@@ -25,7 +25,7 @@
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/ptrace_process.h"
 
-namespace stub {
+namespace stub::process {
 namespace {
 
 using namespace ptrace_detail;
@@ -155,4 +155,4 @@ Expected<std::unique_ptr<Process>> PtraceProcess::adopt_fork_child() {
   return std::unique_ptr<Process>(std::move(process));
 }
 
-}  // namespace stub
+}  // namespace stub::process

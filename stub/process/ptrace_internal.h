@@ -10,7 +10,7 @@
 
 struct user_regs_struct;
 
-namespace stub::ptrace_detail {
+namespace stub::process::ptrace_detail {
 
 // ptrace(request, tid, addr, data), with the general registers cached per
 // stop (ptrace_calls.cc); errno becomes a btstub::Error naming the
@@ -36,4 +36,4 @@ int first_status_of_new_tracee(pid_t tid);
 
 std::string hex(uint64_t value);
 
-}  // namespace stub::ptrace_detail
+}  // namespace stub::process::ptrace_detail

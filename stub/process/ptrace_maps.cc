@@ -7,7 +7,7 @@
 #include "stub/process/proc_maps.h"
 #include "stub/process/ptrace_process.h"
 
-namespace stub {
+namespace stub::process {
 
 std::optional<bool> PtraceProcess::executable(uint64_t addr) const {
   const std::vector<MemoryMapping> maps = read_maps(pid_);
@@ -29,4 +29,4 @@ bool PtraceProcess::shadow_stack(pid_t tid) const {
   return false;
 }
 
-}  // namespace stub
+}  // namespace stub::process

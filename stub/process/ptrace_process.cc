@@ -22,7 +22,7 @@
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/register_mapping.h"
 
-namespace stub {
+namespace stub::process {
 
 namespace {
 
@@ -613,4 +613,4 @@ Expected<std::string> PtraceProcess::exec_file() {
   return std::string(buf.data(), static_cast<std::size_t>(n));
 }
 
-}  // namespace stub
+}  // namespace stub::process

@@ -1,5 +1,5 @@
 #pragma once
-// stub::Process on Linux ptrace (x86-64), all-stop: threads are
+// stub::process::Process on Linux ptrace (x86-64), all-stop: threads are
 // auto-attached on clone, and when one thread's event is reported every
 // other thread is stopped too (SIGSTOP). An event another thread had
 // meanwhile is kept pending and reported on a later resume instead of
@@ -36,7 +36,7 @@
 #include "stub/process/trace_hook.h"
 #include "stub/process/wait_routes.h"
 
-namespace stub {
+namespace stub::process {
 
 class PtraceProcess final : public Process, public TracedThreadControl, public WaitOwner {
  public:
@@ -248,4 +248,4 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   std::optional<ProcessEvent> ended_while_stopping_;
 };
 
-}  // namespace stub
+}  // namespace stub::process

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace stub {
+namespace stub::process {
 namespace {
 
 using protocol::Amd64Reg;
@@ -188,4 +188,4 @@ void normalize_xsave(std::vector<uint8_t>& xsave) {
   store_le(header, 8, bv | kXstateX87 | kXstateSse);
 }
 
-}  // namespace stub
+}  // namespace stub::process

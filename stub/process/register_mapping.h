@@ -12,7 +12,7 @@
 #include "protocol/amd64_registers.h"
 #include "protocol/register_file.h"
 
-namespace stub {
+namespace stub::process {
 
 inline constexpr std::size_t kFxsaveSize = 512;
 // XSAVE header (xstate_bv) follows the legacy FXSAVE area.
@@ -55,4 +55,4 @@ inline decoder::RegisterArray register_view(const protocol::RegisterFile& regs) 
   return out;
 }
 
-}  // namespace stub
+}  // namespace stub::process

@@ -14,7 +14,7 @@
 #include "protocol/register_file.h"
 #include "stub/process/process.h"
 
-namespace stub {
+namespace stub::process {
 
 // What a tracer may do to a stopped thread. Implemented by the process layer.
 class TracedThreadControl {
@@ -143,4 +143,4 @@ class TraceHook {
   virtual bool uses_debug_register() const { return false; }
 };
 
-}  // namespace stub
+}  // namespace stub::process

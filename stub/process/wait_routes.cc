@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace stub {
+namespace stub::process {
 
 WaitRoutes& WaitRoutes::instance() {
   static WaitRoutes routes;
@@ -55,4 +55,4 @@ void WaitRoutes::forget_unclaimed_of(WaitOwner* owner) {
   if (owners_.size() == 1 && owners_.front() == owner) unclaimed_.clear();
 }
 
-}  // namespace stub
+}  // namespace stub::process

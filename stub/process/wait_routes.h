@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace stub {
+namespace stub::process {
 
 class WaitOwner {
  public:
@@ -57,4 +57,4 @@ class WaitRoutes {
   std::map<pid_t, int> unclaimed_;
 };
 
-}  // namespace stub
+}  // namespace stub::process

@@ -7,7 +7,11 @@
 
 #include "protocol/amd64_registers.h"
 
-namespace stub {
+namespace stub::replay {
+using process::MemoryMapping;
+using process::parse_maps;
+using process::read_maps;
+
 namespace {
 
 using btstub::ErrorCode;
@@ -222,4 +226,4 @@ void ReplayEngine::go_live() {
   code_->clear();
 }
 
-}  // namespace stub
+}  // namespace stub::replay

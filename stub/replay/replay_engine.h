@@ -26,7 +26,11 @@
 #include "stub/process/process.h"
 #include "stub/tracing/trace_backend.h"
 
-namespace stub {
+namespace stub::replay {
+
+using btstub::Expected;
+using process::Process;
+using tracing::TraceBackend;
 
 // Which addresses lie in read-only mappings (whose bytes cannot have changed
 // since the past); injected so tests can fake /proc/PID/maps.
@@ -97,4 +101,4 @@ class ReplayEngine {
   std::map<pid_t, std::unique_ptr<decoder::ReplayCursor>> cursors_;
 };
 
-}  // namespace stub
+}  // namespace stub::replay

@@ -16,7 +16,7 @@
 #include <boost/asio.hpp>
 #include <utility>
 
-namespace stub {
+namespace stub::server {
 
 class ChildSignals {
  public:
@@ -58,4 +58,4 @@ class ChildSignals {
   sigset_t old_mask_;
 };
 
-}  // namespace stub
+}  // namespace stub::server

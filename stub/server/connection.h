@@ -28,7 +28,10 @@
 #include "stub/server/child_signals.h"
 #include "stub/session/session.h"
 
-namespace stub {
+namespace stub::server {
+
+using session::Reply;
+using session::Session;
 
 struct ConnectionResult {
   bool exit_server = false;
@@ -257,4 +260,4 @@ class Connection {
   ConnectionResult result_;
 };
 
-}  // namespace stub
+}  // namespace stub::server

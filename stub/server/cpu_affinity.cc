@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-namespace stub {
+namespace stub::server {
 
 btstub::Expected<int> pin_to_current_cpu() {
   int cpu = sched_getcpu();
@@ -24,4 +24,4 @@ btstub::Expected<int> pin_to_current_cpu() {
   return cpu;
 }
 
-}  // namespace stub
+}  // namespace stub::server

@@ -5,10 +5,10 @@
 // it. rr binds its tracees to one CPU for the same reason.
 #include "protocol/expected.h"
 
-namespace stub {
+namespace stub::server {
 
 // Binds the calling thread, and so every process it forks later, to the
 // CPU it is running on now. Returns that CPU.
 btstub::Expected<int> pin_to_current_cpu();
 
-}  // namespace stub
+}  // namespace stub::server

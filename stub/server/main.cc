@@ -11,33 +11,33 @@
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  auto command_line = stub::parse_command_line(args);
+  auto command_line = stub::server::parse_command_line(args);
   if (!command_line) {
-    std::fprintf(stderr, "btstub: %s\n\n%s", command_line.error().message.c_str(), stub::usage_text().c_str());
+    std::fprintf(stderr, "btstub: %s\n\n%s", command_line.error().message.c_str(), stub::server::usage_text().c_str());
     return 2;
   }
-  if (command_line->mode == stub::CommandLine::Mode::Help) {
-    std::fputs(stub::usage_text().c_str(), stdout);
+  if (command_line->mode == stub::server::CommandLine::Mode::Help) {
+    std::fputs(stub::server::usage_text().c_str(), stdout);
     return 0;
   }
-  if (command_line->mode == stub::CommandLine::Mode::Version) {
+  if (command_line->mode == stub::server::CommandLine::Mode::Version) {
     std::printf("btstub %s\nA gdbserver-compatible debug server with branch tracing and reverse execution.\n",
                 BTSTUB_VERSION);
     return 0;
   }
-  if (command_line->mode == stub::CommandLine::Mode::Probe) {
-    auto seam = stub::make_linux_perf_seam();
-    std::fputs(stub::format_probe(stub::probe_backends(*seam)).c_str(), stdout);
+  if (command_line->mode == stub::server::CommandLine::Mode::Probe) {
+    auto seam = stub::tracing::make_linux_perf_seam();
+    std::fputs(stub::tracing::format_probe(stub::tracing::probe_backends(*seam)).c_str(), stdout);
     // Not a branch-trace backend, but what Z1-Z4 and --trace-stops=debugreg need.
-    std::printf("debug registers: %s\n", stub::PtraceProcess::debug_registers_work()
+    std::printf("debug registers: %s\n", stub::process::PtraceProcess::debug_registers_work()
                                                ? "trap (hardware breakpoints and watchpoints work)"
                                                : "never trap here (no hardware breakpoints or watchpoints)");
     return 0;
   }
-  if (command_line->trace_backend != stub::TraceBackendChoice::Software) {
+  if (command_line->trace_backend != stub::tracing::TraceBackendChoice::Software) {
     // Resolved before anything starts: an absent backend is a usage error.
-    auto seam = stub::make_linux_perf_seam();
-    auto backend = stub::resolve_backend(stub::probe_backends(*seam), command_line->trace_backend);
+    auto seam = stub::tracing::make_linux_perf_seam();
+    auto backend = stub::tracing::resolve_backend(stub::tracing::probe_backends(*seam), command_line->trace_backend);
     if (!backend) {
       std::fprintf(stderr, "btstub: %s\n", backend.error().message.c_str());
       return 2;
@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     command_line->trace_backend = *backend;
   }
   try {
-    stub::Server server(std::move(*command_line));
+    stub::server::Server server(std::move(*command_line));
     return server.run();
   } catch (const std::exception& e) {
     // Start-up failures from the libraries (e.g. Asio) end here, never a crash.

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <sstream>
 
-namespace stub {
+namespace stub::server {
 
 namespace {
 
@@ -272,4 +272,4 @@ btstub::Expected<ListenAddress> parse_listen_address(const std::string& comm) {
   return addr;
 }
 
-}  // namespace stub
+}  // namespace stub::server

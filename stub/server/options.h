@@ -11,10 +11,13 @@
 #include "protocol/expected.h"
 #include "stub/tracing/trace_backend.h"
 
-namespace stub {
+namespace stub::server {
+
+using tracing::TraceBackendChoice;
+using tracing::TraceConfig;
 
 // --trace-stops: how the software tracer stops a thread at the end of a
-// block (stub::TraceStops).
+// block (stub::tracing::TraceStops).
 enum class TraceStopChoice {
   Int3,           // int3s with emulated transfers and lookahead (default: fewest stops)
   DebugRegister,  // a debug-register execution breakpoint per block
@@ -69,4 +72,4 @@ struct ListenAddress {
 };
 btstub::Expected<ListenAddress> parse_listen_address(const std::string& comm);
 
-}  // namespace stub
+}  // namespace stub::server

@@ -12,7 +12,14 @@
 #include "stub/server/cpu_affinity.h"
 #include "stub/process/ptrace_process.h"
 
-namespace stub {
+namespace stub::server {
+
+using process::LaunchOptions;
+using tracing::HardwareTrace;
+using tracing::TraceStops;
+using tracing::intel_bts_pmu_type;
+using tracing::make_linux_perf_seam;
+using session::SessionConfig;
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -299,4 +306,4 @@ int Server::serve_tcp() {
   return 0;
 }
 
-}  // namespace stub
+}  // namespace stub::server

@@ -11,7 +11,20 @@
 #include "stub/session/session.h"
 #include "stub/tracing/software_tracer.h"
 
-namespace stub {
+namespace stub::process {
+class PtraceProcess;
+}  // namespace stub::process
+
+namespace stub::server {
+
+using btstub::Expected;
+using process::Process;
+using process::PtraceProcess;
+using tracing::PerfBackend;
+using tracing::PerfSeam;
+using tracing::SoftwareTracer;
+using tracing::TraceBackend;
+using session::ProcessFactory;
 
 class Server final : public ProcessFactory {
  public:
@@ -36,7 +49,7 @@ class Server final : public ProcessFactory {
   bool starts_with_program() const;
   // Gives a new program to the tracer (its hook and control) and the
   // tracer its threads; returns it as a plain Process.
-  std::unique_ptr<Process> trace(std::unique_ptr<class PtraceProcess> process);
+  std::unique_ptr<Process> trace(std::unique_ptr<PtraceProcess> process);
   int serve_stdio();
   int serve_tcp();
   // The software tracer --trace-stops asks for.
@@ -53,4 +66,4 @@ class Server final : public ProcessFactory {
   TraceBackend* trace_backend() const;
 };
 
-}  // namespace stub
+}  // namespace stub::server

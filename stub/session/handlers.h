@@ -15,7 +15,7 @@
 #include "protocol/rsp_link.h"
 #include "stub/session/session.h"
 
-namespace stub {
+namespace stub::session {
 
 using namespace protocol;
 
@@ -95,4 +95,4 @@ std::string replay_status(Session&);
 // Shared reply for "there is no program to act on".
 Reply no_process_reply();
 
-}  // namespace stub
+}  // namespace stub::session

@@ -9,7 +9,9 @@
 #include "stub/session/handlers.h"
 #include "stub/tracing/trace_backend.h"
 
-namespace stub {
+namespace stub::session {
+
+using tracing::TraceConfig;
 
 namespace {
 
@@ -193,4 +195,4 @@ Reply handle_btrace_xfer(Session& s, const XferRead& req) {
   return Reply::now(reply_xfer_chunk(reads.cached, 0, req.length));
 }
 
-}  // namespace stub
+}  // namespace stub::session

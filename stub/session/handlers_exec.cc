@@ -5,7 +5,10 @@
 #include "stub/process/debug_registers.h"
 #include "stub/session/handlers.h"
 
-namespace stub {
+namespace stub::session {
+
+using process::StepKind;
+using process::kHasReadOnlyWatchpoints;
 
 namespace {
 
@@ -299,4 +302,4 @@ Reply handle(Session& s, const SetProgramSignals& req) {
   return Reply::now(reply_ok());
 }
 
-}  // namespace stub
+}  // namespace stub::session

@@ -6,7 +6,7 @@
 
 #include "stub/session/handlers.h"
 
-namespace stub {
+namespace stub::session {
 
 namespace {
 
@@ -102,4 +102,4 @@ Reply handle(Session& s, const SetThreadEvents& req) {
   return Reply::now(reply_ok());
 }
 
-}  // namespace stub
+}  // namespace stub::session

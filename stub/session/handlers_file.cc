@@ -1,7 +1,7 @@
 // vFile: host I/O, so gdb can read the program and its libraries from the target.
 #include "stub/session/handlers.h"
 
-namespace stub {
+namespace stub::session {
 
 Reply handle(Session& s, const FileOpen& r) { return Reply::now(s.host_files.open(r.path, r.flags, r.mode)); }
 Reply handle(Session& s, const FileClose& r) { return Reply::now(s.host_files.close(r.fd)); }
@@ -11,4 +11,4 @@ Reply handle(Session& s, const FileSetFs& r) { return Reply::now(s.host_files.se
 Reply handle(Session& s, const FileReadlink& r) { return Reply::now(s.host_files.readlink(r.path)); }
 Reply handle(Session& s, const FileUnlink& r) { return Reply::now(s.host_files.unlink(r.path)); }
 
-}  // namespace stub
+}  // namespace stub::session

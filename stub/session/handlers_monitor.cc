@@ -5,7 +5,9 @@
 #include "stub/session/handlers.h"
 #include "stub/tracing/trace_backend.h"
 
-namespace stub {
+namespace stub::session {
+
+using tracing::TraceConfig;
 
 namespace {
 
@@ -125,4 +127,4 @@ Reply handle(Session& s, const MonitorCommand& req) {
   return reply;
 }
 
-}  // namespace stub
+}  // namespace stub::session

@@ -4,7 +4,7 @@
 #include "protocol/rsp_link.h"
 #include "stub/session/handlers.h"
 
-namespace stub {
+namespace stub::session {
 
 Reply no_process_reply() {
   return Reply::now(reply_error(btstub::make_error(btstub::ErrorCode::NoProcess, "No process")));
@@ -133,4 +133,4 @@ Reply handle(Session&, const QueryVContSupported&) {
 
 Reply handle(Session&, const UnknownPacket&) { return Reply::now(reply_empty()); }
 
-}  // namespace stub
+}  // namespace stub::session

@@ -7,7 +7,7 @@
 #include "stub/replay/replay_engine.h"
 #include "stub/tracing/trace_backend.h"
 
-namespace stub {
+namespace stub::session {
 
 namespace {
 
@@ -119,4 +119,4 @@ std::string replay_status(Session& s) {
   return engine->status();
 }
 
-}  // namespace stub
+}  // namespace stub::session

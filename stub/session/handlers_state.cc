@@ -1,7 +1,7 @@
 // Registers and memory of the stopped program.
 #include "stub/session/handlers.h"
 
-namespace stub {
+namespace stub::session {
 
 namespace {
 
@@ -86,4 +86,4 @@ Reply handle(Session& s, const WriteMemory& req) {
   return Reply::now(reply_ok());
 }
 
-}  // namespace stub
+}  // namespace stub::session

@@ -8,7 +8,10 @@
 #include "stub/process/libraries_svr4.h"
 #include "stub/process/os_processes.h"
 
-namespace stub {
+namespace stub::session {
+
+using process::libraries_svr4_xml;
+using process::list_os_processes;
 
 namespace {
 
@@ -105,4 +108,4 @@ Reply handle(Session& s, const XferRead& req) {
   return Reply::now(reply_xfer_chunk(*document, req.offset, req.length));
 }
 
-}  // namespace stub
+}  // namespace stub::session

@@ -7,7 +7,10 @@
 #include "stub/replay/replay_engine.h"
 #include "stub/tracing/trace_backend.h"
 
-namespace stub {
+namespace stub::session {
+
+using process::StepKind;
+using replay::ProcMaps;
 
 Session::Session(SessionConfig config, Process* process)
     : config_(std::move(config)), program_(process) {
@@ -27,7 +30,7 @@ Reply Session::handle(const protocol::Request& request) {
   }
   // Qbtrace:off discards traces a replay cursor may stand in.
   if (std::holds_alternative<protocol::BtraceControl>(request)) go_live();
-  return std::visit([this](const auto& typed) { return stub::handle(*this, typed); }, request);
+  return std::visit([this](const auto& typed) { return stub::session::handle(*this, typed); }, request);
 }
 
 Reply Session::handle_packet(std::string_view payload) {
@@ -303,4 +306,4 @@ void Session::on_interrupt() {
   (void)target->interrupt();
 }
 
-}  // namespace stub
+}  // namespace stub::session

@@ -19,11 +19,22 @@
 #include "stub/process/process_group.h"
 #include "stub/session/step_ahead.h"
 
-namespace stub {
-
+namespace stub::tracing {
 class TraceBackend;  // stub/tracing/trace_backend.h
+}  // namespace stub::tracing
+namespace stub::replay {
 class ReplayEngine;  // stub/replay/replay_engine.h
 class MappingInfo;   // stub/replay/replay_engine.h
+}  // namespace stub::replay
+
+namespace stub::session {
+
+using btstub::Expected;
+using process::HostFiles;
+using process::ProcessGroup;
+using tracing::TraceBackend;
+using replay::MappingInfo;
+using replay::ReplayEngine;
 
 // How an extended-remote session starts (vRun, R) or attaches to (vAttach)
 // a program. The factory owns what it creates and releases the previous
@@ -203,4 +214,4 @@ class Session {
   bool run_ahead_due_ = false;  // the last reply was a bare single step's stop
 };
 
-}  // namespace stub
+}  // namespace stub::session

@@ -3,7 +3,7 @@
 #include "stub/session/session.h"
 #include "stub/tracing/trace_backend.h"
 
-namespace stub {
+namespace stub::session {
 
 void Session::run_ahead() {
   if (!run_ahead_due_) return;
@@ -51,4 +51,4 @@ bool Session::leaves_step_ahead(const protocol::Request& request) {
   return false;
 }
 
-}  // namespace stub
+}  // namespace stub::session

@@ -7,7 +7,11 @@
 #include "protocol/amd64_registers.h"
 #include "stub/process/register_mapping.h"
 
-namespace stub {
+namespace stub::session {
+
+using btstub::Expected;
+using process::StepKind;
+using process::register_view;
 
 namespace {
 
@@ -187,4 +191,4 @@ void StepAhead::show_before(uint64_t addr, std::vector<uint8_t>& bytes) const {
   }
 }
 
-}  // namespace stub
+}  // namespace stub::session

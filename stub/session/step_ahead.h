@@ -38,7 +38,11 @@
 #include "protocol/register_file.h"
 #include "stub/process/process.h"
 
-namespace stub {
+namespace stub::session {
+
+using process::MemoryMapping;
+using process::Process;
+using process::ProcessEvent;
 
 class StepAhead {
  public:
@@ -103,4 +107,4 @@ class StepAhead {
   std::optional<bool> shadow_stack_;
 };
 
-}  // namespace stub
+}  // namespace stub::session

@@ -5,7 +5,7 @@
 
 #include "stub/tracing/perf_backend.h"
 
-namespace stub {
+namespace stub::tracing {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -143,4 +143,4 @@ btstub::Expected<TraceBackendChoice> resolve_backend(const ProbeFindings& f, Tra
   return requested;
 }
 
-}  // namespace stub
+}  // namespace stub::tracing

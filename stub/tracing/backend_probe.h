@@ -10,7 +10,7 @@
 #include "stub/tracing/perf_seam.h"
 #include "stub/tracing/trace_backend.h"
 
-namespace stub {
+namespace stub::tracing {
 
 inline constexpr const char* kIntelBtsPmuDir = "/sys/bus/event_source/devices/intel_bts";
 
@@ -41,4 +41,4 @@ std::string format_probe(const ProbeFindings& findings);
 btstub::Expected<TraceBackendChoice> resolve_backend(const ProbeFindings& findings, TraceBackendChoice requested);
 std::string_view backend_name(TraceBackendChoice choice);
 
-}  // namespace stub
+}  // namespace stub::tracing

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-namespace stub {
+namespace stub::tracing {
 
 namespace {
 
@@ -116,4 +116,4 @@ TraceItems IntelBtsReader::read(IntelBtsBuffers& b) {
   return out;
 }
 
-}  // namespace stub
+}  // namespace stub::tracing

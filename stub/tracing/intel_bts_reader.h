@@ -15,7 +15,7 @@
 
 #include "stub/tracing/perf_trace_items.h"
 
-namespace stub {
+namespace stub::tracing {
 
 inline constexpr std::size_t kBtsRecordBytes = 24;
 
@@ -51,4 +51,4 @@ class IntelBtsReader {
   Stats stats_;
 };
 
-}  // namespace stub
+}  // namespace stub::tracing

@@ -5,7 +5,7 @@
 
 #include "protocol/amd64_registers.h"
 
-namespace stub {
+namespace stub::tracing {
 
 namespace {
 
@@ -218,4 +218,4 @@ PerfBackend::Thread* PerfBackend::lazy_state(pid_t tid) {
   return &t;
 }
 
-}  // namespace stub
+}  // namespace stub::tracing

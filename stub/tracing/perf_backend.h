@@ -18,7 +18,13 @@
 #include "stub/tracing/trace_backend.h"
 #include "stub/process/trace_hook.h"
 
-namespace stub {
+namespace stub::tracing {
+
+using process::StepKind;
+using process::TraceHook;
+using process::TraceVerdict;
+using process::TracedStop;
+using process::TracedThreadControl;
 
 enum class HardwareTrace {
   PerfBts,   // PERF_TYPE_HARDWARE branch instructions, period 1 (BTS underneath)
@@ -123,4 +129,4 @@ class PerfBackend final : public TraceHook, public TraceBackend {
   std::string last_error_;
 };
 
-}  // namespace stub
+}  // namespace stub::tracing

@@ -1,7 +1,7 @@
 // PerfBackend: which threads are traced, and the thread life-cycle hooks.
 #include "stub/tracing/perf_backend.h"
 
-namespace stub {
+namespace stub::tracing {
 
 using btstub::ErrorCode;
 using btstub::make_error;
@@ -115,4 +115,4 @@ void PerfBackend::forget_process() {
   threads_.clear();
 }
 
-}  // namespace stub
+}  // namespace stub::tracing

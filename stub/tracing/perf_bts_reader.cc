@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-namespace stub {
+namespace stub::tracing {
 
 namespace {
 
@@ -95,4 +95,4 @@ TraceItems PerfBtsReader::read(const PerfRing& ring) {
   return newest_first;
 }
 
-}  // namespace stub
+}  // namespace stub::tracing

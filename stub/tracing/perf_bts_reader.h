@@ -19,7 +19,7 @@
 
 #include "stub/tracing/perf_trace_items.h"
 
-namespace stub {
+namespace stub::tracing {
 
 inline constexpr std::size_t kBtsSampleSize = 24;
 
@@ -63,4 +63,4 @@ class PerfBtsReader {
   Stats stats_;
 };
 
-}  // namespace stub
+}  // namespace stub::tracing

@@ -16,7 +16,7 @@
 
 #include "protocol/expected.h"
 
-namespace stub {
+namespace stub::tracing {
 
 using btstub::Expected;
 
@@ -60,4 +60,4 @@ std::unique_ptr<PerfSeam> make_linux_perf_seam();
 // "No such device" for ENODEV etc.
 std::string errno_text(int err);
 
-}  // namespace stub
+}  // namespace stub::tracing

@@ -14,7 +14,7 @@
 
 #include "stub/tracing/perf_seam.h"
 
-namespace stub {
+namespace stub::tracing {
 
 namespace {
 
@@ -64,4 +64,4 @@ class LinuxPerfSeam final : public PerfSeam {
 
 std::unique_ptr<PerfSeam> make_linux_perf_seam() { return std::make_unique<LinuxPerfSeam>(); }
 
-}  // namespace stub
+}  // namespace stub::tracing

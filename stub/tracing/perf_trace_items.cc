@@ -1,6 +1,6 @@
 #include "stub/tracing/perf_trace_items.h"
 
-namespace stub {
+namespace stub::tracing {
 
 void push_gap(TraceItems& items) {
   if (items.empty() || !items.back().gap) items.push_back(gap_item());
@@ -22,4 +22,4 @@ void append_items(decoder::BlockTrace& trace, const TraceItems& items) {
   if (gap) trace.append(kGapAddress, kGapAddress);
 }
 
-}  // namespace stub
+}  // namespace stub::tracing

@@ -8,7 +8,7 @@
 
 #include "decoder/block_trace.h"
 
-namespace stub {
+namespace stub::tracing {
 
 struct TraceItem {
   bool gap = false;       // branches were lost here; `branch` is unused
@@ -37,4 +37,4 @@ void append_items(decoder::BlockTrace& trace, const TraceItems& items);
 // Adds a gap unless the last item already is one.
 void push_gap(TraceItems& items);
 
-}  // namespace stub
+}  // namespace stub::tracing

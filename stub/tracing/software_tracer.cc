@@ -7,7 +7,7 @@
 #include "decoder/branch_evaluator.h"
 #include "protocol/amd64_registers.h"
 
-namespace stub {
+namespace stub::tracing {
 
 using protocol::Amd64Reg;
 using namespace tracer_detail;
@@ -304,4 +304,4 @@ void SoftwareTracer::forget_code() {
   must_stop_.clear();
 }
 
-}  // namespace stub
+}  // namespace stub::tracing

@@ -37,7 +37,13 @@
 #include "stub/tracing/trace_backend.h"
 #include "stub/process/trace_hook.h"
 
-namespace stub {
+namespace stub::tracing {
+
+using process::StepKind;
+using process::TraceHook;
+using process::TraceVerdict;
+using process::TracedStop;
+using process::TracedThreadControl;
 
 // How the tracer gets the thread back at a block's end.
 enum class TraceStops {
@@ -218,4 +224,4 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   Stats stats_;
 };
 
-}  // namespace stub
+}  // namespace stub::tracing

@@ -5,7 +5,7 @@
 
 #include "decoder/instruction_history.h"
 
-namespace stub {
+namespace stub::tracing {
 
 namespace {
 
@@ -76,4 +76,4 @@ std::optional<decoder::Instruction> BlockCache::instruction_at(uint64_t addr, de
   return insn;
 }
 
-}  // namespace stub
+}  // namespace stub::tracing

@@ -12,7 +12,7 @@
 #include "decoder/instruction.h"
 #include "decoder/instruction_decoder.h"
 
-namespace stub {
+namespace stub::tracing {
 
 struct BlockEnd {
   enum class Kind {
@@ -61,4 +61,4 @@ class BlockCache {
   std::unordered_map<uint64_t, decoder::Instruction> transfers_;  // by address (not only transfers)
 };
 
-}  // namespace stub
+}  // namespace stub::tracing

@@ -20,7 +20,7 @@
 #include "stub/tracing/software_tracer.h"
 #include "stub/tracing/software_tracer_internal.h"
 
-namespace stub {
+namespace stub::tracing {
 
 using namespace tracer_detail;
 
@@ -129,4 +129,4 @@ bool SoftwareTracer::pass_trace_breakpoint(TracedThreadControl& control, pid_t t
   return write_back(control, tid, *regs).ok();
 }
 
-}  // namespace stub
+}  // namespace stub::tracing

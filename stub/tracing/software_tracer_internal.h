@@ -10,7 +10,10 @@
 #include "stub/process/register_mapping.h"
 #include "stub/process/trace_hook.h"
 
-namespace stub::tracer_detail {
+namespace stub::tracing::tracer_detail {
+
+using process::TracedThreadControl;
+using process::register_view;
 
 using protocol::Amd64Reg;
 
@@ -57,4 +60,4 @@ inline bool predicts_branch(const decoder::Instruction& insn, const protocol::Re
   return next && next->taken();
 }
 
-}  // namespace stub::tracer_detail
+}  // namespace stub::tracing::tracer_detail

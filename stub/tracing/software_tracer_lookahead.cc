@@ -24,7 +24,7 @@
 #include "stub/tracing/software_tracer.h"
 #include "stub/tracing/software_tracer_internal.h"
 
-namespace stub {
+namespace stub::tracing {
 
 using namespace tracer_detail;
 
@@ -189,4 +189,4 @@ void SoftwareTracer::on_held(TracedThreadControl& control, pid_t tid) {
   if (regs) settle_lookahead(control, *t, tid, pc_of(*regs));
 }
 
-}  // namespace stub
+}  // namespace stub::tracing

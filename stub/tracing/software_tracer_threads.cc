@@ -4,7 +4,7 @@
 
 #include "protocol/amd64_registers.h"
 
-namespace stub {
+namespace stub::tracing {
 
 using btstub::ErrorCode;
 using btstub::make_error;
@@ -175,4 +175,4 @@ void SoftwareTracer::on_exec(pid_t tid) {
   t->origin_known = false;
 }
 
-}  // namespace stub
+}  // namespace stub::tracing

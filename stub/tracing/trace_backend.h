@@ -12,7 +12,7 @@
 #include "decoder/block_trace.h"
 #include "protocol/expected.h"
 
-namespace stub {
+namespace stub::tracing {
 
 using btstub::Expected;
 
@@ -25,9 +25,9 @@ struct TraceConfig {
 // the options, because the backend probe resolves it too.
 enum class TraceBackendChoice {
   Auto,      // the best available: intel-bts, then perf-bts, then software
-  Software,  // stub::SoftwareTracer
-  PerfBts,   // stub::PerfBackend over a perf BTS sample ring
-  IntelBts,  // stub::PerfBackend over the intel_bts PMU's AUX area
+  Software,  // stub::tracing::SoftwareTracer
+  PerfBts,   // stub::tracing::PerfBackend over a perf BTS sample ring
+  IntelBts,  // stub::tracing::PerfBackend over the intel_bts PMU's AUX area
 };
 
 class TraceBackend {
@@ -66,4 +66,4 @@ class TraceBackend {
   virtual std::string problem() const { return {}; }
 };
 
-}  // namespace stub
+}  // namespace stub::tracing

@@ -24,7 +24,7 @@ std::string block(uint64_t begin, uint64_t end) {
 struct Fixture {
   test::FakeProcess process;
   test::FakeTraceBackend backend;
-  stub::Session session{stub::SessionConfig{}, &process};
+  stub::session::Session session{stub::session::SessionConfig{}, &process};
 
   Fixture() { session.trace_backend = &backend; }
 
@@ -76,7 +76,7 @@ TEST_CASE("without a backend every btrace packet says the target cannot trace", 
 
 TEST_CASE("without a program there is no single thread to trace", "[btrace]") {
   test::FakeTraceBackend backend;
-  stub::Session session{stub::SessionConfig{}, nullptr};
+  stub::session::Session session{stub::session::SessionConfig{}, nullptr};
   session.trace_backend = &backend;
   const std::string error = "E.Must select a single thread.";
   CHECK(session.handle_packet("Qbtrace:bts").payload == error);
@@ -110,15 +110,15 @@ TEST_CASE("backend failures reach gdb as E. messages", "[btrace]") {
 TEST_CASE("Qbtrace:pt fails naming the missing hardware so gdb falls back to bts", "[btrace]") {
   Fixture f;
   bool pmu = std::filesystem::exists("/sys/bus/event_source/devices/intel_pt");
-  CHECK(f.ask("Qbtrace:pt") == "E." + stub::btrace_pt_unavailable_message(pmu));
+  CHECK(f.ask("Qbtrace:pt") == "E." + stub::session::btrace_pt_unavailable_message(pmu));
   CHECK_FALSE(f.backend.enabled(100));
   CHECK(f.ask("Qbtrace:bts") == "OK");
   CHECK(f.ask("Qbtrace:pt") == "E.Btrace already enabled.");
 
-  CHECK(stub::btrace_pt_unavailable_message(false) ==
+  CHECK(stub::session::btrace_pt_unavailable_message(false) ==
         "Intel PT is not available on this machine (no intel_pt PMU); use bts");
-  CHECK(contains(stub::btrace_pt_unavailable_message(true), "use bts"));
-  CHECK_FALSE(contains(stub::btrace_pt_unavailable_message(true), "no intel_pt PMU"));
+  CHECK(contains(stub::session::btrace_pt_unavailable_message(true), "use bts"));
+  CHECK_FALSE(contains(stub::session::btrace_pt_unavailable_message(true), "no intel_pt PMU"));
 }
 
 TEST_CASE("btrace packets act on the general thread", "[btrace]") {

@@ -4,9 +4,9 @@
 
 #include "stub/process/debug_registers.h"
 
-using stub::DebugHit;
-using stub::DebugRegisterState;
-using stub::WatchKind;
+using stub::process::DebugHit;
+using stub::process::DebugRegisterState;
+using stub::process::WatchKind;
 
 namespace {
 
@@ -30,11 +30,11 @@ const std::string kTooMany = "Too many hardware breakpoints/watchpoints: x86 has
 
 TEST_CASE("Z packet types map to watch kinds", "[debug_registers]") {
   using protocol::BreakpointType;
-  CHECK_FALSE(stub::watch_kind_for(BreakpointType::Software).has_value());
-  CHECK(stub::watch_kind_for(BreakpointType::Hardware) == WatchKind::Execute);
-  CHECK(stub::watch_kind_for(BreakpointType::WriteWatch) == WatchKind::Write);
-  CHECK(stub::watch_kind_for(BreakpointType::ReadWatch) == WatchKind::Read);
-  CHECK(stub::watch_kind_for(BreakpointType::AccessWatch) == WatchKind::Access);
+  CHECK_FALSE(stub::process::watch_kind_for(BreakpointType::Software).has_value());
+  CHECK(stub::process::watch_kind_for(BreakpointType::Hardware) == WatchKind::Execute);
+  CHECK(stub::process::watch_kind_for(BreakpointType::WriteWatch) == WatchKind::Write);
+  CHECK(stub::process::watch_kind_for(BreakpointType::ReadWatch) == WatchKind::Read);
+  CHECK(stub::process::watch_kind_for(BreakpointType::AccessWatch) == WatchKind::Access);
 }
 
 TEST_CASE("an empty state has DR7 zero and four free slots", "[debug_registers]") {

@@ -3,9 +3,9 @@
 
 #include "stub/server/options.h"
 
-using stub::CommandLine;
-using stub::parse_command_line;
-using stub::TraceBackendChoice;
+using stub::server::CommandLine;
+using stub::server::parse_command_line;
+using stub::tracing::TraceBackendChoice;
 
 namespace {
 
@@ -47,26 +47,27 @@ TEST_CASE("--record, --backend, --trace-size and --trace-full are parsed") {
 }
 
 TEST_CASE("--trace-size accepts bytes, hex and k/m suffixes within limits") {
-  REQUIRE(*stub::parse_trace_size("24") == 24);
-  REQUIRE(*stub::parse_trace_size("0x1000") == 4096);
-  REQUIRE(*stub::parse_trace_size("64k") == 65536);
-  REQUIRE(*stub::parse_trace_size("2M") == 2 * 1024 * 1024);
-  REQUIRE(*stub::parse_trace_size("4096m") == stub::kMaxTraceSize);
+  REQUIRE(*stub::server::parse_trace_size("24") == 24);
+  REQUIRE(*stub::server::parse_trace_size("0x1000") == 4096);
+  REQUIRE(*stub::server::parse_trace_size("64k") == 65536);
+  REQUIRE(*stub::server::parse_trace_size("2M") == 2 * 1024 * 1024);
+  REQUIRE(*stub::server::parse_trace_size("4096m") == stub::server::kMaxTraceSize);
   for (const char* bad : {"", "k", "12x", "-1", "0x", "23", "4097m", "99999999999999999999"}) {
     INFO(bad);
-    REQUIRE_FALSE(stub::parse_trace_size(bad).ok());
+    REQUIRE_FALSE(stub::server::parse_trace_size(bad).ok());
   }
-  REQUIRE(stub::parse_trace_size("23").error().message.find("at least 24") != std::string::npos);
+  REQUIRE(stub::server::parse_trace_size("23").error().message.find("at least 24") != std::string::npos);
 }
 
 TEST_CASE("--trace-stops picks int3s by default") {
-  REQUIRE(parse_ok({":0", "prog"}).trace_stops == stub::TraceStopChoice::Int3);
-  REQUIRE(parse_ok({"--trace-stops=debugreg", ":0", "prog"}).trace_stops == stub::TraceStopChoice::DebugRegister);
-  REQUIRE(parse_ok({"--trace-stops=step", ":0", "prog"}).trace_stops == stub::TraceStopChoice::SingleStep);
+  REQUIRE(parse_ok({":0", "prog"}).trace_stops == stub::server::TraceStopChoice::Int3);
+  REQUIRE(parse_ok({"--trace-stops=debugreg", ":0", "prog"}).trace_stops ==
+          stub::server::TraceStopChoice::DebugRegister);
+  REQUIRE(parse_ok({"--trace-stops=step", ":0", "prog"}).trace_stops == stub::server::TraceStopChoice::SingleStep);
   REQUIRE(parse_ok({"--trace-stops=step", "--trace-stops=int3", ":0", "prog"}).trace_stops ==
-          stub::TraceStopChoice::Int3);
+          stub::server::TraceStopChoice::Int3);
   REQUIRE(parse_error({"--trace-stops=dr", ":0", "prog"}) == "Bad --trace-stops 'dr': expected int3, debugreg or step");
-  REQUIRE(stub::usage_text().find("--trace-stops=int3|debugreg|step") != std::string::npos);
+  REQUIRE(stub::server::usage_text().find("--trace-stops=int3|debugreg|step") != std::string::npos);
 }
 
 TEST_CASE("bad tracing option values are clear errors") {
@@ -76,7 +77,7 @@ TEST_CASE("bad tracing option values are clear errors") {
 }
 
 TEST_CASE("--help describes the tracing options") {
-  const std::string help = stub::usage_text();
+  const std::string help = stub::server::usage_text();
   for (const char* option : {"--record", "--backend=auto|software", "--trace-size=BYTES", "--trace-full=drop|stop"}) {
     INFO(option);
     REQUIRE(help.find(option) != std::string::npos);
@@ -84,14 +85,14 @@ TEST_CASE("--help describes the tracing options") {
 }
 
 TEST_CASE("--busy-poll takes microseconds, 0 turns it off") {
-  REQUIRE(parse_ok({":0", "prog"}).busy_poll_us == stub::kDefaultBusyPollMicroseconds);
+  REQUIRE(parse_ok({":0", "prog"}).busy_poll_us == stub::server::kDefaultBusyPollMicroseconds);
   REQUIRE(parse_ok({"--busy-poll=0", ":0", "prog"}).busy_poll_us == 0);
   REQUIRE(parse_ok({"--busy-poll=2000", ":0", "prog"}).busy_poll_us == 2000);
-  REQUIRE(parse_ok({"--busy-poll=100000", ":0", "prog"}).busy_poll_us == stub::kMaxBusyPollMicroseconds);
+  REQUIRE(parse_ok({"--busy-poll=100000", ":0", "prog"}).busy_poll_us == stub::server::kMaxBusyPollMicroseconds);
   for (const char* bad : {"--busy-poll=", "--busy-poll=-1", "--busy-poll=100001", "--busy-poll=fast",
                           "--busy-poll=99999999999999999999"}) {
     INFO(bad);
     REQUIRE(parse_error({bad, ":0", "prog"}).find("Bad --busy-poll=") == 0);
   }
-  REQUIRE(stub::usage_text().find("--busy-poll=USEC") != std::string::npos);
+  REQUIRE(stub::server::usage_text().find("--busy-poll=USEC") != std::string::npos);
 }

@@ -39,12 +39,12 @@ inline std::vector<decoder::Branch> branches(const decoder::BlockTrace& trace) {
 }
 
 // What a reader should produce for `bs`, item for item.
-inline stub::TraceItems items_of(const std::vector<decoder::Branch>& bs) {
-  stub::TraceItems out;
-  for (const auto& b : bs) out.push_back(stub::branch_item(b.from, b.to));
+inline stub::tracing::TraceItems items_of(const std::vector<decoder::Branch>& bs) {
+  stub::tracing::TraceItems out;
+  for (const auto& b : bs) out.push_back(stub::tracing::branch_item(b.from, b.to));
   return out;
 }
-inline stub::TraceItems concat(stub::TraceItems a, const stub::TraceItems& b) {
+inline stub::tracing::TraceItems concat(stub::tracing::TraceItems a, const stub::tracing::TraceItems& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
@@ -116,7 +116,7 @@ struct Buffer {
   std::size_t length;
 };
 
-class FakePerfSeam final : public stub::PerfSeam {
+class FakePerfSeam final : public stub::tracing::PerfSeam {
  public:
   struct Event {
     perf_event_attr attr{};
@@ -139,7 +139,7 @@ class FakePerfSeam final : public stub::PerfSeam {
   std::set<void*> live_mappings;
   std::vector<std::size_t> map_lengths;  // every attempt
 
-  stub::SeamResult<int> open_event(const perf_event_attr& attr, pid_t tid) override {
+  stub::tracing::SeamResult<int> open_event(const perf_event_attr& attr, pid_t tid) override {
     auto it = open_errno_by_type.find(attr.type);
     if (it != open_errno_by_type.end()) return {std::nullopt, {it->second, "perf_event_open"}};
     int fd = next_fd_++;
@@ -147,7 +147,7 @@ class FakePerfSeam final : public stub::PerfSeam {
     return {fd, {}};
   }
   void close_event(int fd) override { events.at(fd).open = false; }
-  stub::SeamResult<void*> map(int fd, std::size_t length, std::size_t offset, bool writable) override {
+  stub::tracing::SeamResult<void*> map(int fd, std::size_t length, std::size_t offset, bool writable) override {
     map_lengths.push_back(length);
     if (map_errno) {
       if (int err = map_errno(length, offset)) return {std::nullopt, {err, "mmap"}};
@@ -167,7 +167,7 @@ class FakePerfSeam final : public stub::PerfSeam {
     return {buffer->bytes, {}};
   }
   void unmap(void* addr, std::size_t) override { live_mappings.erase(addr); }
-  stub::SeamResult<int> set_enabled(int, bool) override { return {0, {}}; }
+  stub::tracing::SeamResult<int> set_enabled(int, bool) override { return {0, {}}; }
   std::optional<std::string> read_file(const std::string& path) override {
     auto it = files.find(path);
     if (it == files.end()) return std::nullopt;
@@ -212,7 +212,7 @@ inline void set_cpu(FakePerfSeam& seam, const char* vendor, uint32_t leaf1_eax =
 }
 
 // Just enough process layer: each thread's pc.
-class PcControl final : public stub::TracedThreadControl {
+class PcControl final : public stub::process::TracedThreadControl {
  public:
   std::map<pid_t, uint64_t> pc;
   btstub::Expected<protocol::RegisterFile> read_registers(pid_t tid) override {

@@ -50,7 +50,7 @@ inline const std::vector<uint8_t> kCode = {
 constexpr uint64_t kStack = 0x7000;
 constexpr uint64_t kZf = 1u << 6;
 
-class Control final : public stub::TracedThreadControl {
+class Control final : public stub::process::TracedThreadControl {
  public:
   Control() {
     for (std::size_t i = 0; i < kCode.size(); ++i) memory[0x1000 + i] = kCode[i];
@@ -145,49 +145,49 @@ class Control final : public stub::TracedThreadControl {
 };
 
 // A tracer with int3 trace stops (TraceStops::Breakpoint), default config.
-inline std::unique_ptr<stub::SoftwareTracer> breakpoint_tracer() {
-  auto made = stub::SoftwareTracer::create({}, false, stub::TraceStops::Breakpoint);
+inline std::unique_ptr<stub::tracing::SoftwareTracer> breakpoint_tracer() {
+  auto made = stub::tracing::SoftwareTracer::create({}, false, stub::tracing::TraceStops::Breakpoint);
   REQUIRE(made.ok());
   return std::move(made).value();
 }
 
 // Plays the process layer for one thread.
 struct Driver {
-  stub::SoftwareTracer& tracer;
+  stub::tracing::SoftwareTracer& tracer;
   Control& control;
   pid_t tid;
 
-  stub::StepKind resume(stub::StepKind kind = stub::StepKind::Continue, int signal = 0) {
+  stub::process::StepKind resume(stub::process::StepKind kind = stub::process::StepKind::Continue, int signal = 0) {
     return tracer.before_resume(control, tid, kind, signal);
   }
-  stub::TraceVerdict trace_stop_at(uint64_t pc) {
-    stub::TracedStop stop;
+  stub::process::TraceVerdict trace_stop_at(uint64_t pc) {
+    stub::process::TracedStop stop;
     stop.tid = tid;
     stop.signal = SIGTRAP;
     stop.trace_stop_hit = true;
     return stop_at(pc, stop);
   }
-  stub::TraceVerdict step_done_at(uint64_t pc) {
-    stub::TracedStop stop;
+  stub::process::TraceVerdict step_done_at(uint64_t pc) {
+    stub::process::TracedStop stop;
     stop.tid = tid;
     stop.signal = SIGTRAP;
     stop.single_stepped = true;
     return stop_at(pc, stop);
   }
-  stub::TraceVerdict signal_at(uint64_t pc, int signal) {
-    stub::TracedStop stop;
+  stub::process::TraceVerdict signal_at(uint64_t pc, int signal) {
+    stub::process::TracedStop stop;
     stop.tid = tid;
     stop.signal = signal;
     return stop_at(pc, stop);
   }
-  stub::TraceVerdict breakpoint_at(uint64_t pc) {
-    stub::TracedStop stop;
+  stub::process::TraceVerdict breakpoint_at(uint64_t pc) {
+    stub::process::TracedStop stop;
     stop.tid = tid;
     stop.signal = SIGTRAP;
     stop.software_breakpoint = true;
     return stop_at(pc, stop);
   }
-  stub::TraceVerdict stop_at(uint64_t pc, stub::TracedStop stop) {
+  stub::process::TraceVerdict stop_at(uint64_t pc, stub::process::TracedStop stop) {
     control.set_reg(tid, Amd64Reg::rip, pc);
     stop.pc = pc;
     return tracer.on_stop(control, stop);

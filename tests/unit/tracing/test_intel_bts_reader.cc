@@ -10,7 +10,7 @@ using decoder::Branch;
 using fakeperf::concat;
 using fakeperf::items_of;
 using fakeperf::known_branches;
-using stub::TraceItems;
+using stub::tracing::TraceItems;
 
 namespace {
 
@@ -22,7 +22,9 @@ struct Buffers {
   alignas(8) uint8_t aux[256] = {};
   fakeperf::RingWriter ring{&header, data, sizeof data};
   fakeperf::AuxWriter cpu{aux, sizeof aux};
-  stub::IntelBtsBuffers view() { return stub::IntelBtsBuffers{&header, data, sizeof data, aux, sizeof aux, {}}; }
+  stub::tracing::IntelBtsBuffers view() {
+    return stub::tracing::IntelBtsBuffers{&header, data, sizeof data, aux, sizeof aux, {}};
+  }
 
   // The CPU writes `bs`, the kernel announces them.
   void chunk(const std::vector<Branch>& bs, uint64_t flags = 0) {
@@ -32,13 +34,13 @@ struct Buffers {
   }
 };
 
-const TraceItems kGap{stub::gap_item()};
+const TraceItems kGap{stub::tracing::gap_item()};
 
 }  // namespace
 
 TEST_CASE("intel_bts: empty, partial, and tails handed back for delta reads") {
   Buffers b;
-  stub::IntelBtsReader reader;
+  stub::tracing::IntelBtsReader reader;
   auto v = b.view();
   REQUIRE(reader.read(v).empty());
   b.chunk(known_branches(0, 3));
@@ -53,7 +55,7 @@ TEST_CASE("intel_bts: empty, partial, and tails handed back for delta reads") {
 
 TEST_CASE("intel_bts: an exactly full AUX area with the driver's zero padding") {
   Buffers b;
-  stub::IntelBtsReader reader;
+  stub::tracing::IntelBtsReader reader;
   auto v = b.view();
   b.cpu.write(known_branches(0, 10));  // 240 bytes, then 16 bytes of zero pad
   b.ring.aux(0, 256, 0);
@@ -66,7 +68,7 @@ TEST_CASE("intel_bts: an exactly full AUX area with the driver's zero padding") 
 
 TEST_CASE("intel_bts: AUX wrap-around, records split at the AUX and data edges") {
   Buffers b;
-  stub::IntelBtsReader reader;
+  stub::tracing::IntelBtsReader reader;
   auto v = b.view();
   b.chunk(known_branches(0, 9));  // to 216
   REQUIRE(reader.read(v).size() == 9);
@@ -86,7 +88,7 @@ TEST_CASE("intel_bts: AUX wrap-around, records split at the AUX and data edges")
 
 TEST_CASE("intel_bts: a TRUNCATED chunk ends in a gap; the next chunk is delta-read") {
   Buffers b;
-  stub::IntelBtsReader reader;
+  stub::tracing::IntelBtsReader reader;
   auto v = b.view();
   b.chunk(known_branches(0, 4), PERF_AUX_FLAG_TRUNCATED);
   b.chunk(known_branches(9, 2));
@@ -100,7 +102,7 @@ TEST_CASE("intel_bts: a TRUNCATED chunk ends in a gap; the next chunk is delta-r
 
 TEST_CASE("intel_bts: overwritten or partial chunks and PERF_RECORD_LOST are gaps") {
   Buffers b;
-  stub::IntelBtsReader reader;
+  stub::tracing::IntelBtsReader reader;
   auto v = b.view();
   b.chunk(known_branches(0, 2));
   b.chunk(known_branches(5, 2), PERF_AUX_FLAG_OVERWRITE);
@@ -116,7 +118,7 @@ TEST_CASE("intel_bts: overwritten or partial chunks and PERF_RECORD_LOST are gap
 
 TEST_CASE("intel_bts: AUX bytes never announced are a gap") {
   Buffers b;
-  stub::IntelBtsReader reader;
+  stub::tracing::IntelBtsReader reader;
   auto v = b.view();
   b.chunk(known_branches(0, 1));
   b.cpu.write(known_branches(1, 2));  // written, never announced
@@ -127,7 +129,7 @@ TEST_CASE("intel_bts: AUX bytes never announced are a gap") {
 
 TEST_CASE("intel_bts: kernel addresses are skipped") {
   Buffers b;
-  stub::IntelBtsReader reader;
+  stub::tracing::IntelBtsReader reader;
   auto v = b.view();
   auto user = known_branches(0, 2);
   b.chunk({user[0], Branch{0xffffffff81000000, user[1].from}, user[1], Branch{0x401000, 0xffffffffa0000000}});
@@ -139,7 +141,7 @@ TEST_CASE("intel_bts: kernel addresses are skipped") {
 
 TEST_CASE("intel_bts: a chunk larger than the AUX area keeps its newest records after a gap") {
   Buffers b;
-  stub::IntelBtsReader reader;
+  stub::tracing::IntelBtsReader reader;
   auto v = b.view();
   // 12 records = 288 bytes written over a 256-byte area: the first two (and
   // the front of the third) were overwritten.
@@ -147,12 +149,12 @@ TEST_CASE("intel_bts: a chunk larger than the AUX area keeps its newest records 
   b.ring.aux(0, size, 0);
   auto items = reader.read(v);
   REQUIRE(items.front().gap);
-  REQUIRE(items.back() == stub::branch_item(fakeperf::known_branch(11).from, fakeperf::known_branch(11).to));
+  REQUIRE(items.back() == stub::tracing::branch_item(fakeperf::known_branch(11).from, fakeperf::known_branch(11).to));
 }
 
 TEST_CASE("intel_bts: a corrupt data ring header does not loop or crash") {
   Buffers b;
-  stub::IntelBtsReader reader;
+  stub::tracing::IntelBtsReader reader;
   auto v = b.view();
   b.header.data_head = 8;  // a zero-size record header
   REQUIRE(reader.read(v) == kGap);

@@ -12,8 +12,8 @@ using decoder::Block;
 using fakeperf::FakePerfSeam;
 using fakeperf::known_branches;
 using fakeperf::kPage;
-using stub::HardwareTrace;
-using stub::PerfBackend;
+using stub::tracing::HardwareTrace;
+using stub::tracing::PerfBackend;
 
 namespace {
 
@@ -161,11 +161,12 @@ TEST_CASE("perf-bts: enable twice, disable, threads created later, exit keeps th
   int fd2 = backend.event_fd(kTid + 1);
   REQUIRE(fd2 != backend.event_fd(kTid));
   REQUIRE(seam.events.at(fd2).tid == kTid + 1);
-  REQUIRE(backend.before_resume(control, kTid + 1, stub::StepKind::Continue, 0) == stub::StepKind::Continue);
+  REQUIRE(backend.before_resume(control, kTid + 1, stub::process::StepKind::Continue, 0) ==
+          stub::process::StepKind::Continue);
   seam.ring_writer(fd2).samples(known_branches(0, 2, 0x402000));
-  stub::TracedStop stop;
+  stub::process::TracedStop stop;
   stop.tid = kTid + 1;
-  REQUIRE(backend.on_stop(control, stop) == stub::TraceVerdict::Report);
+  REQUIRE(backend.on_stop(control, stop) == stub::process::TraceVerdict::Report);
   // The exit reads the last branches before the buffer goes.
   backend.on_thread_exited(kTid + 1);
   REQUIRE_FALSE(seam.events.at(fd2).open);
@@ -175,7 +176,8 @@ TEST_CASE("perf-bts: enable twice, disable, threads created later, exit keeps th
   REQUIRE(fakeperf::branches(*trace) == known_branches(0, 2, 0x402000));
   // A thread the backend never heard of, under enable_all, is opened at its first resume.
   control.pc[kTid + 2] = 0x403000;
-  REQUIRE(backend.before_resume(control, kTid + 2, stub::StepKind::SingleStep, 0) == stub::StepKind::SingleStep);
+  REQUIRE(backend.before_resume(control, kTid + 2, stub::process::StepKind::SingleStep, 0) ==
+          stub::process::StepKind::SingleStep);
   REQUIRE(backend.event_fd(kTid + 2) >= 0);
   REQUIRE(backend.trace(kTid + 2)->oldest_begin() == 0x403000);
 
@@ -221,7 +223,7 @@ TEST_CASE("intel-bts end to end: PMU event, AUX area, blocks and a truncated chu
   // ... [0x401040, 0x40104b] (branch 4), gap, [0x40114b, 0x40114b] (branch 20), live.
   REQUIRE(blocks.size() == 8);
   REQUIRE(blocks[4] == Block{0x401040, 0x40104b});
-  REQUIRE(blocks[5] == Block{0x401050, stub::kGapAddress});
+  REQUIRE(blocks[5] == Block{0x401050, stub::tracing::kGapAddress});
   REQUIRE(blocks[6] == Block{0x40114b, 0x40114b});
   REQUIRE(blocks[7] == Block{0x401150, 0x401152});
 }
@@ -235,7 +237,7 @@ TEST_CASE("intel-bts: the AUX mapping halves with aux_size kept equal to its len
 }
 
 TEST_CASE("plan_buffer_pages rounds to a power of two within the locked-memory allowance") {
-  using stub::plan_buffer_pages;
+  using stub::tracing::plan_buffer_pages;
   REQUIRE(plan_buffer_pages(1, kPage, std::nullopt, std::nullopt) == 1);
   REQUIRE(plan_buffer_pages(kPage, kPage, std::nullopt, std::nullopt) == 1);
   REQUIRE(plan_buffer_pages(kPage + 1, kPage, std::nullopt, std::nullopt) == 2);
@@ -253,26 +255,27 @@ TEST_CASE("probe: an AMD machine without tracing hardware picks software and say
   seam.open_errno_by_type[PERF_TYPE_HARDWARE] = ENOENT;
   seam.files["/proc/sys/kernel/perf_event_paranoid"] = "2\n";
   seam.files["/proc/sys/kernel/perf_event_mlock_kb"] = "516\n";
-  auto f = stub::probe_backends(seam);
+  auto f = stub::tracing::probe_backends(seam);
   REQUIRE(f.vendor == "AuthenticAMD");
   REQUIRE(f.family == 0x1a);
   REQUIRE(f.model == 0x02);
   REQUIRE_FALSE(f.intel_bts_pmu);
   REQUIRE(f.paranoid == 2);
   REQUIRE(f.mlock_kb == 516u);
-  REQUIRE(f.auto_choice == stub::TraceBackendChoice::Software);
-  auto text = stub::format_probe(f);
+  REQUIRE(f.auto_choice == stub::tracing::TraceBackendChoice::Software);
+  auto text = stub::tracing::format_probe(f);
   INFO(text);
   REQUIRE(text.find("auto picks: software (no branch-trace hardware") != std::string::npos);
   REQUIRE(text.find("perf-bts event for a thread: fails: No such file or directory") != std::string::npos);
   REQUIRE(seam.open_events() == 0);
 
-  REQUIRE(*stub::resolve_backend(f, stub::TraceBackendChoice::Auto) == stub::TraceBackendChoice::Software);
-  auto perf = stub::resolve_backend(f, stub::TraceBackendChoice::PerfBts);
+  REQUIRE(*stub::tracing::resolve_backend(f, stub::tracing::TraceBackendChoice::Auto) ==
+          stub::tracing::TraceBackendChoice::Software);
+  auto perf = stub::tracing::resolve_backend(f, stub::tracing::TraceBackendChoice::PerfBts);
   REQUIRE(perf.error().message ==
           "--backend=perf-bts: perf_event_open(BTS) failed: No such file or directory "
           "(no branch-trace hardware: this CPU is AuthenticAMD)");
-  auto intel = stub::resolve_backend(f, stub::TraceBackendChoice::IntelBts);
+  auto intel = stub::tracing::resolve_backend(f, stub::tracing::TraceBackendChoice::IntelBts);
   REQUIRE(intel.error().message.find("--backend=intel-bts: no intel_bts PMU") == 0);
 }
 
@@ -280,29 +283,31 @@ TEST_CASE("probe: intel_bts first, then perf-bts") {
   FakePerfSeam seam;
   fakeperf::set_cpu(seam, "GenuineIntel");
   seam.files["/sys/bus/event_source/devices/intel_bts/type"] = "9\n";
-  auto f = stub::probe_backends(seam);
+  auto f = stub::tracing::probe_backends(seam);
   REQUIRE(f.family == 6);
   REQUIRE(f.model == 0x55);
   REQUIRE(f.cpu_has_ds);
   REQUIRE(f.intel_bts_type == 9u);
-  REQUIRE(f.auto_choice == stub::TraceBackendChoice::IntelBts);
-  REQUIRE(*stub::resolve_backend(f, stub::TraceBackendChoice::PerfBts) == stub::TraceBackendChoice::PerfBts);
+  REQUIRE(f.auto_choice == stub::tracing::TraceBackendChoice::IntelBts);
+  REQUIRE(*stub::tracing::resolve_backend(f, stub::tracing::TraceBackendChoice::PerfBts) ==
+          stub::tracing::TraceBackendChoice::PerfBts);
 
   seam.open_errno_by_type[9] = EACCES;  // e.g. perf_event_paranoid
-  f = stub::probe_backends(seam);
-  REQUIRE(f.auto_choice == stub::TraceBackendChoice::PerfBts);
+  f = stub::tracing::probe_backends(seam);
+  REQUIRE(f.auto_choice == stub::tracing::TraceBackendChoice::PerfBts);
   REQUIRE(f.auto_reason.find("intel_bts does not open (Permission denied)") == 0);
-  REQUIRE(stub::resolve_backend(f, stub::TraceBackendChoice::IntelBts).error().message.find("Permission denied") !=
-          std::string::npos);
+  REQUIRE(stub::tracing::resolve_backend(f, stub::tracing::TraceBackendChoice::IntelBts)
+              .error()
+              .message.find("Permission denied") != std::string::npos);
 }
 
 TEST_CASE("--backend accepts the hardware backends, --probe is a mode") {
-  REQUIRE(stub::parse_command_line({"--backend=perf-bts", ":0", "prog"})->trace_backend ==
-          stub::TraceBackendChoice::PerfBts);
-  REQUIRE(stub::parse_command_line({"--backend=intel-bts", ":0", "prog"})->trace_backend ==
-          stub::TraceBackendChoice::IntelBts);
-  REQUIRE(stub::parse_command_line({"--probe"})->mode == stub::CommandLine::Mode::Probe);
-  REQUIRE(stub::parse_command_line({"--backend=bts", ":0", "prog"}).error().message ==
+  REQUIRE(stub::server::parse_command_line({"--backend=perf-bts", ":0", "prog"})->trace_backend ==
+          stub::tracing::TraceBackendChoice::PerfBts);
+  REQUIRE(stub::server::parse_command_line({"--backend=intel-bts", ":0", "prog"})->trace_backend ==
+          stub::tracing::TraceBackendChoice::IntelBts);
+  REQUIRE(stub::server::parse_command_line({"--probe"})->mode == stub::server::CommandLine::Mode::Probe);
+  REQUIRE(stub::server::parse_command_line({"--backend=bts", ":0", "prog"}).error().message ==
           "Bad --backend 'bts': expected auto, software, perf-bts or intel-bts");
 }
 
@@ -314,7 +319,8 @@ TEST_CASE("perf-bts: a thread created under enable_all whose event cannot open i
   backend.set_control(&control);
   REQUIRE(backend.problem().empty());
   seam.open_errno_by_type[PERF_TYPE_HARDWARE] = EMFILE;
-  REQUIRE(backend.before_resume(control, kTid, stub::StepKind::Continue, 0) == stub::StepKind::Continue);
+  REQUIRE(backend.before_resume(control, kTid, stub::process::StepKind::Continue, 0) ==
+          stub::process::StepKind::Continue);
   REQUIRE_FALSE(backend.enabled(kTid));
   REQUIRE(backend.problem() == "perf-bts: thread 4242: perf_event_open failed: Too many open files");
 }

@@ -9,8 +9,8 @@ using decoder::Branch;
 using fakeperf::concat;
 using fakeperf::items_of;
 using fakeperf::known_branches;
-using stub::TraceItem;
-using stub::TraceItems;
+using stub::tracing::TraceItem;
+using stub::tracing::TraceItems;
 
 namespace {
 
@@ -20,14 +20,14 @@ struct Ring {
   perf_event_mmap_page header{};
   alignas(8) uint8_t data[256] = {};
   fakeperf::RingWriter writer{&header, data, sizeof data};
-  stub::PerfRing view() { return stub::PerfRing{&header, data, sizeof data, {}}; }
+  stub::tracing::PerfRing view() { return stub::tracing::PerfRing{&header, data, sizeof data, {}}; }
 };
 
 }  // namespace
 
 TEST_CASE("perf ring: empty, then partial, then a delta read of the rest") {
   Ring r;
-  stub::PerfBtsReader reader;
+  stub::tracing::PerfBtsReader reader;
   REQUIRE(reader.read(r.view()).empty());
   REQUIRE(reader.read(r.view()).empty());  // delta after empty: still nothing
 
@@ -42,7 +42,7 @@ TEST_CASE("perf ring: empty, then partial, then a delta read of the rest") {
 
 TEST_CASE("perf ring: exactly full is read whole without a gap; one more overflows") {
   Ring r;
-  stub::PerfBtsReader reader;
+  stub::tracing::PerfBtsReader reader;
   r.writer.samples(known_branches(0, 10));  // 240 bytes: all a read from head can frame
   REQUIRE(reader.read(r.view()) == items_of(known_branches(0, 10)));
   REQUIRE(reader.stats().overflows == 0);
@@ -50,7 +50,7 @@ TEST_CASE("perf ring: exactly full is read whole without a gap; one more overflo
   // Delta after full: 11 more, the oldest of which the kernel overwrote.
   r.writer.samples(known_branches(10, 11));
   auto items = reader.read(r.view());
-  REQUIRE(items == concat({stub::gap_item()}, items_of(known_branches(11, 10))));
+  REQUIRE(items == concat({stub::tracing::gap_item()}, items_of(known_branches(11, 10))));
   REQUIRE(reader.stats().overflows == 1);
   // And the next delta is exact again.
   r.writer.samples(known_branches(21, 2));
@@ -59,7 +59,7 @@ TEST_CASE("perf ring: exactly full is read whole without a gap; one more overflo
 
 TEST_CASE("perf ring: wrapped data and a sample split at the ring's edge") {
   Ring r;
-  stub::PerfBtsReader reader;
+  stub::tracing::PerfBtsReader reader;
   r.writer.samples(known_branches(0, 8));  // up to 192
   REQUIRE(reader.read(r.view()).size() == 8);
   // Sample 10 occupies [240, 264): 16 bytes at the end, 8 at the start.
@@ -74,7 +74,7 @@ TEST_CASE("perf ring: wrapped data and a sample split at the ring's edge") {
 TEST_CASE("perf ring: the split sample's halves really are at both ends") {
   Ring r;
   r.header.data_head = 240;  // as if 10 samples had been read already
-  stub::PerfBtsReader reader;
+  stub::tracing::PerfBtsReader reader;
   (void)reader.read(r.view());  // framing from head needs whole records: skip these
   r.writer.sample(Branch{0x1111, 0x2222});
   uint64_t from_low = 0;
@@ -83,12 +83,12 @@ TEST_CASE("perf ring: the split sample's halves really are at both ends") {
   uint64_t to = 0;
   std::memcpy(&to, r.data + 0, 8);  // addr continues at the start
   REQUIRE(to == 0x2222);
-  REQUIRE(reader.read(r.view()) == TraceItems{stub::branch_item(0x1111, 0x2222)});
+  REQUIRE(reader.read(r.view()) == TraceItems{stub::tracing::branch_item(0x1111, 0x2222)});
 }
 
 TEST_CASE("perf ring: kernel addresses are skipped, in every read") {
   Ring r;
-  stub::PerfBtsReader reader;
+  stub::tracing::PerfBtsReader reader;
   auto user = known_branches(0, 4);
   r.writer.sample(user[0]);
   r.writer.sample(Branch{0xffffffff81000000, user[1].from});  // sysret into user space
@@ -103,35 +103,35 @@ TEST_CASE("perf ring: kernel addresses are skipped, in every read") {
 
 TEST_CASE("perf ring: PERF_RECORD_LOST becomes a gap between the branches") {
   Ring r;
-  stub::PerfBtsReader reader;
+  stub::tracing::PerfBtsReader reader;
   r.writer.samples(known_branches(0, 2));
   r.writer.lost(5);
   r.writer.samples(known_branches(7, 2));
   REQUIRE(reader.read(r.view()) ==
-          concat(concat(items_of(known_branches(0, 2)), {stub::gap_item()}), items_of(known_branches(7, 2))));
+          concat(concat(items_of(known_branches(0, 2)), {stub::tracing::gap_item()}), items_of(known_branches(7, 2))));
   REQUIRE(reader.stats().lost == 5);
   // Delta after a loss.
   r.writer.samples(known_branches(9, 1));
   REQUIRE(reader.read(r.view()) == items_of(known_branches(9, 1)));
   // A LOST record as the newest thing read.
   r.writer.lost(1);
-  REQUIRE(reader.read(r.view()) == TraceItems{stub::gap_item()});
+  REQUIRE(reader.read(r.view()) == TraceItems{stub::tracing::gap_item()});
 }
 
 TEST_CASE("perf ring: a record that cannot be framed backwards ends the walk with a gap") {
   Ring r;
-  stub::PerfBtsReader reader;
+  stub::tracing::PerfBtsReader reader;
   r.writer.samples(known_branches(0, 2));
   r.writer.other(PERF_RECORD_THROTTLE, 32);
   r.writer.samples(known_branches(2, 2));
-  REQUIRE(reader.read(r.view()) == concat({stub::gap_item()}, items_of(known_branches(2, 2))));
+  REQUIRE(reader.read(r.view()) == concat({stub::tracing::gap_item()}, items_of(known_branches(2, 2))));
   r.writer.samples(known_branches(4, 1));
   REQUIRE(reader.read(r.view()) == items_of(known_branches(4, 1)));
 }
 
 TEST_CASE("perf ring: data_head moving during the read is re-read") {
   Ring r;
-  stub::PerfBtsReader reader;
+  stub::tracing::PerfBtsReader reader;
   r.writer.samples(known_branches(0, 2));
   int loads = 0;
   auto view = r.view();
@@ -151,7 +151,7 @@ TEST_CASE("perf ring: data_head moving during the read is re-read") {
 
 TEST_CASE("perf ring: a head that never settles keeps only untorn samples, nothing is duplicated") {
   Ring r;
-  stub::PerfBtsReader reader;
+  stub::tracing::PerfBtsReader reader;
   r.writer.samples(known_branches(0, 9));
   uint64_t next = 9;
   auto view = r.view();
@@ -179,10 +179,10 @@ TEST_CASE("perf ring: a head that never settles keeps only untorn samples, nothi
 
 TEST_CASE("perf ring: items feed a BlockTrace whose blocks equal the known sequence, gaps never joined") {
   Ring r;
-  stub::PerfBtsReader reader;
+  stub::tracing::PerfBtsReader reader;
   decoder::BlockTrace trace(0x401000, 64);
   r.writer.samples(known_branches(0, 3));
-  stub::append_items(trace, reader.read(r.view()));
+  stub::tracing::append_items(trace, reader.read(r.view()));
   auto blocks = trace.blocks(trace.first_sequence(), 0x401000 + 0x30 + 4);
   REQUIRE(blocks == std::vector<decoder::Block>{{0x401000, 0x40100b}, {0x401010, 0x40101b},
                                                 {0x401020, 0x40102b}, {0x401030, 0x401034}});
@@ -190,10 +190,10 @@ TEST_CASE("perf ring: items feed a BlockTrace whose blocks equal the known seque
   // gdb and to replay), the branch after it stands alone.
   r.writer.lost(2);
   r.writer.samples(known_branches(5, 1));
-  stub::append_items(trace, reader.read(r.view()));
+  stub::tracing::append_items(trace, reader.read(r.view()));
   blocks = trace.blocks(trace.first_sequence(), 0x401060 + 2);
   REQUIRE(blocks.size() == 6);
-  REQUIRE(blocks[3] == decoder::Block{0x401030, stub::kGapAddress});
+  REQUIRE(blocks[3] == decoder::Block{0x401030, stub::tracing::kGapAddress});
   REQUIRE(blocks[3].end < blocks[3].begin);
   REQUIRE(blocks[4] == decoder::Block{0x40105b, 0x40105b});
   REQUIRE(blocks[5] == decoder::Block{0x401060, 0x401062});

@@ -14,16 +14,16 @@
 using decoder::Block;
 using decoder::Branch;
 using fake::branches;
-using stub::StepKind;
-using stub::TraceVerdict;
+using stub::process::StepKind;
+using stub::process::TraceVerdict;
 using namespace fake;
 
 namespace {
 
 constexpr pid_t kTid = 100;
 
-std::unique_ptr<stub::SoftwareTracer> make_tracer(stub::TraceConfig config = {}, bool all = false) {
-  auto tracer = stub::SoftwareTracer::create(config, all);
+std::unique_ptr<stub::tracing::SoftwareTracer> make_tracer(stub::tracing::TraceConfig config = {}, bool all = false) {
+  auto tracer = stub::tracing::SoftwareTracer::create(config, all);
   REQUIRE(tracer.ok());
   return std::move(tracer).value();
 }
@@ -31,9 +31,9 @@ std::unique_ptr<stub::SoftwareTracer> make_tracer(stub::TraceConfig config = {},
 // Starts tracing kTid at `pc` with ZF set (so `jne _start` falls through).
 struct Fixture {
   Control control;
-  std::unique_ptr<stub::SoftwareTracer> tracer;
+  std::unique_ptr<stub::tracing::SoftwareTracer> tracer;
   Driver run;
-  explicit Fixture(stub::TraceConfig config = {}, uint64_t pc = kStart)
+  explicit Fixture(stub::tracing::TraceConfig config = {}, uint64_t pc = kStart)
       : tracer(make_tracer(config)), run{*tracer, control, kTid} {
     control.set_reg(kTid, Amd64Reg::rip, pc);
     control.set_reg(kTid, Amd64Reg::eflags, kZf);
@@ -209,7 +209,7 @@ TEST_CASE("software tracer: a thread kept stopped after a trace stop replans on 
 }
 
 TEST_CASE("software tracer: a full buffer under the stop policy stops before the branch") {
-  stub::TraceConfig config;
+  stub::tracing::TraceConfig config;
   config.buffer_bytes = 24;  // one record
   config.overflow = decoder::OverflowPolicy::Stop;
   Fixture f(config);
@@ -227,7 +227,7 @@ TEST_CASE("software tracer: a full buffer under the stop policy stops before the
 }
 
 TEST_CASE("software tracer: a full buffer under drop-oldest keeps the newest branches") {
-  stub::TraceConfig config;
+  stub::tracing::TraceConfig config;
   config.buffer_bytes = 48;  // two records
   Fixture f(config);
   REQUIRE(f.tracer->thread_config(kTid)->buffer_bytes == 48);
@@ -378,8 +378,8 @@ TEST_CASE("software tracer: each branch carries rsp and rbp from before it ran")
 
 TEST_CASE("software tracer: without working debug registers every instruction is stepped") {
   Control control;
-  auto tracer = stub::SoftwareTracer::create({}, false, stub::TraceStops::SingleStep).value();
-  REQUIRE(tracer->trace_stops() == stub::TraceStops::SingleStep);
+  auto tracer = stub::tracing::SoftwareTracer::create({}, false, stub::tracing::TraceStops::SingleStep).value();
+  REQUIRE(tracer->trace_stops() == stub::tracing::TraceStops::SingleStep);
   Driver run{*tracer, control, kTid};
   control.set_reg(kTid, Amd64Reg::rip, kFunc);
   control.push_return(kTid, kBack);
@@ -410,7 +410,7 @@ TEST_CASE("software tracer: the process layer's step off a user breakpoint is wa
   REQUIRE(f.run.armed() == kRet);
   // The same in stepping mode.
   Control control;
-  auto stepping = stub::SoftwareTracer::create({}, false, stub::TraceStops::SingleStep).value();
+  auto stepping = stub::tracing::SoftwareTracer::create({}, false, stub::tracing::TraceStops::SingleStep).value();
   Driver run{*stepping, control, kTid};
   control.set_reg(kTid, Amd64Reg::rip, kCall);
   control.user_breakpoints.insert(kCall);

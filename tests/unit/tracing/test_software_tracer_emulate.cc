@@ -8,8 +8,8 @@
 
 using decoder::Branch;
 using fake::branches;
-using stub::StepKind;
-using stub::TraceVerdict;
+using stub::process::StepKind;
+using stub::process::TraceVerdict;
 using namespace fake;
 
 namespace {
@@ -19,7 +19,7 @@ constexpr uint64_t kLoopInsn = 0x2000;  // loop 0x2000 (e2 fe), then unmapped
 
 struct Fixture {
   Control control;
-  std::unique_ptr<stub::SoftwareTracer> tracer;
+  std::unique_ptr<stub::tracing::SoftwareTracer> tracer;
   Driver run;
   explicit Fixture(uint64_t pc = kStart) : run{make(), control, kTid} {
     control.set_reg(kTid, Amd64Reg::rip, pc);
@@ -29,7 +29,7 @@ struct Fixture {
     control.map(kStack - 0x100, 0x100);  // room below the return slot
     REQUIRE(tracer->enable(kTid).ok());
   }
-  stub::SoftwareTracer& make() {
+  stub::tracing::SoftwareTracer& make() {
     tracer = breakpoint_tracer();
     return *tracer;
   }
@@ -160,7 +160,7 @@ TEST_CASE("int3 trace stops: a user breakpoint at the transfer is the client's s
   REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::Continue);
   REQUIRE(f.reg(Amd64Reg::rip) == kCall);
   REQUIRE(f.control.int3[kTid] == kCall);
-  stub::TracedStop stop;
+  stub::process::TracedStop stop;
   stop.tid = kTid;
   stop.signal = SIGTRAP;
   stop.software_breakpoint = true;
@@ -177,7 +177,7 @@ TEST_CASE("stepping: a step over cpuid that lands one instruction late is no bra
   constexpr uint64_t kCpuid = 0x3000;
   const std::vector<uint8_t> code = {0x0f, 0xa2, 0x90, 0x90, 0x90};  // cpuid; nop; nop; nop
   for (std::size_t i = 0; i < code.size(); ++i) control.memory[kCpuid + i] = code[i];
-  auto made = stub::SoftwareTracer::create({}, false, stub::TraceStops::SingleStep);
+  auto made = stub::tracing::SoftwareTracer::create({}, false, stub::tracing::TraceStops::SingleStep);
   REQUIRE(made.ok());
   auto& tracer = **made;
   Driver run{tracer, control, kTid};

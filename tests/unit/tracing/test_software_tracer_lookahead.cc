@@ -8,8 +8,8 @@
 using decoder::Branch;
 using decoder::StackSnapshot;
 using fake::branches;
-using stub::StepKind;
-using stub::TraceVerdict;
+using stub::process::StepKind;
+using stub::process::TraceVerdict;
 using namespace fake;
 
 namespace {
@@ -59,7 +59,7 @@ constexpr uint64_t kRbp = 0x1234;
 
 struct Fixture {
   Control control;
-  std::unique_ptr<stub::SoftwareTracer> tracer;
+  std::unique_ptr<stub::tracing::SoftwareTracer> tracer;
   Driver run;
   explicit Fixture(uint64_t pc, bool taken) : run{make(), control, kTid} {
     for (std::size_t i = 0; i < kLookaheadCode.size(); ++i) control.memory[0x3000 + i] = kLookaheadCode[i];
@@ -70,7 +70,7 @@ struct Fixture {
     control.set_reg(kTid, Amd64Reg::rbp, kRbp);
     REQUIRE(tracer->enable(kTid).ok());
   }
-  stub::SoftwareTracer& make() {
+  stub::tracing::SoftwareTracer& make() {
     tracer = breakpoint_tracer();
     return *tracer;
   }
