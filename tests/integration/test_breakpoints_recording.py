@@ -4,7 +4,7 @@
 The software tracer runs code between its own stops without the client
 seeing it: with int3 trace stops it emulates the transfer under its int3
 and may run whole trees of branches without a stop of its own
-(stub/software_tracer_lookahead.cc). A breakpoint on any target of such a
+(stub/tracing/software_tracer_lookahead.cc). A breakpoint on any target of such a
 transfer must still stop the program, whenever it was inserted.
 
 tests/programs/block_boundaries.c has every kind of block boundary:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """btstub runs a program's next single step while gdb still works on the
 last one, and undoes it when gdb asks for something else
-(stub/step_ahead.h). Nothing of this may show:
+(stub/session/step_ahead.h). Nothing of this may show:
 
 1. Stepping through step_loop on tests/programs/stepper.c, gdb's transcript
    is the one gdbserver gives, and the one btstub gives with

@@ -3,7 +3,7 @@
  * Used by tests/integration/test_fork_follow.py with detach-on-fork off:
  * the parent has two threads, so btstub reaps its statuses with a wait for
  * any tracee, which also returns the child's; they must reach the child
- * (stub/wait_routes.h). The child calls child_work(0..2), the parent
+ * (stub/process/wait_routes.h). The child calls child_work(0..2), the parent
  * parent_work(0..2) while its second thread sleeps.
  * Prints "child 9" and "parent 6, child status 0"; exit 0.
  */

@@ -6,18 +6,18 @@
 #include <string>
 #include <vector>
 
-#include "stub/process.h"
+#include "stub/process/process.h"
 
 namespace test {
 
-class FakeProcess : public stub::Process {
+class FakeProcess : public stub::process::Process {
  public:
   pid_t pid_ = 100;
   std::vector<pid_t> threads_{100};
   bool attached_ = false;
   std::map<uint64_t, uint8_t> memory;           // sparse; absent bytes are unmapped
   std::map<pid_t, protocol::RegisterFile> regs;
-  std::deque<stub::ProcessEvent> events;        // what poll_event returns next
+  std::deque<stub::process::ProcessEvent> events;        // what poll_event returns next
   std::vector<std::string> log;                 // "resume 100 step 0", "interrupt", ...
 
   FakeProcess() {
@@ -32,17 +32,17 @@ class FakeProcess : public stub::Process {
   std::vector<pid_t> threads() const override { return threads_; }
   bool attached() const override { return attached_; }
 
-  stub::Expected<protocol::RegisterFile> read_registers(pid_t tid) override {
+  btstub::Expected<protocol::RegisterFile> read_registers(pid_t tid) override {
     auto it = regs.find(tid);
     if (it == regs.end()) return btstub::make_error(btstub::ErrorCode::NoProcess, "no such thread");
     return it->second;
   }
-  stub::Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& r) override {
+  btstub::Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& r) override {
     regs[tid] = r;
     log.push_back("write_registers " + std::to_string(tid));
     return {};
   }
-  stub::Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len) override {
+  btstub::Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len) override {
     std::vector<uint8_t> out;
     for (std::size_t i = 0; i < len; ++i) {
       auto it = memory.find(addr + i);
@@ -52,56 +52,56 @@ class FakeProcess : public stub::Process {
     if (out.empty()) return btstub::make_error(btstub::ErrorCode::MemoryFault, "Cannot access memory");
     return out;
   }
-  stub::Expected<void> write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) override {
+  btstub::Expected<void> write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) override {
     for (std::size_t i = 0; i < bytes.size(); ++i) {
       if (memory.count(addr + i) == 0) return btstub::make_error(btstub::ErrorCode::MemoryFault, "unmapped");
     }
     for (std::size_t i = 0; i < bytes.size(); ++i) memory[addr + i] = bytes[i];
     return {};
   }
-  stub::Expected<void> insert_breakpoint(uint64_t addr) override {
+  btstub::Expected<void> insert_breakpoint(uint64_t addr) override {
     if (memory.count(addr) == 0) return btstub::make_error(btstub::ErrorCode::MemoryFault, "unmapped");
     log.push_back("insert " + std::to_string(addr));
     return {};
   }
-  stub::Expected<void> remove_breakpoint(uint64_t addr) override {
+  btstub::Expected<void> remove_breakpoint(uint64_t addr) override {
     log.push_back("remove " + std::to_string(addr));
     return {};
   }
   bool running = false;  // resumed at least once (events do not clear it)
   bool has_running_threads() const override { return running; }
-  stub::Expected<void> resume(pid_t tid, stub::StepKind kind, int signal) override {
+  btstub::Expected<void> resume(pid_t tid, stub::process::StepKind kind, int signal) override {
     running = true;
-    log.push_back("resume " + std::to_string(tid) + (kind == stub::StepKind::SingleStep ? " step " : " cont ") +
-                  std::to_string(signal));
+    log.push_back("resume " + std::to_string(tid) +
+                  (kind == stub::process::StepKind::SingleStep ? " step " : " cont ") + std::to_string(signal));
     return {};
   }
-  std::optional<stub::ProcessEvent> poll_event() override {
+  std::optional<stub::process::ProcessEvent> poll_event() override {
     if (events.empty()) return std::nullopt;
     auto e = events.front();
     events.pop_front();
     return e;
   }
-  stub::Expected<stub::ProcessEvent> wait_event() override {
+  btstub::Expected<stub::process::ProcessEvent> wait_event() override {
     if (auto e = poll_event()) return *e;
     return btstub::make_error(btstub::ErrorCode::Internal, "no scripted event");
   }
-  stub::Expected<void> interrupt() override {
+  btstub::Expected<void> interrupt() override {
     log.push_back("interrupt");
     return {};
   }
-  stub::Expected<void> kill() override {
+  btstub::Expected<void> kill() override {
     log.push_back("kill");
     return {};
   }
   bool fail_detach = false;
-  stub::Expected<void> detach() override {
+  btstub::Expected<void> detach() override {
     log.push_back("detach");
     if (fail_detach) return btstub::make_error(btstub::ErrorCode::NoProcess, "cannot detach " + std::to_string(pid_));
     return {};
   }
-  stub::Expected<std::string> read_auxv() override { return std::string("\x06\0\0\0\0\0\0\0", 8); }
-  stub::Expected<std::string> exec_file() override { return std::string("/bin/fake"); }
+  btstub::Expected<std::string> read_auxv() override { return std::string("\x06\0\0\0\0\0\0\0", 8); }
+  btstub::Expected<std::string> exec_file() override { return std::string("/bin/fake"); }
 };
 
 }  // namespace test

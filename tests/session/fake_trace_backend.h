@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "stub/trace_backend.h"
+#include "stub/tracing/trace_backend.h"
 
 namespace test {
 
-class FakeTraceBackend : public stub::TraceBackend {
+class FakeTraceBackend : public stub::tracing::TraceBackend {
  public:
   std::map<pid_t, uint64_t> origins;             // where tracing begins per thread (default 0x401000)
   std::optional<std::string> fail_next;          // next enable/disable fails with this message
@@ -23,13 +23,13 @@ class FakeTraceBackend : public stub::TraceBackend {
 
   std::string_view name() const override { return "fake"; }
 
-  void set_config(const stub::TraceConfig& config) override {
+  void set_config(const stub::tracing::TraceConfig& config) override {
     config_ = config;
     log.push_back("set_config " + std::to_string(config.buffer_bytes));
   }
-  stub::TraceConfig config() const override { return config_; }
+  stub::tracing::TraceConfig config() const override { return config_; }
 
-  stub::Expected<void> enable(pid_t tid) override {
+  btstub::Expected<void> enable(pid_t tid) override {
     if (auto failure = take_failure()) return *failure;
     if (enabled(tid)) return btstub::make_error(btstub::ErrorCode::InvalidArgument, "Btrace already enabled.");
     log.push_back("enable " + std::to_string(tid));
@@ -41,7 +41,7 @@ class FakeTraceBackend : public stub::TraceBackend {
     enabled_.insert(tid);
     return {};
   }
-  stub::Expected<void> disable(pid_t tid) override {
+  btstub::Expected<void> disable(pid_t tid) override {
     if (auto failure = take_failure()) return *failure;
     if (!enabled(tid)) return btstub::make_error(btstub::ErrorCode::InvalidArgument, "Branch tracing not enabled.");
     log.push_back("disable " + std::to_string(tid));
@@ -53,7 +53,7 @@ class FakeTraceBackend : public stub::TraceBackend {
   bool all_ = false;
   // Whole-program recording of the fake's one known thread set.
   std::vector<pid_t> all_threads{100};
-  stub::Expected<void> enable_all() override {
+  btstub::Expected<void> enable_all() override {
     for (pid_t tid : all_threads) {
       if (!enabled(tid)) {
         if (auto done = enable(tid); !done) return done;
@@ -72,7 +72,7 @@ class FakeTraceBackend : public stub::TraceBackend {
     auto it = traces_.find(tid);
     return it == traces_.end() ? nullptr : &it->second;
   }
-  stub::Expected<stub::TraceConfig> thread_config(pid_t tid) const override {
+  btstub::Expected<stub::tracing::TraceConfig> thread_config(pid_t tid) const override {
     auto it = thread_configs_.find(tid);
     if (it == thread_configs_.end() || !enabled(tid))
       return btstub::make_error(btstub::ErrorCode::InvalidArgument, "Btrace not enabled.");
@@ -96,10 +96,10 @@ class FakeTraceBackend : public stub::TraceBackend {
     return error;
   }
 
-  stub::TraceConfig config_;
+  stub::tracing::TraceConfig config_;
   std::set<pid_t> enabled_;
   std::map<pid_t, decoder::BlockTrace> traces_;
-  std::map<pid_t, stub::TraceConfig> thread_configs_;
+  std::map<pid_t, stub::tracing::TraceConfig> thread_configs_;
 };
 
 }  // namespace test

@@ -10,8 +10,8 @@
 
 #include "fake_process.h"
 #include "fake_trace_backend.h"
-#include "stub/handlers.h"
-#include "stub/session.h"
+#include "stub/session/handlers.h"
+#include "stub/session/session.h"
 
 namespace {
 
@@ -28,7 +28,7 @@ std::string block(uint64_t begin, uint64_t end) {
 struct Fixture {
   test::FakeProcess process;
   test::FakeTraceBackend backend;
-  stub::Session session{stub::SessionConfig{}, &process};
+  stub::session::Session session{stub::session::SessionConfig{}, &process};
 
   Fixture() { session.trace_backend = &backend; }
 
@@ -80,7 +80,7 @@ TEST_CASE("without a backend every btrace packet says the target cannot trace", 
 
 TEST_CASE("without a program there is no single thread to trace", "[btrace]") {
   test::FakeTraceBackend backend;
-  stub::Session session{stub::SessionConfig{}, nullptr};
+  stub::session::Session session{stub::session::SessionConfig{}, nullptr};
   session.trace_backend = &backend;
   const std::string error = "E.Must select a single thread.";
   CHECK(session.handle_packet("Qbtrace:bts").payload == error);
@@ -114,15 +114,15 @@ TEST_CASE("backend failures reach gdb as E. messages", "[btrace]") {
 TEST_CASE("Qbtrace:pt fails naming the missing hardware so gdb falls back to bts", "[btrace]") {
   Fixture f;
   bool pmu = std::filesystem::exists("/sys/bus/event_source/devices/intel_pt");
-  CHECK(f.ask("Qbtrace:pt") == "E." + stub::btrace_pt_unavailable_message(pmu));
+  CHECK(f.ask("Qbtrace:pt") == "E." + stub::session::btrace_pt_unavailable_message(pmu));
   CHECK_FALSE(f.backend.enabled(100));
   CHECK(f.ask("Qbtrace:bts") == "OK");
   CHECK(f.ask("Qbtrace:pt") == "E.Btrace already enabled.");
 
-  CHECK(stub::btrace_pt_unavailable_message(false) ==
+  CHECK(stub::session::btrace_pt_unavailable_message(false) ==
         "Intel PT is not available on this machine (no intel_pt PMU); use bts");
-  CHECK(contains(stub::btrace_pt_unavailable_message(true), "use bts"));
-  CHECK_FALSE(contains(stub::btrace_pt_unavailable_message(true), "no intel_pt PMU"));
+  CHECK(contains(stub::session::btrace_pt_unavailable_message(true), "use bts"));
+  CHECK_FALSE(contains(stub::session::btrace_pt_unavailable_message(true), "no intel_pt PMU"));
 }
 
 TEST_CASE("btrace packets act on the general thread", "[btrace]") {
@@ -175,17 +175,17 @@ TEST_CASE("Qbtrace-conf sets the size new traces get; btrace-conf reports the th
 }
 
 TEST_CASE("a BTS buffer wish becomes a power-of-two number of pages", "[btrace]") {
-  CHECK(stub::bts_buffer_bytes(0, 4096) == 4096);
-  CHECK(stub::bts_buffer_bytes(1, 4096) == 4096);
-  CHECK(stub::bts_buffer_bytes(4096, 4096) == 4096);
-  CHECK(stub::bts_buffer_bytes(4097, 4096) == 8192);
-  CHECK(stub::bts_buffer_bytes(3 * 4096, 4096) == 4 * 4096);
-  CHECK(stub::bts_buffer_bytes(0x10000, 4096) == 0x10000);
-  CHECK(stub::bts_buffer_bytes(0x10001, 4096) == 0x20000);
+  CHECK(stub::session::bts_buffer_bytes(0, 4096) == 4096);
+  CHECK(stub::session::bts_buffer_bytes(1, 4096) == 4096);
+  CHECK(stub::session::bts_buffer_bytes(4096, 4096) == 4096);
+  CHECK(stub::session::bts_buffer_bytes(4097, 4096) == 8192);
+  CHECK(stub::session::bts_buffer_bytes(3 * 4096, 4096) == 4 * 4096);
+  CHECK(stub::session::bts_buffer_bytes(0x10000, 4096) == 0x10000);
+  CHECK(stub::session::bts_buffer_bytes(0x10001, 4096) == 0x20000);
   // gdb's "unlimited" (0xffffffff) and beyond: the largest that gdb's
   // unsigned int holds.
-  CHECK(stub::bts_buffer_bytes(0xffffffffu, 4096) == 0x80000000u);
-  CHECK(stub::bts_buffer_bytes(uint64_t{1} << 40, 4096) == 0x80000000u);
+  CHECK(stub::session::bts_buffer_bytes(0xffffffffu, 4096) == 0x80000000u);
+  CHECK(stub::session::bts_buffer_bytes(uint64_t{1} << 40, 4096) == 0x80000000u);
 }
 
 TEST_CASE("all: the whole trace newest first, ending at the current pc", "[btrace]") {
@@ -257,7 +257,7 @@ TEST_CASE("overflow between reads: delta fails, new recovers, delta works again"
   Fixture f;
   // Two BTS records: set on the backend, as a gdb wish would be rounded up
   // to a page.
-  stub::TraceConfig two_records = f.backend.config();
+  stub::tracing::TraceConfig two_records = f.backend.config();
   two_records.buffer_bytes = 0x30;
   f.backend.set_config(two_records);
   REQUIRE(f.ask("Qbtrace:bts") == "OK");
@@ -374,7 +374,7 @@ TEST_CASE("a new session takes over the last stop's thread and the recording thr
   f.process.threads_ = {100, 101};
   REQUIRE(f.ask("Hgp64.65") == "OK");
   REQUIRE(f.ask("Qbtrace:bts") == "OK");
-  stub::ProcessEvent stop;  // thread 101 reported the last stop
+  stub::process::ProcessEvent stop;  // thread 101 reported the last stop
   stop.tid = 101;
   stop.signal = SIGTRAP;
   f.session.last_stop = f.session.make_stop_reply(stop);
@@ -385,7 +385,7 @@ TEST_CASE("a new session takes over the last stop's thread and the recording thr
   REQUIRE(handover.has_value());
 
   // The next client's session over the same program.
-  stub::Session next(stub::SessionConfig{}, &f.process);
+  stub::session::Session next(stub::session::SessionConfig{}, &f.process);
   next.trace_backend = &f.backend;
   next.take_over(*handover);
   CHECK(next.current_thread() == 101);

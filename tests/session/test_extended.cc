@@ -9,27 +9,27 @@
 
 #include "fake_process.h"
 #include "protocol/replies.h"
-#include "stub/os_processes.h"
-#include "stub/session.h"
+#include "stub/process/os_processes.h"
+#include "stub/session/session.h"
 
 namespace {
 
 // Hands out FakeProcesses with increasing pids and records what it was asked.
-class FakeFactory : public stub::ProcessFactory {
+class FakeFactory : public stub::session::ProcessFactory {
  public:
   std::vector<std::unique_ptr<test::FakeProcess>> made;
   std::vector<std::string> log;  // "launch prog a b", "attach 42"
   std::string default_prog = "/bin/default";
   bool fail = false;
 
-  stub::Expected<stub::Process*> launch(const std::vector<std::string>& argv) override {
+  btstub::Expected<stub::process::Process*> launch(const std::vector<std::string>& argv) override {
     std::string line = "launch";
     for (const auto& a : argv) line += " " + a;
     log.push_back(line);
     if (fail) return btstub::make_error(btstub::ErrorCode::IoError, "Cannot exec " + argv[0] + ": No such file");
     return make(false);
   }
-  stub::Expected<stub::Process*> attach(pid_t pid) override {
+  btstub::Expected<stub::process::Process*> attach(pid_t pid) override {
     log.push_back("attach " + std::to_string(pid));
     if (fail) return btstub::make_error(btstub::ErrorCode::NoProcess, "Cannot attach to process: No such process");
     auto* p = make(true);
@@ -38,7 +38,7 @@ class FakeFactory : public stub::ProcessFactory {
   std::string default_program() const override { return default_prog; }
 
  private:
-  stub::Process* make(bool attached) {
+  stub::process::Process* make(bool attached) {
     auto p = std::make_unique<test::FakeProcess>();
     pid_t pid = static_cast<pid_t>(0x200 + made.size());
     p->pid_ = pid;
@@ -52,7 +52,7 @@ class FakeFactory : public stub::ProcessFactory {
 
 struct Multi {
   FakeFactory factory;
-  stub::Session session{stub::SessionConfig{}, nullptr};
+  stub::session::Session session{stub::session::SessionConfig{}, nullptr};
   Multi() { session.process_factory = &factory; }
 
   std::string ask(std::string_view payload) {
@@ -161,7 +161,7 @@ TEST_CASE("R restarts the last program without a reply", "[extended]") {
 TEST_CASE("outside extended mode vRun is refused while a program is debugged", "[extended]") {
   test::FakeProcess process;
   FakeFactory factory;
-  stub::Session session(stub::SessionConfig{}, &process);
+  stub::session::Session session(stub::session::SessionConfig{}, &process);
   session.process_factory = &factory;
   auto reply = session.handle_packet("vRun;" + hex("/bin/prog"));
   CHECK(reply.payload == std::optional<std::string>("E.Already debugging a process"));
@@ -173,13 +173,13 @@ TEST_CASE("outside extended mode vRun is refused while a program is debugged", "
 }
 
 TEST_CASE("without a factory vRun and vAttach fail cleanly", "[extended]") {
-  stub::Session session(stub::SessionConfig{}, nullptr);
+  stub::session::Session session(stub::session::SessionConfig{}, nullptr);
   CHECK(starts_with(*session.handle_packet("vRun;" + hex("/bin/prog")).payload, "E."));
   CHECK(starts_with(*session.handle_packet("vAttach;10").payload, "E."));
 }
 
 TEST_CASE("qXfer:osdata: types, processes (with our own pid), unknown annex", "[extended][osdata]") {
-  stub::Session session(stub::SessionConfig{}, nullptr);
+  stub::session::Session session(stub::session::SessionConfig{}, nullptr);
   auto types = *session.handle_packet("qXfer:osdata:read::0,fff").payload;
   CHECK(starts_with(types, "l<osdata type=\"types\">"));
   CHECK(types.find("processes") != std::string::npos);
@@ -203,8 +203,8 @@ TEST_CASE("qXfer:osdata: types, processes (with our own pid), unknown annex", "[
 }
 
 TEST_CASE("os processes: command from cmdline, kernel threads in brackets", "[osdata]") {
-  CHECK(stub::os_process_command(std::string("prog\0a\0b c\0", 11), "prog") == "prog a b c");
-  CHECK(stub::os_process_command("", "kthreadd") == "[kthreadd]");
+  CHECK(stub::process::os_process_command(std::string("prog\0a\0b c\0", 11), "prog") == "prog a b c");
+  CHECK(stub::process::os_process_command("", "kthreadd") == "[kthreadd]");
 
   namespace fs = std::filesystem;
   fs::path root = fs::temp_directory_path() / ("btstub-proc-" + std::to_string(getpid()));
@@ -223,7 +223,7 @@ TEST_CASE("os processes: command from cmdline, kernel threads in brackets", "[os
   write(root / "7/stat", "7 (kworker)" + tail + "0 0\n");
   write(root / "7/cmdline", "");
   write(root / "self/stat", "1 (not a pid dir)" + tail);
-  auto list = stub::list_os_processes(root.string());
+  auto list = stub::process::list_os_processes(root.string());
   fs::remove_all(root);
   REQUIRE(list.size() == 2);
   CHECK(list[0].pid == 7);

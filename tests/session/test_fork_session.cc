@@ -9,7 +9,7 @@
 
 #include "fake_process.h"
 #include "fake_trace_backend.h"
-#include "stub/session.h"
+#include "stub/session/session.h"
 
 namespace {
 
@@ -18,11 +18,11 @@ namespace {
 class AdoptedChild : public test::FakeProcess {
  public:
   std::vector<std::string>* parent_log = nullptr;
-  stub::Expected<void> kill() override {
+  btstub::Expected<void> kill() override {
     parent_log->push_back("adopted kill " + std::to_string(pid_));
     return FakeProcess::kill();
   }
-  stub::Expected<void> detach() override {
+  btstub::Expected<void> detach() override {
     parent_log->push_back("adopted detach " + std::to_string(pid_));
     return FakeProcess::detach();
   }
@@ -39,11 +39,11 @@ class ForkingProcess : public test::FakeProcess {
     vfork_events = vfork;
   }
   pid_t fork_child() const override { return child; }
-  stub::Expected<void> remove_fork_child_breakpoint(uint64_t addr) override {
+  btstub::Expected<void> remove_fork_child_breakpoint(uint64_t addr) override {
     log.push_back("child remove " + std::to_string(addr));
     return {};
   }
-  stub::Expected<void> detach_fork_child() override {
+  btstub::Expected<void> detach_fork_child() override {
     log.push_back("child detach " + std::to_string(child));
     child = 0;
     return {};
@@ -51,7 +51,7 @@ class ForkingProcess : public test::FakeProcess {
   // detach-on-fork off: the child becomes a FakeProcess of its own, with
   // its own registers (rip 0x402000) and memory; `adopted` watches it.
   test::FakeProcess* adopted = nullptr;
-  stub::Expected<std::unique_ptr<stub::Process>> adopt_fork_child() override {
+  btstub::Expected<std::unique_ptr<stub::process::Process>> adopt_fork_child() override {
     log.push_back("adopt " + std::to_string(child));
     auto process = std::make_unique<AdoptedChild>();
     process->parent_log = &log;
@@ -63,9 +63,9 @@ class ForkingProcess : public test::FakeProcess {
     process->memory[0x401000] = 0xaa;
     adopted = process.get();
     child = 0;
-    return std::unique_ptr<stub::Process>(std::move(process));
+    return std::unique_ptr<stub::process::Process>(std::move(process));
   }
-  stub::Expected<void> follow_fork_child() override {
+  btstub::Expected<void> follow_fork_child() override {
     log.push_back("follow " + std::to_string(child));
     pid_ = child;
     threads_ = {child};
@@ -77,7 +77,7 @@ class ForkingProcess : public test::FakeProcess {
 
 struct Fixture {
   ForkingProcess process;
-  stub::Session session{stub::SessionConfig{}, &process};
+  stub::session::Session session{stub::session::SessionConfig{}, &process};
 
   std::string ask(std::string_view payload) {
     auto reply = session.handle_packet(payload);
@@ -87,7 +87,7 @@ struct Fixture {
   bool asks_to_close(std::string_view payload) { return session.handle_packet(payload).close_connection; }
   // A fork of thread 100 into child 0xc8 (200), reported while running.
   std::string fork_stop(bool vfork = false) {
-    stub::ProcessEvent event;
+    stub::process::ProcessEvent event;
     event.tid = 100;
     event.signal = SIGTRAP;
     event.fork_child = 200;
@@ -112,11 +112,11 @@ struct Fixture {
 bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
 
 // Process `pid` exited with code 0, as ProcessGroup reports it.
-stub::ProcessEvent exit_of(pid_t pid) {
-  stub::ProcessEvent event;
+stub::process::ProcessEvent exit_of(pid_t pid) {
+  stub::process::ProcessEvent event;
   event.pid = pid;
   event.tid = pid;
-  event.kind = stub::ProcessEvent::Kind::Exited;
+  event.kind = stub::process::ProcessEvent::Kind::Exited;
   return event;
 }
 
@@ -142,7 +142,7 @@ TEST_CASE("fork, vfork and vforkdone stop replies name the child", "[session][fo
   f.ask("qSupported:multiprocess+;fork-events+;vfork-events+");
   CHECK(contains(f.fork_stop(), "thread:p64.64;fork:pc8.c8;"));
   CHECK(contains(f.fork_stop(true), "thread:p64.64;vfork:pc8.c8;"));
-  stub::ProcessEvent done;
+  stub::process::ProcessEvent done;
   done.tid = 100;
   done.signal = SIGTRAP;
   done.vfork_done = true;
@@ -213,7 +213,7 @@ TEST_CASE("detach-on-fork off: the held child becomes a second process on its fi
   CHECK_FALSE(f.session.handle_packet("vCont;c").payload.has_value());
   CHECK(f.process.log.back() == "resume 100 cont 0");
   CHECK(f.process.adopted->log.back() == "resume 200 cont 0");
-  stub::ProcessEvent hit;
+  stub::process::ProcessEvent hit;
   hit.pid = 200;
   hit.tid = 200;
   hit.signal = SIGTRAP;
@@ -240,7 +240,7 @@ TEST_CASE("detach-on-fork off: vCont naming one process resumes only it; vKill a
   CHECK_FALSE(f.session.handle_packet("vCont;c:p64.-1").payload.has_value());
   CHECK(f.process.log.back() == "resume 100 cont 0");
   CHECK(child.log.empty());  // schedule-multiple off: the child stays stopped
-  stub::ProcessEvent stopped;
+  stub::process::ProcessEvent stopped;
   stopped.pid = 100;
   stopped.tid = 100;
   stopped.signal = SIGTRAP;

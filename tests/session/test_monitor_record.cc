@@ -5,18 +5,18 @@
 #include "fake_process.h"
 #include "fake_trace_backend.h"
 #include "protocol/replies.h"
-#include "stub/session.h"
-#include "stub/software_tracer.h"
+#include "stub/session/session.h"
+#include "stub/tracing/software_tracer.h"
 
 namespace {
 
 struct Fixture {
   test::FakeProcess process;
-  std::unique_ptr<stub::SoftwareTracer> tracer = stub::SoftwareTracer::create().value();
-  stub::Session session{stub::SessionConfig{}, &process};
+  std::unique_ptr<stub::tracing::SoftwareTracer> tracer = stub::tracing::SoftwareTracer::create().value();
+  stub::session::Session session{stub::session::SessionConfig{}, &process};
 
   Fixture() { session.trace_backend = tracer.get(); }
-  stub::Reply monitor(std::string_view command) {
+  stub::session::Reply monitor(std::string_view command) {
     return session.handle_packet("qRcmd," + protocol::hex_encode(command));
   }
 };
@@ -46,7 +46,7 @@ TEST_CASE("monitor record start and stop switch whole-program recording", "[sess
 
 TEST_CASE("monitor record status counts a thread's branches", "[session][monitor]") {
   Fixture f;
-  stub::TraceConfig config;
+  stub::tracing::TraceConfig config;
   config.buffer_bytes = 48;
   config.overflow = decoder::OverflowPolicy::Stop;
   f.tracer->set_config(config);
@@ -70,7 +70,7 @@ TEST_CASE("monitor record without a backend or with a bad argument explains itse
 TEST_CASE("monitor record status names a backend's last failure to trace a thread", "[session][monitor]") {
   test::FakeProcess process;
   test::FakeTraceBackend backend;
-  stub::Session session{stub::SessionConfig{}, &process};
+  stub::session::Session session{stub::session::SessionConfig{}, &process};
   session.trace_backend = &backend;
   auto status = [&] { return session.handle_packet("qRcmd," + protocol::hex_encode("record status")).console; };
   CHECK_FALSE(contains(status(), "Last failure"));

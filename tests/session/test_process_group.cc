@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "fake_process.h"
-#include "stub/process_group.h"
+#include "stub/process/process_group.h"
 
 namespace {
 
@@ -25,8 +25,8 @@ class GroupMember : public test::FakeProcess {
   std::vector<std::string>* shared_log;
 };
 
-stub::ProcessEvent stop_of(pid_t tid) {
-  stub::ProcessEvent event;
+stub::process::ProcessEvent stop_of(pid_t tid) {
+  stub::process::ProcessEvent event;
   event.tid = tid;
   event.signal = SIGTRAP;
   return event;
@@ -35,7 +35,7 @@ stub::ProcessEvent stop_of(pid_t tid) {
 // The program (pid 100) and a fork child (200) the group owns.
 struct ParentAndChild {
   GroupMember parent{100};
-  stub::ProcessGroup group;
+  stub::process::ProcessGroup group;
   GroupMember& child = start();  // after group: members start in this order
 
   GroupMember& start() {
@@ -68,8 +68,8 @@ TEST_CASE("an event kept while stopping all is reported before newer ones", "[gr
   ParentAndChild f;
   auto& [parent, group, child] = f;
   parent.events.push_back(stop_of(100));  // e.g. the parent's exit after resuming
-  stub::ProcessEvent exited;
-  exited.kind = stub::ProcessEvent::Kind::Exited;
+  stub::process::ProcessEvent exited;
+  exited.kind = stub::process::ProcessEvent::Kind::Exited;
   exited.tid = 200;
   child.events.push_back(exited);
   child.kept = true;  // the child's exit was met while it was being stopped
@@ -77,7 +77,7 @@ TEST_CASE("an event kept while stopping all is reported before newer ones", "[gr
   auto first = group.poll_event();
   REQUIRE(first.has_value());
   CHECK(first->pid == 200);
-  CHECK(first->kind == stub::ProcessEvent::Kind::Exited);
+  CHECK(first->kind == stub::process::ProcessEvent::Kind::Exited);
   child.kept = false;
   auto second = group.poll_event();
   REQUIRE(second.has_value());
@@ -87,10 +87,10 @@ TEST_CASE("an event kept while stopping all is reported before newer ones", "[gr
 TEST_CASE("removing or resetting drops the fork children the group owns, never the program", "[group]") {
   std::vector<std::string> log;
   GroupMember parent(100, &log);
-  stub::ProcessGroup group;
+  stub::process::ProcessGroup group;
   group.reset(&parent);
   auto child = std::make_unique<GroupMember>(200, &log);
-  stub::Process* child_ptr = child.get();
+  stub::process::Process* child_ptr = child.get();
   group.add(std::move(child));
   group.add(std::make_unique<GroupMember>(300, &log));
   group.remove(child_ptr);

@@ -6,8 +6,8 @@
 
 #include "fake_process.h"
 #include "fake_trace_backend.h"
-#include "stub/replay_engine.h"
-#include "tests/unit/replay_fixture.h"
+#include "stub/replay/replay_engine.h"
+#include "tests/unit/decoder/replay_fixture.h"
 
 using decoder::ReplayStop;
 using protocol::Amd64Reg;
@@ -16,7 +16,7 @@ using replay_test::kR0;
 
 namespace {
 
-class FakeMaps : public stub::MappingInfo {
+class FakeMaps : public stub::replay::MappingInfo {
  public:
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   int refreshes = 0;
@@ -33,7 +33,7 @@ struct EngineFixture {
   test::FakeProcess process;
   test::FakeTraceBackend backend;
   FakeMaps* maps = nullptr;
-  std::unique_ptr<stub::ReplayEngine> engine;
+  std::unique_ptr<stub::replay::ReplayEngine> engine;
 
   EngineFixture() {
     const auto& code = replay_test::code();
@@ -49,7 +49,7 @@ struct EngineFixture {
     auto owned = std::make_unique<FakeMaps>();
     owned->ranges = {{replay_test::kBase, replay_test::kBase + 0x1000}};
     maps = owned.get();
-    engine = std::make_unique<stub::ReplayEngine>(process, backend, std::move(owned));
+    engine = std::make_unique<stub::replay::ReplayEngine>(process, backend, std::move(owned));
   }
 
   uint64_t u64(const std::vector<uint8_t>& bytes) {
@@ -160,7 +160,7 @@ TEST_CASE("read-only ranges come from /proc/PID/maps text") {
       "7ffe0000-7fff0000 rw-p 00000000 00:00 0 [stack]\n"
       "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n"
       "garbage line\n";
-  auto ranges = stub::parse_read_only_maps(maps);
+  auto ranges = stub::replay::parse_read_only_maps(maps);
   REQUIRE(ranges.size() == 2);
   CHECK(ranges[0] == std::pair<uint64_t, uint64_t>{0x400000, 0x401000});
   CHECK(ranges[1] == std::pair<uint64_t, uint64_t>{0x401000, 0x402000});

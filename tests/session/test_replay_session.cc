@@ -10,9 +10,9 @@
 
 #include "fake_process.h"
 #include "fake_trace_backend.h"
-#include "stub/replay_engine.h"
-#include "stub/session.h"
-#include "tests/unit/replay_fixture.h"
+#include "stub/replay/replay_engine.h"
+#include "stub/session/session.h"
+#include "tests/unit/decoder/replay_fixture.h"
 
 using protocol::Amd64Reg;
 using replay_test::kB0;
@@ -21,7 +21,7 @@ using replay_test::kR0;
 namespace {
 
 // No read-only mappings but the code.
-class CodeOnlyMaps : public stub::MappingInfo {
+class CodeOnlyMaps : public stub::replay::MappingInfo {
  public:
   std::optional<std::pair<uint64_t, uint64_t>> read_only_range(uint64_t addr) override {
     if (addr >= replay_test::kBase && addr < replay_test::kBase + 0x1000) {
@@ -59,7 +59,7 @@ std::string pc_field(uint64_t pc) { return "10:" + le_hex(pc) + ";"; }
 struct Fixture {
   test::FakeProcess process;
   test::FakeTraceBackend backend;
-  stub::Session session{stub::SessionConfig{}, &process};
+  stub::session::Session session{stub::session::SessionConfig{}, &process};
 
   Fixture() {
     const auto& code = replay_test::code();
@@ -101,7 +101,7 @@ TEST_CASE("reverse execution is advertised only with a trace backend", "[replay]
   CHECK(contains(reply, ";ReverseContinue+"));
 
   test::FakeProcess process;
-  stub::Session without{stub::SessionConfig{}, &process};
+  stub::session::Session without{stub::session::SessionConfig{}, &process};
   auto plain = without.handle_packet("qSupported:swbreak+");
   REQUIRE(plain.payload);
   CHECK_FALSE(contains(*plain.payload, "Reverse"));

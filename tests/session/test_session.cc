@@ -5,13 +5,13 @@
 
 #include "fake_process.h"
 #include "protocol/replies.h"
-#include "stub/session.h"
+#include "stub/session/session.h"
 
 namespace {
 
 struct Fixture {
   test::FakeProcess process;
-  stub::Session session{stub::SessionConfig{}, &process};
+  stub::session::Session session{stub::session::SessionConfig{}, &process};
 
   std::string ask(std::string_view payload) {
     auto reply = session.handle_packet(payload);
@@ -84,7 +84,7 @@ TEST_CASE("continue, then a breakpoint stop reports swbreak", "[session]") {
   CHECK(f.session.running());
   CHECK(f.process.log.back() == "resume 100 cont 0");
 
-  stub::ProcessEvent stop;
+  stub::process::ProcessEvent stop;
   stop.tid = 100;
   stop.signal = SIGTRAP;
   stop.software_breakpoint = true;
@@ -115,12 +115,12 @@ TEST_CASE("QPassSignals: a passed signal is delivered without a stop reply", "[s
   f.negotiate();
   CHECK(f.ask("QPassSignals:1e") == "OK");
   (void)f.session.handle_packet("c");
-  stub::ProcessEvent usr1;
+  stub::process::ProcessEvent usr1;
   usr1.tid = 100;
   usr1.signal = SIGUSR1;
   CHECK_FALSE(f.session.on_process_event(usr1).has_value());
   CHECK(f.process.log.back() == "resume 100 cont " + std::to_string(SIGUSR1));
-  stub::ProcessEvent segv = usr1;
+  stub::process::ProcessEvent segv = usr1;
   segv.signal = SIGSEGV;
   auto reply = f.session.on_process_event(segv);
   REQUIRE(reply.has_value());
@@ -131,8 +131,8 @@ TEST_CASE("exit and death by signal give W and X with the process", "[session]")
   Fixture f;
   f.negotiate();
   (void)f.session.handle_packet("c");
-  stub::ProcessEvent exited;
-  exited.kind = stub::ProcessEvent::Kind::Exited;
+  stub::process::ProcessEvent exited;
+  exited.kind = stub::process::ProcessEvent::Kind::Exited;
   exited.exit_code = 7;
   CHECK(f.session.on_process_event(exited) == std::optional<std::string>("W07;process:64"));
   CHECK_FALSE(f.session.has_process());
@@ -141,15 +141,15 @@ TEST_CASE("exit and death by signal give W and X with the process", "[session]")
   Fixture g;
   g.negotiate();
   (void)g.session.handle_packet("c");
-  stub::ProcessEvent killed;
-  killed.kind = stub::ProcessEvent::Kind::Killed;
+  stub::process::ProcessEvent killed;
+  killed.kind = stub::process::ProcessEvent::Kind::Killed;
   killed.signal = SIGSEGV;
   CHECK(g.session.on_process_event(killed) == std::optional<std::string>("X0b;process:64"));
 }
 
 TEST_CASE("no resumed thread left gives N to a client offering no-resumed+", "[session]") {
-  stub::ProcessEvent none;
-  none.kind = stub::ProcessEvent::Kind::NoResumed;
+  stub::process::ProcessEvent none;
+  none.kind = stub::process::ProcessEvent::Kind::NoResumed;
   none.tid = 101;
 
   Fixture f;
@@ -190,9 +190,9 @@ TEST_CASE("unknown packets get the empty reply, malformed ones an error", "[sess
 
 TEST_CASE("--disable-packet answers the named packets as unsupported", "[session]") {
   test::FakeProcess process;
-  stub::SessionConfig config;
+  stub::session::SessionConfig config;
   config.disabled_packets = {"vCont", "qC"};
-  stub::Session session(config, &process);
+  stub::session::Session session(config, &process);
   CHECK(session.handle_packet("qC").payload == std::optional<std::string>(""));
   CHECK(session.handle_packet("vCont?").payload == std::optional<std::string>(""));
   CHECK(process.log.empty());

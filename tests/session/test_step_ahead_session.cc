@@ -1,4 +1,4 @@
-// The step run ahead of the client (stub/step_ahead.h) through the session,
+// The step run ahead of the client (stub/session/step_ahead.h) through the session,
 // against a fake whose single step really runs one of three instructions.
 #include <catch2/catch.hpp>
 #include <csignal>
@@ -6,7 +6,7 @@
 #include <set>
 
 #include "fake_process.h"
-#include "stub/session.h"
+#include "stub/session/session.h"
 
 namespace {
 
@@ -47,11 +47,11 @@ class SteppingProcess : public test::FakeProcess {
     return static_cast<int>(std::count(log.begin(), log.end(), std::string("resume 100 step 0")));
   }
 
-  stub::Expected<void> resume(pid_t tid, stub::StepKind kind, int signal) override {
+  btstub::Expected<void> resume(pid_t tid, stub::process::StepKind kind, int signal) override {
     (void)FakeProcess::resume(tid, kind, signal);
-    if (kind != stub::StepKind::SingleStep) return {};
+    if (kind != stub::process::StepKind::SingleStep) return {};
     passed_at_steps.push_back(passed.size());
-    stub::ProcessEvent event;
+    stub::process::ProcessEvent event;
     event.tid = tid;
     if (steps() == signal_on_step) {
       event.signal = step_signal;
@@ -74,7 +74,7 @@ class SteppingProcess : public test::FakeProcess {
     events.push_back(event);
     return {};
   }
-  stub::Expected<void> write_siginfo(pid_t, const std::vector<uint8_t>& info) override {
+  btstub::Expected<void> write_siginfo(pid_t, const std::vector<uint8_t>& info) override {
     siginfo_t si{};
     std::memcpy(&si, info.data(), std::min(info.size(), sizeof si));
     siginfo_writes.push_back(std::to_string(si.si_signo));
@@ -84,19 +84,19 @@ class SteppingProcess : public test::FakeProcess {
   std::set<int> passed;
   std::vector<std::size_t> passed_at_steps;  // how many signals the process passed at each step
   void set_pass_signals(const std::set<int>& signals) override { passed = signals; }
-  std::vector<stub::MemoryMapping> mappings() const override {
+  std::vector<stub::process::MemoryMapping> mappings() const override {
     return {{0x401000, 0x402000, true, false, true, false}, {0x7ffe0000, 0x7ffe1000, true, true, false, shared_stack}};
   }
   bool signal_queued = false;  // sent while stopped, not yet delivered
-  stub::Expected<bool> signal_waiting(pid_t) override {
+  btstub::Expected<bool> signal_waiting(pid_t) override {
     if (gone) return btstub::make_error(btstub::ErrorCode::NoProcess, "No such process");
     return signal_queued;
   }
-  void keep_pending(const stub::ProcessEvent& event, const std::vector<uint8_t>&) override {
+  void keep_pending(const stub::process::ProcessEvent& event, const std::vector<uint8_t>&) override {
     log.push_back("keep_pending " + std::to_string(event.signal));
     events.push_front(event);
   }
-  stub::Expected<std::vector<uint8_t>> read_siginfo(pid_t) override {
+  btstub::Expected<std::vector<uint8_t>> read_siginfo(pid_t) override {
     if (gone) return btstub::make_error(btstub::ErrorCode::NoProcess, "No such process");
     siginfo_t info{};
     info.si_signo = step_signal;
@@ -108,13 +108,13 @@ class SteppingProcess : public test::FakeProcess {
 
 struct Fixture {
   SteppingProcess process;
-  stub::Session session;
+  stub::session::Session session;
 
   explicit Fixture(bool step_ahead = true) : session(config(step_ahead), &process) {
     ask("qSupported:multiprocess+;swbreak+");
   }
-  static stub::SessionConfig config(bool step_ahead) {
-    stub::SessionConfig c;
+  static stub::session::SessionConfig config(bool step_ahead) {
+    stub::session::SessionConfig c;
     c.step_ahead = step_ahead;
     return c;
   }
@@ -225,7 +225,7 @@ TEST_CASE("no step runs ahead where it could be seen or not undone", "[step-ahea
       bool hw_points_in_use() const override { return true; }
     };
     Watched process;
-    stub::Session session(stub::SessionConfig{}, &process);
+    stub::session::Session session(stub::session::SessionConfig{}, &process);
     (void)session.handle_packet("vCont;s:p64.64");
     auto event = session.poll_event();
     REQUIRE(event.has_value());

@@ -1,7 +1,7 @@
 // Two processes debugged at once (detach-on-fork off) against a real
 // program: tests/programs/fork_threads.c forks while it has a second thread,
 // so the parent's waits for any tracee also reap the child's statuses; they
-// must reach the child (stub/wait_routes.h) or the child never ends.
+// must reach the child (stub/process/wait_routes.h) or the child never ends.
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -13,19 +13,19 @@
 #include <string>
 #include <thread>
 
-#include "stub/process_group.h"
-#include "stub/ptrace_process.h"
-#include "stub/wait_routes.h"
+#include "stub/process/process_group.h"
+#include "stub/process/ptrace_process.h"
+#include "stub/process/wait_routes.h"
 
 namespace {
 
-using stub::ProcessEvent;
-using stub::StepKind;
+using stub::process::ProcessEvent;
+using stub::process::StepKind;
 
 // Every thread of every process in the group continues; a signal stop's
 // signal is delivered to its thread.
-void resume_all(stub::ProcessGroup& group, const ProcessEvent* last) {
-  for (stub::Process* process : group.live()) {
+void resume_all(stub::process::ProcessGroup& group, const ProcessEvent* last) {
+  for (stub::process::Process* process : group.live()) {
     for (pid_t tid : process->threads()) {
       int signal = 0;
       if (last != nullptr && last->tid == tid && last->kind == ProcessEvent::Kind::Stopped &&
@@ -37,7 +37,7 @@ void resume_all(stub::ProcessGroup& group, const ProcessEvent* last) {
   }
 }
 
-std::optional<ProcessEvent> next_event(stub::ProcessGroup& group) {
+std::optional<ProcessEvent> next_event(stub::process::ProcessGroup& group) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
     if (auto event = group.poll_event()) return event;
@@ -49,14 +49,14 @@ std::optional<ProcessEvent> next_event(stub::ProcessGroup& group) {
 }  // namespace
 
 TEST_CASE("a fork child debugged beside a threaded parent gets its own wait statuses", "[fork]") {
-  stub::LaunchOptions options;
+  stub::process::LaunchOptions options;
   options.argv = {std::string(PROGRAMS_DIR) + "/fork_threads_O0"};
   options.stdio_to_stderr = true;
-  auto launched = stub::PtraceProcess::launch(options);
+  auto launched = stub::process::PtraceProcess::launch(options);
   REQUIRE(launched.ok());
-  std::unique_ptr<stub::PtraceProcess> parent = std::move(*launched);
+  std::unique_ptr<stub::process::PtraceProcess> parent = std::move(*launched);
   parent->set_fork_events(true, false);
-  stub::ProcessGroup group;
+  stub::process::ProcessGroup group;
   group.reset(parent.get());
 
   resume_all(group, nullptr);
@@ -89,7 +89,7 @@ TEST_CASE("a fork child debugged beside a threaded parent gets its own wait stat
       group.remove(group.find(event->pid));
     } else {
       // Any stop names a thread of the process it came from.
-      stub::Process* owner = group.find(event->pid);
+      stub::process::Process* owner = group.find(event->pid);
       REQUIRE(owner != nullptr);
       CHECK(group.owner_of(event->tid) == owner);
     }
@@ -104,14 +104,14 @@ TEST_CASE("a fork child debugged beside a threaded parent gets its own wait stat
 // held: asking waitpid for that thread's stop again would block for good
 // (the alarm then ends the test).
 TEST_CASE("stepping past the tracer's int3 does not wait again for a stop handed over", "[fork][trace]") {
-  stub::LaunchOptions options;
+  stub::process::LaunchOptions options;
   options.argv = {std::string(PROGRAMS_DIR) + "/attach_threads_O0",
                   "/tmp/btstub_step_held_" + std::to_string(::getpid())};  // no .stop: runs until killed
   options.stdio_to_stderr = true;
-  auto launched = stub::PtraceProcess::launch(options);
+  auto launched = stub::process::PtraceProcess::launch(options);
   REQUIRE(launched.ok());
-  std::unique_ptr<stub::PtraceProcess> process = std::move(*launched);
-  stub::ProcessGroup group;
+  std::unique_ptr<stub::process::PtraceProcess> process = std::move(*launched);
+  stub::process::ProcessGroup group;
   group.reset(process.get());
   const pid_t main_tid = process->pid();
   REQUIRE(process->resume(main_tid, StepKind::Continue, 0).ok());
@@ -136,7 +136,7 @@ TEST_CASE("stepping past the tracer's int3 does not wait again for a stop handed
   REQUIRE(::syscall(SYS_tgkill, main_tid, worker, SIGSTOP) == 0);
   int status = 0;
   REQUIRE(::waitpid(worker, &status, __WALL) == worker);
-  stub::WaitRoutes::instance().hand_over(process.get(), worker, status);
+  stub::process::WaitRoutes::instance().hand_over(process.get(), worker, status);
 
   ::alarm(10);
   CHECK(process->resume(main_tid, StepKind::SingleStep, 0).ok());
@@ -148,14 +148,14 @@ TEST_CASE("stepping past the tracer's int3 does not wait again for a stop handed
 
 namespace {
 
-struct FakeOwner final : stub::WaitOwner {
+struct FakeOwner final : stub::process::WaitOwner {
   bool owns_thread(pid_t) const override { return false; }
 };
 
 }  // namespace
 
 TEST_CASE("unclaimed statuses go with the only owner, and stay while another could claim them", "[fork]") {
-  auto& routes = stub::WaitRoutes::instance();
+  auto& routes = stub::process::WaitRoutes::instance();
   FakeOwner only;
   routes.enroll(&only);
   routes.keep_unclaimed(4000001, 0x137f);

@@ -12,15 +12,15 @@
 #include <sstream>
 #include <thread>
 
-#include "stub/libraries_svr4.h"
-#include "stub/ptrace_process.h"
-#include "stub/step_ahead.h"
+#include "stub/process/libraries_svr4.h"
+#include "stub/process/ptrace_process.h"
+#include "stub/session/step_ahead.h"
 
 using protocol::Amd64Reg;
-using stub::LaunchOptions;
-using stub::ProcessEvent;
-using stub::PtraceProcess;
-using stub::StepKind;
+using stub::process::LaunchOptions;
+using stub::process::ProcessEvent;
+using stub::process::PtraceProcess;
+using stub::process::StepKind;
 
 namespace {
 
@@ -392,14 +392,14 @@ TEST_CASE("attach to a missing process is a clear error", "[ptrace]") {
 
 TEST_CASE("libraries-svr4 lists libc once ld.so has run", "[ptrace][svr4]") {
   auto process = launch({"/bin/true"});
-  auto early = stub::libraries_svr4_xml(*process);
+  auto early = stub::process::libraries_svr4_xml(*process);
   INFO((early ? std::string() : early.error().message));
   REQUIRE(early.ok());
   CHECK(*early == "<library-list-svr4 version=\"1.0\"/>");
 
   auto event = run_to(*process, auxv_value(*process, kAtEntry));
   REQUIRE(event.software_breakpoint);
-  auto xml = stub::libraries_svr4_xml(*process);
+  auto xml = stub::process::libraries_svr4_xml(*process);
   INFO((xml ? std::string() : xml.error().message));
   REQUIRE(xml.ok());
   CHECK_THAT(*xml, Catch::StartsWith("<library-list-svr4 version=\"1.0\" main-lm=\"0x"));
@@ -527,7 +527,7 @@ TEST_CASE("a step run ahead and undone leaves registers and memory as they were"
   pid_t pid = process->pid();
   // Step until the next instruction is a push or a call (the loader's
   // start has both), then run it ahead: it writes the slot below rsp.
-  stub::StepAhead ahead;
+  stub::session::StepAhead ahead;
   for (int i = 0; i < 500; ++i) {
     auto code = process->read_memory(pc_of(*process), 2);
     REQUIRE(code.ok());

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
-#include "stub/register_mapping.h"
+#include "stub/process/register_mapping.h"
 
 using protocol::Amd64Reg;
 
@@ -19,7 +19,7 @@ unsigned idx(Amd64Reg r) { return static_cast<unsigned>(r); }
 
 TEST_CASE("the abridged FXSAVE tag expands by register contents and stack top") {
   uint8_t fx[512] = {};
-  SECTION("all empty") { CHECK(stub::expand_fxsave_tag(fx) == 0xffff); }
+  SECTION("all empty") { CHECK(stub::process::expand_fxsave_tag(fx) == 0xffff); }
   SECTION("top = 5: st(i) is physical register (5+i)%8") {
     uint16_t fsw = 5 << 11;
     std::memcpy(fx + 2, &fsw, 2);
@@ -31,8 +31,8 @@ TEST_CASE("the abridged FXSAVE tag expands by register contents and stack top") 
     put_st(fx, 4, 0x4000000000000000, 0x3fff);  // phys 1: unnormal, special
     uint16_t expected = (0u << 10) | (1u << 12) | (2u << 14) | (2u << 0) | (2u << 2) |
                         (3u << 4) | (3u << 6) | (3u << 8);
-    CHECK(stub::expand_fxsave_tag(fx) == expected);
-    CHECK(stub::abridge_tag(expected) == fx[4]);
+    CHECK(stub::process::expand_fxsave_tag(fx) == expected);
+    CHECK(stub::process::abridge_tag(expected) == fx[4]);
   }
 }
 
@@ -50,7 +50,7 @@ TEST_CASE("FXSAVE fields map to gdb's i387 registers and back") {
   for (int i = 0; i < 16; ++i) fx[160 + 15 * 16 + i] = static_cast<uint8_t>(i + 1);  // xmm15
 
   protocol::RegisterFile regs;
-  stub::fxsave_to_file(fx, regs);
+  stub::process::fxsave_to_file(fx, regs);
   CHECK(regs.get_u64(Amd64Reg::fctrl) == 0x27f);
   CHECK(regs.get_u64(Amd64Reg::fstat) == 0x3800);
   CHECK(regs.get_u64(Amd64Reg::fop) == (0xf9d2 & 0x7ff));
@@ -64,7 +64,7 @@ TEST_CASE("FXSAVE fields map to gdb's i387 registers and back") {
   uint8_t out[512];
   std::memcpy(out, fx, 512);
   out[0] = 0;  // must be rewritten from the file
-  stub::file_to_fxsave(regs, out);
+  stub::process::file_to_fxsave(regs, out);
   CHECK(std::memcmp(out, fx, 512) == 0);  // including fop's upper bits
 }
 
@@ -74,13 +74,13 @@ TEST_CASE("general registers keep bits the wire format cannot carry") {
   g.eflags = 0xffffffff00000246ull;
   g.fs_base = 0x7ffff7d8a740;
   protocol::RegisterFile regs;
-  stub::gregs_to_file(g, regs);
+  stub::process::gregs_to_file(g, regs);
   CHECK(regs.get_u64(Amd64Reg::eflags) == 0x246);
   CHECK(regs.get_u64(Amd64Reg::fs_base) == 0x7ffff7d8a740);
   regs.set_u64(Amd64Reg::eflags, 0x202);
   regs.set_available(idx(Amd64Reg::rax), false);
   g.rax = 0x9999;
-  stub::file_to_gregs(regs, g);
+  stub::process::file_to_gregs(regs, g);
   CHECK(g.eflags == 0xffffffff00000202ull);
   CHECK(g.rax == 0x9999);  // unavailable: left alone
 }
@@ -89,9 +89,9 @@ TEST_CASE("an XSAVE buffer in initial state is normalized") {
   std::vector<uint8_t> xsave(576 + 256, 0xee);
   uint64_t bv = 0x4;  // AVX only: x87 and SSE in initial state
   std::memcpy(xsave.data() + 512, &bv, 8);
-  stub::normalize_xsave(xsave);
+  stub::process::normalize_xsave(xsave);
   protocol::RegisterFile regs;
-  stub::fxsave_to_file(xsave.data(), regs);
+  stub::process::fxsave_to_file(xsave.data(), regs);
   CHECK(regs.get_u64(Amd64Reg::fctrl) == 0x37f);
   CHECK(regs.get_u64(Amd64Reg::ftag) == 0xffff);
   CHECK(regs.bytes(idx(Amd64Reg::xmm0))[0] == 0);

@@ -11,15 +11,15 @@
 #include <set>
 #include <string>
 
-#include "stub/ptrace_process.h"
+#include "stub/process/ptrace_process.h"
 
 using protocol::Amd64Reg;
-using stub::ProcessEvent;
-using stub::PtraceProcess;
-using stub::StepKind;
-using stub::TracedStop;
-using stub::TracedThreadControl;
-using stub::TraceVerdict;
+using stub::process::ProcessEvent;
+using stub::process::PtraceProcess;
+using stub::process::StepKind;
+using stub::process::TracedStop;
+using stub::process::TracedThreadControl;
+using stub::process::TraceVerdict;
 
 namespace {
 
@@ -61,7 +61,7 @@ uint64_t load_base(pid_t pid, const std::string& path) {
 }
 
 std::unique_ptr<PtraceProcess> launch(const std::string& path) {
-  stub::LaunchOptions options;
+  stub::process::LaunchOptions options;
   options.argv = {path};
   auto process = PtraceProcess::launch(options);
   INFO((process ? std::string() : process.error().message));
@@ -83,7 +83,7 @@ ProcessEvent wait_for(PtraceProcess& process) {
 }
 
 // Arms a trace stop at `target` before every resume and absorbs its hits.
-class CountingHook : public stub::TraceHook {
+class CountingHook : public stub::process::TraceHook {
  public:
   explicit CountingHook(uint64_t target) : target_(target) {}
   bool traces(pid_t) const override { return true; }
@@ -112,7 +112,7 @@ class CountingHook : public stub::TraceHook {
 };
 
 // Runs every continue as single steps and counts the steps it sees.
-class SteppingHook : public stub::TraceHook {
+class SteppingHook : public stub::process::TraceHook {
  public:
   bool traces(pid_t) const override { return true; }
   StepKind before_resume(TracedThreadControl&, pid_t, StepKind, int) override { return StepKind::SingleStep; }
@@ -246,7 +246,7 @@ namespace {
 // Arms the tracer's int3 (set_trace_breakpoint) at `target`; at each hit it
 // asks for the real instruction to be stepped with the int3 in place, which
 // the process layer does with the int3 lifted and other threads held.
-class Int3Hook : public stub::TraceHook {
+class Int3Hook : public stub::process::TraceHook {
  public:
   Int3Hook(uint64_t target, bool traced) : target_(target), traced_(traced) {}
   bool traces(pid_t) const override { return traced_; }

@@ -14,7 +14,7 @@
 
 #include "decoder/instruction_history.h"
 #include "protocol/amd64_registers.h"
-#include "stub/ptrace_process.h"
+#include "stub/process/ptrace_process.h"
 
 namespace tracing {
 
@@ -36,7 +36,7 @@ struct Position {
   uint64_t pc = 0;
   decoder::StackSnapshot stack;
 };
-Expected<Position> position_of(stub::Process& process, pid_t tid) {
+Expected<Position> position_of(stub::process::Process& process, pid_t tid) {
   auto regs = process.read_registers(tid);
   if (!regs) return regs.error();
   return Position{regs->get_u64(protocol::Amd64Reg::rip),
@@ -46,11 +46,11 @@ Expected<Position> position_of(stub::Process& process, pid_t tid) {
 // Keeps a copy of every page the tracer reads, taken the first time it is
 // read: the blocks are expanded after the program exited, from the code the
 // tracer itself saw.
-class SnapshotControl final : public stub::TracedThreadControl {
+class SnapshotControl final : public stub::process::TracedThreadControl {
  public:
   static constexpr uint64_t kPage = 4096;
-  explicit SnapshotControl(stub::TracedThreadControl& real) : real_(&real) {}
-  void bind(stub::TracedThreadControl& real) { real_ = &real; }
+  explicit SnapshotControl(stub::process::TracedThreadControl& real) : real_(&real) {}
+  void bind(stub::process::TracedThreadControl& real) { real_ = &real; }
 
   Expected<protocol::RegisterFile> read_registers(pid_t tid) override { return real_->read_registers(tid); }
   Expected<protocol::RegisterFile> read_general_registers(pid_t tid) override {
@@ -83,7 +83,7 @@ class SnapshotControl final : public stub::TracedThreadControl {
   const std::map<uint64_t, std::vector<uint8_t>>& pages() const { return pages_; }
 
  private:
-  stub::TracedThreadControl* real_;
+  stub::process::TracedThreadControl* real_;
   std::map<uint64_t, std::vector<uint8_t>> pages_;
 };
 
@@ -110,20 +110,22 @@ class SnapshotReader final : public decoder::CodeReader {
 };
 
 // The tracer, seen through the snapshotting control.
-class SnapshotHook final : public stub::TraceHook {
+class SnapshotHook final : public stub::process::TraceHook {
  public:
-  SnapshotHook(stub::SoftwareTracer& tracer, SnapshotControl& snapshot) : tracer_(tracer), snapshot_(snapshot) {}
+  SnapshotHook(stub::tracing::SoftwareTracer& tracer, SnapshotControl& snapshot)
+      : tracer_(tracer), snapshot_(snapshot) {}
   bool traces(pid_t tid) const override { return tracer_.traces(tid); }
-  stub::StepKind before_resume(stub::TracedThreadControl& control, pid_t tid, stub::StepKind requested,
-                               int signal) override {
+  stub::process::StepKind before_resume(stub::process::TracedThreadControl& control, pid_t tid,
+                                        stub::process::StepKind requested, int signal) override {
     snapshot_.bind(control);
     return tracer_.before_resume(snapshot_, tid, requested, signal);
   }
-  stub::TraceVerdict on_stop(stub::TracedThreadControl& control, const stub::TracedStop& stop) override {
+  stub::process::TraceVerdict on_stop(stub::process::TracedThreadControl& control,
+                                      const stub::process::TracedStop& stop) override {
     snapshot_.bind(control);
     return tracer_.on_stop(snapshot_, stop);
   }
-  void on_held(stub::TracedThreadControl& control, pid_t tid) override {
+  void on_held(stub::process::TracedThreadControl& control, pid_t tid) override {
     snapshot_.bind(control);
     tracer_.on_held(snapshot_, tid);
   }
@@ -136,13 +138,13 @@ class SnapshotHook final : public stub::TraceHook {
   bool trace_first_created = false;  // enable tracing for the first one only
   void on_thread_exited(pid_t tid) override { tracer_.on_thread_exited(tid); }
   void on_exec(pid_t tid) override { tracer_.on_exec(tid); }
-  bool pass_trace_breakpoint(stub::TracedThreadControl& control, pid_t tid) override {
+  bool pass_trace_breakpoint(stub::process::TracedThreadControl& control, pid_t tid) override {
     snapshot_.bind(control);
     return tracer_.pass_trace_breakpoint(snapshot_, tid);
   }
 
  private:
-  stub::SoftwareTracer& tracer_;
+  stub::tracing::SoftwareTracer& tracer_;
   SnapshotControl& snapshot_;
 };
 
@@ -184,7 +186,7 @@ std::pair<uint64_t, uint64_t> vdso_range(pid_t pid) {
   return range;
 }
 
-bool is_rep_string(stub::Process& process, decoder::InstructionDecoder& decoder, uint64_t pc) {
+bool is_rep_string(stub::process::Process& process, decoder::InstructionDecoder& decoder, uint64_t pc) {
   auto bytes = process.read_memory(pc, decoder::kMaxInstructionSize);
   if (!bytes) return false;
   auto insn = decoder::decode_with_fallback(decoder, pc, bytes->data(), bytes->size());
@@ -194,7 +196,7 @@ bool is_rep_string(stub::Process& process, decoder::InstructionDecoder& decoder,
 // Under some hypervisors a single step over cpuid (emulated by the
 // hypervisor) loses its trap and stops one instruction later. The
 // instruction skipped is the one after cpuid: its address, or 0.
-uint64_t skipped_after_cpuid(stub::Process& process, decoder::InstructionDecoder& decoder, uint64_t from,
+uint64_t skipped_after_cpuid(stub::process::Process& process, decoder::InstructionDecoder& decoder, uint64_t from,
                              uint64_t landed) {
   auto bytes = process.read_memory(from, decoder::kMaxInstructionSize);
   if (!bytes) return 0;
@@ -205,17 +207,18 @@ uint64_t skipped_after_cpuid(stub::Process& process, decoder::InstructionDecoder
 
 // A signal stop that is not a trap is handed back with the next resume, as a
 // client passing every signal would.
-int signal_to_deliver(const stub::ProcessEvent& event) { return event.signal == SIGTRAP ? 0 : event.signal; }
+int signal_to_deliver(const stub::process::ProcessEvent& event) { return event.signal == SIGTRAP ? 0 : event.signal; }
 
 // Runs the fresh program to `base + offset` (a user breakpoint), if nonzero.
-Expected<void> run_to_start(stub::Process& p, uint64_t offset) {
+Expected<void> run_to_start(stub::process::Process& p, uint64_t offset) {
   if (offset == 0) return {};
   const uint64_t at = load_base(p.pid()) + offset;
   if (auto r = p.insert_breakpoint(at); !r) return r;
-  auto event = p.resume(p.pid(), stub::StepKind::Continue, 0) ? p.wait_event() : Expected<stub::ProcessEvent>(
-      make_error(ErrorCode::Internal, "cannot resume"));
+  auto event = p.resume(p.pid(), stub::process::StepKind::Continue, 0)
+                   ? p.wait_event()
+                   : Expected<stub::process::ProcessEvent>(make_error(ErrorCode::Internal, "cannot resume"));
   if (!event) return event.error();
-  if (event->kind != stub::ProcessEvent::Kind::Stopped || !event->software_breakpoint) {
+  if (event->kind != stub::process::ProcessEvent::Kind::Stopped || !event->software_breakpoint) {
     return make_error(ErrorCode::Internal, "the program did not reach the start address");
   }
   return p.remove_breakpoint(at);
@@ -223,10 +226,11 @@ Expected<void> run_to_start(stub::Process& p, uint64_t offset) {
 
 }  // namespace
 
-Expected<RunResult> run_reference(const stub::LaunchOptions& launch, uint64_t max_stops, uint64_t start_offset) {
-  auto process = stub::PtraceProcess::launch(launch);
+Expected<RunResult> run_reference(const stub::process::LaunchOptions& launch, uint64_t max_stops,
+                                  uint64_t start_offset) {
+  auto process = stub::process::PtraceProcess::launch(launch);
   if (!process) return process.error();
-  stub::Process& p = **process;
+  stub::process::Process& p = **process;
   const pid_t tid = p.pid();
   if (auto r = run_to_start(p, start_offset); !r) return r.error();
   auto made = decoder::InstructionDecoder::create();
@@ -242,16 +246,16 @@ Expected<RunResult> run_reference(const stub::LaunchOptions& launch, uint64_t ma
   result.stacks.push_back(first->stack);
   int signal = 0;
   while (result.stops < max_stops) {
-    if (auto r = p.resume(tid, stub::StepKind::SingleStep, signal); !r) return r.error();
+    if (auto r = p.resume(tid, stub::process::StepKind::SingleStep, signal); !r) return r.error();
     auto event = p.wait_event();
     if (!event) return event.error();
     ++result.stops;
-    if (event->kind == stub::ProcessEvent::Kind::Exited) {
+    if (event->kind == stub::process::ProcessEvent::Kind::Exited) {
       result.exit_code = event->exit_code;
       result.seconds = since(start);
       return result;
     }
-    if (event->kind == stub::ProcessEvent::Kind::Killed) break;
+    if (event->kind == stub::process::ProcessEvent::Kind::Killed) break;
     auto at = position_of(p, event->tid);
     if (!at) return at.error();
     const uint64_t* pc = &at->pc;
@@ -274,22 +278,24 @@ Expected<RunResult> run_reference(const stub::LaunchOptions& launch, uint64_t ma
   return make_error(ErrorCode::Internal, "reference run did not reach the exit");
 }
 
-bool unusable_here(stub::TraceStops stops) {
-  if (stops != stub::TraceStops::DebugRegister || stub::PtraceProcess::debug_registers_work()) return false;
+bool unusable_here(stub::tracing::TraceStops stops) {
+  if (stops != stub::tracing::TraceStops::DebugRegister || stub::process::PtraceProcess::debug_registers_work())
+    return false;
   std::fprintf(stderr, "SKIP: debug-register trace stops: debug registers never trap here\n");
   return true;
 }
 
-Expected<RunResult> run_software(const stub::LaunchOptions& launch, uint64_t last_pc,
-                                 std::optional<stub::TraceStops> wanted, uint64_t start_offset) {
-  // btstub's default (stub/server.cc): int3s.
-  const auto stops = wanted.value_or(stub::TraceStops::Breakpoint);
-  auto tracer = stub::SoftwareTracer::create(stub::TraceConfig{uint64_t{1} << 26, decoder::OverflowPolicy::Stop},
-                                             /*enable_all=*/start_offset == 0, stops);
+Expected<RunResult> run_software(const stub::process::LaunchOptions& launch, uint64_t last_pc,
+                                 std::optional<stub::tracing::TraceStops> wanted, uint64_t start_offset) {
+  // btstub's default (stub/server/server.cc): int3s.
+  const auto stops = wanted.value_or(stub::tracing::TraceStops::Breakpoint);
+  auto tracer = stub::tracing::SoftwareTracer::create(
+      stub::tracing::TraceConfig{uint64_t{1} << 26, decoder::OverflowPolicy::Stop},
+      /*enable_all=*/start_offset == 0, stops);
   if (!tracer) return tracer.error();
-  auto process = stub::PtraceProcess::launch(launch);
+  auto process = stub::process::PtraceProcess::launch(launch);
   if (!process) return process.error();
-  stub::PtraceProcess& p = **process;
+  stub::process::PtraceProcess& p = **process;
   SnapshotControl snapshot(p);
   SnapshotHook hook(**tracer, snapshot);
   p.set_trace_hook(&hook);
@@ -300,21 +306,22 @@ Expected<RunResult> run_software(const stub::LaunchOptions& launch, uint64_t las
   const auto start = Clock::now();
   int signal = 0;
   for (;;) {
-    if (auto r = p.resume(tid, stub::StepKind::Continue, signal); !r) return r.error();
+    if (auto r = p.resume(tid, stub::process::StepKind::Continue, signal); !r) return r.error();
     auto event = p.wait_event();
     if (!event) return event.error();
     ++result.stops;
-    if (event->kind == stub::ProcessEvent::Kind::Exited) {
+    if (event->kind == stub::process::ProcessEvent::Kind::Exited) {
       result.exit_code = event->exit_code;
       break;
     }
-    if (event->kind == stub::ProcessEvent::Kind::Killed) return make_error(ErrorCode::Internal, "program killed");
+    if (event->kind == stub::process::ProcessEvent::Kind::Killed)
+      return make_error(ErrorCode::Internal, "program killed");
     signal = signal_to_deliver(*event);
   }
   result.seconds = since(start);
   p.set_trace_hook(nullptr);
   result.tracer_stats = (*tracer)->stats();
-  result.stepping_only = stops == stub::TraceStops::SingleStep;
+  result.stepping_only = stops == stub::tracing::TraceStops::SingleStep;
   result.trace_stops = stops;
   const decoder::BlockTrace* trace = (*tracer)->trace(tid);
   if (trace == nullptr) return make_error(ErrorCode::Internal, "no trace for the main thread");
@@ -353,7 +360,7 @@ Projection project_block_mode(const std::vector<uint64_t>& pcs,
   Projection out;
   auto made = decoder::InstructionDecoder::create();
   if (!made) return out;
-  stub::BlockCache blocks(std::move(made).value());
+  stub::tracing::BlockCache blocks(std::move(made).value());
   SnapshotReader code(code_pages);
   for (std::size_t i = 0; i + 1 < pcs.size(); ++i) {
     auto insn = blocks.instruction_at(pcs[i], code);
@@ -396,13 +403,15 @@ Expected<std::pair<uint64_t, uint64_t>> section_range(const std::string& path, c
   return make_error(ErrorCode::InvalidArgument, path + ": no section " + name);
 }
 
-Expected<ThreadRuns> run_software_threads(const stub::LaunchOptions& launch, stub::TraceStops stops, bool trace_one) {
-  auto tracer = stub::SoftwareTracer::create(stub::TraceConfig{uint64_t{1} << 26, decoder::OverflowPolicy::Stop},
-                                             /*enable_all=*/!trace_one, stops);
+Expected<ThreadRuns> run_software_threads(const stub::process::LaunchOptions& launch, stub::tracing::TraceStops stops,
+                                          bool trace_one) {
+  auto tracer = stub::tracing::SoftwareTracer::create(
+      stub::tracing::TraceConfig{uint64_t{1} << 26, decoder::OverflowPolicy::Stop},
+      /*enable_all=*/!trace_one, stops);
   if (!tracer) return tracer.error();
-  auto process = stub::PtraceProcess::launch(launch);
+  auto process = stub::process::PtraceProcess::launch(launch);
   if (!process) return process.error();
-  stub::PtraceProcess& p = **process;
+  stub::process::PtraceProcess& p = **process;
   SnapshotControl snapshot(p);
   SnapshotHook hook(**tracer, snapshot);
   hook.trace_first_created = trace_one;
@@ -414,17 +423,18 @@ Expected<ThreadRuns> run_software_threads(const stub::LaunchOptions& launch, stu
   for (;;) {
     // All-stop: every thread resumes after any reported event.
     for (pid_t tid : p.threads()) {
-      if (auto r = p.resume(tid, stub::StepKind::Continue, signals[tid]); !r) return r.error();
+      if (auto r = p.resume(tid, stub::process::StepKind::Continue, signals[tid]); !r) return r.error();
       signals[tid] = 0;
     }
     auto event = p.wait_event();
     if (!event) return event.error();
-    if (event->kind == stub::ProcessEvent::Kind::Exited) {
+    if (event->kind == stub::process::ProcessEvent::Kind::Exited) {
       result.exit_code = event->exit_code;
       break;
     }
-    if (event->kind == stub::ProcessEvent::Kind::Killed) return make_error(ErrorCode::Internal, "program killed");
-    if (event->kind == stub::ProcessEvent::Kind::Stopped) signals[event->tid] = signal_to_deliver(*event);
+    if (event->kind == stub::process::ProcessEvent::Kind::Killed)
+      return make_error(ErrorCode::Internal, "program killed");
+    if (event->kind == stub::process::ProcessEvent::Kind::Stopped) signals[event->tid] = signal_to_deliver(*event);
   }
   result.seconds = since(start);
   p.set_trace_hook(nullptr);

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "stub/ptrace_process.h"
+#include "stub/process/ptrace_process.h"
 #include "tests/tracing/reference_tracer.h"
 
 namespace {
@@ -69,13 +69,13 @@ bool check(const char* label, const tracing::ThreadRuns& software, const Runs& r
 }  // namespace
 
 int main(int argc, char** argv) {
-  stub::TraceStops stops = stub::TraceStops::Breakpoint;  // btstub's default (stub/server.cc)
+  stub::tracing::TraceStops stops = stub::tracing::TraceStops::Breakpoint;  // btstub's default (stub/server/server.cc)
   int arg = 1;
   if (arg + 1 < argc && std::string(argv[arg]) == "--stops") {
     const std::string value = argv[arg + 1];
-    if (value == "step") stops = stub::TraceStops::SingleStep;
-    if (value == "breakpoint") stops = stub::TraceStops::Breakpoint;
-    if (value == "debugreg") stops = stub::TraceStops::DebugRegister;
+    if (value == "step") stops = stub::tracing::TraceStops::SingleStep;
+    if (value == "breakpoint") stops = stub::tracing::TraceStops::Breakpoint;
+    if (value == "debugreg") stops = stub::tracing::TraceStops::DebugRegister;
     arg += 2;
   }
   if (arg >= argc) {
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "FAIL: %s\n", section.error().message.c_str());
     return 1;
   }
-  stub::LaunchOptions serial;
+  stub::process::LaunchOptions serial;
   serial.argv = {program, "serial"};
   serial.stdio_to_stderr = true;
   auto reference = tracing::run_reference(serial, 20'000'000);
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "FAIL: the reference never ran the work\n");
     return 1;
   }
-  stub::LaunchOptions threaded;
+  stub::process::LaunchOptions threaded;
   threaded.argv = {program};
   threaded.stdio_to_stderr = true;
   bool ok = true;

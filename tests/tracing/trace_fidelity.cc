@@ -105,7 +105,7 @@ StackCheck check_stacks(const tracing::RunResult& ref, const tracing::RunResult&
 
 int main(int argc, char** argv) {
   uint64_t max_stops = 20'000'000;
-  std::optional<stub::TraceStops> stops;  // the server's default
+  std::optional<stub::tracing::TraceStops> stops;  // the server's default
   std::string from_section;                // record from the first instruction of this ELF section
   int arg = 1;
   while (arg + 1 < argc && argv[arg][0] == '-') {
@@ -114,13 +114,13 @@ int main(int argc, char** argv) {
     if (option == "--max-stops") {
       max_stops = std::strtoull(value.c_str(), nullptr, 0);
     } else if (option == "--stops" && value == "breakpoint") {
-      stops = stub::TraceStops::Breakpoint;
+      stops = stub::tracing::TraceStops::Breakpoint;
     } else if (option == "--stops" && value == "step") {
-      stops = stub::TraceStops::SingleStep;
+      stops = stub::tracing::TraceStops::SingleStep;
     } else if (option == "--from-section") {
       from_section = value;
     } else if (option == "--stops" && value == "debugreg") {
-      stops = stub::TraceStops::DebugRegister;
+      stops = stub::tracing::TraceStops::DebugRegister;
     } else if (option != "--stops" || value != "auto") {
       break;
     }
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (stops && tracing::unusable_here(*stops)) return tracing::kSkipped;
-  stub::LaunchOptions launch;
+  stub::process::LaunchOptions launch;
   launch.argv.assign(argv + arg, argv + argc);
   launch.stdio_to_stderr = true;
 
@@ -158,8 +158,8 @@ int main(int argc, char** argv) {
   const double branches = static_cast<double>(software->trace_branches);
   std::printf("program:            %s\n", launch.argv[0].c_str());
   const char* kind = "debug-register breakpoints";
-  if (software->trace_stops == stub::TraceStops::SingleStep) kind = "single steps";
-  if (software->trace_stops == stub::TraceStops::Breakpoint) kind = "int3 breakpoints with emulated transfers";
+  if (software->trace_stops == stub::tracing::TraceStops::SingleStep) kind = "single steps";
+  if (software->trace_stops == stub::tracing::TraceStops::Breakpoint) kind = "int3 breakpoints with emulated transfers";
   std::printf("trace stops:        %s\n", kind);
   std::printf("instructions:       %zu (reference) %zu (software)\n", reference->pcs.size(), software->pcs.size());
   std::printf("taken branches:     %llu\n", static_cast<unsigned long long>(software->trace_branches));

@@ -1,0 +1,668 @@
+// Resuming threads and turning wait statuses into events, all-stop: when an
+// event is to be reported, every other running thread gets a SIGSTOP; what
+// such a thread had to say meanwhile is kept as its pending event and
+// reported on a later resume instead of running it (ptrace_process.h).
+#include <sched.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "stub/process/ptrace_internal.h"
+#include "stub/process/ptrace_process.h"
+
+namespace stub::process {
+namespace {
+
+using namespace ptrace_detail;
+using btstub::ErrorCode;
+using btstub::make_error;
+
+constexpr uint8_t kInt3 = 0xcc;
+
+// A pending trap no longer means anything once gdb moved the thread, removed
+// the breakpoint, or continues a thread whose step had already finished.
+// A SIGTRAP with none of those reasons was sent (kill, tgkill) or raised by
+// the program's own int3: it is the program's, wherever the pc went
+// (gdbserver discards only breakpoint stops).
+bool pending_is_stale(const ProcessEvent& event, uint64_t kept_pc, uint64_t pc, bool breakpoint_present,
+                      StepKind next) {
+  if (event.kind != ProcessEvent::Kind::Stopped || event.signal != SIGTRAP) return false;
+  if (event.fork_child != 0 || event.vfork_done) return false;  // a child is held on it
+  if (!event.software_breakpoint && !event.single_stepped && !event.hw_stop && !event.exec_path) return false;
+  if (pc != kept_pc) return true;
+  if (event.software_breakpoint && !breakpoint_present) return true;
+  return event.single_stepped && !event.hw_stop && next == StepKind::Continue;
+}
+
+}  // namespace
+
+Expected<void> PtraceProcess::resume(pid_t tid, StepKind kind, int signal) {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  auto found = threads_.find(tid);
+  if (found == threads_.end()) {
+    return make_error(ErrorCode::NoProcess, "No thread " + std::to_string(tid));
+  }
+  ThreadState& thread = found->second;
+  if (thread.exited) return make_error(ErrorCode::InvalidArgument, "Thread " + std::to_string(tid) + " has exited");
+  if (thread.running || thread.deferred) return {};
+  bool any_pending = std::any_of(threads_.begin(), threads_.end(),
+                                 [](const auto& entry) { return entry.second.pending.has_value(); });
+  if (any_pending) {
+    // Decided in next_event: a pending event is reported without running
+    // anybody, or every deferred thread starts.
+    thread.deferred = kind;
+    thread.deferred_signal = signal;
+    return {};
+  }
+  return start_thread(tid, thread, kind, signal);
+}
+
+// The client's (or our own logical) resume: the tracer's say, stepping off
+// a breakpoint under the thread, debug registers, then ptrace.
+Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal) {
+  if (thread.owed_signal != 0) {
+    if (signal != 0) {
+      requeue_signal(tid, thread.owed_signal);
+    } else {
+      signal = thread.owed_signal;
+      if (!thread.owed_siginfo.empty()) (void)write_siginfo(tid, thread.owed_siginfo);
+    }
+    thread.owed_signal = 0;
+    thread.owed_siginfo.clear();
+  }
+  StepKind actual = kind;
+  auto stopped_pc = read_pc(tid);
+  if (!stopped_pc) return stopped_pc.error();
+  if (hook_ != nullptr && hook_->traces(tid)) {
+    actual = hook_->before_resume(*this, tid, kind, signal);
+    if (kind == StepKind::SingleStep) actual = StepKind::SingleStep;
+  }
+  auto pc = read_pc(tid);
+  if (!pc) return pc.error();
+  if (*pc != *stopped_pc) thread.pc_moved_unrun = true;
+  auto bp = breakpoints_.find(*pc);
+  // A breakpoint the thread stopped on is stepped off; one the tracer's
+  // emulation moved it onto is still to be hit: the int3 runs and reports.
+  bool step_off = bp != breakpoints_.end() && !thread.pc_moved_unrun;
+  // Under one of the tracer's int3s too, the step runs in raw_resume with
+  // every other thread held (step_held), never with a plain lift.
+  bool under_trace_int3 = trace_int3s_.count(*pc) != 0;
+  bool lift = step_off && !thread.reinsert_at && !under_trace_int3;
+  if (step_off && under_trace_int3) actual = StepKind::SingleStep;
+  if (lift) {
+    // Step the original instruction with the int3 lifted; the breakpoint
+    // goes back when that step's event is reaped (handle_status), and for a
+    // continue the step's trap is swallowed there and the thread continued.
+    if (auto r = raw_write(*pc, {bp->second}); !r) return r;
+    thread.reinsert_at = *pc;
+  }
+  if (auto r = sync_debug_regs(tid, thread); !r) {
+    if (lift) {
+      (void)raw_write(*pc, {kInt3});
+      thread.reinsert_at.reset();
+    }
+    return r;
+  }
+  auto r = raw_resume(tid, thread, lift ? StepKind::SingleStep : actual, signal);
+  if (!r) {
+    if (lift) {
+      (void)raw_write(*pc, {kInt3});
+      thread.reinsert_at.reset();
+    }
+    return r;
+  }
+  thread.requested = kind;
+  return {};
+}
+
+Expected<void> PtraceProcess::raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal) {
+  bool step = kind == StepKind::SingleStep;
+  if (step && !trace_int3s_.empty()) {
+    // Stepping an int3 would run the int3: the real instruction is stepped
+    // with the tracer's int3 lifted instead.
+    auto pc = read_pc(tid);
+    if (pc && trace_int3s_.count(*pc) != 0 && thread.reinsert_at != *pc) return step_held(tid, thread, *pc, signal);
+  }
+  auto r = do_ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, tid, 0, signal_arg(signal));
+  if (!r) return r.error();
+  thread.running = true;
+  thread.pc_moved_unrun = false;
+  thread.stepping = step;
+  thread.last_kind = kind;
+  return {};
+}
+
+std::optional<ProcessEvent> PtraceProcess::poll_event() {
+  auto event = next_event(false);
+  if (!event) return std::nullopt;
+  return *event;
+}
+
+Expected<ProcessEvent> PtraceProcess::wait_event() {
+  auto event = next_event(true);
+  if (!event) return event.error();
+  if (!*event) return make_error(ErrorCode::Internal, "waitpid returned no event");
+  return **event;
+}
+
+Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
+  if (ended_while_stopping_) {
+    ProcessEvent event = *ended_while_stopping_;
+    ended_while_stopping_.reset();
+    return std::optional<ProcessEvent>(event);
+  }
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  if (auto event = take_pending()) return event;
+  commit_deferred();
+  for (;;) {
+    if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+    // A specific pid keeps us from reaping children that are not ours;
+    // with several threads any tracee may report, so wait for any.
+    pid_t target = threads_.size() == 1 ? threads_.begin()->first : -1;
+    int status = 0;
+    pid_t tid = reap(target, &status, __WALL | (block ? 0 : WNOHANG));
+    if (tid == 0) return std::optional<ProcessEvent>{};
+    if (tid < 0) {
+      int err = errno;
+      mark_gone();
+      return make_error(ErrorCode::NoProcess, std::string("waitpid: ") + std::strerror(err));
+    }
+    auto event = handle_status(tid, status);
+    if (!event) {
+      // Absorbed, so usually a thread was just resumed (the tracer's next
+      // block). btstub runs on the program's CPU by default: yielding lets
+      // that thread run to its next stop now, which the next reap then
+      // finds, instead of a round through the event loop (epoll, signalfd
+      // read, re-arm) per stop. Costs nothing when nobody else is runnable.
+      if (!block) ::sched_yield();
+      continue;
+    }
+    if (event->kind == ProcessEvent::Kind::Stopped || event->kind == ProcessEvent::Kind::ThreadExited) {
+      stop_all_threads(event->tid);
+    }
+    last_reported_ = event->tid;
+    return event;
+  }
+}
+
+// The first valid pending event of a thread the client resumed, taking
+// threads in turn after the last one reported so no thread starves. A kept
+// signal the client passes (QPassSignals) is no event: it goes with its
+// thread when the deferred threads start, and stays pending when another
+// event is reported instead, so the program never loses it.
+std::optional<ProcessEvent> PtraceProcess::take_pending() {
+  std::vector<pid_t> order;
+  for (auto it = threads_.upper_bound(last_reported_); it != threads_.end(); ++it) order.push_back(it->first);
+  for (auto it = threads_.begin(); it != threads_.end() && it->first <= last_reported_; ++it) {
+    order.push_back(it->first);
+  }
+  std::vector<pid_t> passed;
+  for (pid_t tid : order) {
+    ThreadState& thread = threads_[tid];
+    if (!thread.pending || !thread.deferred) continue;
+    ProcessEvent event = *thread.pending;
+    auto pc = read_pc(tid);
+    bool stale = !pc || pending_is_stale(event, thread.pending_pc, *pc, breakpoints_.count(*pc) != 0,
+                                         *thread.deferred);
+    if (stale) {
+      thread.pending.reset();
+      continue;
+    }
+    if (event.signal != SIGTRAP && *thread.deferred == StepKind::SingleStep) {
+      event.during_step = true;  // the client's step meets it (classify_stop)
+    } else if (event.signal != SIGTRAP && pass_signals_.count(event.signal) != 0) {
+      passed.push_back(tid);
+      continue;
+    }
+    restore_kept_siginfo(tid, thread);
+    thread.pending.reset();
+    for (auto& [other, state] : threads_) {
+      // A signal the client gave with its resume is not lost to the
+      // event reported instead: the thread has it on its next resume.
+      if (state.deferred && state.deferred_signal != 0) {
+        if (other != tid) {
+          owe_signal(other, state, state.deferred_signal);
+        } else {
+          requeue_signal(other, state.deferred_signal);
+        }
+      }
+      state.deferred.reset();
+      state.deferred_signal = 0;
+    }
+    stop_all_threads(tid);  // normally nobody runs; threads left running (no action) do
+    last_reported_ = tid;
+    return event;
+  }
+  for (pid_t tid : passed) {
+    ThreadState& thread = threads_[tid];
+    if (thread.deferred_signal != 0) requeue_signal(tid, thread.deferred_signal);
+    restore_kept_siginfo(tid, thread);
+    thread.deferred_signal = thread.pending->signal;  // delivered when it starts
+    thread.pending.reset();
+  }
+  return std::nullopt;
+}
+
+// The thread stands in the kept signal's delivery stop again: what the
+// client reads as $_siginfo, and what the kernel delivers, is that
+// signal's own siginfo.
+void PtraceProcess::restore_kept_siginfo(pid_t tid, ThreadState& thread) {
+  if (thread.pending_siginfo.empty()) return;
+  (void)write_siginfo(tid, thread.pending_siginfo);
+  thread.pending_siginfo.clear();
+}
+
+// The kernel queues it for the thread as if sent now (gdbserver keeps such
+// signals in a list of its own for the same purpose).
+void PtraceProcess::requeue_signal(pid_t tid, int signal) {
+  (void)::syscall(SYS_tgkill, pid_, tid, signal);
+}
+
+// A signal the client gave a thread that another thread's event kept from
+// starting: delivered when the thread next starts, with the siginfo of the
+// stop it still stands in when that stop was this signal's (gdbserver keeps
+// such signals with their siginfo too). Queued with tgkill it would come
+// again as a new stop, sent by btstub. A second one does wait in the queue.
+void PtraceProcess::owe_signal(pid_t tid, ThreadState& thread, int signal) {
+  if (thread.owed_signal != 0) {
+    requeue_signal(tid, signal);
+    return;
+  }
+  thread.owed_signal = signal;
+  thread.owed_siginfo.clear();
+  if (signal == thread.last_signal) {
+    if (auto info = read_siginfo(tid)) thread.owed_siginfo = std::move(*info);
+  }
+}
+
+void PtraceProcess::commit_deferred() {
+  for (auto& [tid, thread] : threads_) {
+    if (!thread.deferred) continue;
+    StepKind kind = *thread.deferred;
+    thread.deferred.reset();
+    (void)start_thread(tid, thread, kind, thread.deferred_signal);
+    thread.deferred_signal = 0;
+  }
+}
+
+std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) {
+  auto found = threads_.find(tid);
+  if (found == threads_.end()) {
+    // A new thread (or fork child) reporting before its clone (fork) event.
+    WaitRoutes::instance().keep_unclaimed(tid, status);
+    return std::nullopt;
+  }
+  ThreadState& thread = found->second;
+  thread.running = false;
+  if (thread.reinsert_at) {
+    // Also when this thread died: other threads may still run there.
+    if (breakpoints_.count(*thread.reinsert_at)) (void)raw_write(*thread.reinsert_at, {kInt3});
+    thread.reinsert_at.reset();
+  }
+  if (WIFEXITED(status) || WIFSIGNALED(status)) return thread_gone(tid, status);
+  if (!WIFSTOPPED(status)) return std::nullopt;
+  int ptrace_event = status >> 16;
+  if (ptrace_event == PTRACE_EVENT_CLONE) {
+    handle_clone(tid);
+    return std::nullopt;
+  }
+  if (ptrace_event == PTRACE_EVENT_FORK || ptrace_event == PTRACE_EVENT_VFORK) {
+    return handle_fork(tid, ptrace_event == PTRACE_EVENT_VFORK);
+  }
+  if (ptrace_event == PTRACE_EVENT_VFORK_DONE && vfork_events_) {
+    ProcessEvent event;
+    event.tid = tid;
+    event.signal = SIGTRAP;
+    event.vfork_done = true;
+    return event;
+  }
+  if (ptrace_event == PTRACE_EVENT_EXEC) {
+    handle_exec();
+    if (hook_ != nullptr) hook_->on_exec(pid_);
+    ProcessEvent event;
+    event.tid = pid_;
+    event.signal = SIGTRAP;
+    if (auto path = exec_file()) event.exec_path = *path;
+    return event;
+  }
+  if (ptrace_event != 0) {  // an event we did not ask for: keep going
+    if (!stopping_all_) (void)raw_resume(tid, thread, thread.last_kind, 0);
+    return std::nullopt;
+  }
+  int signal = WSTOPSIG(status);
+  if (signal == SIGSTOP && thread.sigstop_expected) {
+    // Our all-stop SIGSTOP, or that of a thread that had another event first.
+    thread.sigstop_expected = false;
+    if (!stopping_all_) {
+      (void)start_thread(tid, thread, thread.requested, 0);
+    } else if (hook_ != nullptr && hook_->traces(tid)) {
+      hook_->on_held(*this, tid);
+    }
+    return std::nullopt;
+  }
+  thread.last_signal = signal;
+  auto event = classify_stop(tid, thread, signal);
+  // A thread killed from outside (SIGKILL) leaves its stop at once: had the
+  // stop been reported, the client's next register read would fail. Its exit
+  // status follows, and reports the death instead.
+  if (event && !still_in_stop(tid)) return std::nullopt;
+  return event;
+}
+
+std::optional<ProcessEvent> PtraceProcess::thread_gone(pid_t tid, int status) {
+  if (hook_ != nullptr && hook_->traces(tid)) hook_->on_thread_exited(tid);
+  release_trace_int3(tid);
+  ProcessEvent event;
+  event.tid = tid;
+  if (tid != pid_) {
+    threads_.erase(tid);
+    if (stopping_all_) return std::nullopt;
+    if (!thread_events_) return no_resumed_left(tid);
+    event.kind = ProcessEvent::Kind::ThreadExited;
+    event.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+    return event;
+  }
+  event.kind = WIFEXITED(status) ? ProcessEvent::Kind::Exited : ProcessEvent::Kind::Killed;
+  event.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+  event.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  mark_gone();
+  return event;
+}
+
+// After `gone` exited: when no thread the client resumed is left (gdb's
+// scheduler-locking resumed that one alone), nothing would ever answer the
+// resume, and gdbserver reports "no resumed" (`N`) instead. Not when the
+// thread took the process with it (exit_group): the others have then left
+// their stops, killed, and the process's exit follows.
+std::optional<ProcessEvent> PtraceProcess::no_resumed_left(pid_t gone) {
+  if (has_running_threads()) return std::nullopt;
+  bool any_stopped = false;
+  for (const auto& [tid, thread] : threads_) {
+    if (thread.exited) continue;
+    if (!still_in_stop(tid)) return std::nullopt;
+    any_stopped = true;
+  }
+  if (!any_stopped) return std::nullopt;
+  ProcessEvent event;
+  event.kind = ProcessEvent::Kind::NoResumed;
+  event.tid = gone;
+  return event;
+}
+
+// What a signal stop means, after the tracer had its say; nullopt when the
+// stop was absorbed and the thread goes on (or, while stopping all, stays).
+std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState& thread, int signal) {
+  ProcessEvent event;
+  event.tid = tid;
+  event.signal = signal;
+  bool trace_hit = false;
+  if (signal == SIGTRAP) {
+    event = handle_sigtrap(tid, thread, trace_hit);
+  } else {
+    thread.stepping = false;
+  }
+  bool traced = hook_ != nullptr && hook_->traces(tid);
+  if (!traced && trace_hit && signal == SIGTRAP && !event.software_breakpoint && !event.hw_stop &&
+      !event.single_stepped && !thread.trace_stop) {
+    // A tracer int3 (debug-register hits carry thread.trace_stop).
+    auto pc = read_pc(tid);
+    if (pc && pass_untraced_trace_hit(tid, thread, *pc)) return std::nullopt;
+  }
+  if (traced) {
+    const TracedStop stop = traced_stop(tid, event, trace_hit);
+    TraceVerdict verdict = hook_->on_stop(*this, stop);
+    if (verdict == TraceVerdict::StopHere) {
+      ProcessEvent here;
+      here.tid = tid;
+      return here;
+    }
+    if (verdict != TraceVerdict::Report) {
+      // Kept stopped (all-stop) after an emulated transfer: see start_thread.
+      if (auto pc = read_pc(tid); stopping_all_ && pc && *pc != stop.pc) thread.pc_moved_unrun = true;
+      StepKind kind = verdict == TraceVerdict::SingleStep ? StepKind::SingleStep : StepKind::Continue;
+      if (!stopping_all_) (void)raw_resume(tid, thread, kind, 0);
+      return std::nullopt;
+    }
+  }
+  if (stopping_all_) return event;
+  bool bare_step = event.single_stepped && !event.hw_stop && !event.software_breakpoint;
+  bool bare_trace_stop = trace_hit && !event.single_stepped && !event.hw_stop && !event.software_breakpoint;
+  // A step the client did not ask for (stepping off a breakpoint, or one
+  // the tracer chose), or a trace stop of a tracer that is gone: go on.
+  if (bare_step && thread.requested == StepKind::Continue) {
+    // A continue run as steps still stops at the breakpoints it reaches.
+    auto pc = read_pc(tid);
+    if (pc && breakpoints_.count(*pc) != 0) {
+      event.single_stepped = false;
+      event.software_breakpoint = true;
+      return event;
+    }
+  }
+  if ((bare_step && thread.requested == StepKind::Continue) || (bare_trace_stop && !traced)) {
+    if (start_thread(tid, thread, thread.requested, 0)) return std::nullopt;
+  }
+  if (signal != SIGTRAP && thread.requested == StepKind::SingleStep) {
+    event.during_step = true;
+  } else if (signal != SIGTRAP && pass_signals_.count(signal) != 0) {
+    // QPassSignals: delivered at once, the other threads never stop.
+    if (start_thread(tid, thread, thread.requested, signal)) return std::nullopt;
+  }
+  return event;
+}
+
+bool PtraceProcess::still_in_stop(pid_t tid) {
+  siginfo_t info{};
+  auto r = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info);
+  return r.ok() || r.error().code != ErrorCode::NoProcess;
+}
+
+ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool& trace_hit) {
+  ProcessEvent event;
+  event.tid = tid;
+  event.signal = SIGTRAP;
+  // Read once for the stop (do_ptrace caches them until the thread runs).
+  user_regs_struct gregs{};
+  const bool have_regs = do_ptrace(PTRACE_GETREGS, tid, 0, &gregs).ok();
+  const uint64_t int3_at = gregs.rip - 1;
+  // Back onto the int3 just run; deferred, as the tracer usually moves rip
+  // again at once.
+  auto rewind = [&] {
+    gregs.rip = int3_at;
+    defer_set_registers(tid, gregs);
+  };
+  if (have_regs && !thread.stepping && thread.written.dr7 == 0 && trace_int3s_.count(int3_at) != 0 &&
+      breakpoints_.count(int3_at) == 0) {
+    // Most stops of a traced program are the tracer's int3s. A thread that
+    // was not stepping, with no debug register armed, found just past one
+    // executed it (a SIGTRAP sent meanwhile merges with that trap), so the
+    // siginfo is not worth a system call.
+    rewind();
+    trace_hit = true;
+    return event;
+  }
+  siginfo_t info{};
+  int code = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info) ? info.si_code : 0;
+  // si_code <= 0: SIGTRAP sent by kill/tkill/sigqueue, not by the CPU.
+  bool from_kernel = code > 0;
+  bool was_stepping = thread.stepping;
+  thread.stepping = false;
+
+  uint64_t dr6 = from_kernel ? take_dr6(tid, thread) : 0;
+  trace_hit = thread.trace_stop.has_value() && (dr6 & (uint64_t{1} << 3)) != 0;
+  // Slot 3 is a debug-register tracer's own; otherwise Z1-Z4 may use it.
+  const bool tracer_slot = thread.trace_stop || (hook_ != nullptr && hook_->uses_debug_register());
+  uint64_t user_bits = tracer_slot ? (dr6 & ~uint64_t{1 << 3}) : dr6;
+  auto hits = user_debug_.hits_for_dr6(user_bits);
+  if (!hits.empty()) {
+    const DebugHit& hit = hits.front();
+    switch (hit.kind) {
+      case WatchKind::Execute: event.hw_stop = protocol::BreakpointType::Hardware; break;
+      case WatchKind::Write: event.hw_stop = protocol::BreakpointType::WriteWatch; break;
+      case WatchKind::Read: event.hw_stop = protocol::BreakpointType::ReadWatch; break;
+      case WatchKind::Access: event.hw_stop = protocol::BreakpointType::AccessWatch; break;
+    }
+    event.hw_address = hit.kind == WatchKind::Execute ? 0 : hit.address;
+  }
+  if (was_stepping && from_kernel) {
+    // A step reports TRAP_TRACE, or TRAP_BRKPT after a syscall instruction.
+    event.single_stepped = true;
+    return event;
+  }
+  if (have_regs && from_kernel && (code == SI_KERNEL || code == TRAP_BRKPT)) {
+    const bool user = breakpoints_.count(int3_at) != 0;
+    const bool trace = trace_int3s_.count(int3_at) != 0 || was_trace_int3(int3_at);
+    if (user || trace) {
+      rewind();
+      event.software_breakpoint = user;
+      trace_hit = trace;
+    }
+  }
+  return event;
+}
+
+void PtraceProcess::handle_clone(pid_t parent) {
+  unsigned long new_tid = 0;
+  if (do_ptrace(PTRACE_GETEVENTMSG, parent, 0, &new_tid) && new_tid > 0) {
+    pid_t tid = static_cast<pid_t>(new_tid);
+    int status = first_status_of_new_tracee(tid);
+    // The new thread starts with a SIGSTOP we do not pass on.
+    if (WIFSTOPPED(status)) {
+      ThreadState& state = threads_[tid];
+      if (hook_ != nullptr) hook_->on_thread_created(tid, parent);
+      if (!stopping_all_) (void)start_thread(tid, state, StepKind::Continue, 0);
+    }
+  }
+  resume_after_event_stop(parent);
+}
+
+// A clone or fork stop is ours alone: the parent goes on as it was going,
+// unless a stop of all threads is under way (then our SIGSTOP is still
+// queued behind the event stop and will arrive next).
+void PtraceProcess::resume_after_event_stop(pid_t parent) {
+  auto found = threads_.find(parent);
+  if (found == threads_.end()) return;
+  ThreadState& thread = found->second;
+  if (stopping_all_) {
+    thread.sigstop_expected = true;
+    return;
+  }
+  StepKind kind = thread.last_kind;
+  if (hook_ != nullptr && hook_->traces(parent)) {
+    StepKind chosen = hook_->before_resume(*this, parent, kind, 0);
+    if (chosen == StepKind::SingleStep) kind = chosen;
+  }
+  (void)raw_resume(parent, thread, kind, 0);
+}
+
+void PtraceProcess::handle_exec() {
+  // The old address space, its breakpoints and all other threads are gone.
+  for (auto& [tid, state] : threads_) {
+    if (tid != pid_ && hook_ != nullptr && hook_->traces(tid)) hook_->on_thread_exited(tid);
+  }
+  threads_.clear();
+  threads_[pid_] = ThreadState{};
+  breakpoints_.clear();
+  trace_int3s_.clear();
+  retired_int3s_.clear();
+  WaitRoutes::instance().forget_unclaimed_of(this);
+  open_memory();
+}
+
+// --- All-stop ----------------------------------------------------------------
+
+// A thread already owing us a SIGSTOP (one sent by an earlier all-stop that
+// a pending event overtook) gets no second one: the first may already have
+// been dequeued into a stop nobody reaped yet, and then a second would be a
+// separate SIGSTOP, absorbed by nobody and reported to the client as the
+// thread's own signal. Waiting for the owed one stops the thread all the same.
+void PtraceProcess::stop_all_threads(pid_t except) {
+  std::vector<pid_t> stopping;
+  for (auto& [tid, thread] : threads_) {
+    if (tid == except || !thread.running) continue;
+    if (thread.sigstop_expected) {
+      stopping.push_back(tid);
+      continue;
+    }
+    if (::syscall(SYS_tgkill, pid_, tid, SIGSTOP) == 0) {
+      thread.sigstop_expected = true;
+      stopping.push_back(tid);
+    }
+  }
+  stopping_all_ = true;
+  for (pid_t tid : stopping) {
+    for (;;) {
+      auto found = threads_.find(tid);
+      if (!alive_ || found == threads_.end() || !found->second.running) break;
+      int status = 0;
+      pid_t reaped = wait_for_stop(tid, &status);
+      if (reaped == 0) {
+        leader_exited();
+        break;
+      }
+      if (reaped != tid) {
+        threads_.erase(tid);
+        break;
+      }
+      keep_while_stopping(tid, status);
+    }
+  }
+  stopping_all_ = false;
+}
+
+// Another debugged process reports an event: ours stop too, and what they
+// had meanwhile stays pending. Nobody is left waiting to start either: the
+// client sees every thread stopped and resumes them anew.
+void PtraceProcess::stop_all() {
+  if (!alive_) return;
+  stop_all_threads(0);
+  for (auto& [tid, thread] : threads_) {
+    thread.deferred.reset();
+    thread.deferred_signal = 0;
+  }
+}
+
+void PtraceProcess::keep_pending(const ProcessEvent& event, const std::vector<uint8_t>& siginfo) {
+  if (event.kind == ProcessEvent::Kind::Exited || event.kind == ProcessEvent::Kind::Killed) {
+    ended_while_stopping_ = event;
+    return;
+  }
+  auto found = threads_.find(event.tid);
+  if (found == threads_.end()) return;
+  auto pc = read_pc(event.tid);
+  found->second.pending = event;
+  found->second.pending_pc = pc ? *pc : 0;
+  found->second.pending_siginfo = siginfo;
+}
+
+bool PtraceProcess::has_pending_event() const {
+  if (ended_while_stopping_) return true;
+  return std::any_of(threads_.begin(), threads_.end(), [](const auto& entry) { return entry.second.pending.has_value(); });
+}
+
+bool PtraceProcess::has_running_threads() const {
+  return alive_ && std::any_of(threads_.begin(), threads_.end(), [](const auto& entry) {
+           return entry.second.running || entry.second.deferred.has_value();
+         });
+}
+
+// A status reaped while stopping all: our SIGSTOP (done), a clone (the new
+// thread stays stopped too), or a real event kept for later.
+void PtraceProcess::keep_while_stopping(pid_t tid, int status) {
+  auto event = handle_status(tid, status);
+  if (!event || event->kind == ProcessEvent::Kind::ThreadExited) return;
+  if (event->kind == ProcessEvent::Kind::Stopped) {
+    auto found = threads_.find(tid);
+    if (found == threads_.end()) return;
+    found->second.sigstop_expected = true;  // not consumed by this event
+  }
+  keep_pending(*event, {});
+}
+
+}  // namespace stub::process

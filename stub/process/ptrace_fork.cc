@@ -1,0 +1,158 @@
+// fork and vfork of the debugged program. The child is reported by the
+// kernel already traced and stopped. Without fork events (the client did not
+// offer fork-events+/vfork-events+) we do not debug it: it leaves at once
+// without our int3s: a fork child has its own copy of the memory, which
+// still holds every inserted breakpoint, and would die of SIGTRAP on the
+// first it reaches (gdbserver does the same). A vfork child shares the
+// parent's memory, so its breakpoints must stay for the parent.
+//
+// With fork events the (v)fork is a stop of the parent (ProcessEvent::
+// fork_child) and the child is held, stopped, until the client detaches it
+// (D;PID: after removing its breakpoints from it, z0 with Hg on the child)
+// or follows it (D on the parent: the child becomes the debugged process).
+// One child is held at a time. With gdb's detach-on-fork off the client
+// debugs the child too: adopt_fork_child makes it a PtraceProcess of its own
+// (stub/process/process_group.h keeps both, stub/process/wait_routes.h routes their wait
+// statuses); it is not branch-traced.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "stub/process/ptrace_internal.h"
+#include "stub/process/ptrace_process.h"
+
+namespace stub::process {
+namespace {
+
+using namespace ptrace_detail;
+
+// Writes one byte into another process's memory: /proc/PID/mem, else one
+// word at a time through PTRACE_POKEDATA (the child is stopped and traced).
+bool write_child_memory(pid_t child, uint64_t addr, uint8_t byte) {
+  std::string path = "/proc/" + std::to_string(child) + "/mem";
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n = ::pwrite(fd, &byte, 1, static_cast<off_t>(addr));
+    ::close(fd);
+    if (n == 1) return true;
+  }
+  auto word = do_ptrace(PTRACE_PEEKDATA, child, addr, nullptr);
+  if (!word) return false;
+  long value = *word;
+  std::memcpy(&value, &byte, 1);  // little-endian: the lowest byte is at addr
+  return do_ptrace(PTRACE_POKEDATA, child, addr, reinterpret_cast<void*>(value)).ok();
+}
+
+}  // namespace
+
+void PtraceProcess::set_fork_events(bool fork, bool vfork) {
+  fork_events_ = fork;
+  vfork_events_ = vfork;
+}
+
+std::optional<ProcessEvent> PtraceProcess::handle_fork(pid_t parent, bool vfork) {
+  unsigned long new_pid = 0;
+  std::optional<ProcessEvent> event;
+  if (do_ptrace(PTRACE_GETEVENTMSG, parent, 0, &new_pid) && new_pid > 0) {
+    pid_t child = static_cast<pid_t>(new_pid);
+    int status = first_status_of_new_tracee(child);
+    bool report = (vfork ? vfork_events_ : fork_events_) && !held_child_ && WIFSTOPPED(status);
+    if (WIFSTOPPED(status)) {
+      if (!vfork) {
+        if (!report) {
+          for (const auto& [addr, original] : breakpoints_) (void)write_child_memory(child, addr, original);
+        }
+        // The branch tracer's int3s too: the child is not traced.
+        for (const auto& [addr, int3] : trace_int3s_) (void)write_child_memory(child, addr, int3.original);
+      }
+      if (report) {
+        held_child_ = HeldChild{child, vfork, vfork ? std::map<uint64_t, uint8_t>{} : breakpoints_};
+        event = ProcessEvent{};
+        event->tid = parent;
+        event->signal = SIGTRAP;
+        event->fork_child = child;
+        event->vfork = vfork;
+      } else {
+        (void)do_ptrace(PTRACE_DETACH, child, 0, nullptr);
+      }
+    }
+  }
+  if (event && vfork) {
+    // The parent then says when the child has let go of its memory: gdb
+    // puts the breakpoints back on that (vforkdone).
+    long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+                PTRACE_O_TRACEVFORKDONE | (attached_ ? 0 : PTRACE_O_EXITKILL);
+    (void)do_ptrace(PTRACE_SETOPTIONS, parent, 0, reinterpret_cast<void*>(opts));
+  }
+  if (!event) resume_after_event_stop(parent);
+  return event;
+}
+
+Expected<void> PtraceProcess::remove_fork_child_breakpoint(uint64_t addr) {
+  if (!held_child_) return btstub::make_error(btstub::ErrorCode::NoProcess, "No fork child");
+  auto found = held_child_->int3s.find(addr);
+  if (found == held_child_->int3s.end()) return {};  // a vfork child shares the parent's (z0 there)
+  if (!write_child_memory(held_child_->pid, addr, found->second)) {
+    return btstub::make_error(btstub::ErrorCode::MemoryFault, "Cannot write the fork child's memory at " + hex(addr));
+  }
+  held_child_->int3s.erase(found);
+  return {};
+}
+
+Expected<void> PtraceProcess::detach_fork_child() {
+  if (!held_child_) return btstub::make_error(btstub::ErrorCode::NoProcess, "No fork child");
+  HeldChild child = std::move(*held_child_);
+  held_child_.reset();
+  for (const auto& [addr, original] : child.int3s) (void)write_child_memory(child.pid, addr, original);
+  auto r = do_ptrace(PTRACE_DETACH, child.pid, 0, nullptr);
+  if (!r) return r.error();
+  return {};
+}
+
+// The parent goes (detached, as D asks); the child, stopped at its first
+// instruction after fork(), becomes the one process we debug. It inherited
+// our ptrace options. Its int3s not yet removed by the client stay ours.
+Expected<void> PtraceProcess::follow_fork_child() {
+  if (!held_child_) return btstub::make_error(btstub::ErrorCode::NoProcess, "No fork child");
+  HeldChild child = std::move(*held_child_);
+  held_child_.reset();
+  if (hook_ != nullptr) {
+    for (const auto& [tid, state] : threads_) {
+      if (hook_->traces(tid)) hook_->on_thread_exited(tid);
+    }
+  }
+  if (alive_) (void)detach();
+  pid_ = child.pid;
+  alive_ = true;
+  ended_while_stopping_.reset();
+  threads_.clear();
+  threads_[child.pid] = ThreadState{};
+  breakpoints_ = child.int3s;
+  last_reported_ = 0;
+  open_memory();
+  return {};
+}
+
+// The child, stopped at its first instruction after fork(), becomes a
+// process of its own; it inherited our ptrace options. The int3s it
+// inherited and the client did not remove stay, as its breakpoints.
+Expected<std::unique_ptr<Process>> PtraceProcess::adopt_fork_child() {
+  if (!held_child_) return btstub::make_error(btstub::ErrorCode::NoProcess, "No fork child");
+  HeldChild child = std::move(*held_child_);
+  held_child_.reset();
+  std::unique_ptr<PtraceProcess> process(new PtraceProcess(child.pid, attached_));
+  process->threads_[child.pid] = ThreadState{};
+  process->breakpoints_ = child.int3s;
+  process->pass_signals_ = pass_signals_;
+  process->thread_events_ = thread_events_;
+  process->fork_events_ = fork_events_;
+  process->vfork_events_ = vfork_events_;
+  process->open_memory();
+  return std::unique_ptr<Process>(std::move(process));
+}
+
+}  // namespace stub::process

@@ -1,0 +1,39 @@
+#pragma once
+// Helpers shared by the stub/process/ptrace_*.cc files, which alone may include
+// <sys/ptrace.h>; this header does not, so requests travel as plain ints.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "protocol/expected.h"
+
+struct user_regs_struct;
+
+namespace stub::process::ptrace_detail {
+
+// ptrace(request, tid, addr, data), with the general registers cached per
+// stop (ptrace_calls.cc); errno becomes a btstub::Error naming the
+// request, and stays set for callers that phrase their own message.
+btstub::Expected<long> do_ptrace(int request, pid_t tid, uint64_t addr, void* data);
+
+inline void* signal_arg(int signal) { return reinterpret_cast<void*>(static_cast<uintptr_t>(signal)); }
+
+// Sets a stopped thread's general registers as PTRACE_SETREGS would, but
+// only reaches the kernel when the thread is next resumed or detached (or
+// never, if another write comes first). For writes that cannot fail, such
+// as moving rip back over an int3.
+void defer_set_registers(pid_t tid, const user_regs_struct& regs);
+
+// waitpid, retried on EINTR.
+pid_t wait_retry(pid_t pid, int* status, int flags);
+
+// The first wait status of a tracee a clone or fork just created: a wait
+// for any tracee may have reaped it before the event named it (it then
+// waits unclaimed in WaitRoutes), else it is waited for now. 0 when it
+// cannot be had.
+int first_status_of_new_tracee(pid_t tid);
+
+std::string hex(uint64_t value);
+
+}  // namespace stub::process::ptrace_detail

@@ -1,0 +1,623 @@
+// Launch, attach, registers and memory of the traced program; every ptrace
+// request goes through do_ptrace() (ptrace_calls.cc).
+#include "stub/process/ptrace_process.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/personality.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "stub/process/ptrace_internal.h"
+#include "stub/process/register_mapping.h"
+
+namespace stub::process {
+
+namespace {
+
+using namespace ptrace_detail;
+using btstub::Error;
+using btstub::ErrorCode;
+using btstub::make_error;
+
+constexpr uint8_t kInt3 = 0xcc;
+// Large enough for any XSAVE layout (AMX included); the kernel shrinks
+// iov_len to the real size.
+constexpr std::size_t kXstateMaxSize = 32768;
+
+Error memory_fault(uint64_t addr) {
+  return make_error(ErrorCode::MemoryFault, "Cannot access memory at address " + hex(addr));
+}
+
+Expected<std::string> read_whole_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return make_error(ErrorCode::IoError, "Cannot open " + path + ": " + std::strerror(errno));
+  std::string data;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return make_error(ErrorCode::IoError, "Cannot read " + path + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return data;
+}
+
+std::vector<pid_t> list_tasks(pid_t pid) {
+  std::vector<pid_t> tids;
+  std::string path = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return tids;
+  while (dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] >= '0' && entry->d_name[0] <= '9') tids.push_back(std::atoi(entry->d_name));
+  }
+  ::closedir(dir);
+  return tids;
+}
+
+std::vector<pid_t>& detached_children() {
+  static std::vector<pid_t> pids;
+  return pids;
+}
+
+// Why the child could not become the program; sent through a CLOEXEC pipe
+// that a successful exec closes.
+struct ChildFailure {
+  int stage;  // 0: ptrace(PTRACE_TRACEME), 1: exec
+  int error;
+};
+
+[[noreturn]] void report_child_failure(int fd, int stage, int error) {
+  ChildFailure failure{stage, error};
+  ssize_t ignored = ::write(fd, &failure, sizeof failure);
+  (void)ignored;
+  ::_exit(127);
+}
+
+[[noreturn]] void run_child(char* const* argv, const LaunchOptions& options, int report_fd) {
+  // Own process group, as under gdbserver: btstub's group and the program's
+  // get their signals apart. Made the terminal's foreground group
+  // (LaunchOptions::foreground), it is the program that a Ctrl-C typed at
+  // btstub's terminal interrupts, which gdb then sees as a SIGINT stop.
+  ::setpgid(0, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // SIGTTOU and SIGTTIN: ignored by the server that owns a terminal
+  // (stub/server/terminal.h); the program must be stopped by them as anywhere.
+  for (int sig : {SIGPIPE, SIGINT, SIGCHLD, SIGTERM, SIGTTOU, SIGTTIN}) ::signal(sig, SIG_DFL);
+  if (options.stdio_to_stderr) {
+    int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    // The program starts with gdbserver's descriptors: 0-2 and what btstub
+    // itself inherited, not this one too.
+    if (null_fd > STDIN_FILENO) ::close(null_fd);
+    ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  }
+  if (options.disable_randomization) {
+    int persona = ::personality(0xffffffff);
+    if (persona != -1) ::personality(static_cast<unsigned long>(persona) | ADDR_NO_RANDOMIZE);
+  }
+  if (!do_ptrace(PTRACE_TRACEME, 0, 0, nullptr)) report_child_failure(report_fd, 0, errno);
+  ::execvp(argv[0], argv);
+  report_child_failure(report_fd, 1, errno);
+}
+
+struct FpBuffer {
+  std::vector<uint8_t> bytes;
+  int note = 0;
+};
+
+Expected<FpBuffer> read_fp_buffer(pid_t tid) {
+  FpBuffer fp;
+  fp.bytes.assign(kXstateMaxSize, 0);
+  iovec iov{fp.bytes.data(), fp.bytes.size()};
+  if (do_ptrace(PTRACE_GETREGSET, tid, NT_X86_XSTATE, &iov)) {
+    fp.note = NT_X86_XSTATE;
+  } else {
+    fp.bytes.assign(kFxsaveSize, 0);
+    iov = iovec{fp.bytes.data(), fp.bytes.size()};
+    auto r = do_ptrace(PTRACE_GETREGSET, tid, NT_PRFPREG, &iov);
+    if (!r) return r.error();
+    fp.note = NT_PRFPREG;
+  }
+  if (iov.iov_len < kFxsaveSize) {
+    return make_error(ErrorCode::Internal, "Short floating-point register set from the kernel");
+  }
+  fp.bytes.resize(iov.iov_len);
+  normalize_xsave(fp.bytes);
+  return fp;
+}
+
+bool any_fp_available(const protocol::RegisterFile& regs) {
+  for (unsigned n = static_cast<unsigned>(protocol::Amd64Reg::st0);
+       n <= static_cast<unsigned>(protocol::Amd64Reg::mxcsr); ++n) {
+    if (regs.available(n)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+PtraceProcess::PtraceProcess(pid_t pid, bool attached) : pid_(pid), attached_(attached) {
+  WaitRoutes::instance().enroll(this);
+}
+
+PtraceProcess::~PtraceProcess() {
+  if (held_child_) (void)detach_fork_child();  // a fork child nobody followed runs free
+  if (alive_) {
+    if (attached_) {
+      (void)detach();
+    } else {
+      (void)kill();
+    }
+  }
+  if (mem_fd_ >= 0) ::close(mem_fd_);
+  WaitRoutes::instance().leave(this);
+  reap_detached_children();
+}
+
+void PtraceProcess::reap_detached_children() {
+  auto& pids = detached_children();
+  std::erase_if(pids, [](pid_t pid) {
+    int status = 0;
+    return wait_retry(pid, &status, WNOHANG) != 0;
+  });
+}
+
+Expected<std::unique_ptr<PtraceProcess>> PtraceProcess::launch(const LaunchOptions& options) {
+  reap_detached_children();
+  if (options.argv.empty()) return make_error(ErrorCode::InvalidArgument, "No program to run");
+  std::vector<std::string> args = options.wrapper;
+  args.insert(args.end(), options.argv.begin(), options.argv.end());
+  std::vector<char*> cargs;
+  for (auto& arg : args) cargs.push_back(arg.data());
+  cargs.push_back(nullptr);
+
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    return make_error(ErrorCode::IoError, std::string("pipe: ") + std::strerror(errno));
+  }
+  pid_t child = ::fork();
+  if (child < 0) {
+    int err = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    return make_error(ErrorCode::Internal, std::string("fork: ") + std::strerror(err));
+  }
+  if (child == 0) {
+    ::close(report[0]);
+    run_child(cargs.data(), options, report[1]);
+  }
+  ::close(report[1]);
+  ::setpgid(child, child);  // also done by the child; whoever is first wins
+  // Before the wrapper (if any) runs, as gdbserver does: a terminal that
+  // btstub has (none: the call fails) is the program's while it is debugged.
+  if (options.foreground) (void)::tcsetpgrp(STDERR_FILENO, child);
+
+  ChildFailure failure{};
+  ssize_t n;
+  do {
+    n = ::read(report[0], &failure, sizeof failure);
+  } while (n < 0 && errno == EINTR);
+  ::close(report[0]);
+  if (n == static_cast<ssize_t>(sizeof failure)) {
+    int status = 0;
+    wait_retry(child, &status, 0);
+    std::string what = failure.stage == 0 ? "Cannot trace " : "Cannot exec ";
+    return make_error(ErrorCode::IoError, what + args[0] + ": " + std::strerror(failure.error));
+  }
+
+  // From here on, dropping `process` kills the child.
+  std::unique_ptr<PtraceProcess> process(new PtraceProcess(child, false));
+  process->threads_[child] = ThreadState{};
+  if (auto r = process->finish_launch(!options.wrapper.empty()); !r) {
+    return make_error(r.error().code, "During startup of " + args[0] + ": " + r.error().message);
+  }
+  return process;
+}
+
+Expected<void> PtraceProcess::finish_launch(bool wrapped) {
+  int status = 0;
+  if (wait_retry(pid_, &status, __WALL) != pid_ || !WIFSTOPPED(status)) {
+    mark_gone();
+    return make_error(ErrorCode::NoProcess, "program exited before its first instruction");
+  }
+  long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
+  if (auto r = do_ptrace(PTRACE_SETOPTIONS, pid_, 0, reinterpret_cast<void*>(opts)); !r) {
+    return r.error();
+  }
+  // With a wrapper, the first stop is the wrapper's own exec; run it until
+  // it execs the real program.
+  int deliver = 0;
+  while (wrapped) {
+    if (auto r = do_ptrace(PTRACE_CONT, pid_, 0, signal_arg(deliver)); !r) return r.error();
+    if (wait_retry(pid_, &status, __WALL) != pid_ || !WIFSTOPPED(status)) {
+      mark_gone();
+      return make_error(ErrorCode::NoProcess, "the wrapper exited without running the program");
+    }
+    if ((status >> 16) == PTRACE_EVENT_EXEC) break;
+    deliver = ((status >> 16) == 0 && WSTOPSIG(status) != SIGTRAP) ? WSTOPSIG(status) : 0;
+  }
+  // Forks are followed only from the program on: a wrapper's children are
+  // none of our business (ptrace_fork.cc).
+  opts |= PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
+  if (auto r = do_ptrace(PTRACE_SETOPTIONS, pid_, 0, reinterpret_cast<void*>(opts)); !r) {
+    return r.error();
+  }
+  open_memory();
+  return {};
+}
+
+Expected<std::unique_ptr<PtraceProcess>> PtraceProcess::attach(pid_t pid) {
+  reap_detached_children();
+  auto fail = [pid](int err) {
+    return make_error(err == ESRCH ? ErrorCode::NoProcess : ErrorCode::IoError,
+                      "Cannot attach to process " + std::to_string(pid) + ": " + std::strerror(err));
+  };
+  if (pid <= 0 || pid == ::getpid()) return fail(pid <= 0 ? ESRCH : EPERM);
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return fail(ESRCH);
+
+  std::unique_ptr<PtraceProcess> process(new PtraceProcess(pid, true));
+  // Threads may be created while we attach; repeat until no new one shows up.
+  bool found_new = true;
+  while (found_new) {
+    found_new = false;
+    std::vector<pid_t> tids = list_tasks(pid);
+    if (tids.empty()) tids.push_back(pid);
+    for (pid_t tid : tids) {
+      if (process->threads_.count(tid)) continue;
+      if (!do_ptrace(PTRACE_ATTACH, tid, 0, nullptr)) {
+        if (tid == pid) {
+          int err = errno;
+          process->alive_ = false;  // nothing attached yet
+          return fail(err);
+        }
+        continue;  // the thread exited meanwhile
+      }
+      int status = 0;
+      if (wait_retry(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
+        if (tid == pid) {
+          process->mark_gone();
+          return fail(ESRCH);
+        }
+        continue;
+      }
+      long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
+      (void)do_ptrace(PTRACE_SETOPTIONS, tid, 0, reinterpret_cast<void*>(opts));
+      process->threads_[tid] = ThreadState{};
+      found_new = true;
+    }
+  }
+  process->open_memory();
+  return process;
+}
+
+void PtraceProcess::open_memory() {
+  if (mem_fd_ >= 0) ::close(mem_fd_);
+  std::string path = "/proc/" + std::to_string(pid_) + "/mem";
+  mem_fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+}
+
+void PtraceProcess::mark_gone() {
+  alive_ = false;
+  threads_.clear();
+  breakpoints_.clear();
+  trace_int3s_.clear();
+  replay_.clear();
+  WaitRoutes::instance().drop_handed(this);
+  WaitRoutes::instance().forget_unclaimed_of(this);
+  if (mem_fd_ >= 0) ::close(mem_fd_);
+  mem_fd_ = -1;
+}
+
+Expected<protocol::RegisterFile> PtraceProcess::read_registers(pid_t tid) {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  user_regs_struct gregs{};
+  if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &gregs); !r) return r.error();
+  auto fp = read_fp_buffer(tid);
+  if (!fp) return fp.error();
+  protocol::RegisterFile regs;
+  gregs_to_file(gregs, regs);
+  fxsave_to_file(fp->bytes.data(), regs);
+  return regs;
+}
+
+Expected<protocol::RegisterFile> PtraceProcess::read_general_registers(pid_t tid) {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  user_regs_struct gregs{};
+  if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &gregs); !r) return r.error();
+  protocol::RegisterFile regs;
+  gregs_to_file(gregs, regs);
+  return regs;
+}
+
+Expected<void> PtraceProcess::write_registers(pid_t tid, const protocol::RegisterFile& regs) {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  user_regs_struct gregs{};
+  if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &gregs); !r) return r.error();
+  file_to_gregs(regs, gregs);
+  if (auto r = do_ptrace(PTRACE_SETREGS, tid, 0, &gregs); !r) return r.error();
+  if (!any_fp_available(regs)) return {};
+  auto fp = read_fp_buffer(tid);
+  if (!fp) return fp.error();
+  file_to_fxsave(regs, fp->bytes.data());
+  iovec iov{fp->bytes.data(), fp->bytes.size()};
+  if (auto r = do_ptrace(PTRACE_SETREGSET, tid, static_cast<uint64_t>(fp->note), &iov); !r) {
+    return r.error();
+  }
+  return {};
+}
+
+Expected<uint64_t> PtraceProcess::read_pc(pid_t tid) {
+  user_regs_struct gregs{};
+  if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &gregs); !r) return r.error();
+  return static_cast<uint64_t>(gregs.rip);
+}
+
+// --- Memory -----------------------------------------------------------------
+
+std::vector<uint8_t> PtraceProcess::raw_read(uint64_t addr, std::size_t len) {
+  std::vector<uint8_t> out(len);
+  std::size_t got = 0;
+  while (mem_fd_ >= 0 && got < len) {
+    ssize_t n = ::pread(mem_fd_, out.data() + got, len - got, static_cast<off_t>(addr + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  if (got == 0) {
+    // /proc/pid/mem unusable (or refused): word-wise PEEKDATA, which needs
+    // a stopped thread.
+    pid_t tid = pid_;
+    for (const auto& [t, state] : threads_) {
+      if (!state.running) {
+        tid = t;
+        break;
+      }
+    }
+    while (got < len) {
+      uint64_t at = addr + got;
+      uint64_t word_addr = at & ~uint64_t{7};
+      auto word = do_ptrace(PTRACE_PEEKDATA, tid, word_addr, nullptr);
+      if (!word) break;
+      uint64_t value = static_cast<uint64_t>(*word);
+      for (std::size_t i = at - word_addr; i < 8 && got < len; ++i) {
+        out[got++] = static_cast<uint8_t>(value >> (8 * i));
+      }
+    }
+  }
+  out.resize(got);
+  return out;
+}
+
+Expected<void> PtraceProcess::poke_write(uint64_t addr, const std::vector<uint8_t>& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    uint64_t at = addr + done;
+    uint64_t word_addr = at & ~uint64_t{7};
+    std::size_t first = at - word_addr;
+    uint64_t value = 0;
+    if (first != 0 || bytes.size() - done < 8) {
+      auto word = do_ptrace(PTRACE_PEEKDATA, pid_, word_addr, nullptr);
+      if (!word) return memory_fault(at);
+      value = static_cast<uint64_t>(*word);
+    }
+    for (std::size_t i = first; i < 8 && done < bytes.size(); ++i, ++done) {
+      value &= ~(uint64_t{0xff} << (8 * i));
+      value |= uint64_t{bytes[done]} << (8 * i);
+    }
+    if (!do_ptrace(PTRACE_POKEDATA, pid_, word_addr, reinterpret_cast<void*>(value))) {
+      return memory_fault(at);
+    }
+  }
+  return {};
+}
+
+Expected<void> PtraceProcess::raw_write(uint64_t addr, const std::vector<uint8_t>& bytes) {
+  std::size_t done = 0;
+  while (mem_fd_ >= 0 && done < bytes.size()) {
+    ssize_t n = ::pwrite(mem_fd_, bytes.data() + done, bytes.size() - done,
+                         static_cast<off_t>(addr + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  if (done == bytes.size()) return {};
+  std::vector<uint8_t> rest(bytes.begin() + static_cast<std::ptrdiff_t>(done), bytes.end());
+  return poke_write(addr + done, rest);
+}
+
+Expected<std::vector<uint8_t>> PtraceProcess::read_memory(uint64_t addr, std::size_t len) {
+  if (len == 0) return std::vector<uint8_t>{};
+  if (!alive_) return memory_fault(addr);
+  if (addr + len < addr) len = static_cast<std::size_t>(0 - addr);  // stop at the top
+  std::vector<uint8_t> out = raw_read(addr, len);
+  if (out.empty()) return memory_fault(addr);
+  for (auto it = breakpoints_.lower_bound(addr); it != breakpoints_.end() && it->first < addr + out.size();
+       ++it) {
+    out[it->first - addr] = it->second;
+  }
+  for (auto it = trace_int3s_.lower_bound(addr); it != trace_int3s_.end() && it->first < addr + out.size();
+       ++it) {
+    out[it->first - addr] = it->second.original;
+  }
+  return out;
+}
+
+Expected<void> PtraceProcess::write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) {
+  if (bytes.empty()) return {};
+  if (!alive_) return memory_fault(addr);
+  if (addr + bytes.size() < addr) return memory_fault(addr);
+  std::vector<uint8_t> data = bytes;
+  auto first = breakpoints_.lower_bound(addr);
+  auto last = breakpoints_.lower_bound(addr + bytes.size());
+  for (auto it = first; it != last; ++it) data[it->first - addr] = kInt3;
+  auto trace_first = trace_int3s_.lower_bound(addr);
+  auto trace_last = trace_int3s_.lower_bound(addr + bytes.size());
+  for (auto it = trace_first; it != trace_last; ++it) data[it->first - addr] = kInt3;
+  if (auto r = raw_write(addr, data); !r) return r;
+  // The program's new byte becomes the one to restore; our int3 stays.
+  for (auto it = first; it != last; ++it) it->second = bytes[it->first - addr];
+  for (auto it = trace_first; it != trace_last; ++it) it->second.original = bytes[it->first - addr];
+  return {};
+}
+
+Expected<void> PtraceProcess::insert_breakpoint(uint64_t addr) {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  if (breakpoints_.count(addr)) return {};
+  if (auto trace = trace_int3s_.find(addr); trace != trace_int3s_.end()) {
+    breakpoints_[addr] = trace->second.original;  // the int3 is already there
+    return {};
+  }
+  std::vector<uint8_t> original = raw_read(addr, 1);
+  if (original.empty()) {
+    return make_error(ErrorCode::MemoryFault, "Cannot insert breakpoint at " + hex(addr) +
+                                                  ": cannot access memory");
+  }
+  if (auto r = raw_write(addr, {kInt3}); !r) return r;
+  breakpoints_[addr] = original[0];
+  return {};
+}
+
+Expected<void> PtraceProcess::remove_breakpoint(uint64_t addr) {
+  auto it = breakpoints_.find(addr);
+  if (it == breakpoints_.end()) {
+    return make_error(ErrorCode::InvalidArgument, "No breakpoint at " + hex(addr));
+  }
+  uint8_t original = it->second;
+  breakpoints_.erase(it);
+  bool lifted = false;
+  for (auto& [tid, state] : threads_) {
+    if (state.reinsert_at == addr) {
+      state.reinsert_at.reset();
+      lifted = true;
+    }
+  }
+  if (lifted || !alive_ || trace_int3s_.count(addr) != 0) return {};  // the tracer's int3 stays
+  return raw_write(addr, {original});
+}
+
+// --- Control ----------------------------------------------------------------
+
+Expected<void> PtraceProcess::interrupt() {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  // SIGINT like gdbserver, also for attached processes; a launched program
+  // leads its own process group, so the whole group gets it like a Ctrl-C.
+  int r = attached_ ? ::kill(pid_, SIGINT) : ::kill(-pid_, SIGINT);
+  if (r != 0 && !attached_) r = ::kill(pid_, SIGINT);
+  if (r != 0) {
+    return make_error(ErrorCode::NoProcess, std::string("Cannot interrupt: ") + std::strerror(errno));
+  }
+  return {};
+}
+
+Expected<void> PtraceProcess::kill() {
+  if (!alive_) return {};
+  ::kill(pid_, SIGKILL);
+  // Traced non-leader threads stay zombies until we reap them, and the
+  // leader cannot be reaped before they are.
+  for (;;) {
+    std::set<pid_t> tids;
+    for (const auto& [tid, state] : threads_) tids.insert(tid);
+    for (pid_t tid : list_tasks(pid_)) tids.insert(tid);
+    for (pid_t tid : tids) {
+      int status = 0;
+      while (tid != pid_ && wait_retry(tid, &status, __WALL) == tid && !WIFEXITED(status) &&
+             !WIFSIGNALED(status)) {
+      }
+    }
+    int status = 0;
+    pid_t r = wait_retry(pid_, &status, __WALL);
+    if (r < 0 || (r == pid_ && (WIFEXITED(status) || WIFSIGNALED(status)))) break;
+  }
+  mark_gone();
+  return {};
+}
+
+void PtraceProcess::stop_running_thread(pid_t tid, bool send_sigstop) {
+  if (send_sigstop) ::syscall(SYS_tgkill, pid_, tid, SIGSTOP);
+  for (;;) {
+    int status = 0;
+    pid_t reaped = wait_for_stop(tid, &status);
+    if (reaped == 0) {
+      leader_exited();
+      return;
+    }
+    if (reaped != tid || !WIFSTOPPED(status)) {
+      threads_.erase(tid);
+      return;
+    }
+    if ((status >> 16) == 0 && WSTOPSIG(status) == SIGSTOP) return;
+    // Another stop came first: let it run on (delivering a real signal)
+    // until our SIGSTOP arrives.
+    int deliver = (status >> 16) == 0 && WSTOPSIG(status) != SIGTRAP ? WSTOPSIG(status) : 0;
+    user_regs_struct gregs{};
+    if (deliver == 0 && do_ptrace(PTRACE_GETREGS, tid, 0, &gregs) &&
+        (breakpoints_.count(gregs.rip - 1) || trace_int3s_.count(gregs.rip - 1))) {
+      gregs.rip -= 1;  // one of our int3s: run the real instruction after detaching
+      (void)do_ptrace(PTRACE_SETREGS, tid, 0, &gregs);
+    }
+    if (!do_ptrace(PTRACE_CONT, tid, 0, signal_arg(deliver))) return;
+  }
+}
+
+Expected<void> PtraceProcess::detach() {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  // Threads must be stopped both to write memory via ptrace and to detach.
+  std::vector<pid_t> tids = threads();
+  for (pid_t tid : tids) {
+    auto found = threads_.find(tid);
+    if (found == threads_.end()) continue;
+    // A thread still owing us an all-stop SIGSTOP would stop for good
+    // once detached: run it into that SIGSTOP first.
+    bool owed = found->second.sigstop_expected;
+    if (owed && !found->second.running) found->second.running = do_ptrace(PTRACE_CONT, tid, 0, nullptr).ok();
+    if (found->second.running) stop_running_thread(tid, !owed);
+  }
+  for (const auto& [addr, original] : breakpoints_) (void)raw_write(addr, {original});
+  for (const auto& [addr, int3] : trace_int3s_) (void)raw_write(addr, {int3.original});
+  for (auto& [tid, state] : threads_) state.reinsert_at.reset();
+  breakpoints_.clear();
+  trace_int3s_.clear();
+  Expected<void> result = detach_threads();
+  if (!attached_) detached_children().push_back(pid_);
+  mark_gone();
+  return result;
+}
+
+void PtraceProcess::deliver_on_detach(pid_t tid, int signal) {
+  if (auto found = threads_.find(tid); found != threads_.end()) found->second.detach_signal = signal;
+}
+
+Expected<std::string> PtraceProcess::read_auxv() {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  return read_whole_file("/proc/" + std::to_string(pid_) + "/auxv");
+}
+
+Expected<std::string> PtraceProcess::exec_file() {
+  std::string path = "/proc/" + std::to_string(pid_) + "/exe";
+  std::vector<char> buf(4096);
+  ssize_t n = ::readlink(path.c_str(), buf.data(), buf.size());
+  if (n < 0) return make_error(ErrorCode::IoError, "Cannot read " + path + ": " + std::strerror(errno));
+  return std::string(buf.data(), static_cast<std::size_t>(n));
+}
+
+}  // namespace stub::process

@@ -1,0 +1,265 @@
+#pragma once
+// stub::process::Process on Linux ptrace (x86-64), all-stop: threads are
+// auto-attached on clone, and when one thread's event is reported every
+// other thread is stopped too (SIGSTOP). An event another thread had
+// meanwhile is kept pending and reported on a later resume instead of
+// running that thread. A TraceHook (stub/process/trace_hook.h) sees every resume and
+// stop of the threads it traces.
+//
+// Split over ptrace_process.cc (launch, attach, memory, control),
+// ptrace_events.cc (resume, event loop, all-stop) and ptrace_debug.cc
+// (debug registers, trace stops, Z1-Z4, the tracer's int3s).
+//
+// The tracer's int3s (set_trace_breakpoint) live beside user breakpoints,
+// possibly at the same address. A thread must never run with one lifted
+// while others run (they could pass unseen), so any step at one is done by
+// step_held: every other running thread is SIGSTOPped first, and wait
+// statuses reaped from them meanwhile are replayed later by reap().
+//
+// ptrace binds a tracee to the tracing *thread*: every call on one object
+// must come from the thread that created it. Events are reaped with
+// waitpid(tid) while one thread is known and waitpid(-1, __WALL) otherwise,
+// so nothing else in the stub may reap children with waitpid(-1).
+#include <sys/types.h>
+
+#include <cstdint>
+#include <array>
+#include <deque>
+#include <map>
+#include <set>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "stub/process/debug_registers.h"
+#include "stub/process/process.h"
+#include "stub/process/trace_hook.h"
+#include "stub/process/wait_routes.h"
+
+namespace stub::process {
+
+class PtraceProcess final : public Process, public TracedThreadControl, public WaitOwner {
+ public:
+  // Starts argv (behind the wrapper, if any) stopped at its first
+  // instruction, in its own process group, killed if we die.
+  static Expected<std::unique_ptr<PtraceProcess>> launch(const LaunchOptions& options);
+  // Attaches to every thread of a running process and leaves it stopped.
+  static Expected<std::unique_ptr<PtraceProcess>> attach(pid_t pid);
+
+  // A launched process still present is killed, an attached one detached,
+  // so a dropped connection never leaves a traced orphan behind.
+  ~PtraceProcess() override;
+  PtraceProcess(const PtraceProcess&) = delete;
+  PtraceProcess& operator=(const PtraceProcess&) = delete;
+
+  pid_t pid() const override { return pid_; }
+  std::vector<pid_t> threads() const override;
+  bool attached() const override { return attached_; }
+
+  Expected<protocol::RegisterFile> read_registers(pid_t tid) override;
+  Expected<protocol::RegisterFile> read_general_registers(pid_t tid) override;
+  Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& regs) override;
+
+  Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len) override;
+  Expected<void> write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) override;
+
+  Expected<void> insert_breakpoint(uint64_t addr) override;
+  Expected<void> remove_breakpoint(uint64_t addr) override;
+
+  Expected<void> resume(pid_t tid, StepKind kind, int signal) override;
+  std::optional<ProcessEvent> poll_event() override;
+  Expected<ProcessEvent> wait_event() override;
+
+  Expected<void> interrupt() override;
+  Expected<void> kill() override;
+  Expected<void> detach() override;
+  void deliver_on_detach(pid_t tid, int signal) override;
+
+  Expected<std::string> read_auxv() override;
+  Expected<std::string> exec_file() override;
+
+  bool has_hw_points() const override { return debug_registers_work(); }
+  std::optional<bool> executable(uint64_t addr) const override;
+  void keep_pending(const ProcessEvent& event, const std::vector<uint8_t>& siginfo) override;
+  Expected<bool> signal_waiting(pid_t tid) override;
+  Expected<void> write_siginfo(pid_t tid, const std::vector<uint8_t>& info) override;
+  bool hw_points_in_use() const override { return !user_debug_.empty(); }
+  std::vector<MemoryMapping> mappings() const override { return read_maps(pid_); }
+  bool shadow_stack(pid_t tid) const override;
+  Expected<void> insert_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) override;
+  Expected<void> remove_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) override;
+  void set_pass_signals(const std::set<int>& signals) override { pass_signals_ = signals; }
+  void set_thread_events(bool enabled) override { thread_events_ = enabled; }
+  std::string thread_name(pid_t tid) const override;
+  int thread_core(pid_t tid) const override;
+  Expected<std::vector<uint8_t>> read_siginfo(pid_t tid) override;
+  // Fork events (ptrace_fork.cc).
+  void set_fork_events(bool fork, bool vfork) override;
+  pid_t fork_child() const override { return held_child_ ? held_child_->pid : 0; }
+  Expected<void> remove_fork_child_breakpoint(uint64_t addr) override;
+  Expected<void> detach_fork_child() override;
+  Expected<void> follow_fork_child() override;
+  Expected<std::unique_ptr<Process>> adopt_fork_child() override;
+  void stop_all() override;
+  bool has_pending_event() const override;
+  bool has_running_threads() const override;
+  // WaitOwner: whether `tid` is one of our threads (stub/process/wait_routes.h).
+  bool owns_thread(pid_t tid) const override { return alive_ && threads_.count(tid) != 0; }
+
+  // The hook sees every later resume and stop of the threads it traces;
+  // nullptr removes it. Not owned; it must outlive its installation.
+  void set_trace_hook(TraceHook* hook);
+
+  // TracedThreadControl (read_registers/read_memory are shared with Process).
+  bool has_user_breakpoint(uint64_t addr) const override { return breakpoints_.count(addr) != 0; }
+  Expected<void> set_trace_stop(pid_t tid, std::optional<uint64_t> addr) override;
+  // The tracer's int3s (TraceStops::Breakpoint): per thread, reference-
+  // counted by address; see TracedThreadControl::set_trace_breakpoint.
+  Expected<void> set_trace_breakpoint(pid_t tid, std::optional<uint64_t> addr) override;
+  Expected<void> set_trace_breakpoints(pid_t tid, const std::vector<uint64_t>& addrs) override;
+  bool has_trace_breakpoint(uint64_t addr) const { return trace_int3s_.count(addr) != 0; }
+  void keep_trace_breakpoints(bool keep) override;
+  // Every int3 we keep in the program's memory (user breakpoints and the
+  // tracer's) with the byte it hides: a forked child inherits them all and
+  // must get the original bytes back before it runs untraced.
+  std::map<uint64_t, uint8_t> inserted_int3s() const;
+
+  // Whether debug registers really trap here (probed once in a child):
+  // under some hypervisors the writes succeed and nothing ever fires. A
+  // tracer needs this before relying on set_trace_stop.
+  static bool debug_registers_work();
+
+  // Reaps launched programs that were detached earlier and have exited since
+  // (they stay our children). Never blocks.
+  static void reap_detached_children();
+
+ private:
+  // What a thread's debug registers hold, to write only what changed.
+  struct DebugRegs {
+    std::array<uint64_t, 4> address{};
+    uint64_t dr7 = 0;
+  };
+  struct ThreadState {
+    bool running = false;
+    bool stepping = false;
+    StepKind requested = StepKind::Continue;  // what the client asked for
+    StepKind last_kind = StepKind::Continue;  // what the kernel was told
+    std::optional<uint64_t> reinsert_at;  // breakpoint lifted for a single-step
+    bool sigstop_expected = false;        // our all-stop SIGSTOP is still to come
+    std::optional<ProcessEvent> pending;  // an event kept while stopping all
+    uint64_t pending_pc = 0;              // pc when `pending` was kept
+    std::vector<uint8_t> pending_siginfo; // its siginfo, when it was kept by keep_pending
+    std::optional<StepKind> deferred;     // resume requested while another event is pending
+    int deferred_signal = 0;
+    std::optional<uint64_t> trace_stop;   // the tracer's slot-3 breakpoint
+    DebugRegs written;                    // what DR0-3/DR7 hold in the kernel
+    int last_signal = 0;                  // signal of the last stop (siginfo)
+    int detach_signal = 0;                // deliver_on_detach
+    int owed_signal = 0;                  // owe_signal: given on the next start
+    std::vector<uint8_t> owed_siginfo;    // its siginfo, if it was the stop's own
+    std::vector<uint64_t> trace_int3s;    // the tracer's int3s this thread holds a reference on
+    // The tracer moved the pc (emulating a transfer) since the thread last
+    // stopped there by itself: a user breakpoint under that pc has not been
+    // hit yet, so a resume must run into it, not step off it (gdbserver
+    // steps over a breakpoint only at the pc the thread stopped at).
+    bool pc_moved_unrun = false;
+    // The leader ended (pthread_exit) while other threads live on: a zombie
+    // that reports nothing until they end too, so it is never stopped,
+    // resumed, listed or detached again; kept for the process's exit status.
+    bool exited = false;
+  };
+  struct TraceInt3 {
+    uint8_t original = 0;
+    int refs = 0;
+  };
+
+  PtraceProcess(pid_t pid, bool attached);
+
+  Expected<void> finish_launch(bool wrapped);
+  void open_memory();
+  std::vector<uint8_t> raw_read(uint64_t addr, std::size_t len);
+  Expected<void> raw_write(uint64_t addr, const std::vector<uint8_t>& bytes);
+  Expected<void> poke_write(uint64_t addr, const std::vector<uint8_t>& bytes);
+  Expected<uint64_t> read_pc(pid_t tid);
+
+  Expected<std::optional<ProcessEvent>> next_event(bool block);
+  std::optional<ProcessEvent> take_pending();
+  void restore_kept_siginfo(pid_t tid, ThreadState& thread);
+  Expected<void> require_stopped(pid_t tid) const;
+  void requeue_signal(pid_t tid, int signal);
+  void owe_signal(pid_t tid, ThreadState& thread, int signal);
+  void commit_deferred();
+  std::optional<ProcessEvent> handle_status(pid_t tid, int status);
+  std::optional<ProcessEvent> classify_stop(pid_t tid, ThreadState& thread, int signal);
+  ProcessEvent handle_sigtrap(pid_t tid, ThreadState& thread, bool& trace_hit);
+  bool still_in_stop(pid_t tid);
+  std::optional<ProcessEvent> thread_gone(pid_t tid, int status);
+  std::optional<ProcessEvent> no_resumed_left(pid_t gone);
+  Expected<void> raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal);
+  Expected<void> start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal);
+  void handle_clone(pid_t parent);
+  void resume_after_event_stop(pid_t parent);
+  void handle_exec();
+  std::optional<ProcessEvent> handle_fork(pid_t parent, bool vfork);  // ptrace_fork.cc
+  void mark_gone();
+  void stop_running_thread(pid_t tid, bool send_sigstop);
+  void stop_all_threads(pid_t except);
+  pid_t wait_for_stop(pid_t tid, int* status);
+  bool leader_is_zombie() const;
+  void leader_exited();
+  Expected<void> detach_threads();
+  void keep_while_stopping(pid_t tid, int status);
+
+  // Debug registers (ptrace_debug.cc).
+  DebugRegs wanted_debug_regs(const ThreadState& thread) const;
+  Expected<void> sync_debug_regs(pid_t tid, ThreadState& thread);
+  void sync_all_debug_regs();
+  uint64_t take_dr6(pid_t tid, const ThreadState& thread);
+  TracedStop traced_stop(pid_t tid, const ProcessEvent& event, bool trace_hit) const;
+
+  // The tracer's int3s (ptrace_debug.cc, ptrace_events.cc).
+  Expected<void> add_trace_int3(uint64_t addr);
+  void drop_trace_int3(uint64_t addr);
+  void release_trace_int3(pid_t tid);
+  void remove_all_trace_int3s();
+  bool was_trace_int3(uint64_t addr);
+  bool pass_untraced_trace_hit(pid_t tid, ThreadState& thread, uint64_t pc);
+  Expected<void> step_held(pid_t tid, ThreadState& thread, uint64_t pc, int signal);
+  pid_t reap(pid_t want, int* status, int flags);
+
+  pid_t pid_ = 0;
+  bool attached_ = false;
+  bool alive_ = true;
+  int mem_fd_ = -1;
+  std::map<pid_t, ThreadState> threads_;
+  std::map<uint64_t, uint8_t> breakpoints_;  // address -> original byte
+  bool stopping_all_ = false;          // inside stop_all_threads
+  std::set<int> pass_signals_;
+  bool thread_events_ = false;
+  TraceHook* hook_ = nullptr;
+  DebugRegisterState user_debug_;      // Z1-Z4, the same on every thread
+  pid_t last_reported_ = 0;            // fairness among pending events
+  std::map<uint64_t, TraceInt3> trace_int3s_;  // the tracer's int3s by address (refs 0: kept)
+  bool keep_trace_int3s_ = false;
+  // Every address that ever held one of the tracer's int3s: a thread that
+  // hit one just before it was removed reports the trap afterwards.
+  std::set<uint64_t> retired_int3s_;
+  // Wait statuses reaped early (while holding threads for step_held), to be
+  // handled as if waitpid returned them now.
+  std::deque<std::pair<pid_t, int>> replay_;
+  // Fork events (ptrace_fork.cc): whether to report them, and the child of
+  // the last one, held stopped with the user int3s it inherited.
+  struct HeldChild {
+    pid_t pid = 0;
+    bool vfork = false;
+    std::map<uint64_t, uint8_t> int3s;  // address -> original byte, in the child
+  };
+  bool fork_events_ = false;
+  bool vfork_events_ = false;
+  std::optional<HeldChild> held_child_;
+  // The whole process ended while its threads were being stopped for
+  // another's event (all-stop): reported by the next poll, not lost.
+  std::optional<ProcessEvent> ended_while_stopping_;
+};
+
+}  // namespace stub::process

@@ -1,0 +1,127 @@
+// Threads that end where all-stop cannot see them: a leader that leaves
+// (pthread_exit) before its threads, and a process killed from outside
+// while we hold it stopped.
+//
+// A leader that ends while other threads live becomes a zombie that reports
+// nothing until they have all ended (the kernel delays its exit status), so
+// a blocking wait for its stop would never return. Like gdbserver, which
+// checks for zombie leaders whenever it waits, the leader is then taken off
+// the thread list (gdb's `info threads` no longer shows it) and kept only
+// to receive the process's exit status.
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <sched.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "stub/process/ptrace_internal.h"
+#include "stub/process/ptrace_process.h"
+
+namespace stub::process {
+
+using namespace ptrace_detail;
+
+namespace {
+
+constexpr uint8_t kInt3 = 0xcc;
+
+// The state letter of /proc/PID/task/TID/stat ('\0' if it cannot be read:
+// the thread is gone).
+char thread_state(pid_t pid, pid_t tid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');  // the name may hold spaces and parentheses
+  if (close == std::string::npos || close + 2 >= text.size()) return '\0';
+  return text[close + 2];
+}
+
+}  // namespace
+
+bool PtraceProcess::leader_is_zombie() const {
+  char state = thread_state(pid_, pid_);
+  return state == 'Z' || state == 'X' || state == '\0';
+}
+
+// A wait for one thread's stop, in an all-stop or while holding threads.
+// For the leader of a process with other threads it polls: 0 means the
+// leader turned out to be a zombie and will not stop (leader_exited).
+pid_t PtraceProcess::wait_for_stop(pid_t tid, int* status) {
+  if (tid != pid_ || threads_.size() == 1) return reap(tid, status, __WALL);
+  for (unsigned round = 0;; ++round) {
+    pid_t reaped = reap(tid, status, __WALL | WNOHANG);
+    if (reaped != 0) return reaped;
+    if (leader_is_zombie()) return 0;
+    // A live leader stops within a time slice; yield to it first (it often
+    // shares our CPU), then sleep between looks (it may be in a vfork).
+    if (round < 64) {
+      ::sched_yield();
+    } else {
+      timespec pause{0, 200 * 1000};
+      ::nanosleep(&pause, nullptr);
+    }
+  }
+}
+
+void PtraceProcess::leader_exited() {
+  auto found = threads_.find(pid_);
+  if (found == threads_.end()) return;
+  ThreadState& leader = found->second;
+  if (leader.reinsert_at && breakpoints_.count(*leader.reinsert_at) != 0) (void)raw_write(*leader.reinsert_at, {kInt3});
+  leader.reinsert_at.reset();
+  leader.exited = true;
+  leader.running = false;
+  leader.sigstop_expected = false;
+  leader.pending.reset();
+  leader.deferred.reset();
+  if (hook_ != nullptr && hook_->traces(pid_)) hook_->on_thread_exited(pid_);
+  release_trace_int3(pid_);
+}
+
+std::vector<pid_t> PtraceProcess::threads() const {
+  std::vector<pid_t> tids;
+  for (const auto& [tid, state] : threads_) {
+    if (!state.exited) tids.push_back(tid);
+  }
+  return tids;
+}
+
+// PTRACE_DETACH of a thread held stopped fails with ESRCH only when it left
+// the stop without us: a SIGKILL from outside, which ends every thread.
+// There is nothing left to let go then, and gdbserver answers OK too; the
+// dead threads are reaped so that no zombie stays behind.
+Expected<void> PtraceProcess::detach_threads() {
+  Expected<void> result;
+  std::size_t detached = 0;
+  std::size_t gone = 0;
+  for (auto& [tid, state] : threads_) {
+    if (state.exited) continue;
+    // A signal kept while stopping all still belongs to the program, and
+    // so does the one the client saw last and passes: the thread still
+    // stands in its stop, so the kernel delivers it with its own siginfo.
+    int deliver = state.pending && state.pending->signal != SIGTRAP ? state.pending->signal : 0;
+    if (deliver != 0) {
+      restore_kept_siginfo(tid, state);
+    } else if (state.owed_signal != 0) {
+      deliver = state.owed_signal;
+      if (!state.owed_siginfo.empty()) (void)write_siginfo(tid, state.owed_siginfo);
+    } else {
+      deliver = state.detach_signal;
+    }
+    auto r = do_ptrace(PTRACE_DETACH, tid, 0, signal_arg(deliver));
+    if (r) {
+      ++detached;
+    } else if (r.error().code == btstub::ErrorCode::NoProcess) {
+      ++gone;
+    } else if (tid == pid_) {
+      result = r.error();
+    }
+  }
+  if (gone != 0 && detached == 0) (void)kill();  // reaps every thread
+  return result;
+}
+
+}  // namespace stub::process

@@ -1,0 +1,151 @@
+#pragma once
+// The contract between the process layer (PtraceProcess, which owns ptrace
+// and the event loop) and a software branch tracer. The tracer sees every
+// resume and every stop of a traced thread before the process layer acts on
+// it, and may absorb a stop so the thread goes on without the client ever
+// hearing of it: that is how one block runs per ptrace stop.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "protocol/expected.h"
+#include "protocol/register_file.h"
+#include "stub/process/process.h"
+
+namespace stub::process {
+
+// What a tracer may do to a stopped thread. Implemented by the process layer.
+class TracedThreadControl {
+ public:
+  virtual ~TracedThreadControl() = default;
+  virtual Expected<protocol::RegisterFile> read_registers(pid_t tid) = 0;
+  // The program's original bytes: user breakpoints hidden, as Process::read_memory.
+  virtual Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len) = 0;
+  // True when a user software breakpoint (Z0) is inserted at `addr`.
+  virtual bool has_user_breakpoint(uint64_t addr) const = 0;
+  // Arms (nullopt: disarms) this thread's trace stop: an execution
+  // breakpoint in a debug-register slot reserved for the tracer, apart from
+  // the slots Z1-Z4 share. It fires before the instruction at `addr` runs.
+  virtual Expected<void> set_trace_stop(pid_t tid, std::optional<uint64_t> addr) = 0;
+
+  // ---- software trace stops (TraceStops::Breakpoint); the defaults suit a
+  // layer without them ----
+  // Arms (nullopt: disarms) this thread's trace stop as an int3 the process
+  // layer owns: reference-counted by address over the threads that armed it,
+  // hidden from read_memory like user breakpoints, and reported as
+  // TracedStop::trace_stop_hit with the pc rewound onto it. A thread that
+  // exits drops its reference. Only emulable control transfers should get
+  // one: a thread that must really run the instruction under it is stepped
+  // by the process layer with every other thread held (see PtraceProcess).
+  virtual Expected<void> set_trace_breakpoint(pid_t tid, std::optional<uint64_t> addr) {
+    (void)tid, (void)addr;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No software trace stops");
+  }
+  // The same with several int3s at once (the thread stops at whichever it
+  // reaches first: a tracer looking past a conditional branch arms both of
+  // its outcomes). Empty disarms. On failure the old setting stays.
+  virtual Expected<void> set_trace_breakpoints(pid_t tid, const std::vector<uint64_t>& addrs) {
+    if (addrs.size() > 1) {
+      return btstub::make_error(btstub::ErrorCode::NotSupported, "One software trace stop per thread here");
+    }
+    return set_trace_breakpoint(tid, addrs.empty() ? std::nullopt : std::optional<uint64_t>(addrs[0]));
+  }
+  // While kept, an int3 no thread holds a reference on any more stays in
+  // the program (still hidden from reads) instead of being lifted, so a
+  // thread coming back to that transfer stops without the int3 being
+  // written again. Only sound while every thread is traced: an untraced
+  // thread meets each kept int3 as an extra stop. Turning it off lifts the
+  // unreferenced ones.
+  virtual void keep_trace_breakpoints(bool keep) { (void)keep; }
+  // The general registers, rip and eflags (and fs/gs bases) only: all a
+  // tracer reads at each stop, without the cost of the FPU/XSAVE state.
+  virtual Expected<protocol::RegisterFile> read_general_registers(pid_t tid) { return read_registers(tid); }
+  // Emulating a branch at a trace stop: rip, rsp, rcx and the pushed return
+  // address. Registers not marked available in `regs` are left alone.
+  virtual Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& regs) {
+    (void)tid, (void)regs;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "Registers are read-only here");
+  }
+  // Writes program memory (our int3s stay, as Process::write_memory).
+  virtual Expected<void> write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) {
+    (void)addr, (void)bytes;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "Memory is read-only here");
+  }
+};
+
+// One stop of a traced thread as the process layer observed it.
+struct TracedStop {
+  pid_t tid = 0;
+  int signal = 0;                    // host signal (SIGTRAP for traps and steps)
+  uint64_t pc = 0;                   // after rewinding a software breakpoint
+  bool trace_stop_hit = false;       // the tracer's execution breakpoint (DR6) or int3 fired
+  bool single_stepped = false;       // a single-step completed
+  bool software_breakpoint = false;  // a user int3 fired
+  bool watchpoint_hit = false;       // a user Z1-Z4 fired
+  bool syscall_exit = false;         // reserved for a syscall-stop backend
+};
+
+enum class TraceVerdict {
+  Report,      // the process layer handles the stop as it would untraced
+  Continue,    // absorbed: PTRACE_CONT without a signal, nothing reported
+  SingleStep,  // absorbed: PTRACE_SINGLESTEP without a signal, nothing reported
+  // Reported to the client as a stop without a signal (T00) where the
+  // thread stands, whatever the stop itself was: a recorded program about
+  // to exit (gdb's record full stops there too, so the user can go back
+  // from the end).
+  StopHere,
+};
+
+class TraceHook {
+ public:
+  virtual ~TraceHook() = default;
+
+  // Is `tid` traced? The process layer calls the other methods only for
+  // traced threads (and on_thread_created for every new thread).
+  virtual bool traces(pid_t tid) const = 0;
+
+  // Before EVERY resume of a traced thread: the client's resumes and the
+  // process layer's own (stepping off a breakpoint, resuming after all-stop).
+  // `signal` is delivered with the resume. The tracer arms its trace stop
+  // and returns the kind to use: it may turn a Continue into a SingleStep
+  // (e.g. at a syscall, or to stop at a signal handler's first instruction;
+  // that step's stop then comes to on_stop), never a step into a continue.
+  virtual StepKind before_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal) = 0;
+
+  // At EVERY stop of a traced thread, before the process layer interprets
+  // it, except the SIGSTOPs the process layer itself sends to stop all
+  // threads (those threads get before_resume when they resume). A verdict
+  // other than Report while the process layer is stopping all threads means
+  // "keep it stopped quietly"; before_resume follows when it resumes.
+  virtual TraceVerdict on_stop(TracedThreadControl& control, const TracedStop& stop) = 0;
+
+  // The process layer stopped this traced thread (with the SIGSTOP it sends
+  // to stop all threads) because another thread reported: whatever it ran
+  // since its last stop is settled now, so its trace reads complete.
+  virtual void on_held(TracedThreadControl& control, pid_t tid) { (void)control, (void)tid; }
+
+  virtual void on_thread_created(pid_t tid, pid_t parent) = 0;
+  // The thread is gone; its trace stays readable (gdb may still ask).
+  virtual void on_thread_exited(pid_t tid) = 0;
+  // execve replaced the address space (the calling thread survives as the
+  // process's main thread).
+  virtual void on_exec(pid_t tid) = 0;
+
+  // A thread the hook does not trace (or a disabled one) stopped on a
+  // software trace stop another thread armed. Move it past the instruction
+  // under the int3 as if it had run (true), or answer false: the process
+  // layer then runs the real instruction with the int3 lifted and every
+  // other thread held.
+  virtual bool pass_trace_breakpoint(TracedThreadControl& control, pid_t tid) {
+    (void)control, (void)tid;
+    return false;
+  }
+
+  // Whether the hook stops threads with set_trace_stop (a debug register):
+  // the process layer then keeps that slot from the client's Z1-Z4.
+  virtual bool uses_debug_register() const { return false; }
+};
+
+}  // namespace stub::process

@@ -1,0 +1,229 @@
+#include "stub/replay/replay_engine.h"
+#include "stub/process/proc_maps.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <unordered_map>
+
+#include "protocol/amd64_registers.h"
+
+namespace stub::replay {
+using process::MemoryMapping;
+using process::parse_maps;
+using process::read_maps;
+
+namespace {
+
+using btstub::ErrorCode;
+using btstub::make_error;
+using decoder::ReplayStop;
+
+std::string hex(uint64_t value) {
+  char buffer[24];
+  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+}  // namespace
+
+std::vector<std::pair<uint64_t, uint64_t>> read_only_ranges(const std::vector<MemoryMapping>& maps) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (const MemoryMapping& m : maps) {
+    if (m.readable && !m.writable) out.emplace_back(m.begin, m.end);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> parse_read_only_maps(const std::string& text) {
+  return read_only_ranges(parse_maps(text));
+}
+
+void ProcMaps::refresh() { ranges_ = read_only_ranges(read_maps(pid_)); }
+
+std::optional<std::pair<uint64_t, uint64_t>> ProcMaps::read_only_range(uint64_t addr) {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), std::pair{addr, ~uint64_t{0}});
+  if (it == ranges_.begin()) return std::nullopt;
+  --it;
+  if (addr >= it->first && addr < it->second) return *it;
+  return std::nullopt;
+}
+
+// Code bytes of the stopped program, a page at a time: decoding a history
+// reads the same few pages over and over, and a process read is a syscall.
+class ReplayEngine::CodeReader final : public decoder::CodeReader {
+ public:
+  explicit CodeReader(Process& process) : process_(process) {}
+
+  std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) override {
+    std::size_t done = 0;
+    while (done < len) {
+      const uint64_t at = addr + done;
+      const std::vector<uint8_t>& page = page_at(at & ~kPageMask);
+      const std::size_t offset = static_cast<std::size_t>(at & kPageMask);
+      if (offset >= page.size()) break;
+      const std::size_t n = std::min(len - done, page.size() - offset);
+      std::copy_n(page.data() + offset, n, out + done);
+      done += n;
+      if (offset + n < kPageSize && page.size() < kPageSize) break;  // short page: end of mapping
+    }
+    return done;
+  }
+  void clear() { pages_.clear(); }
+
+ private:
+  static constexpr uint64_t kPageSize = 4096;
+  static constexpr uint64_t kPageMask = kPageSize - 1;
+
+  const std::vector<uint8_t>& page_at(uint64_t page) {
+    auto it = pages_.find(page);
+    if (it != pages_.end()) return it->second;
+    auto bytes = process_.read_memory(page, kPageSize);
+    return pages_.emplace(page, bytes ? std::move(*bytes) : std::vector<uint8_t>{}).first->second;
+  }
+
+  Process& process_;
+  std::unordered_map<uint64_t, std::vector<uint8_t>> pages_;
+};
+
+ReplayEngine::ReplayEngine(Process& process, const TraceBackend& backend, std::unique_ptr<MappingInfo> maps)
+    : process_(process),
+      backend_(backend),
+      maps_(std::move(maps)),
+      code_(std::make_unique<CodeReader>(process)) {}
+
+ReplayEngine::~ReplayEngine() = default;
+
+bool ReplayEngine::replaying(pid_t tid) const { return cursors_.count(tid) != 0; }
+
+// The thread's cursor, created at its live end on first use; nullptr when
+// the thread has no history.
+Expected<decoder::ReplayCursor*> ReplayEngine::cursor_for(pid_t tid) {
+  auto it = cursors_.find(tid);
+  if (it != cursors_.end()) return it->second.get();
+  const decoder::BlockTrace* trace = backend_.trace(tid);
+  if (trace == nullptr) return static_cast<decoder::ReplayCursor*>(nullptr);
+  if (!decoder_) {
+    auto created = decoder::InstructionDecoder::create();
+    if (!created) return created.error();
+    decoder_.emplace(std::move(*created));
+    cache_ = std::make_unique<decoder::BlockCache>(*decoder_, *code_);
+  }
+  auto regs = process_.read_registers(tid);
+  if (!regs) return regs.error();
+  using protocol::Amd64Reg;
+  decoder::LiveState live;
+  live.pc = regs->get_u64(Amd64Reg::rip);
+  if (regs->available(static_cast<unsigned>(Amd64Reg::rsp))) live.stack.rsp = regs->get_u64(Amd64Reg::rsp);
+  if (regs->available(static_cast<unsigned>(Amd64Reg::rbp))) live.stack.rbp = regs->get_u64(Amd64Reg::rbp);
+  if (cursors_.empty() && maps_) maps_->refresh();
+  auto cursor = std::make_unique<decoder::ReplayCursor>(*trace, live, *cache_);
+  return cursors_.emplace(tid, std::move(cursor)).first->second.get();
+}
+
+// A cursor back at the live end is dropped: the thread is live again.
+Expected<ReplayStop> ReplayEngine::finish(pid_t tid, ReplayStop stop) {
+  auto it = cursors_.find(tid);
+  if (it != cursors_.end() && it->second->at_live_end()) {
+    cursors_.erase(it);
+    if (cursors_.empty()) go_live();
+  }
+  return stop;
+}
+
+Expected<ReplayStop> ReplayEngine::step_back(pid_t tid) {
+  auto cursor = cursor_for(tid);
+  if (!cursor) return cursor.error();
+  if (*cursor == nullptr) return ReplayStop::HistoryBegin;
+  return finish(tid, (*cursor)->step_back());
+}
+
+Expected<ReplayStop> ReplayEngine::step_forward(pid_t tid) {
+  auto it = cursors_.find(tid);
+  if (it == cursors_.end()) return ReplayStop::HistoryEnd;
+  return finish(tid, it->second->step_forward());
+}
+
+Expected<ReplayStop> ReplayEngine::continue_back(pid_t tid, std::vector<uint64_t> breakpoints) {
+  auto cursor = cursor_for(tid);
+  if (!cursor) return cursor.error();
+  if (*cursor == nullptr) return ReplayStop::HistoryBegin;
+  std::sort(breakpoints.begin(), breakpoints.end());
+  return finish(tid, (*cursor)->continue_back(breakpoints));
+}
+
+Expected<ReplayStop> ReplayEngine::continue_forward(pid_t tid, std::vector<uint64_t> breakpoints) {
+  auto it = cursors_.find(tid);
+  if (it == cursors_.end()) return ReplayStop::HistoryEnd;
+  std::sort(breakpoints.begin(), breakpoints.end());
+  return finish(tid, it->second->continue_forward(breakpoints));
+}
+
+Expected<protocol::RegisterFile> ReplayEngine::registers(pid_t tid) {
+  auto it = cursors_.find(tid);
+  if (it == cursors_.end()) return process_.read_registers(tid);
+  using protocol::Amd64Reg;
+  protocol::RegisterFile regs;
+  regs.set_all_available(false);
+  regs.set_u64(Amd64Reg::rip, it->second->pc());
+  const decoder::StackState stack = it->second->stack();
+  if (stack.rsp) regs.set_u64(Amd64Reg::rsp, *stack.rsp);
+  if (stack.rbp) regs.set_u64(Amd64Reg::rbp, *stack.rbp);
+  return regs;
+}
+
+// Known bytes from the history; the rest from the live program only inside
+// read-only mappings. The readable prefix is returned, as for live reads.
+Expected<std::vector<uint8_t>> ReplayEngine::read_memory(pid_t tid, uint64_t addr, std::size_t len) {
+  auto it = cursors_.find(tid);
+  if (it == cursors_.end()) return process_.read_memory(addr, len);
+  const auto known = it->second->memory(addr, len);
+  std::vector<uint8_t> out;
+  out.reserve(len);
+  std::optional<std::vector<uint8_t>> live;
+  for (std::size_t i = 0; i < len; ++i) {
+    if (known[i]) {
+      out.push_back(*known[i]);
+      continue;
+    }
+    if (!maps_ || !maps_->read_only_range(addr + i)) break;
+    if (!live) {
+      auto bytes = process_.read_memory(addr, len);
+      live = bytes ? std::move(*bytes) : std::vector<uint8_t>{};
+    }
+    if (i >= live->size()) break;
+    out.push_back((*live)[i]);
+  }
+  if (out.empty()) {
+    return make_error(ErrorCode::MemoryFault, "Cannot access memory at address " + hex(addr) +
+                                                  " in the recorded past (only return addresses, saved "
+                                                  "frame pointers and read-only memory are known)");
+  }
+  return out;
+}
+
+Expected<void> ReplayEngine::check_writable(pid_t tid) const {
+  if (!replaying(tid)) return {};
+  return make_error(ErrorCode::NotSupported,
+                    "Cannot change registers or memory while replaying the recorded past; "
+                    "go forward to the live end first");
+}
+
+std::string ReplayEngine::status() {
+  if (cursors_.empty()) return "Not replaying: all threads are live.\n";
+  std::string out;
+  for (auto& [tid, cursor] : cursors_) {
+    const auto count = cursor->instruction_number();
+    out += "Thread " + std::to_string(tid) + ": replaying at instruction " + std::to_string(count.index + 1) +
+           " of " + std::to_string(count.total) + " (pc " + hex(cursor->pc()) + ")\n";
+  }
+  return out;
+}
+
+void ReplayEngine::go_live() {
+  cursors_.clear();
+  if (cache_) cache_->clear();
+  code_->clear();
+}
+
+}  // namespace stub::replay

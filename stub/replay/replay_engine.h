@@ -1,0 +1,104 @@
+#pragma once
+// Reverse execution answered from the recorded branch trace: per thread a
+// replay cursor (decoder/replay_history.h) over the thread's BlockTrace,
+// with code bytes read from the stopped program. While a thread replays,
+// its registers are rip, rsp and rbp as the history determines them (all
+// others unavailable) and its memory is what the history determines, or the
+// live bytes of read-only mappings, or an error: never a wrong value.
+//
+// The program must stay stopped while any thread replays (its traces and
+// code must not change); call go_live() before resuming it.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "decoder/block_cache.h"
+#include "decoder/instruction_decoder.h"
+#include "decoder/replay_history.h"
+#include "protocol/expected.h"
+#include "protocol/register_file.h"
+#include "stub/process/process.h"
+#include "stub/tracing/trace_backend.h"
+
+namespace stub::replay {
+
+using btstub::Expected;
+using process::Process;
+using tracing::TraceBackend;
+
+// Which addresses lie in read-only mappings (whose bytes cannot have changed
+// since the past); injected so tests can fake /proc/PID/maps.
+class MappingInfo {
+ public:
+  virtual ~MappingInfo() = default;
+  // [begin, end) of the read-only mapping holding `addr`, if any.
+  virtual std::optional<std::pair<uint64_t, uint64_t>> read_only_range(uint64_t addr) = 0;
+  // Called when a replay starts: mappings may have changed since.
+  virtual void refresh() {}
+};
+
+// MappingInfo from /proc/PID/maps: readable, not writable mappings.
+class ProcMaps final : public MappingInfo {
+ public:
+  explicit ProcMaps(pid_t pid) : pid_(pid) {}
+  std::optional<std::pair<uint64_t, uint64_t>> read_only_range(uint64_t addr) override;
+  void refresh() override;
+
+ private:
+  pid_t pid_;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // sorted
+};
+
+// Parses maps text into sorted read-only ranges (exposed for tests).
+std::vector<std::pair<uint64_t, uint64_t>> parse_read_only_maps(const std::string& text);
+
+class ReplayEngine {
+ public:
+  ReplayEngine(Process& process, const TraceBackend& backend, std::unique_ptr<MappingInfo> maps);
+  ~ReplayEngine();
+
+  // True while `tid` is at a position in its past (not at the live end).
+  bool replaying(pid_t tid) const;
+  bool any_replaying() const { return !cursors_.empty(); }
+
+  // Moves of one thread. A thread without history stops at HistoryBegin at
+  // once; reaching the live end (HistoryEnd, or a breakpoint there) ends its
+  // replay. `breakpoints` need not be sorted.
+  Expected<decoder::ReplayStop> step_back(pid_t tid);
+  Expected<decoder::ReplayStop> step_forward(pid_t tid);
+  Expected<decoder::ReplayStop> continue_back(pid_t tid, std::vector<uint64_t> breakpoints);
+  Expected<decoder::ReplayStop> continue_forward(pid_t tid, std::vector<uint64_t> breakpoints);
+
+  // The thread's registers / memory: in the past while replaying, else live.
+  Expected<protocol::RegisterFile> registers(pid_t tid);
+  Expected<std::vector<uint8_t>> read_memory(pid_t tid, uint64_t addr, std::size_t len);
+  // An error while `tid` replays (writes would change the past), else ok.
+  Expected<void> check_writable(pid_t tid) const;
+
+  // For `monitor replay status`: one line per replaying thread.
+  std::string status();
+
+  // Every thread back at its live end; caches dropped.
+  void go_live();
+
+ private:
+  class CodeReader;
+  Expected<decoder::ReplayCursor*> cursor_for(pid_t tid);
+  Expected<decoder::ReplayStop> finish(pid_t tid, decoder::ReplayStop stop);
+
+  Process& process_;
+  const TraceBackend& backend_;
+  std::unique_ptr<MappingInfo> maps_;
+  std::unique_ptr<CodeReader> code_;
+  std::optional<decoder::InstructionDecoder> decoder_;
+  std::unique_ptr<decoder::BlockCache> cache_;
+  std::map<pid_t, std::unique_ptr<decoder::ReplayCursor>> cursors_;
+};
+
+}  // namespace stub::replay

@@ -1,0 +1,263 @@
+#pragma once
+// Serves one client connection: reads bytes, feeds the RspLink, hands packets
+// to the Session, writes replies, and watches the program through SIGCHLD so
+// a stop (or a Ctrl-C from the client) is noticed while waiting for packets.
+//
+// After a reply that leaves the program stopped, the connection polls for
+// the client's next packet for a while (--busy-poll) before going back to
+// the event loop's sleep. In the VMs btstub runs in, waking a sleeping
+// process costs tens of µs (an idle vCPU halts and needs an interrupt), and
+// gdb's next packet usually follows sooner than that: a `stepi` is a stop
+// reply, a memory read and the next step, 1,500 times for `stepi 1500`.
+// A running program is not polled for: it needs the CPU btstub shares with
+// it, and its stop wakes btstub on that same CPU, which is cheap.
+#include <poll.h>
+#include <sched.h>
+#include <sys/resource.h>
+
+#include <boost/asio.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "protocol/replies.h"
+#include "protocol/rsp_link.h"
+#include "stub/server/child_signals.h"
+#include "stub/session/session.h"
+
+namespace stub::server {
+
+using session::Reply;
+using session::Session;
+
+struct ConnectionResult {
+  bool exit_server = false;
+};
+
+template <class ReadStream, class WriteStream>
+class Connection {
+ public:
+  Connection(boost::asio::io_context& io, ReadStream& in, WriteStream& out, Session& session,
+             ChildSignals& sigchld, bool remote_debug, std::chrono::microseconds busy_poll)
+      : io_(io),
+        in_(in),
+        out_(out),
+        session_(session),
+        sigchld_(sigchld),
+        remote_debug_(remote_debug),
+        busy_poll_(busy_poll) {}
+
+  ConnectionResult run() {
+    start_read();
+    watch_children();
+    io_.run();
+    io_.restart();
+    return result_;
+  }
+
+ private:
+  void start_read() {
+    in_.async_read_some(boost::asio::buffer(buffer_), [this](boost::system::error_code ec, std::size_t n) {
+      if (ec || finished_) {
+        finish();
+        return;
+      }
+      receive(n);
+      busy_poll();
+      if (closing_) {
+        finish();
+      } else {
+        start_read();
+      }
+    });
+  }
+
+  void watch_children() {
+    sigchld_.async_wait([this](boost::system::error_code ec) {
+      if (ec || finished_) return;  // cancelled: the connection is over
+      bool replied = drain_process_events();
+      flush();
+      // Only after a stop reply: a SIGCHLD whose stop the busy poll already
+      // reaped wakes us too, with nothing to say and nobody about to answer.
+      if (replied) busy_poll();
+      if (closing_) {
+        finish();
+        return;
+      }
+      watch_children();
+    });
+  }
+
+  void receive(std::size_t n) {
+    link_.receive(std::string_view(buffer_.data(), n));
+    handle_inbound();
+    flush();
+  }
+
+  // Returns whether a stop reply was sent.
+  bool drain_process_events() {
+    if (!session_.has_process() || !session_.running()) return false;
+    bool replied = false;
+    while (auto event = session_.poll_event()) {  // from any debugged process
+      if (auto reply = session_.on_process_event(*event)) {
+        send(*reply);
+        replied = true;
+      }
+      if (!session_.running()) break;
+    }
+    return replied;
+  }
+
+  // While the program is stopped, handles the client's packets as they
+  // come, without sleeping, until none has come for busy_poll_ (see the top
+  // of this file). Stops at once when a packet resumes the program (its stop
+  // wakes us through SIGCHLD, cheaply: it runs on our CPU).
+  //
+  // Each poll round yields the CPU. The client is often woken on btstub's
+  // CPU (the reply's wake-up is a "sync" one that pulls it here), and the
+  // scheduler need not preempt a poller for it: measured here, gdb then
+  // waited out the whole poll (500 µs) on about one reply in five. A yield
+  // runs it at once, and btstub, still runnable, sees its packet without
+  // being woken; with nothing else runnable a yield is one cheap syscall.
+  //
+  // Polling pays only on an otherwise idle CPU. When another process wants
+  // it for long (a build, even at nice 19), each yield hands it a time
+  // slice (ms) that a packet must wait out, where a sleeping btstub would be
+  // woken ahead of it; measured here, polling then made `stepi 1500` twice
+  // as slow. A poll round far longer than the client's own work on a reply,
+  // in which the kernel switched btstub out, shows such a slice. One alone
+  // ends the poll: on the machines measured, something else runs for ~4 ms
+  // every so often (a system daemon, gdb reading symbols), and pausing for
+  // that cost the next 100 ms of polling, a third of `stepi 1500`. A second
+  // within kContendedWindow means the CPU is contended: btstub then sleeps at
+  // once, for every reply of the next kContendedPause.
+  void busy_poll() {
+    using clock = std::chrono::steady_clock;
+    constexpr auto kDescheduled = std::chrono::microseconds(400);
+    constexpr auto kContendedWindow = std::chrono::milliseconds(50);
+    constexpr auto kContendedPause = std::chrono::milliseconds(100);
+    if (busy_poll_.count() <= 0) return;
+    auto last = clock::now();
+    if (last < contended_until_) return;
+    auto deadline = last + busy_poll_;
+    long preemptions = involuntary_switches();
+    while (!closing_ && !finished_ && !session_.running()) {
+      const bool ready = input_ready();
+      auto now = clock::now();
+      // Measured whether or not the packet came meanwhile: under load it
+      // usually has, by the time a competitor hands the CPU back.
+      bool long_round = now - last > kDescheduled && preempted_since(preemptions);
+      if (long_round) {
+        if (now - last_long_round_ < kContendedWindow) contended_until_ = now + kContendedPause;
+        last_long_round_ = now;
+      }
+      if (ready) {
+        boost::system::error_code ec;
+        std::size_t n = in_.read_some(boost::asio::buffer(buffer_), ec);
+        if (ec) {
+          closing_ = true;  // the client hung up: finish() follows in the caller
+          return;
+        }
+        receive(n);
+        if (long_round) return;
+        last = clock::now();
+        deadline = last + busy_poll_;
+        preemptions = involuntary_switches();  // a switch while handling it is no poll round's
+        continue;
+      }
+      if (long_round || now >= deadline) return;
+      last = now;
+      ::sched_yield();
+    }
+  }
+
+  // How often the kernel switched this thread out while it could run. A
+  // long poll round without one was the hypervisor pausing the whole vCPU
+  // (steal time): nothing on this machine wants the CPU, so polling goes on.
+  static long involuntary_switches() {
+    rusage usage{};
+    return ::getrusage(RUSAGE_THREAD, &usage) == 0 ? usage.ru_nivcsw : -1;
+  }
+  static bool preempted_since(long before) {
+    long now = involuntary_switches();
+    return before < 0 || now < 0 || now != before;
+  }
+
+  // Readable now, or hung up (the read then reports it).
+  bool input_ready() {
+    pollfd p{};
+    p.fd = in_.native_handle();
+    p.events = POLLIN;
+    return ::poll(&p, 1, 0) > 0;
+  }
+
+  void handle_inbound() {
+    while (!closing_) {
+      auto inbound = link_.next();
+      if (!inbound) break;
+      if (std::holds_alternative<protocol::InboundInterrupt>(*inbound)) {
+        if (remote_debug_) std::fprintf(stderr, "btstub: interrupt\n");
+        session_.on_interrupt();
+        continue;
+      }
+      const std::string& payload = std::get<protocol::InboundPacket>(*inbound).payload;
+      if (remote_debug_) std::fprintf(stderr, "getpkt (\"%s\")\n", payload.c_str());
+      Reply reply = session_.handle_packet(payload);
+      if (!reply.console.empty()) send(protocol::reply_console_output(reply.console));
+      if (reply.payload) send(*reply.payload);
+      if (payload == "QStartNoAckMode" && reply.payload == protocol::reply_ok()) link_.set_no_ack_mode(true);
+      if (reply.exit_server) result_.exit_server = true;
+      if (reply.close_connection || reply.exit_server) closing_ = true;
+      // The program may already have stopped again (a step is quick); its
+      // SIGCHLD is queued too, but look now so no reply waits on it.
+      if (!reply.payload && !reply.close_connection) drain_process_events();
+    }
+  }
+
+  void send(const std::string& payload) {
+    if (remote_debug_) std::fprintf(stderr, "putpkt (\"%s\")\n", payload.c_str());
+    link_.send(payload);
+  }
+
+  // Once the client has a step's stop reply, the session may run the
+  // next step ahead while the client works on it (stub/session/step_ahead.h).
+  void flush() {
+    if (!link_.has_output()) return;
+    std::string bytes = link_.take_output();
+    boost::system::error_code ec;
+    boost::asio::write(out_, boost::asio::buffer(bytes), ec);
+    if (ec) closing_ = true;
+    if (session_.wants_run_ahead() && !closing_ && !finished_) session_.run_ahead();
+  }
+
+  // Cancels what is pending instead of stopping the io_context, so every
+  // handler has run (and none refers to this object) when run() returns.
+  void finish() {
+    if (finished_) return;
+    finished_ = true;
+    flush();
+    boost::system::error_code ignored;
+    sigchld_.cancel(ignored);
+    in_.cancel(ignored);
+  }
+
+  boost::asio::io_context& io_;
+  ReadStream& in_;
+  WriteStream& out_;
+  Session& session_;
+  ChildSignals& sigchld_;
+  bool remote_debug_;
+  std::chrono::microseconds busy_poll_;
+  std::chrono::steady_clock::time_point contended_until_{};  // no polling before then
+  std::chrono::steady_clock::time_point last_long_round_{};  // see busy_poll
+  protocol::RspLink link_;
+  std::array<char, 4096> buffer_{};
+  bool closing_ = false;
+  bool finished_ = false;
+  ConnectionResult result_;
+};
+
+}  // namespace stub::server

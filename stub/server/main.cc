@@ -1,0 +1,55 @@
+// btstub entry point: parse the gdbserver-compatible command line and run.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "stub/tracing/backend_probe.h"
+#include "stub/process/ptrace_process.h"
+#include "stub/server/options.h"
+#include "stub/server/server.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto command_line = stub::server::parse_command_line(args);
+  if (!command_line) {
+    std::fprintf(stderr, "btstub: %s\n\n%s", command_line.error().message.c_str(), stub::server::usage_text().c_str());
+    return 2;
+  }
+  if (command_line->mode == stub::server::CommandLine::Mode::Help) {
+    std::fputs(stub::server::usage_text().c_str(), stdout);
+    return 0;
+  }
+  if (command_line->mode == stub::server::CommandLine::Mode::Version) {
+    std::printf("btstub %s\nA gdbserver-compatible debug server with branch tracing and reverse execution.\n",
+                BTSTUB_VERSION);
+    return 0;
+  }
+  if (command_line->mode == stub::server::CommandLine::Mode::Probe) {
+    auto seam = stub::tracing::make_linux_perf_seam();
+    std::fputs(stub::tracing::format_probe(stub::tracing::probe_backends(*seam)).c_str(), stdout);
+    // Not a branch-trace backend, but what Z1-Z4 and --trace-stops=debugreg need.
+    std::printf("debug registers: %s\n", stub::process::PtraceProcess::debug_registers_work()
+                                               ? "trap (hardware breakpoints and watchpoints work)"
+                                               : "never trap here (no hardware breakpoints or watchpoints)");
+    return 0;
+  }
+  if (command_line->trace_backend != stub::tracing::TraceBackendChoice::Software) {
+    // Resolved before anything starts: an absent backend is a usage error.
+    auto seam = stub::tracing::make_linux_perf_seam();
+    auto backend = stub::tracing::resolve_backend(stub::tracing::probe_backends(*seam), command_line->trace_backend);
+    if (!backend) {
+      std::fprintf(stderr, "btstub: %s\n", backend.error().message.c_str());
+      return 2;
+    }
+    command_line->trace_backend = *backend;
+  }
+  try {
+    stub::server::Server server(std::move(*command_line));
+    return server.run();
+  } catch (const std::exception& e) {
+    // Start-up failures from the libraries (e.g. Asio) end here, never a crash.
+    std::fprintf(stderr, "btstub: %s\n", e.what());
+    return 1;
+  }
+}

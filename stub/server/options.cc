@@ -1,0 +1,275 @@
+#include "stub/server/options.h"
+
+#include <charconv>
+#include <sstream>
+
+namespace stub::server {
+
+namespace {
+
+using btstub::ErrorCode;
+using btstub::make_error;
+
+bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
+
+std::optional<long> parse_number(const std::string& text) {
+  long value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+void add_disabled_packets(CommandLine& cl, const std::string& list) {
+  std::istringstream in(list);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    if (!name.empty()) cl.disabled_packets.insert(name);
+  }
+}
+
+btstub::Expected<void> parse_trace_option(CommandLine& cl, const std::string& a) {
+  auto value = a.substr(a.find('=') + 1);
+  if (starts_with(a, "--backend=")) {
+    if (value == "auto") cl.trace_backend = TraceBackendChoice::Auto;
+    else if (value == "software") cl.trace_backend = TraceBackendChoice::Software;
+    else if (value == "perf-bts") cl.trace_backend = TraceBackendChoice::PerfBts;
+    else if (value == "intel-bts") cl.trace_backend = TraceBackendChoice::IntelBts;
+    else return make_error(ErrorCode::InvalidArgument,
+                           "Bad --backend '" + value + "': expected auto, software, perf-bts or intel-bts");
+  } else if (starts_with(a, "--trace-size=")) {
+    auto size = parse_trace_size(value);
+    if (!size) return size.error();
+    cl.trace_config.buffer_bytes = *size;
+  } else if (starts_with(a, "--trace-stops=")) {
+    if (value == "int3") cl.trace_stops = TraceStopChoice::Int3;
+    else if (value == "debugreg") cl.trace_stops = TraceStopChoice::DebugRegister;
+    else if (value == "step") cl.trace_stops = TraceStopChoice::SingleStep;
+    else return make_error(ErrorCode::InvalidArgument,
+                           "Bad --trace-stops '" + value + "': expected int3, debugreg or step");
+  } else if (starts_with(a, "--trace-full=")) {
+    if (value == "drop") cl.trace_config.overflow = decoder::OverflowPolicy::DropOldest;
+    else if (value == "stop") cl.trace_config.overflow = decoder::OverflowPolicy::Stop;
+    else return make_error(ErrorCode::InvalidArgument, "Bad --trace-full '" + value + "': expected drop or stop");
+  }
+  return {};
+}
+
+bool is_trace_option(const std::string& a) {
+  return starts_with(a, "--backend=") || starts_with(a, "--trace-size=") || starts_with(a, "--trace-full=") ||
+         starts_with(a, "--trace-stops=");
+}
+
+}  // namespace
+
+btstub::Expected<uint64_t> parse_trace_size(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return make_error(ErrorCode::InvalidArgument, "Bad --trace-size '" + text + "': " + why);
+  };
+  std::string digits = text;
+  uint64_t unit = 1;
+  if (!digits.empty() && (digits.back() == 'k' || digits.back() == 'K')) unit = 1024;
+  if (!digits.empty() && (digits.back() == 'm' || digits.back() == 'M')) unit = 1024 * 1024;
+  if (unit != 1) digits.pop_back();
+  int base = 10;
+  if (starts_with(digits, "0x") || starts_with(digits, "0X")) {
+    digits = digits.substr(2);
+    base = 16;
+  }
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, base);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
+    return bad("expected a number of bytes");
+  }
+  if (value > kMaxTraceSize / unit) return bad("at most " + std::to_string(kMaxTraceSize) + " bytes");
+  value *= unit;
+  if (value < kMinTraceSize) return bad("at least " + std::to_string(kMinTraceSize) + " bytes (one branch)");
+  return value;
+}
+
+std::string usage_text() {
+  return "Usage:\tbtstub [OPTIONS] COMM PROG [ARGS ...]\n"
+         "\tbtstub [OPTIONS] --attach COMM PID\n"
+         "\tbtstub [OPTIONS] --multi COMM\n"
+         "\n"
+         "COMM is HOST:PORT to listen for a TCP connection (HOST defaults to\n"
+         "127.0.0.1), or '-' or 'stdio' to use stdin/stdout of btstub.\n"
+         "\n"
+         "Options:\n"
+         "  --help                Print this message and exit.\n"
+         "  --version             Display version information and exit.\n"
+         "  --once                Exit after the first connection has closed.\n"
+         "  --attach              Attach to the process PID.\n"
+         "  --multi               Start without a program (extended-remote).\n"
+         "  --wrapper WRAPPER --  Run WRAPPER to start new programs.\n"
+         "  --disable-randomization\n"
+         "                        Run PROG with address space randomization disabled (default).\n"
+         "  --no-disable-randomization\n"
+         "                        Don't disable address space randomization when starting PROG.\n"
+         "  --disable-packet=PKT1[,PKT2,...]\n"
+         "                        Answer these packets as unsupported (e.g. vCont,qC,T).\n"
+         "  --remote-debug        Log every packet on stderr.\n"
+         "  --no-pin-cpu          Let btstub and PROG run on any CPU (default: both on\n"
+         "                        the CPU btstub starts on; ptrace stops cost far\n"
+         "                        less when tracer and program share a CPU).\n"
+         "  --busy-poll=USEC      After a reply that leaves PROG stopped, poll for the\n"
+         "                        client's next packet for up to USEC microseconds\n"
+         "                        before sleeping (default 500; 0: never). Each wake-up\n"
+         "                        from sleep costs tens of µs in a VM.\n"
+         "  --no-step-ahead       Do not run PROG's next single step while the client is\n"
+         "                        still busy with the last one (default: run it, and\n"
+         "                        undo it if the client asks for something else).\n"
+         "  --no-vfile            Refuse vFile packets: the client cannot read, or delete,\n"
+         "                        files with btstub's rights (see docs/security.md).\n"
+         "  --no-run              Refuse vRun, vAttach and R: the client cannot start or\n"
+         "                        attach to any other program.\n"
+         "  --startup-with-shell, --no-startup-with-shell\n"
+         "                        Accepted for gdbserver compatibility; btstub execs PROG directly.\n"
+         "\n"
+         "Branch tracing:\n"
+         "  --record              Trace the branches of every thread from PROG's first\n"
+         "                        instruction (as `monitor record start` at once).\n"
+         "  --backend=auto|software|perf-bts|intel-bts\n"
+         "                        Branch-trace backend (default auto: intel-bts, else\n"
+         "                        perf-bts, else software; see --probe).\n"
+         "  --probe               Print what branch-trace hardware this machine has\n"
+         "                        and which backend auto picks, then exit.\n"
+         "  --trace-size=BYTES    Trace buffer per thread, in bytes (24 per branch;\n"
+         "                        k/m suffixes, 0x hex; default 64k).\n"
+         "  --trace-full=drop|stop\n"
+         "                        When a buffer is full: drop the oldest branches\n"
+         "                        (default) or stop the program and report it.\n"
+         "  --trace-stops=int3|debugreg|step\n"
+         "                        How the software tracer stops a thread at the end of\n"
+         "                        a block: int3s, whose transfers it emulates and looks\n"
+         "                        past (default: fewest stops); a debug register (one\n"
+         "                        stop per block, where they trap; leaves Z1-Z4 three);\n"
+         "                        or a single step per instruction.\n";
+}
+
+btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>& args) {
+  CommandLine cl;
+  bool attach = false;
+  bool multi = false;
+  std::vector<std::string> positional;
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (!positional.empty() && !starts_with(a, "--")) {
+      break;  // the program and its arguments start here
+    }
+    if (a == "--help") {
+      cl.mode = CommandLine::Mode::Help;
+      return cl;
+    } else if (a == "--version") {
+      cl.mode = CommandLine::Mode::Version;
+      return cl;
+    } else if (a == "--probe") {
+      cl.mode = CommandLine::Mode::Probe;
+      return cl;
+    } else if (a == "--once") {
+      cl.once = true;
+    } else if (a == "--attach") {
+      attach = true;
+    } else if (a == "--multi") {
+      multi = true;
+    } else if (a == "--no-disable-randomization") {
+      cl.disable_randomization = false;
+    } else if (a == "--disable-randomization") {
+      cl.disable_randomization = true;
+    } else if (a == "--no-pin-cpu") {
+      cl.pin_cpu = false;
+    } else if (a == "--no-step-ahead") {
+      cl.step_ahead = false;
+    } else if (starts_with(a, "--busy-poll=")) {
+      auto us = parse_number(a.substr(std::string_view("--busy-poll=").size()));
+      if (!us || *us < 0 || *us > kMaxBusyPollMicroseconds) {
+        return make_error(ErrorCode::InvalidArgument,
+                          "Bad " + a + ": expected microseconds from 0 to " +
+                              std::to_string(kMaxBusyPollMicroseconds));
+      }
+      cl.busy_poll_us = static_cast<unsigned>(*us);
+    } else if (a == "--record") {
+      cl.record = true;
+    } else if (a == "--no-vfile") {
+      cl.no_vfile = true;
+    } else if (a == "--no-run") {
+      cl.no_run = true;
+    } else if (is_trace_option(a)) {
+      if (auto r = parse_trace_option(cl, a); !r) return r.error();
+    } else if (a == "--remote-debug" || a == "--debug") {
+      cl.remote_debug = true;
+    } else if (a == "--startup-with-shell" || a == "--no-startup-with-shell" || starts_with(a, "--debug-format=")) {
+      // accepted for compatibility
+    } else if (starts_with(a, "--disable-packet=")) {
+      add_disabled_packets(cl, a.substr(std::string_view("--disable-packet=").size()));
+    } else if (a == "--wrapper") {
+      std::size_t j = i + 1;
+      while (j < args.size() && args[j] != "--") cl.wrapper.push_back(args[j++]);
+      if (j == args.size() || cl.wrapper.empty()) {
+        return make_error(ErrorCode::InvalidArgument, "--wrapper needs a command ending with --");
+      }
+      i = j;
+    } else if (a == "--") {
+      ++i;
+      break;
+    } else if (starts_with(a, "--")) {
+      return make_error(ErrorCode::InvalidArgument, "Unknown argument: " + a);
+    } else {
+      positional.push_back(a);  // COMM
+    }
+  }
+  if (positional.empty()) {
+    if (i < args.size()) positional.push_back(args[i++]);
+    else return make_error(ErrorCode::InvalidArgument, "Missing COMM argument");
+  }
+  cl.comm = positional.front();
+  std::vector<std::string> rest(args.begin() + static_cast<long>(i), args.end());
+
+  if (attach && multi) return make_error(ErrorCode::InvalidArgument, "--attach and --multi cannot be used together");
+  if (attach) {
+    cl.mode = CommandLine::Mode::Attach;
+    if (rest.size() != 1) return make_error(ErrorCode::InvalidArgument, "--attach needs exactly one PID");
+    auto pid = parse_number(rest[0]);
+    if (!pid || *pid <= 0 || *pid > 0x3fffffff) {
+      return make_error(ErrorCode::InvalidArgument, "Invalid PID: " + rest[0]);
+    }
+    cl.attach_pid = static_cast<int>(*pid);
+  } else if (multi) {
+    cl.mode = CommandLine::Mode::Multi;
+    cl.program = rest;
+  } else {
+    cl.mode = CommandLine::Mode::Launch;
+    if (rest.empty()) return make_error(ErrorCode::InvalidArgument, "No program specified");
+    cl.program = rest;
+  }
+  if (!cl.stdio()) {
+    if (auto addr = parse_listen_address(cl.comm); !addr) return addr.error();
+  }
+  return cl;
+}
+
+btstub::Expected<ListenAddress> parse_listen_address(const std::string& comm) {
+  std::string text = comm;
+  for (std::string_view prefix : {"tcp:", "tcp4:"}) {
+    if (starts_with(text, prefix)) text = text.substr(prefix.size());
+  }
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "Bad COMM '" + comm + "': expected [HOST]:PORT, '-' or 'stdio'");
+  }
+  ListenAddress addr;
+  addr.host = text.substr(0, colon);
+  if (addr.host.size() >= 2 && addr.host.front() == '[' && addr.host.back() == ']') {
+    addr.host = addr.host.substr(1, addr.host.size() - 2);
+  }
+  if (addr.host.empty()) addr.host = "127.0.0.1";  // never listen on every address by accident
+  auto port = parse_number(text.substr(colon + 1));
+  if (!port || *port < 0 || *port > 65535) {
+    return make_error(ErrorCode::InvalidArgument, "Bad port in '" + comm + "'");
+  }
+  addr.port = static_cast<unsigned short>(*port);
+  return addr;
+}
+
+}  // namespace stub::server

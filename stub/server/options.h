@@ -1,0 +1,75 @@
+#pragma once
+// btstub's command line, compatible with gdbserver's:
+//   btstub [OPTIONS] COMM PROG [ARGS..]
+//   btstub [OPTIONS] --attach COMM PID
+//   btstub [OPTIONS] --multi COMM
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "protocol/expected.h"
+#include "stub/tracing/trace_backend.h"
+
+namespace stub::server {
+
+using tracing::TraceBackendChoice;
+using tracing::TraceConfig;
+
+// --trace-stops: how the software tracer stops a thread at the end of a
+// block (stub::tracing::TraceStops).
+enum class TraceStopChoice {
+  Int3,           // int3s with emulated transfers and lookahead (default: fewest stops)
+  DebugRegister,  // a debug-register execution breakpoint per block
+  SingleStep,     // every instruction stepped (slow, for comparison)
+};
+
+// Limits of --trace-size: one BTS record, and a bound that keeps a typo
+// from reserving the machine's memory (the buffer is allocated up front).
+inline constexpr uint64_t kMinTraceSize = 24;
+inline constexpr uint64_t kMaxTraceSize = uint64_t{1} << 32;
+
+// --busy-poll: how long btstub keeps polling for the client's next packet (or
+// a step's stop) before it sleeps. Long enough to cover gdb's turnaround
+// between the packets of one command (tens to a few hundred µs here); the
+// upper bound keeps a typo from spinning a CPU for seconds per packet.
+inline constexpr unsigned kDefaultBusyPollMicroseconds = 500;
+inline constexpr unsigned kMaxBusyPollMicroseconds = 100000;
+
+struct CommandLine {
+  enum class Mode { Launch, Attach, Multi, Help, Version, Probe };  // Probe: --probe
+  Mode mode = Mode::Launch;
+  std::string comm;                    // "[HOST]:PORT", "-" or "stdio"
+  std::vector<std::string> program;    // PROG ARGS..
+  int attach_pid = 0;
+  bool once = false;
+  bool disable_randomization = true;
+  std::vector<std::string> wrapper;
+  std::set<std::string> disabled_packets;
+  bool remote_debug = false;           // log packets on stderr
+  bool pin_cpu = true;                 // --no-pin-cpu clears: see stub/server/cpu_affinity.h
+  bool step_ahead = true;              // --no-step-ahead clears: see stub/session/step_ahead.h
+  unsigned busy_poll_us = kDefaultBusyPollMicroseconds;  // --busy-poll=: see stub/server/connection.h
+  bool record = false;                 // --record: trace every thread from the first instruction
+  TraceBackendChoice trace_backend = TraceBackendChoice::Auto;  // --backend=
+  TraceConfig trace_config;            // --trace-size=, --trace-full=
+  TraceStopChoice trace_stops = TraceStopChoice::Int3;  // --trace-stops=
+  bool no_vfile = false;               // --no-vfile: vFile (host file access) unsupported
+  bool no_run = false;                 // --no-run: vRun/vAttach/R refused (docs/security.md)
+
+  bool stdio() const { return comm == "-" || comm == "stdio"; }
+};
+
+btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>& args);
+std::string usage_text();
+// "--trace-size=" values: decimal or 0x hex bytes, optional k/K or m/M suffix.
+btstub::Expected<uint64_t> parse_trace_size(const std::string& text);
+
+// Where to listen: host defaults to 127.0.0.1 for a bare ":PORT".
+struct ListenAddress {
+  std::string host;
+  unsigned short port = 0;
+};
+btstub::Expected<ListenAddress> parse_listen_address(const std::string& comm);
+
+}  // namespace stub::server

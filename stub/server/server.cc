@@ -1,0 +1,332 @@
+#include "stub/server/server.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <csignal>
+#include <cstdio>
+
+#include "stub/tracing/backend_probe.h"
+#include "stub/server/connection.h"
+#include "stub/server/cpu_affinity.h"
+#include "stub/process/ptrace_process.h"
+
+namespace stub::server {
+
+using process::LaunchOptions;
+using tracing::HardwareTrace;
+using tracing::TraceStops;
+using tracing::intel_bts_pmu_type;
+using tracing::make_linux_perf_seam;
+using session::SessionConfig;
+using session::SessionHandover;
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+Server::Server(CommandLine command_line) : command_line_(std::move(command_line)) {}
+
+std::unique_ptr<Process> Server::trace(std::unique_ptr<PtraceProcess> process) {
+  if (tracer_) {
+    tracer_->forget_process();
+    tracer_->set_control(process.get());
+    process->set_trace_hook(tracer_.get());
+    tracer_->adopt_threads(process->threads());
+  }
+  if (hardware_) {
+    hardware_->forget_process();
+    hardware_->set_control(process.get());
+    process->set_trace_hook(hardware_.get());
+    hardware_->adopt_threads(process->threads());
+  }
+  return process;
+}
+
+TraceBackend* Server::trace_backend() const {
+  if (hardware_) return hardware_.get();
+  return tracer_.get();
+}
+
+Expected<std::unique_ptr<Process>> Server::launch_program(const std::vector<std::string>& argv) {
+  LaunchOptions options;
+  options.argv = argv;
+  options.wrapper = command_line_.wrapper;
+  options.disable_randomization = command_line_.disable_randomization;
+  options.stdio_to_stderr = command_line_.stdio();
+  options.foreground = true;
+  auto launched = PtraceProcess::launch(options);
+  if (!launched) return launched.error();
+  std::fprintf(stderr, "Process %s created; pid = %d\n", argv.front().c_str(), static_cast<int>((*launched)->pid()));
+  return trace(std::move(*launched));
+}
+
+Expected<std::unique_ptr<Process>> Server::start_program() {
+  if (command_line_.mode == CommandLine::Mode::Attach) {
+    auto attached = PtraceProcess::attach(command_line_.attach_pid);
+    if (!attached) return attached.error();
+    std::fprintf(stderr, "Attached; pid = %d\n", command_line_.attach_pid);
+    return trace(std::move(*attached));
+  }
+  return launch_program(command_line_.program);
+}
+
+bool Server::starts_with_program() const {
+  return command_line_.mode != CommandLine::Mode::Multi || !command_line_.program.empty();
+}
+
+std::string Server::default_program() const {
+  return command_line_.program.empty() ? std::string() : command_line_.program.front();
+}
+
+// --no-run: the program already being debugged stays; nothing else starts.
+btstub::Error Server::refused_by_no_run(const std::string& what) {
+  std::fprintf(stderr, "%s is disabled (--no-run)\n", what.c_str());
+  return btstub::make_error(btstub::ErrorCode::NotSupported, what + " is disabled (--no-run)");
+}
+
+Expected<void> Server::may_start_programs() const {
+  if (!command_line_.no_run) return {};
+  return btstub::make_error(btstub::ErrorCode::NotSupported,
+                            "Starting or attaching to programs is disabled (--no-run)");
+}
+
+// The old program goes first: two traced programs at once could steal each
+// other's wait statuses, and gdb has killed or detached it already anyway.
+Expected<Process*> Server::launch(const std::vector<std::string>& argv) {
+  if (command_line_.no_run) return refused_by_no_run("Running programs");
+  release_program();
+  auto launched = launch_program(argv);
+  if (!launched) {
+    std::fprintf(stderr, "%s\n", launched.error().message.c_str());
+    return launched.error();
+  }
+  process_ = std::move(*launched);
+  return process_.get();
+}
+
+Expected<Process*> Server::attach(pid_t pid) {
+  if (command_line_.no_run) return refused_by_no_run("Attaching to programs");
+  release_program();
+  auto attached = PtraceProcess::attach(pid);
+  if (!attached) {
+    std::fprintf(stderr, "%s\n", attached.error().message.c_str());
+    return attached.error();
+  }
+  std::fprintf(stderr, "Attached; pid = %d\n", static_cast<int>(pid));
+  process_ = trace(std::move(*attached));
+  return process_.get();
+}
+
+void Server::release_program() {
+  if (!process_) return;
+  if (tracer_) tracer_->set_control(nullptr);  // the control is the process going away
+  if (hardware_) hardware_->set_control(nullptr);
+  if (process_->attached()) {
+    if (process_->detach()) std::fprintf(stderr, "Detached from process %d\n", static_cast<int>(process_->pid()));
+  } else {
+    (void)process_->kill();
+  }
+  process_.reset();
+}
+
+// int3s by default, even where debug registers trap: only they let the
+// tracer run past transfers (lookahead), and on record_bench's workload they
+// took 0.48 stops per taken branch against the debug register's 1.48, 5.7x
+// less time (docs/performance.md). All four debug registers then stay for
+// the client's Z1-Z4.
+Expected<std::unique_ptr<SoftwareTracer>> Server::make_software_tracer() const {
+  TraceStops stops = TraceStops::Breakpoint;
+  switch (command_line_.trace_stops) {
+    case TraceStopChoice::Int3: break;
+    case TraceStopChoice::DebugRegister:
+      if (!PtraceProcess::debug_registers_work()) {
+        return btstub::make_error(btstub::ErrorCode::NotSupported,
+                                  "--trace-stops=debugreg: debug registers do not trap on this machine");
+      }
+      stops = TraceStops::DebugRegister;
+      break;
+    case TraceStopChoice::SingleStep: stops = TraceStops::SingleStep; break;
+  }
+  return SoftwareTracer::create(command_line_.trace_config, command_line_.record, stops);
+}
+
+int Server::run() {
+  std::signal(SIGPIPE, SIG_IGN);  // a vanished client is a read/write error, not a death
+  if (command_line_.pin_cpu) {
+    // Programs started later inherit the binding (see cpu_affinity.h).
+    if (auto pinned = pin_to_current_cpu(); !pinned) {
+      std::fprintf(stderr, "btstub: warning: %s; running unpinned\n", pinned.error().message.c_str());
+    }
+  }
+  auto choice = command_line_.trace_backend;
+  if (choice == TraceBackendChoice::PerfBts || choice == TraceBackendChoice::IntelBts) {
+    perf_seam_ = make_linux_perf_seam();
+    PerfBackend::Options options;
+    options.kind = choice == TraceBackendChoice::IntelBts ? HardwareTrace::IntelBts : HardwareTrace::PerfBts;
+    options.intel_bts_type = intel_bts_pmu_type(*perf_seam_).value_or(0);
+    options.config = command_line_.trace_config;
+    options.enable_all = command_line_.record;
+    hardware_ = std::make_unique<PerfBackend>(*perf_seam_, options);
+    return command_line_.stdio() ? serve_stdio() : serve_tcp();
+  }
+  auto tracer = make_software_tracer();
+  if (!tracer && command_line_.trace_stops != TraceStopChoice::Int3) {
+    std::fprintf(stderr, "btstub: %s\n", tracer.error().message.c_str());  // asked for by name
+    return 1;
+  }
+  if (!tracer) {
+    std::fprintf(stderr, "btstub: branch tracing unavailable: %s\n", tracer.error().message.c_str());
+  } else {
+    tracer_ = std::move(*tracer);
+  }
+  return command_line_.stdio() ? serve_stdio() : serve_tcp();
+}
+
+namespace {
+
+// Asio opens and accepts sockets without close-on-exec: every program
+// btstub starts would inherit the listener (and answer connections on it
+// after --once closed ours) and the client's connection.
+void set_cloexec(int fd) { (void)::fcntl(fd, F_SETFD, FD_CLOEXEC); }
+
+// `handover`: what the previous client left with the program kept for this
+// one (taken here), and on return what this client leaves (nullopt when the
+// program is not to be kept: gone, or running).
+template <class In, class Out>
+ConnectionResult serve(asio::io_context& io, In& in, Out& out, Process* process, ProcessFactory* factory,
+                       TraceBackend* trace_backend, ChildSignals& sigchld, const CommandLine& cl,
+                       std::optional<SessionHandover>& handover) {
+  SessionConfig config;
+  config.disabled_packets = cl.disabled_packets;
+  config.step_ahead = cl.step_ahead;
+  // The empty reply, not an error: gdb then reads files locally instead.
+  if (cl.no_vfile) config.disabled_packets.insert("vFile");
+  Session session(config, process);
+  session.process_factory = factory;
+  session.trace_backend = trace_backend;
+  if (handover) session.take_over(*handover);
+  Connection<In, Out> connection(io, in, out, session, sigchld, cl.remote_debug,
+                                 std::chrono::microseconds(cl.busy_poll_us));
+  ConnectionResult result = connection.run();
+  handover = session.handover();
+  return result;
+}
+
+}  // namespace
+
+int Server::serve_stdio() {
+  if (starts_with_program()) {
+    auto process = start_program();
+    if (!process) {
+      std::fprintf(stderr, "%s\nExiting\n", process.error().message.c_str());
+      return 1;
+    }
+    process_ = std::move(*process);
+  }
+  asio::io_context io;
+  ChildSignals sigchld(io);
+  asio::posix::stream_descriptor in(io, ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0));
+  asio::posix::stream_descriptor out(io, ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0));
+  std::fprintf(stderr, "Remote debugging using stdio\n");
+  std::optional<SessionHandover> handover;
+  serve(io, in, out, process_.get(), this, trace_backend(), sigchld, command_line_, handover);
+  release_program();
+  return 0;
+}
+
+int Server::serve_tcp() {
+  auto address = parse_listen_address(command_line_.comm);
+  if (!address) {
+    std::fprintf(stderr, "%s\n", address.error().message.c_str());
+    return 1;
+  }
+  asio::io_context io;
+  ChildSignals sigchld(io);
+  boost::system::error_code ec;
+  auto ip = asio::ip::make_address(address->host, ec);
+  if (ec) {
+    tcp::resolver resolver(io);
+    auto results = resolver.resolve(address->host, "", ec);
+    if (ec || results.empty()) {
+      std::fprintf(stderr, "Can't resolve host %s: %s\n", address->host.c_str(), ec.message().c_str());
+      return 1;
+    }
+    ip = results.begin()->endpoint().address();
+  }
+  tcp::acceptor acceptor(io);
+  tcp::endpoint endpoint(ip, address->port);
+  if (!acceptor.open(endpoint.protocol(), ec)) set_cloexec(acceptor.native_handle());
+  if (ec || acceptor.set_option(tcp::acceptor::reuse_address(true), ec) ||
+      acceptor.bind(endpoint, ec) || acceptor.listen(1, ec)) {
+    std::fprintf(stderr, "Can't bind address: %s.\nExiting\n",
+                 ec == asio::error::address_in_use ? "Address already in use" : ec.message().c_str());
+    return 1;
+  }
+
+  if (starts_with_program()) {
+    auto process = start_program();
+    if (!process) {
+      std::fprintf(stderr, "%s\nExiting\n", process.error().message.c_str());
+      return 1;
+    }
+    process_ = std::move(*process);
+  }
+  if (!ip.is_loopback()) {
+    std::fprintf(stderr,
+                 "btstub: warning: listening on %s, not on a loopback address: anyone who can reach "
+                 "port %u controls the program and can read files with btstub's rights (see "
+                 "--no-vfile, --no-run and docs/security.md)\n",
+                 ip.to_string().c_str(), static_cast<unsigned>(acceptor.local_endpoint().port()));
+  }
+  std::fprintf(stderr, "Listening on port %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
+
+  std::optional<SessionHandover> handover;  // from the previous client, for a kept program
+  for (;;) {
+    tcp::socket socket(io);
+    acceptor.accept(socket, ec);
+    if (ec) {
+      std::fprintf(stderr, "Accept failed: %s\n", ec.message().c_str());
+      release_program();
+      return 1;
+    }
+    set_cloexec(socket.native_handle());
+    // --once: nobody else may connect, not even while this client is served.
+    if (command_line_.once) acceptor.close(ec);
+    auto peer = socket.remote_endpoint(ec);
+    std::fprintf(stderr, "Remote debugging from host %s, port %u\n", peer.address().to_string().c_str(),
+                 static_cast<unsigned>(peer.port()));
+    socket.set_option(tcp::no_delay(true), ec);
+    ConnectionResult result =
+        serve(io, socket, socket, process_.get(), this, trace_backend(), sigchld, command_line_, handover);
+    if (handover && !result.exit_server && !command_line_.once && process_ && !process_->attached()) {
+      // The client went away (gdb's `disconnect`) leaving the program it
+      // launched stopped: the next client gets it as it is, as from
+      // gdbserver. (A program attached to is still let go: detached, it
+      // runs on as its owner expects; see docs/reliability.md.)
+      std::fprintf(stderr, "Remote side has terminated connection.  btstub will reopen the connection.\n");
+      std::fprintf(stderr, "Listening on port %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
+      continue;
+    }
+    handover.reset();
+    release_program();
+    if (result.exit_server || command_line_.once || command_line_.mode == CommandLine::Mode::Attach) break;
+    // Without --once, a client that killed the program (or left it
+    // running) is followed by one with a fresh copy of the program; in
+    // --multi mode it starts with none, as gdbserver does.
+    if (command_line_.mode == CommandLine::Mode::Multi) {
+      std::fprintf(stderr, "Listening on port %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
+      continue;
+    }
+    auto next = start_program();
+    if (!next) {
+      std::fprintf(stderr, "%s\nExiting\n", next.error().message.c_str());
+      return 1;
+    }
+    process_ = std::move(*next);
+    std::fprintf(stderr, "Listening on port %u\n", static_cast<unsigned>(acceptor.local_endpoint().port()));
+  }
+  return 0;
+}
+
+}  // namespace stub::server

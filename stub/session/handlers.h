@@ -1,0 +1,101 @@
+#pragma once
+// One handler per request type. Session::handle visits the request variant
+// and overload resolution picks the handler: the variant's type list is the
+// dispatch table. Handlers live in one file per packet family:
+//   handlers_query.cc     qSupported, qC, qAttached, thread queries, H, T, ?
+//   handlers_state.cc     registers and memory
+//   handlers_exec.cc      resume (c/s/vCont/bs/bc), breakpoints, k, D, signals
+//   handlers_xfer.cc      qXfer objects
+//   handlers_file.cc      vFile
+//   handlers_monitor.cc   qRcmd (monitor commands)
+//   handlers_extended.cc  !, vRun, vAttach, R, QThreadEvents
+//   handlers_btrace.cc    Qbtrace, Qbtrace-conf, qXfer:btrace(-conf)
+//   handlers_replay.cc    bs, bc, and forward resumes through the recorded past
+#include "protocol/requests.h"
+#include "protocol/rsp_link.h"
+#include "stub/session/session.h"
+
+namespace stub::session {
+
+using namespace protocol;
+
+// handlers_query.cc
+Reply handle(Session&, const QSupported&);
+Reply handle(Session&, const QStartNoAckMode&);
+Reply handle(Session&, const QueryAttached&);
+Reply handle(Session&, const QueryCurrentThread&);
+Reply handle(Session&, const QueryThreadInfoFirst&);
+Reply handle(Session&, const QueryThreadInfoNext&);
+Reply handle(Session&, const QueryStopReason&);
+Reply handle(Session&, const SetThread&);
+Reply handle(Session&, const ThreadAlive&);
+Reply handle(Session&, const MustReplyEmpty&);
+Reply handle(Session&, const QueryVContSupported&);
+Reply handle(Session&, const UnknownPacket&);
+
+// handlers_state.cc
+Reply handle(Session&, const ReadAllRegisters&);
+Reply handle(Session&, const WriteAllRegisters&);
+Reply handle(Session&, const ReadRegister&);
+Reply handle(Session&, const WriteRegister&);
+Reply handle(Session&, const ReadMemory&);
+Reply handle(Session&, const WriteMemory&);
+
+// handlers_exec.cc
+Reply handle(Session&, const InsertBreakpoint&);
+Reply handle(Session&, const RemoveBreakpoint&);
+Reply handle(Session&, const Resume&);
+Reply handle(Session&, const Kill&);
+Reply handle(Session&, const Detach&);
+Reply handle(Session&, const SetPassSignals&);
+Reply handle(Session&, const SetProgramSignals&);
+
+// handlers_xfer.cc
+Reply handle(Session&, const XferRead&);
+
+// handlers_file.cc
+Reply handle(Session&, const FileOpen&);
+Reply handle(Session&, const FileClose&);
+Reply handle(Session&, const FilePread&);
+Reply handle(Session&, const FileFstat&);
+Reply handle(Session&, const FileSetFs&);
+Reply handle(Session&, const FileReadlink&);
+Reply handle(Session&, const FileUnlink&);
+
+// handlers_monitor.cc
+Reply handle(Session&, const MonitorCommand&);
+
+// handlers_extended.cc
+Reply handle(Session&, const ExtendedMode&);
+Reply handle(Session&, const RunProgram&);
+Reply handle(Session&, const AttachProcess&);
+Reply handle(Session&, const Restart&);
+Reply handle(Session&, const SetThreadEvents&);
+
+// handlers_btrace.cc (gdb's `record btrace`)
+Reply handle(Session&, const BtraceControl&);
+Reply handle(Session&, const BtraceConfigure&);
+// qXfer:btrace:read and qXfer:btrace-conf:read (from handlers_xfer.cc).
+Reply handle_btrace_xfer(Session&, const XferRead&);
+// qSupported entries: none without a trace backend.
+std::vector<std::string> btrace_supported_features(const Session&);
+// The Qbtrace:pt error text, by whether the intel_pt PMU exists.
+std::string btrace_pt_unavailable_message(bool pmu_present);
+// The BTS buffer a Qbtrace-conf:bts:size wish gets, as gdbserver sizes it:
+// a power-of-two number of pages, at least one.
+uint64_t bts_buffer_bytes(uint64_t requested, std::size_t page_size);
+
+// handlers_replay.cc (reverse execution from the recorded history)
+// The reply when the resume is served from the history (bs/bc, or c/s/vCont
+// for a thread in its past); nullopt when the program should run live (every
+// thread has then left its past).
+std::optional<Reply> replay_resume(Session&, const Resume&);
+// An error while `tid` replays: the past cannot be changed.
+Expected<void> check_writable(Session&, pid_t tid);
+// `monitor replay status`.
+std::string replay_status(Session&);
+
+// Shared reply for "there is no program to act on".
+Reply no_process_reply();
+
+}  // namespace stub::session

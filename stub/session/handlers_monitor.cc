@@ -1,0 +1,130 @@
+// `monitor CMD` (qRcmd): a table of commands, each printing to gdb's console.
+#include <map>
+#include <sstream>
+
+#include "stub/session/handlers.h"
+#include "stub/tracing/trace_backend.h"
+
+namespace stub::session {
+
+using tracing::TraceConfig;
+
+namespace {
+
+struct MonitorOutput {
+  std::string text;
+  bool exit_server = false;
+};
+
+using MonitorCommandFn = MonitorOutput (*)(Session&, const std::string& args);
+
+MonitorOutput monitor_help(Session&, const std::string&);
+
+MonitorOutput monitor_exit(Session&, const std::string&) {
+  return MonitorOutput{"btstub exiting\n", true};
+}
+
+std::string describe_config(const TraceConfig& config) {
+  std::ostringstream out;
+  out << config.buffer_bytes << "-byte buffers ("
+      << decoder::bts_records_for_bytes(config.buffer_bytes) << " branches), "
+      << (config.overflow == decoder::OverflowPolicy::Stop ? "stop the program" : "drop the oldest")
+      << " when full";
+  return out.str();
+}
+
+std::string record_status(Session& s, TraceBackend& backend) {
+  std::ostringstream out;
+  out << "Branch recording (" << backend.name() << " backend): "
+      << (backend.all_enabled() ? "every thread" : "per thread") << "; new threads get "
+      << describe_config(backend.config()) << ".\n";
+  if (std::string problem = backend.problem(); !problem.empty()) out << "Last failure: " << problem << "\n";
+  if (Process* process = s.process()) {
+    for (pid_t tid : process->threads()) {
+      out << "  thread " << tid << ": ";
+      const decoder::BlockTrace* trace = backend.trace(tid);
+      if (!backend.enabled(tid)) {
+        out << "not recording\n";
+        continue;
+      }
+      if (trace == nullptr) {
+        out << "recording from its next resume\n";
+        continue;
+      }
+      out << trace->size() << " of " << trace->capacity() << " branches";
+      if (trace->first_sequence() > 0) out << ", " << trace->first_sequence() << " older dropped";
+      if (backend.stopped_full(tid)) out << ", stopped: buffer full";
+      out << "\n";
+    }
+  }
+  return out.str();
+}
+
+// monitor record start|stop|status: whole-program recording, as --record.
+MonitorOutput monitor_record(Session& s, const std::string& args) {
+  TraceBackend* backend = s.trace_backend;
+  if (backend == nullptr) return MonitorOutput{"Branch tracing is not available in this btstub.\n", false};
+  if (args == "start") {
+    if (auto r = backend->enable_all(); !r) return MonitorOutput{"Cannot start recording: " + r.error().message + "\n", false};
+    return MonitorOutput{"Recording the branches of every thread (" + std::string(backend->name()) + " backend, " +
+                             describe_config(backend->config()) + ").\n",
+                         false};
+  }
+  if (args == "stop") {
+    s.go_live();  // the traces a replay stands in are about to go
+    backend->disable_all();
+    return MonitorOutput{"Branch recording stopped; the traces are discarded.\n", false};
+  }
+  if (args == "status" || args.empty()) return MonitorOutput{record_status(s, *backend), false};
+  return MonitorOutput{"Usage: monitor record start|stop|status\n", false};
+}
+
+// monitor replay status: each replaying thread's position in its history.
+MonitorOutput monitor_replay(Session& s, const std::string& args) {
+  if (args == "status" || args.empty()) return MonitorOutput{replay_status(s), false};
+  return MonitorOutput{"Usage: monitor replay status\n", false};
+}
+
+struct MonitorEntry {
+  MonitorCommandFn fn;
+  const char* help;
+};
+
+const std::map<std::string, MonitorEntry, std::less<>>& monitor_commands() {
+  static const std::map<std::string, MonitorEntry, std::less<>> commands = {
+      {"help", {monitor_help, "List monitor commands."}},
+      {"exit", {monitor_exit, "End btstub (the program it started is killed)."}},
+      {"record", {monitor_record, "record start|stop|status: branch-trace every thread (as --record)."}},
+      {"replay", {monitor_replay, "replay status: where each thread stands in its recorded history."}},
+  };
+  return commands;
+}
+
+MonitorOutput monitor_help(Session&, const std::string&) {
+  std::ostringstream out;
+  out << "btstub monitor commands:\n";
+  for (const auto& [name, entry] : monitor_commands()) out << "  " << name << " -- " << entry.help << "\n";
+  return MonitorOutput{out.str(), false};
+}
+
+}  // namespace
+
+Reply handle(Session& s, const MonitorCommand& req) {
+  std::string line = req.command;
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\n')) line.pop_back();
+  std::string name = line.substr(0, line.find(' '));
+  std::string args = name.size() < line.size() ? line.substr(name.size() + 1) : "";
+  auto it = monitor_commands().find(name);
+  if (it == monitor_commands().end()) {
+    return Reply::now(reply_error(btstub::make_error(
+        btstub::ErrorCode::InvalidArgument, "Unknown monitor command '" + name + "'; try 'monitor help'")));
+  }
+  MonitorOutput out = it->second.fn(s, args);
+  // Console output goes as an O packet before the final OK.
+  Reply reply = Reply::now(reply_ok());
+  reply.console = out.text;
+  reply.exit_server = out.exit_server;
+  return reply;
+}
+
+}  // namespace stub::session

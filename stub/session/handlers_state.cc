@@ -1,0 +1,89 @@
+// Registers and memory of the stopped program.
+#include "stub/session/handlers.h"
+
+namespace stub::session {
+
+namespace {
+
+// gdb's memory packets expect a numeric error; E.text would be read as data.
+constexpr uint8_t kMemoryErrorCode = 0x01;
+
+Reply error(const btstub::Error& e) { return Reply::now(reply_error(e)); }
+
+Reply running_error() {
+  return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "The program is running"));
+}
+
+}  // namespace
+
+Reply handle(Session& s, const ReadAllRegisters&) {
+  if (!s.has_process()) return no_process_reply();
+  if (s.running()) return running_error();
+  auto regs = s.thread_registers(s.current_thread());
+  if (!regs) return error(regs.error());
+  return Reply::now(reply_registers(*regs));
+}
+
+Reply handle(Session& s, const WriteAllRegisters& req) {
+  if (!s.has_process()) return no_process_reply();
+  if (s.running()) return running_error();
+  if (auto ok = check_writable(s, s.current_thread()); !ok) return error(ok.error());
+  auto regs = s.process()->read_registers(s.current_thread());
+  if (!regs) return error(regs.error());
+  if (req.bytes.size() > regs->raw().size()) {
+    return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "Register buffer too long"));
+  }
+  // A short G writes the leading registers only, as gdbserver accepts.
+  std::copy(req.bytes.begin(), req.bytes.end(), regs->raw().begin());
+  if (auto ok = s.process()->write_registers(s.current_thread(), *regs); !ok) return error(ok.error());
+  return Reply::now(reply_ok());
+}
+
+Reply handle(Session& s, const ReadRegister& req) {
+  if (!s.has_process()) return no_process_reply();
+  if (req.regnum >= kAmd64RegisterCount) {
+    return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "Invalid register number"));
+  }
+  auto regs = s.thread_registers(s.current_thread());
+  if (!regs) return error(regs.error());
+  return Reply::now(reply_register(*regs, req.regnum));
+}
+
+Reply handle(Session& s, const WriteRegister& req) {
+  if (!s.has_process()) return no_process_reply();
+  if (req.regnum >= kAmd64RegisterCount) {
+    return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "Invalid register number"));
+  }
+  if (req.bytes.size() != amd64_register_size(req.regnum)) {
+    return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "Register value has the wrong size"));
+  }
+  if (auto ok = check_writable(s, s.current_thread()); !ok) return error(ok.error());
+  auto regs = s.process()->read_registers(s.current_thread());
+  if (!regs) return error(regs.error());
+  std::copy(req.bytes.begin(), req.bytes.end(), regs->bytes(req.regnum));
+  if (auto ok = s.process()->write_registers(s.current_thread(), *regs); !ok) return error(ok.error());
+  return Reply::now(reply_ok());
+}
+
+Reply handle(Session& s, const ReadMemory& req) {
+  if (!s.has_process()) return no_process_reply();
+  // Answer at most what fits in one reply; gdb asks again for the rest.
+  uint64_t length = std::min<uint64_t>(req.length, RspLink::kMaxPayload / 2 - 1);
+  if (length == 0) return Reply::now(reply_memory({}));
+  auto bytes = s.thread_memory(s.current_thread(), req.addr, length);
+  if (!bytes) return Reply::now(reply_error_code(kMemoryErrorCode));
+  return Reply::now(reply_memory(*bytes));
+}
+
+Reply handle(Session& s, const WriteMemory& req) {
+  if (!s.has_process()) return no_process_reply();
+  if (req.bytes.empty()) return Reply::now(reply_ok());  // gdb's X probe
+  // Not a numeric code: gdb shows this text, and the past stays unchanged.
+  if (auto ok = check_writable(s, s.current_thread()); !ok) return error(ok.error());
+  if (auto ok = s.process()->write_memory(req.addr, req.bytes); !ok) {
+    return Reply::now(reply_error_code(kMemoryErrorCode));
+  }
+  return Reply::now(reply_ok());
+}
+
+}  // namespace stub::session

@@ -1,0 +1,111 @@
+// qXfer:OBJECT:read: each object is a function that builds the whole
+// document; the reply carries the slice gdb asked for.
+#include <charconv>
+#include <map>
+
+#include "protocol/amd64_registers.h"
+#include "stub/session/handlers.h"
+#include "stub/process/libraries_svr4.h"
+#include "stub/process/os_processes.h"
+
+namespace stub::session {
+
+using process::libraries_svr4_xml;
+using process::list_os_processes;
+
+namespace {
+
+using XferSource = Expected<std::string> (*)(Session&, const std::string& annex);
+
+Expected<std::string> target_features(Session&, const std::string& annex) {
+  if (annex != "target.xml") {
+    return btstub::make_error(btstub::ErrorCode::InvalidArgument, "Unknown target description " + annex);
+  }
+  return amd64_target_xml();
+}
+
+Expected<std::string> auxv(Session& s, const std::string&) {
+  if (!s.has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
+  return s.process()->read_auxv();
+}
+
+// The annex is the pid in hex (empty: the current process); only ours is known.
+Expected<std::string> exec_file(Session& s, const std::string& annex) {
+  if (!s.has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
+  if (!annex.empty()) {
+    uint64_t pid = 0;
+    auto [end, ec] = std::from_chars(annex.data(), annex.data() + annex.size(), pid, 16);
+    Process* named = ec == std::errc() && end == annex.data() + annex.size()
+                         ? s.inferiors().find(static_cast<pid_t>(pid))
+                         : nullptr;
+    if (named == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No such process");
+    return named->exec_file();
+  }
+  return s.process()->exec_file();
+}
+
+Expected<std::string> libraries(Session& s, const std::string&) {
+  if (!s.has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
+  return libraries_svr4_xml(*s.process());
+}
+
+// Every thread with its name (comm) and last core: `info threads` shows the names.
+Expected<std::string> threads(Session& s, const std::string&) {
+  std::vector<protocol::ThreadInfo> infos;
+  for (Process* process : s.inferiors().live()) {
+    for (pid_t tid : process->threads()) {
+      infos.push_back({protocol::ThreadId{process->pid(), tid}, process->thread_name(tid), process->thread_core(tid)});
+    }
+  }
+  return protocol::threads_xml(infos, s.client_features.multiprocess);
+}
+
+// The raw siginfo_t of the general thread's last stop ($_siginfo).
+Expected<std::string> siginfo(Session& s, const std::string&) {
+  if (!s.has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
+  auto bytes = s.process()->read_siginfo(s.current_thread());
+  if (!bytes) return bytes.error();
+  return std::string(bytes->begin(), bytes->end());
+}
+
+const std::map<std::string, XferSource, std::less<>>& xfer_sources() {
+  static const std::map<std::string, XferSource, std::less<>> sources = {
+      {"features", target_features},
+      {"auxv", auxv},
+      {"exec-file", exec_file},
+      {"libraries-svr4", libraries},
+      {"threads", threads},
+      {"siginfo", siginfo},
+  };
+  return sources;
+}
+
+// The process table changes between gdb's chunked reads, so the document is
+// built at offset 0 and later chunks come from that snapshot.
+Reply handle_osdata_xfer(Session& s, const XferRead& req) {
+  if (req.offset == 0 || s.osdata_snapshot.empty()) {
+    if (req.annex.empty()) {
+      s.osdata_snapshot = osdata_types_xml();
+    } else if (req.annex == "processes") {
+      s.osdata_snapshot = osdata_processes_xml(list_os_processes());
+    } else {
+      return Reply::now(reply_error(
+          btstub::make_error(btstub::ErrorCode::InvalidArgument, "Unknown osdata type " + req.annex)));
+    }
+  }
+  return Reply::now(reply_xfer_chunk(s.osdata_snapshot, req.offset, req.length));
+}
+
+}  // namespace
+
+Reply handle(Session& s, const XferRead& req) {
+  if (req.object == "osdata") return handle_osdata_xfer(s, req);
+  if (req.object == "btrace" || req.object == "btrace-conf") return handle_btrace_xfer(s, req);
+  auto it = xfer_sources().find(req.object);
+  if (it == xfer_sources().end()) return Reply::now(reply_empty());
+  auto document = it->second(s, req.annex);
+  if (!document) return Reply::now(reply_error(document.error()));
+  return Reply::now(reply_xfer_chunk(*document, req.offset, req.length));
+}
+
+}  // namespace stub::session

@@ -1,0 +1,347 @@
+#include "stub/session/session.h"
+
+#include <algorithm>
+#include <csignal>
+
+#include "stub/session/handlers.h"
+#include "stub/replay/replay_engine.h"
+#include "stub/tracing/trace_backend.h"
+
+namespace stub::session {
+
+using process::StepKind;
+using replay::ProcMaps;
+
+Session::Session(SessionConfig config, Process* process)
+    : config_(std::move(config)), program_(process) {
+  inferiors_.reset(process);
+}
+
+// Whoever sees the program next (another client, or nobody once it is
+// detached) finds it where this client last saw it stop.
+Session::~Session() {
+  if (Process* owner = program()) step_ahead.undo(*owner);
+}
+
+std::optional<SessionHandover> Session::handover() const {
+  if (program() == nullptr || running_) return std::nullopt;
+  SessionHandover handover;
+  handover.btrace_client_enabled = btrace_reads.client_enabled;
+  if (last_stop && last_stop->kind == protocol::StopReply::Kind::Signal && last_stop->thread) {
+    handover.thread = static_cast<pid_t>(last_stop->thread->tid);
+    handover.signal = protocol::gdb_signal_to_host(last_stop->signal);
+  }
+  return handover;
+}
+
+// The stop is built anew from the live registers: the last client may have
+// left a replayed (past) position or a fork report behind, neither of which
+// this client has seen.
+void Session::take_over(const SessionHandover& handover) {
+  Process* kept = program();
+  if (kept == nullptr) return;
+  btrace_reads.client_enabled = handover.btrace_client_enabled;
+  std::vector<pid_t> threads = kept->threads();
+  if (std::find(threads.begin(), threads.end(), handover.thread) == threads.end()) return;
+  ProcessEvent event;
+  event.tid = handover.thread;
+  event.signal = handover.signal;
+  general_thread = handover.thread;
+  last_stop = make_stop_reply(event);
+}
+
+Reply Session::handle(const protocol::Request& request) {
+  run_ahead_due_ = false;
+  if (step_ahead.active() && !leaves_step_ahead(request)) {
+    if (Process* owner = program()) step_ahead.undo(*owner);
+  }
+  // Qbtrace:off discards traces a replay cursor may stand in.
+  if (std::holds_alternative<protocol::BtraceControl>(request)) go_live();
+  return std::visit([this](const auto& typed) { return stub::session::handle(*this, typed); }, request);
+}
+
+Reply Session::handle_packet(std::string_view payload) {
+  if (config_.disabled_packets.count(protocol::packet_name(payload)) != 0) {
+    return Reply::now(protocol::reply_empty());
+  }
+  auto request = protocol::parse_request(payload);
+  if (!request) return Reply::now(protocol::reply_error(request.error()));
+  return handle(*request);
+}
+
+void Session::mark_process_gone() {
+  step_ahead.forget();
+  inferiors_.reset(nullptr);
+  replay_.reset();
+}
+
+void Session::forget_process(Process* process) {
+  // gdb's inferior for a fork child outlives the parent (detach-on-fork
+  // off): a child still held becomes a process of its own before its
+  // holder leaves, or nothing would ever resume, kill or detach it.
+  if (pid_t child = process->fork_child(); child != 0) (void)adopt_fork_child(child);
+  if (process == program()) {
+    replay_.reset();
+    step_ahead.forget();
+  }
+  inferiors_.remove(process);
+  if (!has_process()) mark_process_gone();
+}
+
+Process* Session::program() const {
+  auto& live = inferiors_.live();
+  return std::find(live.begin(), live.end(), program_) != live.end() ? program_ : nullptr;
+}
+
+Process* Session::process() {
+  if (!has_process()) return nullptr;
+  if (general_fork_child != 0) {
+    if (Process* adopted = adopt_fork_child(general_fork_child)) return adopted;
+  }
+  if (general_thread > 0 && inferiors_.live().size() > 1) {
+    if (Process* owner = inferiors_.owner_of(general_thread)) return owner;
+  }
+  return inferiors_.first();
+}
+
+Process* Session::adopt_fork_child(pid_t child) {
+  Process* holder = inferiors_.holder_of_fork_child(child);
+  if (holder == nullptr) return nullptr;
+  auto adopted = holder->adopt_fork_child();
+  if (!adopted) return nullptr;
+  Process* process = adopted->get();
+  process->set_pass_signals(pass_signals);
+  process->set_thread_events(thread_events);
+  process->set_fork_events(client_features.fork_events, client_features.vfork_events);
+  inferiors_.add(std::move(*adopted));
+  if (general_fork_child == child) {
+    general_fork_child = 0;
+    general_thread = child;
+  }
+  return process;
+}
+
+void Session::adopt_held_fork_children() {
+  const std::vector<Process*> holders = inferiors_.live();
+  for (Process* holder : holders) {
+    if (pid_t child = holder->fork_child(); child != 0) (void)adopt_fork_child(child);
+  }
+}
+
+ReplayEngine* Session::replay() {
+  Process* traced = program();
+  if (!replay_ && trace_backend != nullptr && traced != nullptr) {
+    std::unique_ptr<MappingInfo> maps =
+        replay_maps ? replay_maps(traced->pid()) : std::make_unique<ProcMaps>(traced->pid());
+    replay_ = std::make_unique<ReplayEngine>(*traced, *trace_backend, std::move(maps));
+  }
+  return replay_.get();
+}
+
+bool Session::replaying(pid_t tid) const { return replay_ && replay_->replaying(tid); }
+
+void Session::go_live() {
+  if (replay_) replay_->go_live();
+}
+
+Expected<protocol::RegisterFile> Session::thread_registers(pid_t tid) {
+  Process* owner = process();
+  if (owner == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
+  // Only the program has a past (a fork child's thread is never replaying).
+  if (owner == program() && replaying(tid)) return replay_->registers(tid);
+  return owner->read_registers(tid);
+}
+
+Expected<std::vector<uint8_t>> Session::thread_memory(pid_t tid, uint64_t addr, std::size_t len) {
+  Process* owner = process();
+  if (owner == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
+  if (owner == program() && replaying(tid)) return replay_->read_memory(tid, addr, len);
+  auto bytes = owner->read_memory(addr, len);
+  if (bytes && owner == program()) step_ahead.show_before(addr, *bytes);
+  return bytes;
+}
+
+void Session::set_process(Process* process) {
+  if (Process* owner = program()) step_ahead.undo(*owner);
+  step_ahead.forget_program_state();
+  replay_.reset();
+  btrace_reads = BtraceReads{};
+  software_breakpoints.clear();
+  hardware_breakpoints.clear();
+  program_ = process;
+  inferiors_.reset(process);
+  running_ = false;
+  last_stop.reset();
+  general_thread = 0;
+  continue_thread = 0;
+  general_fork_child = 0;
+}
+
+protocol::ThreadId Session::thread_id(pid_t tid) const {
+  Process* owner = inferiors_.owner_of(tid);
+  if (owner == nullptr) owner = inferiors_.first();
+  pid_t pid = owner != nullptr ? owner->pid() : tid;
+  return protocol::ThreadId{pid, tid};
+}
+
+pid_t Session::current_thread() const {
+  if (!has_process()) return 0;
+  if (general_thread > 0) return general_thread;
+  return inferiors_.first()->pid();
+}
+
+Expected<pid_t> Session::resolve_thread(const protocol::ThreadId& id) const {
+  if (!has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
+  std::vector<Process*> candidates = inferiors_.live();
+  if (id.pid > 0) {
+    Process* named = inferiors_.find(static_cast<pid_t>(id.pid));
+    if (named == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No such process");
+    candidates = {named};
+  }
+  if (id.is_all() || id.is_any()) return pid_t{0};
+  for (Process* candidate : candidates) {
+    for (pid_t tid : candidate->threads()) {
+      if (tid == id.tid) return tid;
+    }
+  }
+  return btstub::make_error(btstub::ErrorCode::NoProcess, "No such thread");
+}
+
+std::string Session::stop_reply_payload(const protocol::StopReply& stop) const {
+  return protocol::reply_stop(stop, client_features.multiprocess);
+}
+
+// The process an event belongs to: the one ProcessGroup named, else the
+// owner of its thread, else the first (events straight from one Process).
+Process* Session::process_of_event(const ProcessEvent& event) const {
+  if (event.pid > 0) {
+    if (Process* named = inferiors_.find(event.pid)) return named;
+  }
+  if (Process* owner = inferiors_.owner_of(event.tid)) return owner;
+  return inferiors_.first();
+}
+
+protocol::StopReply Session::make_stop_reply(const ProcessEvent& event) {
+  using protocol::StopReply;
+  StopReply stop;
+  Process* process = process_of_event(event);
+  if (process == nullptr) {
+    stop.kind = StopReply::Kind::Exited;
+    return stop;
+  }
+  const protocol::ThreadId thread{process->pid(), event.tid};
+  switch (event.kind) {
+    case ProcessEvent::Kind::Exited:
+      stop.kind = StopReply::Kind::Exited;
+      stop.exit_code = event.exit_code;
+      stop.process = process->pid();
+      return stop;
+    case ProcessEvent::Kind::Killed:
+      stop.kind = StopReply::Kind::Terminated;
+      stop.signal = protocol::host_signal_to_gdb(event.signal);
+      stop.process = process->pid();
+      return stop;
+    case ProcessEvent::Kind::ThreadExited:
+      stop.kind = StopReply::Kind::ThreadExited;
+      stop.exit_code = event.exit_code;
+      stop.thread = thread;
+      return stop;
+    case ProcessEvent::Kind::NoResumed:
+      stop.kind = StopReply::Kind::NoResumed;
+      return stop;
+    case ProcessEvent::Kind::Stopped:
+      break;
+  }
+  stop.kind = StopReply::Kind::Signal;
+  stop.signal = protocol::host_signal_to_gdb(event.signal);
+  stop.thread = thread;
+  if (event.software_breakpoint && client_features.swbreak) {
+    stop.reason = protocol::StopReason::SoftwareBreakpoint;
+  }
+  if (event.hw_stop) set_hardware_reason(stop, *event.hw_stop, event.hw_address);
+  if (event.fork_child != 0) {
+    stop.reason = event.vfork ? protocol::StopReason::Vfork : protocol::StopReason::Fork;
+    stop.child = protocol::ThreadId{event.fork_child, event.fork_child};
+  }
+  if (event.vfork_done) stop.reason = protocol::StopReason::VforkDone;
+  if (event.exec_path && client_features.exec_events) {
+    stop.reason = protocol::StopReason::Exec;
+    stop.exec_path = *event.exec_path;
+  }
+  // Expedite pc, sp and fp so gdb can show the stop without asking.
+  if (auto regs = process->read_general_registers(event.tid)) {
+    for (auto reg : {protocol::Amd64Reg::rbp, protocol::Amd64Reg::rsp, protocol::Amd64Reg::rip}) {
+      auto n = static_cast<unsigned>(reg);
+      const uint8_t* p = regs->bytes(n);
+      stop.expedited.emplace_back(n, std::vector<uint8_t>(p, p + protocol::amd64_register_size(n)));
+    }
+  }
+  return stop;
+}
+
+// Watchpoints always say which address triggered (gdb needs it to check
+// the value); a hardware breakpoint only to a client that asked (hwbreak+).
+void Session::set_hardware_reason(protocol::StopReply& stop, protocol::BreakpointType type,
+                                  uint64_t address) const {
+  using protocol::BreakpointType;
+  using protocol::StopReason;
+  stop.reason_addr = address;
+  switch (type) {
+    case BreakpointType::Hardware:
+      if (client_features.hwbreak) stop.reason = StopReason::HardwareBreakpoint;
+      break;
+    case BreakpointType::WriteWatch: stop.reason = StopReason::Watch; break;
+    case BreakpointType::ReadWatch: stop.reason = StopReason::ReadWatch; break;
+    case BreakpointType::AccessWatch: stop.reason = StopReason::AccessWatch; break;
+    case BreakpointType::Software: break;
+  }
+}
+
+std::optional<std::string> Session::on_process_event(const ProcessEvent& event) {
+  Process* process = has_process() ? process_of_event(event) : nullptr;
+  if (process == nullptr) return std::nullopt;
+  if (event.kind == ProcessEvent::Kind::Stopped && event.signal != 0 && event.signal != SIGTRAP && !event.during_step &&
+      pass_signals.count(event.signal) != 0 && running_ && inferiors_.live().size() == 1) {
+    // QPassSignals: deliver straight away without bothering gdb. (With
+    // several processes the others were stopped for this event already,
+    // so it is reported instead; the process layer passes them itself.
+    // One a step met is the client's: it steps over the handler.)
+    if (process->resume(event.tid, StepKind::Continue, event.signal)) return std::nullopt;
+  }
+  if (event.kind == ProcessEvent::Kind::NoResumed) {
+    // A client that does not know `N` waits, as it would with gdbserver.
+    if (!client_features.no_resumed) return std::nullopt;
+    running_ = false;
+    last_stop.reset();  // `?` then reports a thread stopped as it is
+    return stop_reply_payload(make_stop_reply(event));
+  }
+  running_ = false;
+  bool process_ended = event.kind == ProcessEvent::Kind::Exited || event.kind == ProcessEvent::Kind::Killed;
+  if (process_ended) general_thread = 0;
+  if (event.kind == ProcessEvent::Kind::Stopped) general_thread = event.tid;  // as gdbserver does
+  last_stop = make_stop_reply(event);
+  run_ahead_due_ = config_.step_ahead && !process_ended && process == program() && event.single_stepped &&
+                   last_stop->kind == protocol::StopReply::Kind::Signal && event.signal == SIGTRAP &&
+                   !event.software_breakpoint && !event.hw_stop && !event.exec_path && event.fork_child == 0 &&
+                   !event.vfork_done;
+  if (process_ended) forget_process(process);
+  return stop_reply_payload(*last_stop);
+}
+
+// One SIGINT is enough: its stop stops every other process too. It goes
+// to a process that runs (gdb may have resumed only the fork child).
+void Session::on_interrupt() {
+  if (!running_ || !has_process()) return;
+  Process* target = inferiors_.first();
+  if (inferiors_.live().size() > 1) {
+    for (Process* process : inferiors_.live()) {
+      if (process->has_running_threads()) {
+        target = process;
+        break;
+      }
+    }
+  }
+  (void)target->interrupt();
+}
+
+}  // namespace stub::session

@@ -1,0 +1,239 @@
+#pragma once
+// One debugging session: the state a connected client sees (selected
+// threads, negotiated features, the last stop) over the program and the
+// fork children debugged beside it (ProcessGroup). Requests go
+// in as typed values; replies come out as payloads. No sockets here: the
+// server (stub/server/server.h) moves bytes, the session decides what they mean.
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "protocol/replies.h"
+#include "protocol/requests.h"
+#include "stub/process/host_files.h"
+#include "stub/process/process.h"
+#include "stub/process/process_group.h"
+#include "stub/session/step_ahead.h"
+
+namespace stub::tracing {
+class TraceBackend;  // stub/tracing/trace_backend.h
+}  // namespace stub::tracing
+namespace stub::replay {
+class ReplayEngine;  // stub/replay/replay_engine.h
+class MappingInfo;   // stub/replay/replay_engine.h
+}  // namespace stub::replay
+
+namespace stub::session {
+
+using btstub::Expected;
+using process::HostFiles;
+using process::ProcessGroup;
+using tracing::TraceBackend;
+using replay::MappingInfo;
+using replay::ReplayEngine;
+
+// How an extended-remote session starts (vRun, R) or attaches to (vAttach)
+// a program. The factory owns what it creates and releases the previous
+// program first (a launched one is killed, an attached one detached), so
+// the session drops its pointer before asking (see set_process).
+class ProcessFactory {
+ public:
+  virtual ~ProcessFactory() = default;
+  virtual Expected<Process*> launch(const std::vector<std::string>& argv) = 0;
+  virtual Expected<Process*> attach(pid_t pid) = 0;
+  // What an empty argv[0] in vRun means: the program named on the command line.
+  virtual std::string default_program() const { return {}; }
+  // Whether launch/attach may be asked at all (--no-run refuses); asked
+  // before the session lets go of its current program.
+  virtual Expected<void> may_start_programs() const { return {}; }
+};
+
+// What the command line fixed for every session.
+struct SessionConfig {
+  std::set<std::string> disabled_packets;  // --disable-packet=
+  bool step_ahead = true;                  // --no-step-ahead clears (stub/session/step_ahead.h)
+};
+
+// What a client leaves to the next one when it goes away (gdb's
+// `disconnect`, or a vanished gdb) while the program is stopped and still
+// debugged: a server without --once then keeps the program for the next
+// client, as gdbserver does, and that client finds it as it was. gdbserver
+// answers its `?` with the thread that last reported a stop (and makes it
+// the general thread), and its branch traces stay on: gdb's record-btrace
+// keeps recording over a disconnect ("Do not stop recording" in gdb's
+// record_btrace_target::disconnect) and asks for each thread's
+// qXfer:btrace-conf on connect (remote_btrace_maybe_reopen).
+struct SessionHandover {
+  pid_t thread = 0;  // the thread of the last stop reply; 0: none
+  int signal = 0;    // its host signal
+  std::set<pid_t> btrace_client_enabled;  // Session::BtraceReads::client_enabled
+};
+
+// The outcome of one request.
+struct Reply {
+  std::optional<std::string> payload;  // nullopt: the program now runs; the stop reply comes later
+  bool close_connection = false;       // after sending payload (kill, detach)
+  bool exit_server = false;            // monitor exit
+  std::string console;                 // text for gdb's console, sent as O packets first
+
+  static Reply now(std::string p) {
+    Reply r;
+    r.payload = std::move(p);
+    return r;
+  }
+  static Reply later() { return Reply{}; }
+};
+
+class Session {
+ public:
+  Session(SessionConfig config, Process* process);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // The program is still debugged and stopped: what the next client is to
+  // find (nullopt otherwise). take_over() gives it to a new session of the
+  // same program, before its first request.
+  std::optional<SessionHandover> handover() const;
+  void take_over(const SessionHandover& handover);
+
+  Reply handle(const protocol::Request& request);
+  // Handles a raw packet payload: parse, --disable-packet, dispatch.
+  Reply handle_packet(std::string_view payload);
+
+  // A process event while the program runs: the stop reply to send, or
+  // nullopt when the event was absorbed (e.g. a passed signal).
+  std::optional<std::string> on_process_event(const ProcessEvent& event);
+  // Ctrl-C from the client.
+  void on_interrupt();
+  // Once the client has a stop reply for a single step: runs the next step
+  // ahead (stub/session/step_ahead.h) when nothing else could see it early.
+  void run_ahead();
+  bool wants_run_ahead() const { return run_ahead_due_; }
+
+  bool running() const { return running_; }
+  bool has_process() const { return !inferiors_.empty(); }
+  // The process of the general thread (Hg), else the first one debugged;
+  // nullptr when none is. A held fork child that Hg names becomes a
+  // debugged process here, on the first request that needs it as one
+  // (gdb's detach-on-fork off reads its registers; z0 and D do not).
+  Process* process();
+  // Every debugged process (the program and the fork children kept).
+  ProcessGroup& inferiors() { return inferiors_; }
+  const ProcessGroup& inferiors() const { return inferiors_; }
+  // The program the server started or attached to, while it is debugged:
+  // the one the branch tracer and the replay engine follow.
+  Process* program() const;
+  // The next event of any debugged process (all-stop across them).
+  std::optional<ProcessEvent> poll_event() { return inferiors_.poll_event(); }
+
+  // ---- state the handlers share (public for the handler functions) ----
+  struct Features {
+    bool multiprocess = false;
+    bool swbreak = false;
+    bool hwbreak = false;
+    bool exec_events = false;  // exec-events+: report exec as `exec:` stops
+    bool fork_events = false;   // fork-events+: report forks, hold the child
+    bool vfork_events = false;  // vfork-events+: report vforks and vforkdone
+    bool no_resumed = false;    // no-resumed+: `N` when no resumed thread is left
+  };
+  Features client_features;
+  pid_t general_thread = 0;   // Hg; 0: the process's main thread
+  pid_t continue_thread = 0;  // Hc; 0 or -1: all
+  // Hg named a held fork child: z0 then removes the int3s it inherited
+  // (gdb's detach_breakpoints), not the parent's; other requests adopt it
+  // as a debugged process (process()).
+  pid_t general_fork_child = 0;
+  // Makes the held fork child `child` a debugged process; nullptr if no
+  // process holds it.
+  Process* adopt_fork_child(pid_t child);
+  // Adopts every held fork child: before `k` kills every process, a child
+  // gdb has an inferior for must die too, not go free.
+  void adopt_held_fork_children();
+  std::set<int> pass_signals;     // host numbers: delivered without stopping
+  std::set<int> program_signals;  // host numbers; empty set: all may reach the program
+  bool program_signals_set = false;
+  std::optional<protocol::StopReply> last_stop;
+  HostFiles host_files;
+  // Extended remote (handlers_extended.cc): `!` seen; who starts programs;
+  // the argv of the last vRun (for R and a later vRun with an empty argv[0]).
+  bool extended = false;
+  ProcessFactory* process_factory = nullptr;
+  std::vector<std::string> last_run_argv;
+  // QThreadEvents: report thread exits (`w`); kept for later programs too.
+  bool thread_events = false;
+  std::string osdata_snapshot;  // gdb reads `info os` documents in chunks from this copy
+  // Branch tracing (handlers_btrace.cc). No backend: the btrace packets are
+  // neither advertised nor served.
+  TraceBackend* trace_backend = nullptr;
+  struct BtraceReads {
+    std::map<pid_t, uint64_t> seen;  // per thread: end_sequence() at its last trace read
+    std::string cached_key;          // "object:annex:tid" of the document in `cached`
+    std::string cached;              // gdb reads a document in chunks from this copy
+    uint64_t pt_size = 0;            // Qbtrace-conf:pt:size, remembered but unused
+    // Threads the client turned tracing on for with Qbtrace:bts. A thread
+    // traced only by whole-program recording (--record, monitor record
+    // start) is not among them: gdb must not see its trace as its own
+    // `record btrace`, or it would replay with its own target instead of
+    // asking btstub with bs/bc.
+    std::set<pid_t> client_enabled;
+  };
+  BtraceReads btrace_reads;
+  // Reverse execution (handlers_replay.cc). Breakpoint addresses inserted
+  // with Z0 / Z1: a replay stops at them. Tests may replace how the engine
+  // learns the read-only mappings (default: /proc/PID/maps).
+  std::set<uint64_t> software_breakpoints;
+  std::set<uint64_t> hardware_breakpoints;
+  std::function<std::unique_ptr<MappingInfo>(pid_t pid)> replay_maps;
+  // The replay engine over trace_backend, created on first use; nullptr
+  // without a trace backend or a program.
+  ReplayEngine* replay();
+  // True while `tid` stands in its recorded past.
+  bool replaying(pid_t tid) const;
+  // Every thread back at its live end (before the program runs again, or
+  // when the traces may change under the engine).
+  void go_live();
+  // The thread's registers and memory: in the past while it replays.
+  Expected<protocol::RegisterFile> thread_registers(pid_t tid);
+  Expected<std::vector<uint8_t>> thread_memory(pid_t tid, uint64_t addr, std::size_t len);
+
+  // The step run ahead of the client, if any (run_ahead()); the resume
+  // handler answers from it.
+  StepAhead step_ahead;
+
+  // Helpers used by several handler families.
+  protocol::ThreadId thread_id(pid_t tid) const;
+  Expected<pid_t> resolve_thread(const protocol::ThreadId& id) const;
+  pid_t current_thread() const;
+  void mark_running() { running_ = true; }
+  // Every process is gone (killed, detached, exited).
+  void mark_process_gone();
+  // One process is gone; the others are still debugged, and so is the
+  // fork child it held (adopted first).
+  void forget_process(Process* process);
+  // Switches to another program (nullptr: none), forgetting everything
+  // that belonged to the previous one (fork children kept are dropped).
+  void set_process(Process* process);
+  std::string stop_reply_payload(const protocol::StopReply& stop) const;
+  protocol::StopReply make_stop_reply(const ProcessEvent& event);
+  void set_hardware_reason(protocol::StopReply& stop, protocol::BreakpointType type, uint64_t address) const;
+
+ private:
+  Process* process_of_event(const ProcessEvent& event) const;
+  bool may_run_ahead(pid_t tid);
+  static bool leaves_step_ahead(const protocol::Request& request);
+
+
+  SessionConfig config_;
+  Process* program_;  // see program()
+  ProcessGroup inferiors_;
+  bool running_ = false;
+  std::unique_ptr<ReplayEngine> replay_;
+  bool run_ahead_due_ = false;  // the last reply was a bare single step's stop
+};
+
+}  // namespace stub::session

@@ -1,0 +1,221 @@
+#include "stub/tracing/perf_backend.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "protocol/amd64_registers.h"
+
+namespace stub::tracing {
+
+namespace {
+
+using btstub::ErrorCode;
+using btstub::make_error;
+
+// The data ring beside an AUX area carries only PERF_RECORD_AUX/LOST.
+constexpr std::size_t kIntelDataPages = 4;
+
+std::size_t round_up_pow2(std::size_t n) {
+  std::size_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+std::size_t round_down_pow2(std::size_t n) {
+  std::size_t p = 1;
+  while (p * 2 <= n) p <<= 1;
+  return p;
+}
+
+bool limit_error(int err) { return err == EPERM || err == ENOMEM; }
+
+std::optional<uint64_t> read_number(PerfSeam& seam, const std::string& path) {
+  auto text = seam.read_file(path);
+  if (!text) return std::nullopt;
+  try {
+    return std::stoull(*text);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+perf_event_attr perf_bts_attr() {
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_HARDWARE;
+  attr.config = PERF_COUNT_HW_BRANCH_INSTRUCTIONS;
+  attr.sample_period = 1;  // every branch: the kernel uses BTS for exactly this
+  attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_ADDR;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  attr.exclude_idle = 1;
+  return attr;
+}
+
+perf_event_attr intel_bts_attr(uint32_t pmu_type) {
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = pmu_type;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  return attr;
+}
+
+std::size_t plan_buffer_pages(uint64_t bytes, std::size_t page_size, std::optional<uint64_t> mlock_kb,
+                              std::optional<uint64_t> memlock_limit) {
+  if (page_size == 0) return 1;
+  std::size_t pages = round_up_pow2(static_cast<std::size_t>(std::max<uint64_t>((bytes + page_size - 1) / page_size, 1)));
+  if (mlock_kb && memlock_limit) {
+    uint64_t allowance = *mlock_kb * 1024 + *memlock_limit;
+    std::size_t fit = static_cast<std::size_t>(allowance / page_size);
+    fit = fit > 1 ? fit - 1 : 1;  // the header page counts too
+    pages = std::min(pages, round_down_pow2(fit));
+  }
+  return pages;
+}
+
+PerfBackend::PerfBackend(PerfSeam& seam, const Options& options)
+    : seam_(seam), options_(options), config_(options.config), all_enabled_(options.enable_all) {}
+
+PerfBackend::~PerfBackend() {
+  for (auto& [tid, t] : threads_) close_event(t);
+}
+
+std::string_view PerfBackend::name() const {
+  return options_.kind == HardwareTrace::IntelBts ? "intel-bts" : "perf-bts";
+}
+
+std::string PerfBackend::prefix(pid_t tid) const {
+  return std::string(name()) + ": thread " + std::to_string(tid) + ": ";
+}
+
+int PerfBackend::event_fd(pid_t tid) const {
+  auto it = threads_.find(tid);
+  return it == threads_.end() ? -1 : it->second.fd;
+}
+
+// Maps `pages` (a power of two) plus `extra_pages`; when the locked-memory
+// allowance refuses, halves the buffer (at most down to what the limits
+// allow, then on to one page) as gdb does.
+Expected<PerfBackend::Mapping> PerfBackend::map_halving(int fd, std::size_t pages, std::size_t extra_pages,
+                                                        std::size_t offset, bool writable, const char* what,
+                                                        pid_t tid, __u64* size_field) {
+  const std::size_t page = seam_.page_size();
+  auto mlock_kb = read_number(seam_, "/proc/sys/kernel/perf_event_mlock_kb");
+  auto memlock = seam_.memlock_limit();
+  std::size_t cap = plan_buffer_pages(uint64_t{pages} * page, page, mlock_kb, memlock);
+  for (;;) {
+    std::size_t length = (pages + extra_pages) * page;
+    if (size_field != nullptr) __atomic_store_n(size_field, __u64{length}, __ATOMIC_RELEASE);
+    auto mapped = seam_.map(fd, length, offset, writable);
+    if (mapped) return Mapping{*mapped.value, length};
+    if (!limit_error(mapped.error.err) || pages == 1) {
+      std::string limits = " (perf_event_mlock_kb=" + (mlock_kb ? std::to_string(*mlock_kb) : std::string("?")) +
+                           ", RLIMIT_MEMLOCK=" + (memlock ? std::to_string(*memlock) : std::string("unlimited")) + ")";
+      return make_error(ErrorCode::IoError, prefix(tid) + "cannot map the " + what + " of " +
+                                                std::to_string(length) + " bytes: " + errno_text(mapped.error.err) +
+                                                limits + "; the thread runs untraced");
+    }
+    pages = std::min(pages / 2, std::max<std::size_t>(cap, 1));
+  }
+}
+
+Expected<void> PerfBackend::open_event(Thread& t, pid_t tid) {
+  bool intel = options_.kind == HardwareTrace::IntelBts;
+  perf_event_attr attr = intel ? intel_bts_attr(options_.intel_bts_type) : perf_bts_attr();
+  auto fd = seam_.open_event(attr, tid);
+  if (!fd) {
+    return make_error(ErrorCode::NotSupported,
+                      prefix(tid) + "perf_event_open failed: " + errno_text(fd.error.err));
+  }
+  t.fd = *fd.value;
+  const std::size_t page = seam_.page_size();
+  std::size_t pages = plan_buffer_pages(config_.buffer_bytes, page, std::nullopt, std::nullopt);
+  auto ring = intel ? map_halving(t.fd, kIntelDataPages, 1, 0, true, "data ring", tid)
+                    : map_halving(t.fd, pages, 1, 0, false, "sample ring", tid);
+  if (!ring) {
+    close_event(t);
+    return ring.error();
+  }
+  t.ring = *ring;
+  uint64_t mapped_bytes = t.ring.length - page;
+  if (intel) {
+    auto* header = static_cast<perf_event_mmap_page*>(t.ring.addr);
+    header->aux_offset = t.ring.length;
+    auto aux = map_halving(t.fd, pages, 0, t.ring.length, true, "AUX area", tid, &header->aux_size);
+    if (!aux) {
+      close_event(t);
+      return aux.error();
+    }
+    t.aux = *aux;
+    mapped_bytes = t.aux.length;
+  }
+  t.config = config_;
+  t.config.buffer_bytes = mapped_bytes;
+  return {};
+}
+
+void PerfBackend::close_event(Thread& t) {
+  if (t.aux.addr != nullptr) seam_.unmap(t.aux.addr, t.aux.length);
+  if (t.ring.addr != nullptr) seam_.unmap(t.ring.addr, t.ring.length);
+  if (t.fd >= 0) seam_.close_event(t.fd);
+  t.aux = {};
+  t.ring = {};
+  t.fd = -1;
+}
+
+Expected<void> PerfBackend::start(Thread& t, pid_t tid, bool stopped) {
+  close_event(t);
+  t.perf_reader = PerfBtsReader{};
+  t.intel_reader = IntelBtsReader{};
+  if (auto opened = open_event(t, tid); !opened) {
+    t.enabled = false;
+    last_error_ = opened.error().message;
+    return opened;
+  }
+  t.enabled = true;
+  t.exited = false;
+  t.origin_known = false;
+  // The store holds what was asked for: reads accumulate in it.
+  t.trace = std::make_unique<decoder::BlockTrace>(0, decoder::bts_records_for_bytes(config_.buffer_bytes),
+                                                  decoder::OverflowPolicy::DropOldest);
+  if (stopped) learn_origin(t, tid, control_);
+  return {};
+}
+
+void PerfBackend::learn_origin(Thread& t, pid_t tid, TracedThreadControl* control) {
+  if (t.origin_known || !t.trace || control == nullptr || t.trace->end_sequence() != 0) return;
+  auto regs = control->read_general_registers(tid);
+  if (!regs) return;
+  t.trace->clear(regs->get_u64(protocol::Amd64Reg::rip));
+  t.origin_known = true;
+}
+
+void PerfBackend::refresh(Thread& t) const {
+  if (t.fd < 0 || !t.trace || t.ring.addr == nullptr) return;
+  const std::size_t page = seam_.page_size();
+  auto* header = static_cast<perf_event_mmap_page*>(t.ring.addr);
+  auto* data = static_cast<const uint8_t*>(t.ring.addr) + page;
+  TraceItems items;
+  if (options_.kind == HardwareTrace::IntelBts) {
+    IntelBtsBuffers buffers{header, data, t.ring.length - page, static_cast<const uint8_t*>(t.aux.addr),
+                            t.aux.length, {}};
+    items = t.intel_reader.read(buffers);
+  } else {
+    items = t.perf_reader.read(PerfRing{header, data, t.ring.length - page, {}});
+  }
+  append_items(*t.trace, items);
+}
+
+PerfBackend::Thread* PerfBackend::lazy_state(pid_t tid) {
+  auto it = threads_.find(tid);
+  if (it != threads_.end()) return &it->second;
+  if (!all_enabled_) return nullptr;
+  Thread& t = threads_[tid];
+  (void)start(t, tid, false);  // on failure: known, untraced (last_error says why)
+  return &t;
+}
+
+}  // namespace stub::tracing

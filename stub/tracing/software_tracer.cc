@@ -1,0 +1,325 @@
+#include "stub/tracing/software_tracer.h"
+#include "stub/tracing/software_tracer_internal.h"
+
+#include <csignal>
+#include <cstring>
+
+#include "decoder/branch_evaluator.h"
+#include "protocol/amd64_registers.h"
+
+namespace stub::tracing {
+
+using protocol::Amd64Reg;
+using namespace tracer_detail;
+
+Expected<std::unique_ptr<SoftwareTracer>> SoftwareTracer::create(const TraceConfig& config, bool enable_all,
+                                                                 TraceStops stops) {
+  auto decoder = decoder::InstructionDecoder::create();
+  if (!decoder) return decoder.error();
+  return std::unique_ptr<SoftwareTracer>(
+      new SoftwareTracer(BlockCache(std::move(decoder).value()), config, enable_all, stops));
+}
+
+SoftwareTracer::SoftwareTracer(BlockCache blocks, const TraceConfig& config, bool enable_all, TraceStops stops)
+    : blocks_(std::move(blocks)), stops_(stops), config_(config), all_enabled_(enable_all) {}
+
+// ---------------------------------------------------------------- hook side
+
+StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, StepKind requested,
+                                       int signal) {
+  if (ThreadState* t = state(tid); t != nullptr && t->disarm_pending) {
+    arm(control, *t, tid, std::nullopt);
+    t->disarm_pending = false;
+  }
+  update_kept_int3s(control);
+  ThreadState* t = traced_state(tid);
+  if (t == nullptr || !t->enabled) return requested;
+  t->stopped_full = false;
+  auto regs = control.read_general_registers(tid);
+  if (!regs) return requested;  // the thread is going away; nothing to trace
+  const uint64_t pc = pc_of(*regs);
+  ensure_origin(*t, pc);
+  // Whatever the thread did since its last stop is settled before anything
+  // new is planned (e.g. a pending branch of a thread the process layer kept
+  // stopped while stopping all threads did not run).
+  settle_lookahead(control, *t, tid, pc);
+  settle(*t, pc, false);
+  // A debug-register trace stop fires before the instruction at its address
+  // runs, unless the thread resumes from that very trap (the kernel then
+  // sets RF). A thread that reached its armed address otherwise (a step
+  // onto it) would stop there again at once, and a step of the client's
+  // would look completed without having moved. Nothing below arms at the pc.
+  if (stops_ == TraceStops::DebugRegister && t->armed.size() == 1 && t->armed.front() == pc) {
+    arm(control, *t, tid, std::nullopt);
+  }
+  if (t->frozen) {
+    arm(control, *t, tid, std::nullopt);
+    return requested;
+  }
+  // A step: the client's; ours, to see where a signal takes the thread (its
+  // handler's first instruction, recorded as interrupted pc -> handler); or
+  // the process layer's, which steps off a user breakpoint under the pc
+  // whatever we answer (and resumes the thread itself afterwards).
+  const bool at_user_breakpoint = control.has_user_breakpoint(pc);
+  if (requested == StepKind::SingleStep || signal != 0 || at_user_breakpoint) {
+    ControlMemory code(control);
+    auto insn = blocks_.instruction_at(pc, code);
+    const bool branch = insn && predicts_branch(*insn, *regs, code);
+    const bool by_tracer = requested != StepKind::SingleStep && !at_user_breakpoint;
+    t->step = Step{pc, stack_of(*regs), std::move(insn), branch, by_tracer};
+    if (by_tracer) ++stats_.steps;
+    return signal != 0 ? StepKind::SingleStep : requested;
+  }
+  switch (continue_from(control, *t, tid)) {
+    case Next::SingleStep: return StepKind::SingleStep;
+    case Next::Continue: return StepKind::Continue;
+    case Next::Report: break;
+    case Next::StopBeforeExit: break;  // never at a resume (in_stop is false)
+  }
+  // Only a full buffer under the stop policy refuses here: the client saw
+  // that stop and resumed anyway, so the thread runs on untraced.
+  t->frozen = true;
+  any_frozen_ = true;
+  update_kept_int3s(control);
+  t->stopped_full = false;
+  arm(control, *t, tid, std::nullopt);
+  return requested;
+}
+
+TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedStop& stop) {
+  update_kept_int3s(control);
+  ThreadState* t = traced_state(stop.tid);
+  const bool only_trace_stop = stop.trace_stop_hit && !stop.software_breakpoint && !stop.watchpoint_hit &&
+                               !stop.single_stepped && stop.signal == SIGTRAP;
+  if (t == nullptr) return TraceVerdict::Report;
+  ++stats_.stops;
+  if (t->disarm_pending || !t->enabled || t->frozen) {
+    // A trace stop armed before tracing ended: swallow it, never show it.
+    arm(control, *t, stop.tid, std::nullopt);
+    t->disarm_pending = false;
+    if (!only_trace_stop) return TraceVerdict::Report;
+    ++stats_.absorbed;
+    // An int3 (maybe another thread's) is still under the pc: get past it.
+    if (stops_ == TraceStops::Breakpoint && !pass_trace_breakpoint(control, stop.tid)) {
+      return TraceVerdict::SingleStep;
+    }
+    return TraceVerdict::Continue;
+  }
+  ensure_origin(*t, stop.pc);
+  const bool tracer_step = stop.single_stepped && t->step && t->step->by_tracer;
+  settle_lookahead(control, *t, stop.tid, stop.pc);
+  settle(*t, stop.pc, stop.single_stepped);
+  if (t->stopped_full) return TraceVerdict::Report;
+  const bool ours = stop.signal == SIGTRAP && !stop.software_breakpoint && !stop.watchpoint_hit &&
+                    (tracer_step || (stop.trace_stop_hit && !stop.single_stepped));
+  if (!ours) return TraceVerdict::Report;
+  if (stop.trace_stop_hit) ++stats_.trace_stops;
+  t->in_stop = true;
+  const Next next = continue_from(control, *t, stop.tid);
+  t->in_stop = false;
+  switch (next) {
+    case Next::Continue: ++stats_.absorbed; return TraceVerdict::Continue;
+    case Next::SingleStep: ++stats_.absorbed; return TraceVerdict::SingleStep;
+    case Next::Report: break;
+    case Next::StopBeforeExit: return TraceVerdict::StopHere;
+  }
+  return TraceVerdict::Report;
+}
+
+// What happened since the thread last resumed, judged from where it is now.
+void SoftwareTracer::settle(ThreadState& t, uint64_t pc, bool step_completed) {
+  if (t.step) {
+    const Step& s = *t.step;
+    bool record = false;
+    if (!s.insn) {
+      // Undecodable: only a landing clearly away from it counts as a branch.
+      record = step_completed && (pc < s.from || pc > s.from + decoder::kMaxInstructionSize);
+    } else if (step_completed) {
+      // pc == from without a predicted branch is a rep-string iteration;
+      // elsewhere, a transfer or a signal's delivery. But under some
+      // hypervisors a step over cpuid loses its trap and stops one
+      // instruction further: that is no branch.
+      record = s.predicted_branch ||
+               (pc != s.insn->next_address() && pc != s.from && s.insn->text != "cpuid");
+    } else {
+      // Stopped by a signal instead: before the instruction (pc == from) or
+      // in an interrupted syscall (pc after it); neither is a branch.
+      record = pc != s.from && pc != s.insn->next_address();
+    }
+    if (record) store(t, s.from, pc, s.stack);
+    t.step.reset();
+  }
+  if (t.pending) {
+    // The thread can be back at the branch only if the branch has not run:
+    // one-block loops, where it could also have gone round, are stepped.
+    if (pc != t.pending->from) store(t, t.pending->from, t.pending->to, t.pending_stack);
+    t.pending.reset();
+  }
+}
+
+bool SoftwareTracer::store(ThreadState& t, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack) {
+  if (!t.trace->append(from, to, stack)) {
+    t.frozen = true;
+    any_frozen_ = true;
+    t.stopped_full = true;
+    return false;
+  }
+  ++stats_.branches;
+  return true;
+}
+
+bool SoftwareTracer::refuses_more(const ThreadState& t) const {
+  return t.trace->policy() == decoder::OverflowPolicy::Stop && t.trace->full();
+}
+
+SoftwareTracer::Next SoftwareTracer::continue_from(TracedThreadControl& control, ThreadState& t, pid_t tid) {
+  auto regs = control.read_general_registers(tid);
+  if (!regs) return Next::Report;
+  const uint64_t pc = pc_of(*regs);
+  if (stops_ == TraceStops::SingleStep) return step_one(control, t, *regs);
+  if (stops_ == TraceStops::Breakpoint) return continue_by_emulation(control, t, tid, std::move(*regs));
+  ControlMemory code(control);
+  const BlockEnd end = blocks_.block_end(pc, code);
+  if (end.address == pc) {
+    if (end.kind == BlockEnd::Kind::Undecodable) return step_over(t, *regs, std::nullopt, false);
+    return at_transfer(control, t, tid, *regs, end.insn);
+  }
+  // Arming at the thread's own pc is avoided above: whether a fresh
+  // execution breakpoint fires before the instruction under the pc depends
+  // on RF, which we do not control.
+  if (!arm(control, t, tid, end.address)) return step_one(control, t, *regs);
+  return Next::Continue;
+}
+
+// One instruction under a step, its outcome predicted for settle().
+SoftwareTracer::Next SoftwareTracer::step_one(TracedThreadControl& control, ThreadState& t,
+                                              const protocol::RegisterFile& regs) {
+  ControlMemory code(control);
+  // A user breakpoint's int3 under the pc stops the thread at once.
+  if (control.has_user_breakpoint(pc_of(regs))) return Next::Continue;
+  auto insn = blocks_.instruction_at(pc_of(regs), code);
+  if (insn && stops_before(t, *insn, regs)) return Next::StopBeforeExit;
+  if (insn && insn->is_control_transfer() && refuses_more(t)) return full_stop(t);
+  const bool branch = insn && predicts_branch(*insn, regs, code);
+  return step_over(t, regs, std::move(insn), branch);
+}
+
+// The thread is about to run `insn` (a control transfer, or a checkpoint).
+SoftwareTracer::Next SoftwareTracer::at_transfer(TracedThreadControl& control, ThreadState& t, pid_t tid,
+                                                 const protocol::RegisterFile& regs,
+                                                 const decoder::Instruction& insn) {
+  const uint64_t pc = insn.address;
+  // A user breakpoint's int3 stops the thread before the instruction runs;
+  // that stop is the client's, and the next resume starts afresh.
+  if (control.has_user_breakpoint(pc)) return Next::Continue;
+  ControlMemory code(control);
+  auto view = register_view(regs);
+  auto next = decoder::next_pc(insn, view, code);
+  if (!next) {
+    // Unpredictable (far transfer, unreadable pointer...): watch it happen.
+    if (refuses_more(t)) return full_stop(t);
+    return step_over(t, regs, insn, false);
+  }
+  switch (next->kind) {
+    case decoder::NextKind::FallThrough: {
+      const BlockEnd end = blocks_.block_end(insn.next_address(), code);
+      if (!arm(control, t, tid, end.address)) return step_over(t, regs, insn, false);
+      return Next::Continue;
+    }
+    case decoder::NextKind::Branch: {
+      if (refuses_more(t)) return full_stop(t);
+      const BlockEnd end = blocks_.block_end(next->target, code);
+      if (end.address == pc || !arm(control, t, tid, end.address)) return step_over(t, regs, insn, true);
+      t.pending = decoder::Branch{pc, next->target};
+      t.pending_stack = stack_of(regs);
+      return Next::Continue;
+    }
+    case decoder::NextKind::Syscall:
+      if (stops_before(t, insn, regs)) return Next::StopBeforeExit;
+      // rt_sigreturn, execve and friends go where the kernel decides.
+      if (refuses_more(t)) return full_stop(t);
+      return step_over(t, regs, insn, false);
+    case decoder::NextKind::Stop:
+      break;
+  }
+  return Next::Continue;  // int3/ud2/hlt: the signal stop reports itself
+}
+
+bool SoftwareTracer::stops_before(ThreadState& t, const decoder::Instruction& insn,
+                                  const protocol::RegisterFile& regs) {
+  constexpr uint64_t kExitGroup = 231;  // x86-64 __NR_exit_group
+  const uint64_t pc = pc_of(regs);
+  if (!all_enabled_ || !t.in_stop || t.frozen || t.exit_reported == pc) return false;
+  if (insn.kind != decoder::ControlKind::Syscall || insn.text.rfind("syscall", 0) != 0) return false;
+  if (regs.get_u64(Amd64Reg::rax) != kExitGroup) return false;
+  t.exit_reported = pc;
+  return true;
+}
+
+SoftwareTracer::Next SoftwareTracer::full_stop(ThreadState& t) {
+  t.stopped_full = true;
+  return Next::Report;
+}
+
+SoftwareTracer::Next SoftwareTracer::step_over(ThreadState& t, const protocol::RegisterFile& regs,
+                                               std::optional<decoder::Instruction> insn,
+                                               bool predicted_branch) {
+  t.step = Step{pc_of(regs), stack_of(regs), std::move(insn), predicted_branch, true};
+  ++stats_.steps;
+  return Next::SingleStep;
+}
+
+void SoftwareTracer::update_kept_int3s(TracedThreadControl& control) const {
+  // With every thread traced, each int3 a thread meets is at the end of its
+  // block (int3s sit only on emulable transfers), so an int3 left behind is
+  // simply the next stop of whichever thread comes by: no write per stop.
+  control.keep_trace_breakpoints(stops_ == TraceStops::Breakpoint && !any_frozen_ && !untraced_met_ &&
+                                 every_thread_traced());
+}
+
+// Per-thread tracing (gdb's record btrace) counts too when no thread we
+// know of is left out. A thread we never heard of (the main thread before
+// anything was enabled on it) shows itself by meeting a kept int3:
+// pass_trace_breakpoint then sets untraced_met_.
+bool SoftwareTracer::every_thread_traced() const {
+  if (all_enabled_) return true;
+  bool any = false;
+  for (const auto& [tid, t] : threads_) {
+    if (t.exited) continue;
+    if (!t.enabled || t.frozen) return false;
+    any = true;
+  }
+  return any;
+}
+
+bool SoftwareTracer::arm(TracedThreadControl& control, ThreadState& t, pid_t tid,
+                         std::optional<uint64_t> addr) {
+  std::vector<uint64_t> addrs;
+  if (addr) addrs.push_back(*addr);
+  return arm_all(control, t, tid, addrs);
+}
+
+bool SoftwareTracer::arm_all(TracedThreadControl& control, ThreadState& t, pid_t tid,
+                             const std::vector<uint64_t>& addrs) {
+  if (t.armed == addrs) return true;
+  Expected<void> set;
+  if (stops_ == TraceStops::Breakpoint) {
+    set = control.set_trace_breakpoints(tid, addrs);
+  } else if (addrs.size() > 1) {
+    return false;  // one debug-register slot
+  } else {
+    set = control.set_trace_stop(tid, addrs.empty() ? std::nullopt : std::optional<uint64_t>(addrs[0]));
+  }
+  if (!set) return false;  // the old setting stays
+  t.armed = addrs;
+  return true;
+}
+
+void SoftwareTracer::forget_code() {
+  blocks_.invalidate();
+  plans_.clear();
+  passed_.clear();
+  must_stop_.clear();
+}
+
+}  // namespace stub::tracing

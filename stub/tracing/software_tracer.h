@@ -1,0 +1,233 @@
+#pragma once
+// Branch tracing in software, for machines without BTS or PT: each traced
+// thread runs freely to the next control transfer, where a debug-register
+// execution breakpoint (the "trace stop") catches it before the transfer
+// runs; the tracer computes where the transfer goes, re-arms the trace stop
+// at the end of the target's block and lets the thread go on. One ptrace
+// stop per taken or not-taken branch; single steps only where the outcome
+// cannot be computed beforehand (syscalls, signal delivery, one-block loops).
+//
+// TraceStops::Breakpoint (software_tracer_emulate.cc) uses an int3 as the
+// trace stop instead, for machines whose debug registers never trap. The
+// int3 stays in place for other threads, so the transfer under it is not
+// run but emulated: rip, and rsp/[rsp]/rcx for calls, returns and loops.
+// The branch is then certain and stored at once (nothing is pending).
+// With int3s the tracer also runs conditional branches and direct jmp/call
+// without a stop of their own where it can tell afterwards which way the
+// thread went (software_tracer_lookahead.cc).
+//
+// Exactness rule: a branch is stored only once the thread is seen past it.
+// Between the trace stop at a branch and that evidence the branch is
+// "pending" (see ThreadState::pending), because a signal may stop the thread
+// before the branch runs.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "decoder/block_trace.h"
+#include "decoder/instruction.h"
+#include "stub/tracing/software_tracer_blocks.h"
+#include "stub/tracing/trace_backend.h"
+#include "stub/process/trace_hook.h"
+
+namespace stub::tracing {
+
+using process::StepKind;
+using process::TraceHook;
+using process::TraceVerdict;
+using process::TracedStop;
+using process::TracedThreadControl;
+
+// How the tracer gets the thread back at a block's end.
+enum class TraceStops {
+  DebugRegister,  // TracedThreadControl::set_trace_stop: one stop per block
+  SingleStep,     // for machines whose debug registers never trap (some
+                  // hypervisors: see PtraceProcess::debug_registers_work):
+                  // every instruction is stepped, exact but one stop each
+  Breakpoint,     // TracedThreadControl::set_trace_breakpoint: an int3 at
+                  // each block's transfer, which is emulated; blocks ending
+                  // in a syscall (or anything not emulable) are stepped
+};
+
+class SoftwareTracer final : public TraceHook, public TraceBackend {
+ public:
+  // `enable_all`: trace every thread from the start (--record).
+  static Expected<std::unique_ptr<SoftwareTracer>> create(const TraceConfig& config = {},
+                                                          bool enable_all = false,
+                                                          TraceStops stops = TraceStops::DebugRegister);
+  TraceStops trace_stops() const { return stops_; }
+
+  // Optional: lets enable()/disable() read the thread's pc and disarm its
+  // trace stop at once. Without it the origin is taken at the thread's next
+  // resume and the disarm happens then.
+  void set_control(TracedThreadControl* control) { control_ = control; }
+
+  // Under enable_all, threads the tracer was never told about (the main
+  // thread at launch, threads present at attach) are traced from their first
+  // resume; adopting them (stopped) starts their traces now, so the client
+  // can read an empty trace before the first resume.
+  void adopt_threads(const std::vector<pid_t>& tids);
+  // A new inferior (vRun, attach after detach): forget every thread and all
+  // decoded code; configuration and enable_all stay.
+  void forget_process();
+
+  // Counters for tests and benchmarks.
+  struct Stats {
+    uint64_t stops = 0;        // stops of traced threads seen by on_stop
+    uint64_t absorbed = 0;     // ... of which the tracer absorbed
+    uint64_t trace_stops = 0;  // trace-stop hits
+    uint64_t steps = 0;        // single steps the tracer itself asked for
+    uint64_t branches = 0;     // branches stored
+    uint64_t emulated = 0;     // transfers emulated (TraceStops::Breakpoint)
+    uint64_t looked_past = 0;  // transfers run without a stop of their own
+  };
+  const Stats& stats() const { return stats_; }
+  // Forgets decoded code (e.g. after the client wrote into code).
+  void invalidate_code() { forget_code(); }
+
+  // ---- TraceHook ----
+  bool traces(pid_t tid) const override;
+  StepKind before_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal) override;
+  TraceVerdict on_stop(TracedThreadControl& control, const TracedStop& stop) override;
+  void on_held(TracedThreadControl& control, pid_t tid) override;
+  void on_thread_created(pid_t tid, pid_t parent) override;
+  void on_thread_exited(pid_t tid) override;
+  void on_exec(pid_t tid) override;
+  bool pass_trace_breakpoint(TracedThreadControl& control, pid_t tid) override;
+  bool uses_debug_register() const override { return stops_ == TraceStops::DebugRegister; }
+
+  // ---- TraceBackend ----
+  std::string_view name() const override { return "software"; }
+  void set_config(const TraceConfig& config) override { config_ = config; }
+  TraceConfig config() const override { return config_; }
+  Expected<void> enable(pid_t tid) override;
+  Expected<void> disable(pid_t tid) override;
+  bool enabled(pid_t tid) const override;
+  Expected<void> enable_all() override;
+  void disable_all() override;
+  bool all_enabled() const override { return all_enabled_; }
+  const decoder::BlockTrace* trace(pid_t tid) const override;
+  Expected<TraceConfig> thread_config(pid_t tid) const override;
+  bool stopped_full(pid_t tid) const override;
+
+ private:
+  // TraceStops::Breakpoint: transfers a thread runs without a stop of its
+  // own (software_tracer_lookahead.cc). From the entry transfer the thread
+  // walks down a tree of hops, straight runs of code [begin, end] whose end
+  // is their only transfer: a hop ending in a direct jmp/call has one child,
+  // one ending in a conditional branch two (taken, fall-through); the ends of
+  // the leaves are armed. Where the thread next stops says which hop it is
+  // in, hence its path and every branch on it.
+  struct Hop {
+    uint64_t begin = 0, end = 0;
+    int parent = -1;          // index in Lookahead::hops; -1: the entry
+    bool taken_edge = false;  // entered by a taken branch (stored), not by falling through
+    bool end_is_call = false;
+    bool leaf = true;
+    int64_t rsp_delta = 0;  // BlockEnd::rsp_delta (0 where unknown: then never needed)
+  };
+  struct Lookahead {
+    uint64_t entry = 0;
+    bool entry_is_call = false;
+    std::vector<Hop> hops;
+    std::vector<uint64_t> leaves;  // the armed ends
+  };
+  // A single step in flight and what it was expected to do.
+  struct Step {
+    uint64_t from = 0;
+    decoder::StackSnapshot stack;              // rsp/rbp at `from`, before it ran
+    std::optional<decoder::Instruction> insn;  // nullopt: undecodable
+    bool predicted_branch = false;             // next_pc said Branch
+    bool by_tracer = false;                    // we turned a Continue into it
+  };
+  struct ThreadState {
+    bool enabled = false;
+    bool exited = false;
+    bool disarm_pending = false;  // disabled without control: disarm at next resume
+    bool origin_known = false;
+    bool frozen = false;          // full under OverflowPolicy::Stop: no more recording
+    bool stopped_full = false;    // the current stop is because of that
+    bool in_stop = false;         // on_stop is deciding (a stop may be reported)
+    std::optional<uint64_t> exit_reported;  // where the thread was reported about to exit
+    TraceConfig config;
+    std::unique_ptr<decoder::BlockTrace> trace;
+    std::vector<uint64_t> armed;                  // trace stop addresses as last set (empty: none)
+    std::optional<decoder::Branch> pending;       // seen at a trace stop, not yet seen run
+    decoder::StackSnapshot pending_stack;         // rsp/rbp at pending->from
+    std::optional<Step> step;
+    std::shared_ptr<const Lookahead> lookahead;   // the plan its armed ends belong to
+  };
+  enum class Next { Continue, SingleStep, Report, StopBeforeExit };
+
+  SoftwareTracer(BlockCache blocks, const TraceConfig& config, bool enable_all, TraceStops stops);
+
+  ThreadState* state(pid_t tid);
+  const ThreadState* state(pid_t tid) const;
+  ThreadState* traced_state(pid_t tid);  // creates one under enable_all
+  // `stopped`: the thread is stopped, so its pc can be read now.
+  void start_trace(ThreadState& t, pid_t tid, bool stopped);
+  void ensure_origin(ThreadState& t, uint64_t pc);
+
+  void settle(ThreadState& t, uint64_t pc, bool step_completed);
+  bool store(ThreadState& t, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack);
+  bool refuses_more(const ThreadState& t) const;
+
+  Next continue_from(TracedThreadControl& control, ThreadState& t, pid_t tid);
+  Next at_transfer(TracedThreadControl& control, ThreadState& t, pid_t tid,
+                   const protocol::RegisterFile& regs, const decoder::Instruction& insn);
+  Next step_over(ThreadState& t, const protocol::RegisterFile& regs, std::optional<decoder::Instruction> insn,
+                 bool predicted_branch);
+  Next step_one(TracedThreadControl& control, ThreadState& t, const protocol::RegisterFile& regs);
+  Next full_stop(ThreadState& t);
+  // Whole-program recording (enable_all): a thread about to run exit_group
+  // is stopped and reported first, once, so the history can still be
+  // walked from the end; the client's next resume runs it.
+  bool stops_before(ThreadState& t, const decoder::Instruction& insn, const protocol::RegisterFile& regs);
+  bool arm(TracedThreadControl& control, ThreadState& t, pid_t tid, std::optional<uint64_t> addr);
+  bool arm_all(TracedThreadControl& control, ThreadState& t, pid_t tid, const std::vector<uint64_t>& addrs);
+  // Tells the process layer whether int3s may stay at transfers no thread
+  // is armed on (TracedThreadControl::keep_trace_breakpoints).
+  void update_kept_int3s(TracedThreadControl& control) const;
+  bool every_thread_traced() const;
+  void forget_code();
+
+  // TraceStops::Breakpoint (software_tracer_emulate.cc).
+  Next continue_by_emulation(TracedThreadControl& control, ThreadState& t, pid_t tid,
+                             protocol::RegisterFile regs);
+  bool emulate(TracedThreadControl& control, pid_t tid, protocol::RegisterFile& regs,
+               const decoder::Instruction& insn, uint64_t& target, bool& taken);
+  // software_tracer_lookahead.cc.
+  bool arm_past(TracedThreadControl& control, ThreadState& t, pid_t tid, const decoder::Instruction& entry);
+  std::shared_ptr<const Lookahead> plan_past(const decoder::Instruction& entry, decoder::CodeReader& code);
+  int add_hops(Lookahead& plan, uint64_t start, int parent, bool taken_edge, bool needs_rsp, int depth,
+               std::vector<uint64_t>& used, decoder::CodeReader& code);
+  void settle_lookahead(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
+
+  BlockCache blocks_;
+  TraceStops stops_;
+  TraceConfig config_;
+  bool all_enabled_ = false;
+  bool any_frozen_ = false;     // since the last enable_all: some thread runs untraced
+  bool untraced_met_ = false;   // since the last enable: an untraced thread met a kept int3
+  TracedThreadControl* control_ = nullptr;
+  std::map<pid_t, ThreadState> threads_;
+  // Plans by entry transfer address (null: it gets a stop of its own),
+  // shared with the threads following them (plans are made per stop).
+  // Decided once, so that no int3 is ever put on a transfer some plan runs
+  // without a stop (passed_); the ends plans arm are never passed
+  // (must_stop_). Both only save stops: a plan stays exact even if an int3
+  // sits on a transfer it passes (the thread stops there, inside a hop).
+  std::unordered_map<uint64_t, std::shared_ptr<const Lookahead>> plans_;
+  std::unordered_set<uint64_t> passed_;
+  std::unordered_set<uint64_t> must_stop_;
+  Stats stats_;
+};
+
+}  // namespace stub::tracing

@@ -1,0 +1,64 @@
+#pragma once
+// Where does the block starting at an address end? The software tracer asks
+// this at every taken branch, so the answers are cached by start address.
+// Code is read-only in practice (no JITs in scope), so a cached answer stays
+// valid until exec replaces the address space; invalidate() drops them all.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+
+#include "decoder/code_reader.h"
+#include "decoder/instruction.h"
+#include "decoder/instruction_decoder.h"
+
+namespace stub::tracing {
+
+struct BlockEnd {
+  enum class Kind {
+    Transfer,     // `insn` is the first control transfer at or after the start
+    Checkpoint,   // no transfer within the scan limit: `insn` is the last scanned
+    Undecodable,  // the bytes at `address` do not decode (or are unreadable)
+  };
+  Kind kind = Kind::Undecodable;
+  uint64_t address = 0;
+  decoder::Instruction insn;  // valid unless Undecodable
+  // How the instructions before `insn` move rsp, when they only push, pop
+  // or add to it and leave rbp alone: rsp at the start is rsp at any point
+  // of the block minus the part of this delta run up to there. nullopt:
+  // something else touches them.
+  std::optional<int64_t> rsp_delta = 0;
+};
+
+// rsp's change by `insn` when it is a plain push, pop or adjustment that
+// leaves rbp alone; nullopt otherwise.
+std::optional<int64_t> plain_rsp_delta(const decoder::Instruction& insn);
+
+class BlockCache {
+ public:
+  // A block with more instructions than this is cut into checkpoints: one
+  // extra stop per this many instructions bounds the decode work per stop.
+  static constexpr std::size_t kMaxScan = 4096;
+
+  explicit BlockCache(decoder::InstructionDecoder decoder) : decoder_(std::move(decoder)) {}
+
+  // The end of the block starting at `start`, reading code through `code`.
+  const BlockEnd& block_end(uint64_t start, decoder::CodeReader& code);
+  // The instruction at `addr` (cached).
+  std::optional<decoder::Instruction> instruction_at(uint64_t addr, decoder::CodeReader& code);
+
+  void invalidate() {
+    ends_.clear();
+    transfers_.clear();
+  }
+  std::size_t size() const { return ends_.size(); }
+
+ private:
+  BlockEnd scan(uint64_t start, decoder::CodeReader& code);
+
+  decoder::InstructionDecoder decoder_;
+  std::unordered_map<uint64_t, BlockEnd> ends_;                   // by block start
+  std::unordered_map<uint64_t, decoder::Instruction> transfers_;  // by address (not only transfers)
+};
+
+}  // namespace stub::tracing

@@ -1,0 +1,63 @@
+#pragma once
+// Helpers shared by the software_tracer*.cc files.
+#include <algorithm>
+#include <cstring>
+
+#include "decoder/branch_evaluator.h"
+#include "decoder/block_trace.h"
+#include "protocol/amd64_registers.h"
+#include "protocol/register_file.h"
+#include "stub/process/register_mapping.h"
+#include "stub/process/trace_hook.h"
+
+namespace stub::tracing::tracer_detail {
+
+using process::TracedThreadControl;
+using process::register_view;
+
+using protocol::Amd64Reg;
+
+// The inferior's original bytes (user breakpoints hidden) as a decoder reader.
+class ControlMemory final : public decoder::MemoryReader {
+ public:
+  explicit ControlMemory(TracedThreadControl& control) : control_(control) {}
+  std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) override {
+    auto bytes = control_.read_memory(addr, len);
+    if (!bytes) return 0;
+    const std::size_t n = std::min(len, bytes->size());
+    std::memcpy(out, bytes->data(), n);
+    return n;
+  }
+
+ private:
+  TracedThreadControl& control_;
+};
+
+inline uint64_t pc_of(const protocol::RegisterFile& regs) { return regs.get_u64(Amd64Reg::rip); }
+
+inline decoder::StackSnapshot stack_of(const protocol::RegisterFile& regs) {
+  return decoder::StackSnapshot{regs.get_u64(Amd64Reg::rsp), regs.get_u64(Amd64Reg::rbp)};
+}
+
+// Can TraceStops::Breakpoint emulate `insn` at its int3 (only such
+// transfers get one)?
+inline bool emulable(const decoder::Instruction& insn) {
+  using decoder::ControlKind;
+  if (insn.operand_size_override || !decoder::is_near_transfer(insn.kind)) return false;
+  // loop/loope/loopne with ecx: whether the write clears rcx's upper half
+  // is not worth guessing at; such code is stepped.
+  if (insn.kind == ControlKind::Loop) return insn.loop_op == decoder::LoopOp::JumpIfZero || insn.counter_width == 8;
+  return true;
+}
+
+// Does `insn` branch when run now? (Unpredictable counts as no: the step's
+// landing decides then.)
+inline bool predicts_branch(const decoder::Instruction& insn, const protocol::RegisterFile& regs,
+                            decoder::MemoryReader& mem) {
+  if (!insn.is_control_transfer()) return false;
+  auto view = register_view(regs);
+  auto next = decoder::next_pc(insn, view, mem);
+  return next && next->taken();
+}
+
+}  // namespace stub::tracing::tracer_detail

@@ -1,0 +1,69 @@
+#pragma once
+// What the session asks of a branch-trace backend (software tracer, perf
+// BTS, intel_bts): per-thread on/off, configuration, and the trace itself.
+// Packet handlers and replay use only this interface, so they are tested
+// with a fake backend.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "decoder/block_trace.h"
+#include "protocol/expected.h"
+
+namespace stub::tracing {
+
+using btstub::Expected;
+
+struct TraceConfig {
+  uint64_t buffer_bytes = 64 * 1024;  // Qbtrace-conf:bts:size / --trace-size
+  decoder::OverflowPolicy overflow = decoder::OverflowPolicy::DropOldest;  // --trace-full
+};
+
+// --backend: which branch-trace backend serves Qbtrace:bts. Here, not with
+// the options, because the backend probe resolves it too.
+enum class TraceBackendChoice {
+  Auto,      // the best available: intel-bts, then perf-bts, then software
+  Software,  // stub::tracing::SoftwareTracer
+  PerfBts,   // stub::tracing::PerfBackend over a perf BTS sample ring
+  IntelBts,  // stub::tracing::PerfBackend over the intel_bts PMU's AUX area
+};
+
+class TraceBackend {
+ public:
+  virtual ~TraceBackend() = default;
+
+  virtual std::string_view name() const = 0;  // "software", "perf-bts", ...
+
+  // The configuration newly enabled threads get; a thread keeps the one it
+  // was enabled with (as on hardware).
+  virtual void set_config(const TraceConfig& config) = 0;
+  virtual TraceConfig config() const = 0;
+
+  // Tracing of one thread. enable() on an enabled thread is an error
+  // (gdb: "Btrace already enabled."), as is disable() on a disabled one.
+  virtual Expected<void> enable(pid_t tid) = 0;
+  virtual Expected<void> disable(pid_t tid) = 0;
+  virtual bool enabled(pid_t tid) const = 0;
+  // Whole-program tracing (--record, monitor record start): every thread,
+  // including threads created later.
+  virtual Expected<void> enable_all() = 0;
+  virtual void disable_all() = 0;
+  virtual bool all_enabled() const = 0;
+
+  // The thread's trace (also after the thread exited, until forgotten), or
+  // nullptr when it has none.
+  virtual const decoder::BlockTrace* trace(pid_t tid) const = 0;
+  // The thread's configuration as enabled (for qXfer:btrace-conf).
+  virtual Expected<TraceConfig> thread_config(pid_t tid) const = 0;
+  // True when the thread stopped because its buffer filled under
+  // OverflowPolicy::Stop (the stop reply then says so).
+  virtual bool stopped_full(pid_t tid) const = 0;
+  // Why the last thread that should have been traced is not (a thread
+  // created under enable_all whose trace could not start: nobody was there
+  // to be told); empty when nothing failed. `monitor record status` shows it.
+  virtual std::string problem() const { return {}; }
+};
+
+}  // namespace stub::tracing

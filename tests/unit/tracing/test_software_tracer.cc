@@ -1,0 +1,442 @@
+// SoftwareTracer against a scripted process layer (software_tracer_fake.h).
+// The code under trace, assembled at 0x1000:
+//   _start: mov ecx,2; xor eax,eax; test eax,eax; jne _start; call func
+//   back:   jmp [rip+ptr]
+//   loop:   dec ecx; jne loop; nop
+//   tgt:    syscall; nop; ud2
+//   func:   mov eax,1; ret
+//   ptr:    .quad tgt
+#include <catch2/catch.hpp>
+
+#include "decoder/instruction_history.h"
+#include "software_tracer_fake.h"
+
+using decoder::Block;
+using decoder::Branch;
+using fake::branches;
+using stub::process::StepKind;
+using stub::process::TraceVerdict;
+using namespace fake;
+
+namespace {
+
+constexpr pid_t kTid = 100;
+
+std::unique_ptr<stub::tracing::SoftwareTracer> make_tracer(stub::tracing::TraceConfig config = {}, bool all = false) {
+  auto tracer = stub::tracing::SoftwareTracer::create(config, all);
+  REQUIRE(tracer.ok());
+  return std::move(tracer).value();
+}
+
+// Starts tracing kTid at `pc` with ZF set (so `jne _start` falls through).
+struct Fixture {
+  Control control;
+  std::unique_ptr<stub::tracing::SoftwareTracer> tracer;
+  Driver run;
+  explicit Fixture(stub::tracing::TraceConfig config = {}, uint64_t pc = kStart)
+      : tracer(make_tracer(config)), run{*tracer, control, kTid} {
+    control.set_reg(kTid, Amd64Reg::rip, pc);
+    control.set_reg(kTid, Amd64Reg::eflags, kZf);
+    control.push_return(kTid, kBack);
+    REQUIRE(tracer->enable(kTid).ok());
+  }
+  const decoder::BlockTrace& trace() { return *tracer->trace(kTid); }
+};
+
+}  // namespace
+
+TEST_CASE("software tracer: one stop per block through jcc, call, ret and an indirect jmp") {
+  Fixture f;
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.armed() == kJne);  // first transfer of the first block
+  // jne not taken (ZF set): no branch, the next block ends at the call.
+  REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::Continue);
+  REQUIRE(f.run.armed() == kCall);
+  REQUIRE(f.trace().size() == 0);
+  // call: pending until the thread is seen past it; armed at func's ret.
+  REQUIRE(f.run.trace_stop_at(kCall) == TraceVerdict::Continue);
+  REQUIRE(f.run.armed() == kRet);
+  REQUIRE(f.trace().size() == 0);
+  // ret goes to `back`, whose block is the indirect jmp itself.
+  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::Continue);
+  REQUIRE(f.run.armed() == kBack);
+  // jmp [ptr] reads its target from memory: tgt, whose block ends at the syscall.
+  REQUIRE(f.run.trace_stop_at(kBack) == TraceVerdict::Continue);
+  REQUIRE(f.run.armed() == kTgt);
+  // The syscall is stepped; it returns in line: no branch.
+  REQUIRE(f.run.trace_stop_at(kTgt) == TraceVerdict::SingleStep);
+  REQUIRE(f.run.step_done_at(kTgtNop) == TraceVerdict::Continue);
+  REQUIRE(f.run.armed() == kUd2);
+  // ud2 faults on its own: let it.
+  REQUIRE(f.run.trace_stop_at(kUd2) == TraceVerdict::Continue);
+  REQUIRE(f.run.signal_at(kUd2, SIGILL) == TraceVerdict::Report);
+
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}, {kRet, kBack}, {kBack, kTgt}});
+  auto blocks = f.trace().blocks(f.trace().first_sequence(), kUd2);
+  REQUIRE(blocks == std::vector<Block>{{kStart, kCall}, {kFunc, kRet}, {kBack, kBack}, {kTgt, kUd2}});
+  // The blocks decode back to exactly the instructions that ran.
+  auto decoder = decoder::InstructionDecoder::create().value();
+  decoder::BufferReader code(0x1000, kCode.data(), kCode.size());
+  auto history = decoder::instruction_history(decoder, code, blocks);
+  REQUIRE(history.ok());
+  REQUIRE(*history == std::vector<uint64_t>{0x1000, 0x1005, 0x1007, kJne, kCall, kFunc, kRet, kBack, kTgt,
+                                            kTgtNop, kUd2});
+  auto stats = f.tracer->stats();
+  REQUIRE(stats.trace_stops == 6);
+  REQUIRE(stats.steps == 1);
+  REQUIRE(stats.branches == 3);
+}
+
+TEST_CASE("software tracer: a taken jcc back to its own block is stepped, not guessed") {
+  Fixture f({}, kLoop);
+  f.control.set_reg(kTid, Amd64Reg::eflags, 0);  // ZF clear: jne taken
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.armed() == kLoopJne);
+  // The target's block ends at this same jne: a signal stop at the jne could
+  // not tell "not run yet" from "went round once", so the tracer steps.
+  REQUIRE(f.run.trace_stop_at(kLoopJne) == TraceVerdict::SingleStep);
+  REQUIRE(f.trace().size() == 0);
+  REQUIRE(f.run.step_done_at(kLoop) == TraceVerdict::Continue);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kLoopJne, kLoop}});
+  REQUIRE(f.run.armed() == kLoopJne);
+  f.control.set_reg(kTid, Amd64Reg::eflags, kZf);  // last round: falls through
+  REQUIRE(f.run.trace_stop_at(kLoopJne) == TraceVerdict::Continue);
+  REQUIRE(f.run.armed() == kTgt);
+  REQUIRE(f.trace().size() == 1);
+}
+
+TEST_CASE("software tracer: a branch under a user breakpoint is not recorded until it runs") {
+  Fixture f;
+  f.control.user_breakpoints.insert(kCall);
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::Continue);
+  // The int3 at the call will stop the thread before the call runs.
+  REQUIRE(f.run.trace_stop_at(kCall) == TraceVerdict::Continue);
+  REQUIRE(f.run.breakpoint_at(kCall) == TraceVerdict::Report);
+  REQUIRE(f.trace().size() == 0);
+  // The process layer steps off the breakpoint (its own step: reported to it).
+  REQUIRE(f.run.resume(StepKind::SingleStep) == StepKind::SingleStep);
+  REQUIRE(f.run.step_done_at(kFunc) == TraceVerdict::Report);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}});
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.armed() == kRet);
+}
+
+TEST_CASE("software tracer: a signal stop before the branch ran records nothing") {
+  Fixture f;
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::Continue);
+  REQUIRE(f.run.trace_stop_at(kCall) == TraceVerdict::Continue);
+  // SIGUSR1 arrives as the thread resumes: it is still at the call.
+  REQUIRE(f.run.signal_at(kCall, SIGUSR1) == TraceVerdict::Report);
+  REQUIRE(f.trace().size() == 0);
+  // Delivered with the resume: stepped into the handler (here: tgt), which is
+  // recorded as a branch from the interrupted pc.
+  REQUIRE(f.run.resume(StepKind::Continue, SIGUSR1) == StepKind::SingleStep);
+  REQUIRE(f.run.step_done_at(kTgt) == TraceVerdict::SingleStep);  // tgt is a syscall: stepped
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kTgt}});
+  // rt_sigreturn takes the thread back to the call: a branch from the syscall.
+  REQUIRE(f.run.step_done_at(kCall) == TraceVerdict::Continue);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kTgt}, {kTgt, kCall}});
+  REQUIRE(f.run.armed() == kRet);  // the call is planned afresh
+}
+
+TEST_CASE("software tracer: a signal stop after the branch ran commits it") {
+  Fixture f;
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::Continue);
+  REQUIRE(f.run.trace_stop_at(kCall) == TraceVerdict::Continue);
+  REQUIRE(f.run.signal_at(kRet, SIGINT) == TraceVerdict::Report);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}});
+  // A signal the client suppresses: plain continue, the ret is planned.
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.armed() == kBack);
+}
+
+TEST_CASE("software tracer: a signal with no handler steps the instruction in line") {
+  Fixture f({}, kFunc);
+  REQUIRE(f.run.resume(StepKind::Continue, SIGCHLD) == StepKind::SingleStep);
+  REQUIRE(f.run.step_done_at(kRet) == TraceVerdict::Continue);
+  REQUIRE(f.trace().size() == 0);
+}
+
+TEST_CASE("software tracer: the client's stepi is reported and its branch recorded") {
+  Fixture f({}, kRet);
+  REQUIRE(f.run.resume(StepKind::SingleStep) == StepKind::SingleStep);
+  REQUIRE(f.run.step_done_at(kBack) == TraceVerdict::Report);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kRet, kBack}});
+  // A stepi over a non-branch records nothing.
+  f.control.set_reg(kTid, Amd64Reg::rip, kStart);
+  REQUIRE(f.run.resume(StepKind::SingleStep) == StepKind::SingleStep);
+  REQUIRE(f.run.step_done_at(0x1005) == TraceVerdict::Report);
+  REQUIRE(f.trace().size() == 1);
+}
+
+TEST_CASE("software tracer: the client's steps onto the armed transfer and over it") {
+  // The trace stop is armed at the call; the client then steps up to it.
+  // A debug-register stop at the pc fires before the instruction runs, so
+  // the tracer must take it away before the client steps the call itself
+  // (seen on real hardware as the call recorded twice: 0x100b -> 0x100b).
+  Fixture f({}, 0x1005);
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.armed() == kJne);
+  REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::Continue);
+  REQUIRE(f.run.armed() == kCall);
+  REQUIRE(f.run.breakpoint_at(0x1005 + 2) == TraceVerdict::Report);  // the client's own stop at `test`
+  REQUIRE(f.run.resume(StepKind::SingleStep) == StepKind::SingleStep);
+  REQUIRE(f.run.step_done_at(kJne) == TraceVerdict::Report);
+  REQUIRE(f.run.resume(StepKind::SingleStep) == StepKind::SingleStep);
+  REQUIRE(f.run.step_done_at(kCall) == TraceVerdict::Report);
+  REQUIRE(f.run.armed() == kCall);  // still armed where the thread now stands
+  REQUIRE(f.run.resume(StepKind::SingleStep) == StepKind::SingleStep);
+  REQUIRE(f.run.armed() == std::nullopt);
+  REQUIRE(f.run.step_done_at(kFunc) == TraceVerdict::Report);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}});
+}
+
+TEST_CASE("software tracer: a thread kept stopped after a trace stop replans on resume") {
+  Fixture f;
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::Continue);
+  REQUIRE(f.run.trace_stop_at(kCall) == TraceVerdict::Continue);
+  // The process layer stopped all threads before this one resumed (no
+  // on_stop for its SIGSTOP): the call did not run.
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.trace().size() == 0);
+  REQUIRE(f.run.armed() == kRet);
+  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::Continue);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}});
+}
+
+TEST_CASE("software tracer: a full buffer under the stop policy stops before the branch") {
+  stub::tracing::TraceConfig config;
+  config.buffer_bytes = 24;  // one record
+  config.overflow = decoder::OverflowPolicy::Stop;
+  Fixture f(config);
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::Continue);
+  REQUIRE(f.run.trace_stop_at(kCall) == TraceVerdict::Continue);
+  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::Report);  // call stored; ret does not fit
+  REQUIRE(f.tracer->stopped_full(kTid));
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}});
+  // Resumed anyway: the thread runs on untraced, its trace kept as it was.
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE_FALSE(f.tracer->stopped_full(kTid));
+  REQUIRE(f.run.armed() == std::nullopt);
+  REQUIRE(f.trace().size() == 1);
+}
+
+TEST_CASE("software tracer: a full buffer under drop-oldest keeps the newest branches") {
+  stub::tracing::TraceConfig config;
+  config.buffer_bytes = 48;  // two records
+  Fixture f(config);
+  REQUIRE(f.tracer->thread_config(kTid)->buffer_bytes == 48);
+  REQUIRE(f.trace().capacity() == 2);
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  for (uint64_t pc : {kJne, kCall, kRet, kBack}) REQUIRE(f.run.trace_stop_at(pc) == TraceVerdict::Continue);
+  REQUIRE(f.run.trace_stop_at(kTgt) == TraceVerdict::SingleStep);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kRet, kBack}, {kBack, kTgt}});
+  REQUIRE(f.trace().first_sequence() == 1);
+  REQUIRE(f.trace().oldest_begin() == kFunc);
+  REQUIRE_FALSE(f.tracer->stopped_full(kTid));
+}
+
+TEST_CASE("software tracer: enable and disable per thread") {
+  Control control;
+  auto tracer = make_tracer();
+  control.set_reg(kTid, Amd64Reg::rip, kFunc);
+  REQUIRE_FALSE(tracer->traces(kTid));
+  REQUIRE_FALSE(tracer->disable(kTid).ok());
+  REQUIRE(tracer->trace(kTid) == nullptr);
+  REQUIRE(tracer->enable(kTid).ok());
+  REQUIRE(tracer->enable(kTid).error().message == "Btrace already enabled.");
+  REQUIRE(tracer->traces(kTid));
+  REQUIRE(tracer->name() == "software");
+  // Without a control the origin is read at the first resume.
+  REQUIRE(tracer->before_resume(control, kTid, StepKind::Continue, 0) == StepKind::Continue);
+  REQUIRE(tracer->trace(kTid)->oldest_begin() == kFunc);
+  REQUIRE(control.armed[kTid] == kRet);
+  // Disabled without a control: still hooked until the trace stop is disarmed.
+  REQUIRE(tracer->disable(kTid).ok());
+  REQUIRE(tracer->trace(kTid) == nullptr);
+  REQUIRE_FALSE(tracer->enabled(kTid));
+  REQUIRE(tracer->traces(kTid));
+  REQUIRE(tracer->before_resume(control, kTid, StepKind::Continue, 0) == StepKind::Continue);
+  REQUIRE(control.armed[kTid] == std::nullopt);
+  REQUIRE_FALSE(tracer->traces(kTid));
+  // With a control: origin now, disarm at once.
+  tracer->set_control(&control);
+  control.set_reg(kTid, Amd64Reg::rip, kBack);
+  REQUIRE(tracer->enable(kTid).ok());
+  REQUIRE(tracer->trace(kTid)->oldest_begin() == kBack);
+  REQUIRE(tracer->before_resume(control, kTid, StepKind::Continue, 0) == StepKind::Continue);
+  REQUIRE(control.armed[kTid] == kTgt);
+  REQUIRE(tracer->disable(kTid).ok());
+  REQUIRE(control.armed[kTid] == std::nullopt);
+  REQUIRE_FALSE(tracer->traces(kTid));
+}
+
+TEST_CASE("software tracer: a trace stop left over after disable is swallowed") {
+  Control control;
+  auto tracer = make_tracer();
+  Driver run{*tracer, control, kTid};
+  control.set_reg(kTid, Amd64Reg::rip, kStart);
+  REQUIRE(tracer->enable(kTid).ok());
+  REQUIRE(run.resume() == StepKind::Continue);
+  REQUIRE(tracer->disable(kTid).ok());  // no control: disarm pending
+  REQUIRE(run.trace_stop_at(kJne) == TraceVerdict::Continue);
+  REQUIRE(control.armed[kTid] == std::nullopt);
+  REQUIRE_FALSE(tracer->traces(kTid));
+}
+
+TEST_CASE("software tracer: enable_all covers existing and new threads") {
+  Control control;
+  auto tracer = make_tracer({}, true);
+  REQUIRE(tracer->all_enabled());
+  REQUIRE(tracer->traces(1));
+  REQUIRE(tracer->enabled(1));
+  control.set_reg(1, Amd64Reg::rip, kFunc);
+  REQUIRE(tracer->before_resume(control, 1, StepKind::Continue, 0) == StepKind::Continue);
+  REQUIRE(tracer->trace(1)->oldest_begin() == kFunc);
+  tracer->on_thread_created(2, 1);
+  REQUIRE(tracer->traces(2));
+  control.set_reg(2, Amd64Reg::rip, kLoop);
+  REQUIRE(tracer->before_resume(control, 2, StepKind::Continue, 0) == StepKind::Continue);
+  REQUIRE(control.armed[2] == kLoopJne);
+  // Exited threads keep their trace but are no longer hooked.
+  tracer->on_thread_exited(2);
+  REQUIRE_FALSE(tracer->traces(2));
+  REQUIRE(tracer->trace(2) != nullptr);
+  // One thread off while the rest stay on.
+  tracer->set_control(&control);
+  REQUIRE(tracer->disable(1).ok());
+  REQUIRE_FALSE(tracer->traces(1));
+  REQUIRE(tracer->traces(3));
+  tracer->disable_all();
+  REQUIRE_FALSE(tracer->all_enabled());
+  REQUIRE_FALSE(tracer->traces(3));
+  tracer->on_thread_created(4, 1);
+  REQUIRE_FALSE(tracer->traces(4));
+  // enable_all later picks up known threads too.
+  REQUIRE(tracer->enable_all().ok());
+  REQUIRE(tracer->traces(1));
+  REQUIRE(tracer->trace(1)->oldest_begin() == kFunc);
+}
+
+TEST_CASE("software tracer: exec restarts the trace and forgets decoded code") {
+  Fixture f;
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::Continue);
+  REQUIRE(f.run.trace_stop_at(kCall) == TraceVerdict::Continue);
+  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::Continue);
+  f.tracer->on_exec(kTid);
+  // New code at the same address: the cached block must not be used.
+  f.control.memory[0x1020] = 0xc3;  // func: ret at once
+  f.control.set_reg(kTid, Amd64Reg::rip, kFunc);
+  REQUIRE(f.run.resume() == StepKind::Continue);  // at a ret, planned at once
+  REQUIRE(f.trace().size() == 0);
+  REQUIRE(f.trace().oldest_begin() == kFunc);
+  REQUIRE(f.run.armed() == kBack);  // ret -> back (the pushed return address)
+}
+
+TEST_CASE("software tracer: untraced threads and unknown stops pass through") {
+  Control control;
+  auto tracer = make_tracer();
+  Driver run{*tracer, control, 7};
+  control.set_reg(7, Amd64Reg::rip, kStart);
+  REQUIRE(run.resume(StepKind::SingleStep) == StepKind::SingleStep);
+  REQUIRE(run.trace_stop_at(kJne) == TraceVerdict::Report);
+  REQUIRE(control.arm_calls == 0);
+  // A traced thread's plain SIGTRAP that is none of the tracer's doing.
+  Fixture f;
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.signal_at(0x1005, SIGTRAP) == TraceVerdict::Report);
+  // Unreadable code at the pc: stepped, and a landing far away is a branch.
+  f.control.set_reg(kTid, Amd64Reg::rip, 0x9000);
+  REQUIRE(f.run.resume() == StepKind::SingleStep);
+  REQUIRE(f.run.step_done_at(kFunc) == TraceVerdict::Continue);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{0x9000, kFunc}});
+}
+
+TEST_CASE("software tracer: each branch carries rsp and rbp from before it ran") {
+  Fixture f;
+  f.control.set_reg(kTid, Amd64Reg::rbp, 0x7100);
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::Continue);
+  REQUIRE(f.run.trace_stop_at(kCall) == TraceVerdict::Continue);  // rsp 0x7000 at the call
+  f.control.push_return(kTid, kBack);
+  f.control.set_reg(kTid, Amd64Reg::rsp, 0x6ff8);
+  f.control.write_u64(0x6ff8, kBack);
+  f.control.set_reg(kTid, Amd64Reg::rbp, 0x7200);
+  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::Continue);
+  f.control.set_reg(kTid, Amd64Reg::rsp, 0x7000);
+  REQUIRE(f.run.trace_stop_at(kBack) == TraceVerdict::Continue);
+  REQUIRE(f.trace().has_stacks());
+  REQUIRE(f.trace().stack_at(0) == decoder::StackSnapshot{0x7000, 0x7100});
+  REQUIRE(f.trace().stack_at(1) == decoder::StackSnapshot{0x6ff8, 0x7200});
+}
+
+TEST_CASE("software tracer: without working debug registers every instruction is stepped") {
+  Control control;
+  auto tracer = stub::tracing::SoftwareTracer::create({}, false, stub::tracing::TraceStops::SingleStep).value();
+  REQUIRE(tracer->trace_stops() == stub::tracing::TraceStops::SingleStep);
+  Driver run{*tracer, control, kTid};
+  control.set_reg(kTid, Amd64Reg::rip, kFunc);
+  control.push_return(kTid, kBack);
+  REQUIRE(tracer->enable(kTid).ok());
+  REQUIRE(run.resume() == StepKind::SingleStep);
+  REQUIRE(run.step_done_at(kRet) == TraceVerdict::SingleStep);
+  REQUIRE(run.step_done_at(kBack) == TraceVerdict::SingleStep);
+  REQUIRE(tracer->trace(kTid)->size() == 1);
+  REQUIRE(tracer->trace(kTid)->at(0) == Branch{kRet, kBack});
+  REQUIRE(control.arm_calls == 0);  // the debug registers are never touched
+  // Landing on a user breakpoint: plain continue, its int3 reports at once.
+  control.user_breakpoints.insert(kTgt);
+  REQUIRE(run.step_done_at(kTgt) == TraceVerdict::Continue);
+  REQUIRE(tracer->trace(kTid)->size() == 2);
+  REQUIRE(run.breakpoint_at(kTgt) == TraceVerdict::Report);
+  REQUIRE(tracer->trace(kTid)->size() == 2);
+}
+
+TEST_CASE("software tracer: the process layer's step off a user breakpoint is watched") {
+  Fixture f({}, kCall);
+  f.control.user_breakpoints.insert(kCall);
+  // The client continues from the breakpoint: the process layer lifts it
+  // and steps, then resumes the thread itself (before_resume again).
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.step_done_at(kFunc) == TraceVerdict::Report);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}});
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.armed() == kRet);
+  // The same in stepping mode.
+  Control control;
+  auto stepping = stub::tracing::SoftwareTracer::create({}, false, stub::tracing::TraceStops::SingleStep).value();
+  Driver run{*stepping, control, kTid};
+  control.set_reg(kTid, Amd64Reg::rip, kCall);
+  control.user_breakpoints.insert(kCall);
+  REQUIRE(stepping->enable(kTid).ok());
+  REQUIRE(run.resume() == StepKind::Continue);
+  REQUIRE(run.step_done_at(kFunc) == TraceVerdict::Report);
+  REQUIRE(stepping->trace(kTid)->size() == 1);
+  REQUIRE(run.resume() == StepKind::SingleStep);
+}
+
+TEST_CASE("software tracer: adopted threads have a trace before their first resume") {
+  Control control;
+  auto tracer = make_tracer({}, true);
+  tracer->set_control(&control);
+  control.set_reg(1, Amd64Reg::rip, kFunc);
+  REQUIRE(tracer->trace(1) == nullptr);
+  tracer->adopt_threads({1});
+  REQUIRE(tracer->trace(1) != nullptr);
+  REQUIRE(tracer->trace(1)->oldest_begin() == kFunc);
+  REQUIRE(tracer->trace(1)->size() == 0);
+  // A new inferior: nothing of the old one stays, whole-program mode does.
+  tracer->forget_process();
+  REQUIRE(tracer->trace(1) == nullptr);
+  REQUIRE(tracer->all_enabled());
+  // Without enable_all, adopting does nothing.
+  auto per_thread = make_tracer();
+  per_thread->adopt_threads({1});
+  REQUIRE(per_thread->trace(1) == nullptr);
+}
