@@ -62,28 +62,9 @@ bool is_trace_option(const std::string& a) {
 }  // namespace
 
 btstub::Expected<uint64_t> parse_trace_size(const std::string& text) {
-  auto bad = [&](const std::string& why) {
-    return make_error(ErrorCode::InvalidArgument, "Bad --trace-size '" + text + "': " + why);
-  };
-  std::string digits = text;
-  uint64_t unit = 1;
-  if (!digits.empty() && (digits.back() == 'k' || digits.back() == 'K')) unit = 1024;
-  if (!digits.empty() && (digits.back() == 'm' || digits.back() == 'M')) unit = 1024 * 1024;
-  if (unit != 1) digits.pop_back();
-  int base = 10;
-  if (starts_with(digits, "0x") || starts_with(digits, "0X")) {
-    digits = digits.substr(2);
-    base = 16;
-  }
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, base);
-  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
-    return bad("expected a number of bytes");
-  }
-  if (value > kMaxTraceSize / unit) return bad("at most " + std::to_string(kMaxTraceSize) + " bytes");
-  value *= unit;
-  if (value < kMinTraceSize) return bad("at least " + std::to_string(kMinTraceSize) + " bytes (one branch)");
-  return value;
+  auto size = tracing::parse_trace_size(text);
+  if (!size) return make_error(ErrorCode::InvalidArgument, "Bad --trace-size '" + text + "': " + size.error().message);
+  return size;
 }
 
 std::string usage_text() {

@@ -10,6 +10,7 @@
 
 #include "protocol/expected.h"
 #include "stub/tracing/trace_backend.h"
+#include "stub/tracing/trace_size.h"
 
 namespace stub::server {
 
@@ -26,8 +27,8 @@ enum class TraceStopChoice {
 
 // Limits of --trace-size: one BTS record, and a bound that keeps a typo
 // from reserving the machine's memory (the buffer is allocated up front).
-inline constexpr uint64_t kMinTraceSize = 24;
-inline constexpr uint64_t kMaxTraceSize = uint64_t{1} << 32;
+using tracing::kMinTraceSize;
+using tracing::kMaxTraceSize;
 
 // --busy-poll: how long btstub keeps polling for the client's next packet (or
 // a step's stop) before it sleeps. Long enough to cover gdb's turnaround
