@@ -4,6 +4,7 @@
 
 #include "stub/session/handlers.h"
 #include "stub/tracing/trace_backend.h"
+#include "stub/tracing/trace_size.h"
 
 namespace stub::session {
 
@@ -76,7 +77,22 @@ MonitorOutput monitor_record(Session& s, const std::string& args) {
     return MonitorOutput{"Branch recording stopped; the traces are discarded.\n", false};
   }
   if (args == "status" || args.empty()) return MonitorOutput{record_status(s, *backend), false};
-  return MonitorOutput{"Usage: monitor record start|stop|status\n", false};
+  if (args.rfind("size ", 0) == 0) {
+    const std::string text = args.substr(5);
+    auto bytes = tracing::parse_trace_size(text);
+    if (!bytes) return MonitorOutput{"Bad size '" + text + "': " + bytes.error().message + "\n", false};
+    // A smaller bound may drop the branches a replaying thread stands in,
+    // and going live would move it under the client's feet.
+    if (Process* process = s.process()) {
+      for (pid_t tid : process->threads()) {
+        if (s.replaying(tid)) return MonitorOutput{"Cannot resize while replaying: go forward to the end first.\n", false};
+      }
+    }
+    s.go_live();  // the engine lets go of the traces it read
+    if (auto r = backend->set_bound(*bytes); !r) return MonitorOutput{"Cannot resize: " + r.error().message + "\n", false};
+    return MonitorOutput{"Every thread now keeps " + describe_config(backend->config()) + ".\n", false};
+  }
+  return MonitorOutput{"Usage: monitor record start|stop|status|size BYTES\n", false};
 }
 
 // monitor replay status: each replaying thread's position in its history.
@@ -94,7 +110,7 @@ const std::map<std::string, MonitorEntry, std::less<>>& monitor_commands() {
   static const std::map<std::string, MonitorEntry, std::less<>> commands = {
       {"help", {monitor_help, "List monitor commands."}},
       {"exit", {monitor_exit, "End btstub (the program it started is killed)."}},
-      {"record", {monitor_record, "record start|stop|status: branch-trace every thread (as --record)."}},
+      {"record", {monitor_record, "record start|stop|status|size BYTES: branch-trace every thread (as --record); size sets every thread's buffer (k/m suffixes)."}},
       {"replay", {monitor_replay, "replay status: where each thread stands in its recorded history."}},
   };
   return commands;

@@ -116,6 +116,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   const decoder::BlockTrace* trace(pid_t tid) const override;
   Expected<TraceConfig> thread_config(pid_t tid) const override;
   bool stopped_full(pid_t tid) const override;
+  Expected<void> set_bound(uint64_t buffer_bytes) override;
 
  private:
   // TraceStops::Breakpoint: transfers a thread runs without a stop of its

@@ -6,6 +6,15 @@
 
 namespace stub::tracing {
 
+Expected<void> SoftwareTracer::set_bound(uint64_t buffer_bytes) {
+  config_.buffer_bytes = buffer_bytes;
+  for (auto& [tid, t] : threads_) {
+    t.config.buffer_bytes = buffer_bytes;
+    if (t.trace) t.trace->resize(decoder::bts_records_for_bytes(buffer_bytes));
+  }
+  return {};
+}
+
 using btstub::ErrorCode;
 using btstub::make_error;
 

@@ -64,6 +64,14 @@ class TraceBackend {
   // created under enable_all whose trace could not start: nobody was there
   // to be told); empty when nothing failed. `monitor record status` shows it.
   virtual std::string problem() const { return {}; }
+  // monitor record size: a new buffer size for every thread's running trace
+  // and for threads enabled later. A smaller bound drops the oldest
+  // branches; a larger one costs nothing until used.
+  virtual Expected<void> set_bound(uint64_t buffer_bytes) {
+    (void)buffer_bytes;
+    return btstub::make_error(btstub::ErrorCode::NotSupported,
+                              std::string(name()) + " buffers keep the size they were enabled with");
+  }
 };
 
 }  // namespace stub::tracing
