@@ -19,6 +19,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <unordered_map>
 
 #include "stub/process/ptrace_internal.h"
@@ -153,6 +156,17 @@ std::string hex(uint64_t value) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
   return buf;
+}
+
+std::vector<std::string> thread_stat_fields(pid_t pid, pid_t tid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::vector<std::string> fields;
+  auto close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size()) return fields;
+  std::istringstream in(text.substr(close + 2));
+  for (std::string field; in >> field;) fields.push_back(field);
+  return fields;
 }
 
 }  // namespace stub::process::ptrace_detail

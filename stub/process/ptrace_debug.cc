@@ -12,7 +12,6 @@
 #include <cstddef>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/ptrace_process.h"
@@ -24,7 +23,6 @@ using namespace ptrace_detail;
 using btstub::ErrorCode;
 using btstub::make_error;
 
-constexpr uint8_t kInt3 = 0xcc;
 constexpr int kTraceSlot = 3;
 constexpr uint64_t kDr6Step = uint64_t{1} << 14;
 constexpr uint64_t kDr7SlotMask = (uint64_t{3} << (2 * kTraceSlot)) | (uint64_t{0xf} << (16 + 4 * kTraceSlot));
@@ -300,17 +298,9 @@ std::string PtraceProcess::thread_name(pid_t tid) const {
 }
 
 int PtraceProcess::thread_core(pid_t tid) const {
-  std::ifstream stat("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(tid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  // The name (field 2) may hold spaces and parentheses: count after the last ')'.
-  auto close = text.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream fields(text.substr(close + 2));
-  std::string field;
-  for (int n = 3; fields >> field; ++n) {
-    if (n == 39) return std::atoi(field.c_str());  // "processor"
-  }
-  return -1;
+  constexpr std::size_t kProcessor = 39 - 3;  // field 39, "processor"
+  auto fields = thread_stat_fields(pid_, tid);
+  return fields.size() > kProcessor ? std::atoi(fields[kProcessor].c_str()) : -1;
 }
 
 // The siginfo requests and PTRACE_PEEKSIGINFO need a thread in a ptrace stop.

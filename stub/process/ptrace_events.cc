@@ -24,7 +24,6 @@ using namespace ptrace_detail;
 using btstub::ErrorCode;
 using btstub::make_error;
 
-constexpr uint8_t kInt3 = 0xcc;
 
 // A pending trap no longer means anything once gdb moved the thread, removed
 // the breakpoint, or continues a thread whose step had already finished.
@@ -70,12 +69,11 @@ Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepK
   if (thread.owed_signal != 0) {
     if (signal != 0) {
       requeue_signal(tid, thread.owed_signal);
+      thread.owed_signal = 0;
+      thread.owed_siginfo.clear();
     } else {
-      signal = thread.owed_signal;
-      if (!thread.owed_siginfo.empty()) (void)write_siginfo(tid, thread.owed_siginfo);
+      signal = take_owed_signal(tid, thread);
     }
-    thread.owed_signal = 0;
-    thread.owed_siginfo.clear();
   }
   StepKind actual = kind;
   auto stopped_pc = read_pc(tid);
@@ -270,6 +268,24 @@ void PtraceProcess::requeue_signal(pid_t tid, int signal) {
 // stop it still stands in when that stop was this signal's (gdbserver keeps
 // such signals with their siginfo too). Queued with tgkill it would come
 // again as a new stop, sent by btstub. A second one does wait in the queue.
+// The owed signal, its siginfo written back so the kernel delivers it as
+// it came; the thread owes nothing after.
+int PtraceProcess::take_owed_signal(pid_t tid, ThreadState& thread) {
+  const int signal = thread.owed_signal;
+  if (!thread.owed_siginfo.empty()) (void)write_siginfo(tid, thread.owed_siginfo);
+  thread.owed_signal = 0;
+  thread.owed_siginfo.clear();
+  return signal;
+}
+
+// A breakpoint lifted for this thread's step goes back in, unless the
+// client removed it meanwhile.
+void PtraceProcess::put_back_lifted_breakpoint(ThreadState& thread) {
+  if (!thread.reinsert_at) return;
+  if (breakpoints_.count(*thread.reinsert_at) != 0) (void)raw_write(*thread.reinsert_at, {kInt3});
+  thread.reinsert_at.reset();
+}
+
 void PtraceProcess::owe_signal(pid_t tid, ThreadState& thread, int signal) {
   if (thread.owed_signal != 0) {
     requeue_signal(tid, signal);
@@ -301,11 +317,8 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
   }
   ThreadState& thread = found->second;
   thread.running = false;
-  if (thread.reinsert_at) {
-    // Also when this thread died: other threads may still run there.
-    if (breakpoints_.count(*thread.reinsert_at)) (void)raw_write(*thread.reinsert_at, {kInt3});
-    thread.reinsert_at.reset();
-  }
+  // Also when this thread died: other threads may still run there.
+  put_back_lifted_breakpoint(thread);
   if (WIFEXITED(status) || WIFSIGNALED(status)) return thread_gone(tid, status);
   if (!WIFSTOPPED(status)) return std::nullopt;
   int ptrace_event = status >> 16;

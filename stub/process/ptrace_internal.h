@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "protocol/expected.h"
 
@@ -35,5 +36,13 @@ pid_t wait_retry(pid_t pid, int* status, int flags);
 int first_status_of_new_tracee(pid_t tid);
 
 std::string hex(uint64_t value);
+
+constexpr uint8_t kInt3 = 0xcc;
+
+// The fields of /proc/PID/task/TID/stat from the third (the state letter)
+// on, so field n is at index n - 3; empty when the thread is gone. The
+// name (field 2) may hold spaces and parentheses, so fields are counted
+// after its last ')'.
+std::vector<std::string> thread_stat_fields(pid_t pid, pid_t tid);
 
 }  // namespace stub::process::ptrace_detail

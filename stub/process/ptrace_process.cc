@@ -31,7 +31,6 @@ using btstub::Error;
 using btstub::ErrorCode;
 using btstub::make_error;
 
-constexpr uint8_t kInt3 = 0xcc;
 // Large enough for any XSAVE layout (AMX included); the kernel shrinks
 // iov_len to the real size.
 constexpr std::size_t kXstateMaxSize = 32768;

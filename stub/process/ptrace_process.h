@@ -188,6 +188,8 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> require_stopped(pid_t tid) const;
   void requeue_signal(pid_t tid, int signal);
   void owe_signal(pid_t tid, ThreadState& thread, int signal);
+  int take_owed_signal(pid_t tid, ThreadState& thread);
+  void put_back_lifted_breakpoint(ThreadState& thread);
   void commit_deferred();
   std::optional<ProcessEvent> handle_status(pid_t tid, int status);
   std::optional<ProcessEvent> classify_stop(pid_t tid, ThreadState& thread, int signal);

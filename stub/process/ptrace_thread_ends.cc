@@ -14,8 +14,6 @@
 #include <time.h>
 #include <sched.h>
 
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "stub/process/ptrace_internal.h"
@@ -25,25 +23,10 @@ namespace stub::process {
 
 using namespace ptrace_detail;
 
-namespace {
-
-constexpr uint8_t kInt3 = 0xcc;
-
-// The state letter of /proc/PID/task/TID/stat ('\0' if it cannot be read:
-// the thread is gone).
-char thread_state(pid_t pid, pid_t tid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  auto close = text.rfind(')');  // the name may hold spaces and parentheses
-  if (close == std::string::npos || close + 2 >= text.size()) return '\0';
-  return text[close + 2];
-}
-
-}  // namespace
-
+// Gone from /proc counts as a zombie too.
 bool PtraceProcess::leader_is_zombie() const {
-  char state = thread_state(pid_, pid_);
-  return state == 'Z' || state == 'X' || state == '\0';
+  auto fields = thread_stat_fields(pid_, pid_);
+  return fields.empty() || fields[0] == "Z" || fields[0] == "X";
 }
 
 // A wait for one thread's stop, in an all-stop or while holding threads.
@@ -70,8 +53,7 @@ void PtraceProcess::leader_exited() {
   auto found = threads_.find(pid_);
   if (found == threads_.end()) return;
   ThreadState& leader = found->second;
-  if (leader.reinsert_at && breakpoints_.count(*leader.reinsert_at) != 0) (void)raw_write(*leader.reinsert_at, {kInt3});
-  leader.reinsert_at.reset();
+  put_back_lifted_breakpoint(leader);
   leader.exited = true;
   leader.running = false;
   leader.sigstop_expected = false;
@@ -106,8 +88,7 @@ Expected<void> PtraceProcess::detach_threads() {
     if (deliver != 0) {
       restore_kept_siginfo(tid, state);
     } else if (state.owed_signal != 0) {
-      deliver = state.owed_signal;
-      if (!state.owed_siginfo.empty()) (void)write_siginfo(tid, state.owed_siginfo);
+      deliver = take_owed_signal(tid, state);
     } else {
       deliver = state.detach_signal;
     }
