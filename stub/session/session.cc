@@ -300,7 +300,7 @@ void Session::set_hardware_reason(protocol::StopReply& stop, protocol::Breakpoin
 std::optional<std::string> Session::on_process_event(const ProcessEvent& event) {
   Process* process = has_process() ? process_of_event(event) : nullptr;
   if (process == nullptr) return std::nullopt;
-  if (event.kind == ProcessEvent::Kind::Stopped && event.signal != 0 && event.signal != SIGTRAP && !event.during_step &&
+  if (event.kind == ProcessEvent::Kind::Stopped && event.signal != SIGTRAP && !event.during_step &&
       pass_signals.count(event.signal) != 0 && running_ && inferiors_.live().size() == 1) {
     // QPassSignals: deliver straight away without bothering gdb. (With
     // several processes the others were stopped for this event already,
