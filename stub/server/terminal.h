@@ -22,9 +22,6 @@ class TerminalLender {
   TerminalLender(const TerminalLender&) = delete;
   TerminalLender& operator=(const TerminalLender&) = delete;
 
-  // Whether there is a terminal to lend.
-  bool has_terminal() const { return owner_ > 0; }
-
  private:
   pid_t owner_ = -1;
 };
