@@ -83,11 +83,7 @@ MonitorOutput monitor_record(Session& s, const std::string& args) {
     if (!bytes) return MonitorOutput{"Bad size '" + text + "': " + bytes.error().message + "\n", false};
     // A smaller bound may drop the branches a replaying thread stands in,
     // and going live would move it under the client's feet.
-    if (Process* process = s.process()) {
-      for (pid_t tid : process->threads()) {
-        if (s.replaying(tid)) return MonitorOutput{"Cannot resize while replaying: go forward to the end first.\n", false};
-      }
-    }
+    if (s.any_replaying()) return MonitorOutput{"Cannot resize while replaying: go forward to the end first.\n", false};
     s.go_live();  // the engine lets go of the traces it read
     if (auto r = backend->set_bound(*bytes); !r) return MonitorOutput{"Cannot resize: " + r.error().message + "\n", false};
     return MonitorOutput{"Every thread now keeps " + describe_config(backend->config()) + ".\n", false};

@@ -140,6 +140,8 @@ ReplayEngine* Session::replay() {
 
 bool Session::replaying(pid_t tid) const { return replay_ && replay_->replaying(tid); }
 
+bool Session::any_replaying() const { return replay_ && replay_->any_replaying(); }
+
 void Session::go_live() {
   if (replay_) replay_->go_live();
 }

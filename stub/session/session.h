@@ -194,6 +194,7 @@ class Session {
   ReplayEngine* replay();
   // True while `tid` stands in its recorded past.
   bool replaying(pid_t tid) const;
+  bool any_replaying() const;
   // Every thread back at its live end (before the program runs again, or
   // when the traces may change under the engine).
   void go_live();
