@@ -139,10 +139,6 @@ def scenarios(targets, n_continue):
     }
 
 
-def compare(c, label, expected, actual, context):
-    c.equal(label, expected, actual, context)
-
-
 def with_recording(commands, how):
     out = []
     for cmd in commands:
@@ -171,12 +167,12 @@ def check_program(c, prog, modes, scenario_names=None):
         expected = stops_of(plain)
         if scenario == "between stops":
             reference = run("gdbserver", prog, [], with_recording(commands, None))
-            compare(c, "%s, %s: btstub without recording stops as gdbserver" % (name, scenario),
+            c.equal("%s, %s: btstub without recording stops as gdbserver" % (name, scenario),
                     stops_of(reference), expected, plain.transcript()[-3000:])
         for mode in modes:
             options = ["--trace-stops=" + mode] + (["--record"] if from_start else [])
             r = run("btstub", prog, options, with_recording(commands, "monitor record start"))
-            compare(c, "%s, %s, --trace-stops=%s: same stops as without recording"
+            c.equal("%s, %s, --trace-stops=%s: same stops as without recording"
                     % (name, scenario, mode), expected, stops_of(r), r.transcript()[-4000:])
     return targets, n_continue
 
@@ -186,7 +182,7 @@ def check_record_btrace(c, prog, targets, n_continue):
     commands = ["break main", "continue"] + ["break " + t for t in targets] + continues(n_continue)
     plain = run("btstub", prog, [], commands)
     traced = run("btstub", prog, ["--trace-stops=int3"], commands[:2] + ["record btrace"] + commands[2:])
-    compare(c, "%s, record btrace: same stops as without recording" % os.path.basename(prog),
+    c.equal("%s, record btrace: same stops as without recording" % os.path.basename(prog),
             stops_of(plain), stops_of(traced), traced.transcript()[-4000:])
 
 
@@ -208,7 +204,7 @@ def check_random(c, prog, targets, n_continue, seeds):
             commands += at_stop.get(i, []) + ["continue"]
         plain = run("btstub", prog, [], with_recording(commands, None))
         r = run("btstub", prog, ["--trace-stops=" + mode], with_recording(commands, "monitor record start"))
-        compare(c, "%s, seed %d (%d breakpoints, --trace-stops=%s): same stops as without recording"
+        c.equal("%s, seed %d (%d breakpoints, --trace-stops=%s): same stops as without recording"
                 % (os.path.basename(prog), seed, len(chosen), mode),
                 stops_of(plain), stops_of(r), r.transcript()[-4000:])
 
