@@ -52,6 +52,7 @@ class ReplayCursor {
   ReplayPosition position() const { return {seq_, index_}; }
   ReplayPosition live_position() const;
   bool at_live_end() const { return position() == live_position(); }
+  uint64_t live_pc() const { return live_.pc; }
   uint64_t pc() const { return cur_->instructions[index_].address; }
 
   ReplayStop step_back();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/expected.h"
+#include "protocol/register_file.h"
 
 struct user_regs_struct;
 
@@ -36,6 +37,27 @@ pid_t wait_retry(pid_t pid, int* status, int flags);
 int first_status_of_new_tracee(pid_t tid);
 
 std::string hex(uint64_t value);
+
+// Every register of a stopped thread (general, x87/SSE, bases), in the wire
+// layout.
+btstub::Expected<protocol::RegisterFile> read_thread_registers(pid_t tid);
+
+// Makes the stopped thread `tid`, alone in its process, run
+// clone(CLONE_PARENT, no exit signal) at its pc (two bytes of code are
+// borrowed for the `syscall` and put back), then puts its registers back as
+// they were. The copy is our tracee (it inherits the ptrace options),
+// stopped, with the same registers; its memory still holds whatever int3s
+// the program's does. Signals that stopped `tid` meanwhile are returned,
+// not delivered: they belong to the program.
+struct InjectedClone {
+  pid_t child = 0;
+  std::vector<int> signals_met;
+};
+btstub::Expected<InjectedClone> inject_clone(pid_t tid);
+
+// Writes bytes into a stopped tracee's memory through /proc/PID/mem.
+bool write_tracee_memory(pid_t pid, uint64_t addr, const std::vector<uint8_t>& bytes);
+std::vector<uint8_t> read_tracee_memory(pid_t pid, uint64_t addr, std::size_t len);
 
 constexpr uint8_t kInt3 = 0xcc;
 

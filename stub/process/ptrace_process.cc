@@ -329,6 +329,10 @@ void PtraceProcess::mark_gone() {
 
 Expected<protocol::RegisterFile> PtraceProcess::read_registers(pid_t tid) {
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  return read_thread_registers(tid);
+}
+
+Expected<protocol::RegisterFile> ptrace_detail::read_thread_registers(pid_t tid) {
   user_regs_struct gregs{};
   if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &gregs); !r) return r.error();
   auto fp = read_fp_buffer(tid);

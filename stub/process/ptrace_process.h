@@ -119,6 +119,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> set_trace_breakpoints(pid_t tid, const std::vector<uint64_t>& addrs) override;
   bool has_trace_breakpoint(uint64_t addr) const { return trace_int3s_.count(addr) != 0; }
   void keep_trace_breakpoints(bool keep) override;
+  Expected<std::unique_ptr<ProcessCopy>> fork_copy(pid_t tid) override;  // ptrace_copy_program.cc
   // Every int3 we keep in the program's memory (user breakpoints and the
   // tracer's) with the byte it hides: a forked child inherits them all and
   // must get the original bytes back before it runs untraced.

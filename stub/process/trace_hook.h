@@ -13,6 +13,7 @@
 #include "protocol/expected.h"
 #include "protocol/register_file.h"
 #include "stub/process/process.h"
+#include "stub/process/process_copy.h"
 
 namespace stub::process {
 
@@ -67,6 +68,14 @@ class TracedThreadControl {
   virtual Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& regs) {
     (void)tid, (void)regs;
     return btstub::make_error(btstub::ErrorCode::NotSupported, "Registers are read-only here");
+  }
+  // A copy of the program standing where the stopped thread `tid` stands
+  // (stub/process/process_copy.h), with none of our int3s: a checkpoint of
+  // the recording. Only for a program btstub launched (a copy must be its
+  // child) that has this one thread (a copy has one).
+  virtual Expected<std::unique_ptr<ProcessCopy>> fork_copy(pid_t tid) {
+    (void)tid;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No copies of the program here");
   }
   // Writes program memory (our int3s stay, as Process::write_memory).
   virtual Expected<void> write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) {

@@ -90,7 +90,18 @@ ReplayEngine::ReplayEngine(Process& process, const TraceBackend& backend, std::u
     : process_(process),
       backend_(backend),
       maps_(std::move(maps)),
-      code_(std::make_unique<CodeReader>(process)) {}
+      code_(std::make_unique<CodeReader>(process)) {
+  if (tracing::Checkpoints* checkpoints = backend_.checkpoints()) past_ = std::make_unique<PastState>(*checkpoints);
+}
+
+process::ProcessCopy* ReplayEngine::copy_at(pid_t tid, decoder::ReplayCursor& cursor) {
+  if (!past_) return nullptr;
+  const decoder::BlockTrace* trace = backend_.trace(tid);
+  if (trace == nullptr) return nullptr;
+  const decoder::HistoryPoint at{cursor.position().sequence, cursor.pc()};
+  auto copy = past_->at(tid, *trace, cursor.live_pc(), at, cursor.stack());
+  return copy ? *copy : nullptr;
+}
 
 ReplayEngine::~ReplayEngine() = default;
 
@@ -162,6 +173,9 @@ Expected<ReplayStop> ReplayEngine::continue_forward(pid_t tid, std::vector<uint6
 Expected<protocol::RegisterFile> ReplayEngine::registers(pid_t tid) {
   auto it = cursors_.find(tid);
   if (it == cursors_.end()) return process_.read_registers(tid);
+  if (process::ProcessCopy* copy = copy_at(tid, *it->second)) {
+    if (auto regs = copy->registers()) return regs;
+  }
   using protocol::Amd64Reg;
   protocol::RegisterFile regs;
   regs.set_all_available(false);
@@ -177,6 +191,7 @@ Expected<protocol::RegisterFile> ReplayEngine::registers(pid_t tid) {
 Expected<std::vector<uint8_t>> ReplayEngine::read_memory(pid_t tid, uint64_t addr, std::size_t len) {
   auto it = cursors_.find(tid);
   if (it == cursors_.end()) return process_.read_memory(addr, len);
+  if (process::ProcessCopy* copy = copy_at(tid, *it->second)) return copy->read_memory(addr, len);
   const auto known = it->second->memory(addr, len);
   std::vector<uint8_t> out;
   out.reserve(len);
@@ -217,11 +232,13 @@ std::string ReplayEngine::status() {
     out += "Thread " + std::to_string(tid) + ": replaying at instruction " + std::to_string(count.index + 1) +
            " of " + std::to_string(count.total) + " (pc " + hex(cursor->pc()) + ")\n";
   }
+  if (past_) out += past_->status();
   return out;
 }
 
 void ReplayEngine::go_live() {
   cursors_.clear();
+  if (past_) past_->clear();
   if (cache_) cache_->clear();
   code_->clear();
 }

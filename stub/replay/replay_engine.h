@@ -2,9 +2,12 @@
 // Reverse execution answered from the recorded branch trace: per thread a
 // replay cursor (decoder/replay_history.h) over the thread's BlockTrace,
 // with code bytes read from the stopped program. While a thread replays,
-// its registers are rip, rsp and rbp as the history determines them (all
-// others unavailable) and its memory is what the history determines, or the
-// live bytes of read-only mappings, or an error: never a wrong value.
+// its registers and memory come from a copy of the program re-run to the
+// point (stub/replay/past_state.h) where the backend keeps checkpoints;
+// where no copy can stand there, its registers are rip, rsp and rbp as the
+// history determines them (all others unavailable) and its memory is what
+// the history determines, or the live bytes of read-only mappings, or an
+// error: never a wrong value.
 //
 // The program must stay stopped while any thread replays (its traces and
 // code must not change); call go_live() before resuming it.
@@ -24,6 +27,7 @@
 #include "protocol/expected.h"
 #include "protocol/register_file.h"
 #include "stub/process/process.h"
+#include "stub/replay/past_state.h"
 #include "stub/tracing/trace_backend.h"
 
 namespace stub::replay {
@@ -90,6 +94,8 @@ class ReplayEngine {
  private:
   class CodeReader;
   Expected<decoder::ReplayCursor*> cursor_for(pid_t tid);
+  // The copy standing where `tid` replays, if one can.
+  process::ProcessCopy* copy_at(pid_t tid, decoder::ReplayCursor& cursor);
   Expected<decoder::ReplayStop> finish(pid_t tid, decoder::ReplayStop stop);
 
   Process& process_;
@@ -99,6 +105,7 @@ class ReplayEngine {
   std::optional<decoder::InstructionDecoder> decoder_;
   std::unique_ptr<decoder::BlockCache> cache_;
   std::map<pid_t, std::unique_ptr<decoder::ReplayCursor>> cursors_;
+  std::unique_ptr<PastState> past_;  // with the backend's checkpoints
 };
 
 }  // namespace stub::replay

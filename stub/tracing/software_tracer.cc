@@ -21,7 +21,11 @@ Expected<std::unique_ptr<SoftwareTracer>> SoftwareTracer::create(const TraceConf
 }
 
 SoftwareTracer::SoftwareTracer(BlockCache blocks, const TraceConfig& config, bool enable_all, TraceStops stops)
-    : blocks_(std::move(blocks)), stops_(stops), config_(config), all_enabled_(enable_all) {}
+    : blocks_(std::move(blocks)),
+      stops_(stops),
+      config_(config),
+      all_enabled_(enable_all),
+      checkpoints_(std::make_unique<Checkpoints>()) {}
 
 // ---------------------------------------------------------------- hook side
 
@@ -43,7 +47,10 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
   // new is planned (e.g. a pending branch of a thread the process layer kept
   // stopped while stopping all threads did not run).
   settle_lookahead(control, *t, tid, pc);
-  settle(*t, pc, false);
+  settle(*t, tid, pc, false);
+  // A signal delivered now sends the thread where the history alone
+  // cannot: no copy may run across it.
+  if (signal != 0) note_unrepeatable(*t, tid, pc);
   // A debug-register trace stop fires before the instruction at its address
   // runs, unless the thread resumes from that very trap (the kernel then
   // sets RF). A thread that reached its armed address otherwise (a step
@@ -108,11 +115,13 @@ TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedS
   ensure_origin(*t, stop.pc);
   const bool tracer_step = stop.single_stepped && t->step && t->step->by_tracer;
   settle_lookahead(control, *t, stop.tid, stop.pc);
-  settle(*t, stop.pc, stop.single_stepped);
+  settle(*t, stop.tid, stop.pc, stop.single_stepped);
   if (t->stopped_full) return TraceVerdict::Report;
   const bool ours = stop.signal == SIGTRAP && !stop.software_breakpoint && !stop.watchpoint_hit &&
                     (tracer_step || (stop.trace_stop_hit && !stop.single_stepped));
   if (!ours) return TraceVerdict::Report;
+  // Everything before the pc is in the trace now: a point a copy can stand at.
+  checkpoint_if_due(control, *t, stop.tid, stop.pc);
   if (stop.trace_stop_hit) ++stats_.trace_stops;
   t->in_stop = true;
   const Next next = continue_from(control, *t, stop.tid);
@@ -127,9 +136,12 @@ TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedS
 }
 
 // What happened since the thread last resumed, judged from where it is now.
-void SoftwareTracer::settle(ThreadState& t, uint64_t pc, bool step_completed) {
+void SoftwareTracer::settle(ThreadState& t, pid_t tid, uint64_t pc, bool step_completed) {
   if (t.step) {
     const Step& s = *t.step;
+    if (s.insn && s.insn->kind == decoder::ControlKind::Syscall && step_completed) {
+      note_unrepeatable(t, tid, s.from);
+    }
     bool record = false;
     if (!s.insn) {
       // Undecodable: only a landing clearly away from it counts as a branch.
@@ -165,6 +177,8 @@ bool SoftwareTracer::store(ThreadState& t, uint64_t from, uint64_t to, const dec
     return false;
   }
   ++stats_.branches;
+  // Back from the vDSO: its clocks read memory the kernel updates.
+  if (in_vdso(from) && !in_vdso(to)) t.checkpoint_due = true;
   return true;
 }
 

@@ -33,6 +33,7 @@
 
 #include "decoder/block_trace.h"
 #include "decoder/instruction.h"
+#include "stub/tracing/checkpoints.h"
 #include "stub/tracing/software_tracer_blocks.h"
 #include "stub/tracing/trace_backend.h"
 #include "stub/process/trace_hook.h"
@@ -89,6 +90,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     uint64_t looked_past = 0;  // transfers run without a stop of their own
   };
   const Stats& stats() const { return stats_; }
+  // Checkpoints under whole-program recording (stub/tracing/checkpoints.h);
+  // nullopt takes none.
+  void set_checkpoint_limits(std::optional<Checkpoints::Limits> limits);
   // Forgets decoded code (e.g. after the client wrote into code).
   void invalidate_code() { forget_code(); }
 
@@ -117,6 +121,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   Expected<TraceConfig> thread_config(pid_t tid) const override;
   bool stopped_full(pid_t tid) const override;
   Expected<void> set_bound(uint64_t buffer_bytes) override;
+  Checkpoints* checkpoints() const override { return checkpoints_.get(); }
 
  private:
   // TraceStops::Breakpoint: transfers a thread runs without a stop of its
@@ -157,6 +162,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     bool stopped_full = false;    // the current stop is because of that
     bool in_stop = false;         // on_stop is deciding (a stop may be reported)
     std::optional<uint64_t> exit_reported;  // where the thread was reported about to exit
+    bool checkpoint_due = true;   // something re-execution cannot repeat happened since the last one
     TraceConfig config;
     std::unique_ptr<decoder::BlockTrace> trace;
     std::vector<uint64_t> armed;                  // trace stop addresses as last set (empty: none)
@@ -176,7 +182,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   void start_trace(ThreadState& t, pid_t tid, bool stopped);
   void ensure_origin(ThreadState& t, uint64_t pc);
 
-  void settle(ThreadState& t, uint64_t pc, bool step_completed);
+  void settle(ThreadState& t, pid_t tid, uint64_t pc, bool step_completed);
   bool store(ThreadState& t, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack);
   bool refuses_more(const ThreadState& t) const;
 
@@ -198,6 +204,10 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   void update_kept_int3s(TracedThreadControl& control) const;
   bool every_thread_traced() const;
   void forget_code();
+  // software_tracer_checkpoints.cc.
+  void note_unrepeatable(ThreadState& t, pid_t tid, uint64_t pc);
+  void checkpoint_if_due(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
+  bool in_vdso(uint64_t addr) const;
 
   // TraceStops::Breakpoint (software_tracer_emulate.cc).
   Next continue_by_emulation(TracedThreadControl& control, ThreadState& t, pid_t tid,
@@ -229,6 +239,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   std::unordered_set<uint64_t> passed_;
   std::unordered_set<uint64_t> must_stop_;
   Stats stats_;
+  std::unique_ptr<Checkpoints> checkpoints_;
 };
 
 }  // namespace stub::tracing

@@ -11,6 +11,7 @@ Expected<void> SoftwareTracer::set_bound(uint64_t buffer_bytes) {
   for (auto& [tid, t] : threads_) {
     t.config.buffer_bytes = buffer_bytes;
     if (t.trace) t.trace->resize(decoder::bts_records_for_bytes(buffer_bytes));
+    if (t.trace && checkpoints_) checkpoints_->drop_before(tid, t.trace->first_sequence());
   }
   return {};
 }
@@ -48,6 +49,8 @@ void SoftwareTracer::start_trace(ThreadState& t, pid_t tid, bool stopped) {
   t.step.reset();
   t.lookahead.reset();
   t.config = config_;
+  t.checkpoint_due = true;
+  if (checkpoints_) checkpoints_->forget(tid);
   t.trace = std::make_unique<decoder::BlockTrace>(0, decoder::bts_records_for_bytes(config_.buffer_bytes),
                                                   config_.overflow);
   if (stopped && control_ != nullptr) {
@@ -79,6 +82,7 @@ Expected<void> SoftwareTracer::disable(pid_t tid) {
   if (t == nullptr || !t->enabled) return make_error(ErrorCode::InvalidArgument, "Btrace not enabled.");
   t->enabled = false;
   t->trace.reset();
+  if (checkpoints_) checkpoints_->forget(tid);
   t->pending.reset();
   t->step.reset();
   t->lookahead.reset();
@@ -136,6 +140,7 @@ void SoftwareTracer::adopt_threads(const std::vector<pid_t>& tids) {
 
 void SoftwareTracer::forget_process() {
   threads_.clear();
+  if (checkpoints_) checkpoints_->clear();
   forget_code();
 }
 
@@ -157,6 +162,7 @@ void SoftwareTracer::on_thread_exited(pid_t tid) {
   ThreadState* t = state(tid);
   if (t == nullptr) return;
   t->exited = true;
+  if (checkpoints_) checkpoints_->forget(tid);
   t->pending.reset();
   t->step.reset();
   t->lookahead.reset();
@@ -169,6 +175,7 @@ void SoftwareTracer::on_exec(pid_t tid) {
   // the surviving thread's trace start over (sequence numbers go on, so a
   // reader sees the loss). exec also clears ptrace's debug registers.
   forget_code();
+  if (checkpoints_) checkpoints_->clear();
   for (auto& [other, t] : threads_) {
     if (other != tid) on_thread_exited(other);
   }
@@ -182,6 +189,7 @@ void SoftwareTracer::on_exec(pid_t tid) {
   t->disarm_pending = false;
   if (t->trace) t->trace->clear(0);
   t->origin_known = false;
+  t->checkpoint_due = true;
 }
 
 }  // namespace stub::tracing

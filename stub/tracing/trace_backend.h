@@ -15,6 +15,7 @@
 namespace stub::tracing {
 
 using btstub::Expected;
+class Checkpoints;
 
 struct TraceConfig {
   uint64_t buffer_bytes = 64 * 1024;  // Qbtrace-conf:bts:size / --trace-size
@@ -64,6 +65,9 @@ class TraceBackend {
   // created under enable_all whose trace could not start: nobody was there
   // to be told); empty when nothing failed. `monitor record status` shows it.
   virtual std::string problem() const { return {}; }
+  // Copies of the program to re-execute from (stub/tracing/checkpoints.h),
+  // kept while recording; nullptr for a backend without them.
+  virtual Checkpoints* checkpoints() const { return nullptr; }
   // monitor record size: a new buffer size for every thread's running trace
   // and for threads enabled later. A smaller bound drops the oldest
   // branches; a larger one costs nothing until used.

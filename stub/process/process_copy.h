@@ -1,0 +1,69 @@
+#pragma once
+// A copy of the recorded program, made by the program itself: an injected
+// clone(CLONE_PARENT) with no exit signal, so the copy is btstub's child and
+// tracee, not the program's (the program cannot wait for it and gets no
+// SIGCHLD when it dies), and shares the program's memory copy-on-write.
+//
+// Copies stand still (checkpoints, stub/tracing/checkpoints.h) or run
+// forward along the recorded path to one instruction of the history
+// (run_to), where the replay engine reads their registers and memory. They
+// run under PTRACE_SYSEMU: a system call stops the copy before it runs, so
+// a copy never reads or writes a file, pipe or socket it shares with the
+// program. The copy is killed and reaped with this object.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "protocol/expected.h"
+#include "protocol/register_file.h"
+
+namespace stub::process {
+
+using btstub::Expected;
+
+class ProcessCopy {
+ public:
+  // Takes a stopped tracee made by ptrace_detail::inject_clone whose memory
+  // holds none of our int3s.
+  static std::unique_ptr<ProcessCopy> adopt(pid_t pid);
+  ~ProcessCopy();
+  ProcessCopy(const ProcessCopy&) = delete;
+  ProcessCopy& operator=(const ProcessCopy&) = delete;
+
+  pid_t pid() const { return pid_; }
+
+  // Another copy of this one, standing at the same instruction; this one
+  // stays where it was.
+  Expected<std::unique_ptr<ProcessCopy>> fork();
+
+  // Runs until the instruction at `pc` is about to execute for the
+  // `hits`-th time (the instruction the copy stands at counts as the first
+  // when it is at `pc`). An error, with the copy unusable, when it meets a
+  // system call, a signal or a fault first.
+  Expected<void> run_to(uint64_t pc, uint64_t hits);
+
+  Expected<protocol::RegisterFile> registers();
+  // The readable prefix of [addr, addr+len); a MemoryFault when none is.
+  Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len);
+
+  // Private memory (copy-on-write pages this copy no longer shares), in
+  // bytes, from /proc/PID/smaps_rollup; 0 when unknown.
+  uint64_t private_bytes() const;
+
+ private:
+  explicit ProcessCopy(pid_t pid);
+  Expected<uint64_t> pc();
+  Expected<void> set_pc(uint64_t pc);
+  // One ptrace resume (PTRACE_SYSEMU or its single-step form) and the stop
+  // it ends in: the signal, or an error for a system call, exit or fault.
+  Expected<int> resume_and_wait(bool single_step);
+  bool at_repeated_string_instruction(uint64_t pc);
+
+  pid_t pid_ = 0;
+  bool usable_ = true;
+  int mem_fd_ = -1;
+};
+
+}  // namespace stub::process

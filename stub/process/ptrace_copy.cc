@@ -1,0 +1,314 @@
+// Copies of the program (process_copy.h): the injected clone, and running a
+// copy along the recorded path without ever letting it make a system call.
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "stub/process/process_copy.h"
+#include "stub/process/ptrace_internal.h"
+#include "stub/process/wait_routes.h"
+
+namespace stub::process {
+namespace {
+
+using namespace ptrace_detail;
+using btstub::ErrorCode;
+using btstub::make_error;
+
+constexpr int kSyscallStop = SIGTRAP | 0x80;  // PTRACE_O_TRACESYSGOOD
+
+// Copies are our tracees beside the program's threads: a wait for any
+// tracee (waitpid(-1) in PtraceProcess) may reap one of their statuses, which
+// must then come to us, not be taken for a new thread of the program.
+class CopyOwner final : public WaitOwner {
+ public:
+  static CopyOwner& instance() {
+    static CopyOwner owner;
+    return owner;
+  }
+  bool owns_thread(pid_t tid) const override { return pids_.count(tid) != 0; }
+  void add(pid_t pid) { pids_.insert(pid); }
+  void remove(pid_t pid) { pids_.erase(pid); }
+
+ private:
+  CopyOwner() { WaitRoutes::instance().enroll(this); }
+  std::set<pid_t> pids_;
+};
+
+// The next wait status of copy `pid`, wherever it was reaped.
+int wait_copy(pid_t pid) {
+  auto& routes = WaitRoutes::instance();
+  if (auto handed = routes.take_handed(&CopyOwner::instance(), pid)) return handed->second;
+  if (auto early = routes.take_unclaimed(pid)) return *early;
+  int status = 0;
+  if (wait_retry(pid, &status, __WALL) != pid) return 0;
+  return status;
+}
+
+bool stopped_by(int status, int signal) { return WIFSTOPPED(status) && (status >> 8) == signal; }
+
+}  // namespace
+
+namespace ptrace_detail {
+
+bool write_tracee_memory(pid_t pid, uint64_t addr, const std::vector<uint8_t>& bytes) {
+  std::string path = "/proc/" + std::to_string(pid) + "/mem";
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(addr));
+  ::close(fd);
+  return n == static_cast<ssize_t>(bytes.size());
+}
+
+std::vector<uint8_t> read_tracee_memory(pid_t pid, uint64_t addr, std::size_t len) {
+  std::string path = "/proc/" + std::to_string(pid) + "/mem";
+  std::vector<uint8_t> out(len);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  ssize_t n = ::pread(fd, out.data(), len, static_cast<off_t>(addr));
+  ::close(fd);
+  out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return out;
+}
+
+Expected<InjectedClone> inject_clone(pid_t tid) {
+  user_regs_struct saved{};
+  if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &saved); !r) return r.error();
+  const uint64_t pc = saved.rip;
+  const std::vector<uint8_t> original = read_tracee_memory(tid, pc, 2);
+  if (original.size() != 2 || !write_tracee_memory(tid, pc, {0x0f, 0x05})) {
+    return make_error(ErrorCode::MemoryFault, "Cannot borrow the code at " + hex(pc) + " for a copy");
+  }
+  InjectedClone result;
+  // Whatever happens next, the thread gets its code and registers back.
+  auto put_back = [&]() {
+    (void)write_tracee_memory(tid, pc, original);
+    (void)do_ptrace(PTRACE_SETREGS, tid, 0, &saved);
+  };
+  user_regs_struct call = saved;
+  call.rax = SYS_clone;
+  call.orig_rax = ~0ull;  // no system call to restart: the kernel leaves rip alone
+  call.rdi = CLONE_PARENT;  // exit signal 0: nobody is told when it dies
+  call.rsi = call.rdx = call.r10 = call.r8 = 0;
+  if (auto r = do_ptrace(PTRACE_SETREGS, tid, 0, &call); !r) {
+    put_back();
+    return r.error();
+  }
+  // Run to the clone event; a signal that comes first is kept for the program.
+  int status = 0;
+  for (int resumes = 0;; ++resumes) {
+    if (resumes > 64 || !do_ptrace(PTRACE_CONT, tid, 0, nullptr)) {
+      put_back();
+      return make_error(ErrorCode::Internal, "The program did not run the copy's clone");
+    }
+    if (wait_retry(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
+      return make_error(ErrorCode::NoProcess, "The program ended while being copied");
+    }
+    if ((status >> 8) == (SIGTRAP | (PTRACE_EVENT_CLONE << 8))) break;
+    if (WSTOPSIG(status) != SIGTRAP) result.signals_met.push_back(WSTOPSIG(status));
+  }
+  unsigned long child = 0;
+  if (!do_ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) || child == 0) {
+    put_back();
+    return make_error(ErrorCode::Internal, "The copy's clone gave no process id");
+  }
+  result.child = static_cast<pid_t>(child);
+  const int child_status = first_status_of_new_tracee(result.child);
+  // Finish the system call: one step lands after the `syscall`.
+  for (int steps = 0;; ++steps) {
+    if (steps > 64 || !do_ptrace(PTRACE_SINGLESTEP, tid, 0, nullptr)) break;
+    if (wait_retry(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
+      ::kill(result.child, SIGKILL);
+      return make_error(ErrorCode::NoProcess, "The program ended while being copied");
+    }
+    user_regs_struct now{};
+    if (!do_ptrace(PTRACE_GETREGS, tid, 0, &now)) break;
+    if (WSTOPSIG(status) != SIGTRAP) result.signals_met.push_back(WSTOPSIG(status));
+    if (now.rip == pc + 2) break;
+  }
+  put_back();
+  if (!WIFSTOPPED(child_status)) return make_error(ErrorCode::Internal, "The copy did not start stopped");
+  // The copy took its memory while the `syscall` was borrowed, and stands
+  // after it with clone's 0 in rax: both as they were.
+  bool ok = write_tracee_memory(result.child, pc, original) &&
+            do_ptrace(PTRACE_SETREGS, result.child, 0, &saved).ok();
+  long options = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL;
+  ok = ok && do_ptrace(PTRACE_SETOPTIONS, result.child, 0, reinterpret_cast<void*>(options)).ok();
+  // Out of the program's process group: a Ctrl-C for the program is not for it.
+  (void)::setpgid(result.child, result.child);
+  if (!ok) {
+    ::kill(result.child, SIGKILL);
+    (void)wait_retry(result.child, &status, __WALL);
+    return make_error(ErrorCode::Internal, "Cannot set up the copy of the program");
+  }
+  return result;
+}
+
+}  // namespace ptrace_detail
+
+std::unique_ptr<ProcessCopy> ProcessCopy::adopt(pid_t pid) {
+  return std::unique_ptr<ProcessCopy>(new ProcessCopy(pid));
+}
+
+ProcessCopy::ProcessCopy(pid_t pid) : pid_(pid) {
+  CopyOwner::instance().add(pid);
+  std::string path = "/proc/" + std::to_string(pid) + "/mem";
+  mem_fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+}
+
+ProcessCopy::~ProcessCopy() {
+  if (mem_fd_ >= 0) ::close(mem_fd_);
+  ::kill(pid_, SIGKILL);
+  // Reap it now: a stray zombie, or a status someone else's wait finds.
+  for (int i = 0; i < 16; ++i) {
+    int status = wait_copy(pid_);
+    if (status == 0 || WIFEXITED(status) || WIFSIGNALED(status)) break;
+  }
+  CopyOwner::instance().remove(pid_);
+}
+
+Expected<std::unique_ptr<ProcessCopy>> ProcessCopy::fork() {
+  if (!usable_) return make_error(ErrorCode::Internal, "The copy is unusable");
+  auto injected = inject_clone(pid_);
+  if (!injected) return injected.error();
+  auto copy = adopt(injected->child);
+  if (!injected->signals_met.empty()) {
+    usable_ = false;
+    return make_error(ErrorCode::Internal, "A signal reached a copy of the program");
+  }
+  return copy;
+}
+
+Expected<uint64_t> ProcessCopy::pc() {
+  user_regs_struct regs{};
+  if (auto r = do_ptrace(PTRACE_GETREGS, pid_, 0, &regs); !r) return r.error();
+  return static_cast<uint64_t>(regs.rip);
+}
+
+Expected<void> ProcessCopy::set_pc(uint64_t pc) {
+  user_regs_struct regs{};
+  if (auto r = do_ptrace(PTRACE_GETREGS, pid_, 0, &regs); !r) return r.error();
+  regs.rip = pc;
+  if (auto r = do_ptrace(PTRACE_SETREGS, pid_, 0, &regs); !r) return r.error();
+  return {};
+}
+
+Expected<int> ProcessCopy::resume_and_wait(bool single_step) {
+  const int request = single_step ? PTRACE_SYSEMU_SINGLESTEP : PTRACE_SYSEMU;
+  if (auto r = do_ptrace(request, pid_, 0, nullptr); !r) {
+    usable_ = false;
+    return r.error();
+  }
+  const int status = wait_copy(pid_);
+  if (!WIFSTOPPED(status)) {
+    usable_ = false;
+    return make_error(ErrorCode::NoProcess, "The copy of the program ended");
+  }
+  if (stopped_by(status, kSyscallStop)) {
+    usable_ = false;
+    return make_error(ErrorCode::Internal, "The copy met a system call the recording did not have there");
+  }
+  if (WSTOPSIG(status) != SIGTRAP) {
+    usable_ = false;
+    return make_error(ErrorCode::Internal, std::string("The copy got signal ") + ::strsignal(WSTOPSIG(status)));
+  }
+  return WSTOPSIG(status);
+}
+
+// rep movs/stos/lods/cmps/scas: a single step runs one iteration and leaves
+// the pc where it was, which is not a new visit.
+bool ProcessCopy::at_repeated_string_instruction(uint64_t pc) {
+  auto bytes = read_memory(pc, 15);
+  if (!bytes) return false;
+  bool rep = false;
+  for (uint8_t b : *bytes) {
+    if (b == 0xf2 || b == 0xf3) {
+      rep = true;
+      continue;
+    }
+    if (b == 0x66 || b == 0x67 || b == 0x2e || b == 0x3e || b == 0x26 || b == 0x36 || b == 0x64 || b == 0x65 ||
+        (b >= 0x40 && b <= 0x4f)) {
+      continue;
+    }
+    return rep && ((b >= 0xa4 && b <= 0xa7) || (b >= 0xaa && b <= 0xaf));
+  }
+  return false;
+}
+
+Expected<void> ProcessCopy::run_to(uint64_t target, uint64_t hits) {
+  if (!usable_) return make_error(ErrorCode::Internal, "The copy is unusable");
+  if (hits == 0) return make_error(ErrorCode::InvalidArgument, "No visit to run to");
+  const std::vector<uint8_t> original = read_tracee_memory(pid_, target, 1);
+  if (original.size() != 1) return make_error(ErrorCode::MemoryFault, "No code at " + hex(target) + " in the copy");
+  const bool repeats = at_repeated_string_instruction(target);
+  for (;;) {
+    auto at = pc();
+    if (!at) return at.error();
+    if (*at == target) {
+      if (--hits == 0) return {};
+      // Past this visit: one step (all of a rep instruction's iterations).
+      do {
+        auto stop = resume_and_wait(true);
+        if (!stop) return stop.error();
+        at = pc();
+        if (!at) return at.error();
+      } while (repeats && *at == target);
+      continue;
+    }
+    if (!write_tracee_memory(pid_, target, {kInt3})) {
+      usable_ = false;
+      return make_error(ErrorCode::MemoryFault, "Cannot put a breakpoint in the copy at " + hex(target));
+    }
+    auto stop = resume_and_wait(false);
+    (void)write_tracee_memory(pid_, target, original);
+    if (!stop) return stop.error();
+    at = pc();
+    if (!at) return at.error();
+    if (*at != target + 1) {
+      usable_ = false;
+      return make_error(ErrorCode::Internal, "The copy stopped at " + hex(*at) + " on its way to " + hex(target));
+    }
+    if (auto r = set_pc(target); !r) return r.error();
+  }
+}
+
+Expected<protocol::RegisterFile> ProcessCopy::registers() { return read_thread_registers(pid_); }
+
+Expected<std::vector<uint8_t>> ProcessCopy::read_memory(uint64_t addr, std::size_t len) {
+  std::vector<uint8_t> out(len);
+  std::size_t got = 0;
+  while (mem_fd_ >= 0 && got < len) {
+    ssize_t n = ::pread(mem_fd_, out.data() + got, len - got, static_cast<off_t>(addr + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  if (got == 0) return make_error(ErrorCode::MemoryFault, "Cannot access memory at address " + hex(addr));
+  out.resize(got);
+  return out;
+}
+
+uint64_t ProcessCopy::private_bytes() const {
+  std::ifstream rollup("/proc/" + std::to_string(pid_) + "/smaps_rollup");
+  uint64_t total = 0;
+  for (std::string line; std::getline(rollup, line);) {
+    if (line.rfind("Private_", 0) != 0) continue;  // Private_Clean, Private_Dirty
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    total += std::strtoull(line.c_str() + colon + 1, nullptr, 10) * 1024;
+  }
+  return total;
+}
+
+}  // namespace stub::process

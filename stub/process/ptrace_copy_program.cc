@@ -1,0 +1,34 @@
+// PtraceProcess::fork_copy: a checkpoint of the recorded program
+// (stub/process/process_copy.h).
+#include "stub/process/ptrace_internal.h"
+#include "stub/process/ptrace_process.h"
+
+namespace stub::process {
+
+using namespace ptrace_detail;
+using btstub::ErrorCode;
+using btstub::make_error;
+
+Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  // An attached program's copy would be its parent's child, not ours.
+  if (attached_) return make_error(ErrorCode::NotSupported, "No copies of an attached program");
+  if (threads_.size() != 1 || threads_.count(tid) == 0) {
+    return make_error(ErrorCode::NotSupported, "No copies of a program with several threads");
+  }
+  ThreadState& thread = threads_.at(tid);
+  if (thread.running) return make_error(ErrorCode::InvalidArgument, "The thread is running");
+  auto injected = inject_clone(tid);
+  if (!injected) return injected.error();
+  for (int signal : injected->signals_met) owe_signal(tid, thread, signal);
+  auto copy = ProcessCopy::adopt(injected->child);
+  // The copy runs without us watching its int3s: it gets the program's bytes.
+  for (const auto& [addr, original] : inserted_int3s()) {
+    if (!write_tracee_memory(copy->pid(), addr, {original})) {
+      return make_error(ErrorCode::MemoryFault, "Cannot take a breakpoint out of the copy at " + hex(addr));
+    }
+  }
+  return copy;
+}
+
+}  // namespace stub::process

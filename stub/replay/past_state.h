@@ -1,0 +1,62 @@
+#pragma once
+// Registers and memory at a point of the recorded past, read from a copy of
+// the program re-executed to that point: the newest checkpoint at or before
+// it (stub/tracing/checkpoints.h) is forked and the copy runs natively to
+// the point, with a breakpoint on its pc hit as many times as the history
+// says that pc runs in between (decoder/history_visits.h). The copy is kept
+// while the client looks around, and runs on when replay moves forward;
+// going back forks again.
+//
+// Never a wrong value: a point with no usable checkpoint, or where the copy
+// does not arrive exactly (another pc, or rsp/rbp other than the history
+// says), has no copy, and the replay engine answers from the history alone.
+// Why is kept for `monitor replay status`.
+#include <sys/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "decoder/block_trace.h"
+#include "decoder/history_visits.h"
+#include "decoder/stack_tracking.h"
+#include "protocol/expected.h"
+#include "stub/process/process_copy.h"
+#include "stub/tracing/checkpoints.h"
+
+namespace stub::replay {
+
+using btstub::Expected;
+using decoder::HistoryPoint;
+
+class PastState {
+ public:
+  explicit PastState(tracing::Checkpoints& checkpoints) : checkpoints_(checkpoints) {}
+
+  // A copy of the program standing at `at` of thread `tid`'s history
+  // (`trace`, whose live block ends at `live_pc`), whose rsp and rbp must
+  // equal `expected` where it says; an error saying why there is none.
+  Expected<process::ProcessCopy*> at(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
+                                     HistoryPoint at, const decoder::StackState& expected);
+
+  // Kills the copy (replay ended).
+  void clear();
+  // One line for monitor replay status.
+  std::string status() const;
+
+ private:
+  Expected<void> run_copy(const decoder::BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
+                          HistoryPoint to);
+
+  tracing::Checkpoints& checkpoints_;
+  struct Current {
+    pid_t tid = 0;
+    HistoryPoint checkpoint;
+    HistoryPoint at;
+    std::unique_ptr<process::ProcessCopy> copy;
+  };
+  std::optional<Current> current_;
+  std::string problem_;
+};
+
+}  // namespace stub::replay

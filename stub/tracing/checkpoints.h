@@ -1,0 +1,94 @@
+#pragma once
+// Checkpoints of a recording: stopped copies of the program
+// (stub/process/process_copy.h), each standing at a known point of one
+// thread's history, from which the replay engine re-executes to any later
+// point (stub/replay/past_state.h).
+//
+// The software tracer takes one when recording starts, right after every
+// event re-execution could not repeat (a system call, a signal's delivery,
+// a return from the vDSO, whose clocks read memory the kernel updates), and
+// every `every_branches` branches, so that reaching any point re-executes a
+// bounded stretch. Each such event is also a barrier: no copy may run
+// across it. Only a program with one thread is copied (a copy has one
+// thread); while it has more, points have no checkpoint and stay unknown.
+//
+// Bounded by count: past `max_count` the oldest goes. Checkpoints older
+// than the retained history are useless and go too.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "decoder/history_visits.h"
+#include "protocol/expected.h"
+#include "stub/process/process_copy.h"
+
+namespace stub::tracing {
+
+using btstub::Expected;
+using decoder::HistoryPoint;
+
+struct CheckpointLimits {
+  std::size_t max_count = 1024;
+  uint64_t every_branches = 2000;
+};
+
+class Checkpoints {
+ public:
+  using Limits = CheckpointLimits;
+  explicit Checkpoints(Limits limits = {}) : limits_(limits) {}
+
+  const Limits& limits() const { return limits_; }
+
+  void add(pid_t tid, HistoryPoint at, std::unique_ptr<process::ProcessCopy> copy);
+  // An event at `at` (the instruction there) that re-execution cannot repeat.
+  void barrier(pid_t tid, HistoryPoint at);
+
+  struct Usable {
+    HistoryPoint at;
+    process::ProcessCopy* copy = nullptr;
+  };
+  // The newest checkpoint of `tid` at or before `at` with no barrier in
+  // [checkpoint, at); an error saying why there is none.
+  Expected<Usable> usable_for(pid_t tid, HistoryPoint at) const;
+  // The newest checkpoint of `tid`, if any.
+  std::optional<HistoryPoint> newest(pid_t tid) const;
+
+  // The history of `tid` now starts at block `first_sequence`.
+  void drop_before(pid_t tid, uint64_t first_sequence);
+  void forget(pid_t tid);
+  void clear();
+
+  // [begin, end) of the program's vDSO (empty when unknown): code a copy
+  // must not run, since what it returns is not in the history.
+  std::pair<uint64_t, uint64_t> vdso() const { return vdso_; }
+  void set_vdso(std::pair<uint64_t, uint64_t> range) { vdso_ = range; }
+
+  std::size_t count() const;
+  // For monitor record status: how many, and their private memory.
+  std::string status() const;
+
+ private:
+  struct Entry {
+    HistoryPoint at;
+    std::unique_ptr<process::ProcessCopy> copy;
+  };
+  struct Thread {
+    std::deque<Entry> entries;         // oldest first
+    std::deque<HistoryPoint> barriers; // oldest first
+  };
+  void drop_oldest();
+
+  Limits limits_;
+  std::map<pid_t, Thread> threads_;
+  std::pair<uint64_t, uint64_t> vdso_{0, 0};
+};
+
+// The [vdso] mapping of a process, from /proc/PID/maps; {0, 0} if none.
+std::pair<uint64_t, uint64_t> read_vdso_range(pid_t pid);
+
+}  // namespace stub::tracing

@@ -1,0 +1,42 @@
+// SoftwareTracer: when to take checkpoints (stub/tracing/checkpoints.h).
+#include "stub/tracing/software_tracer.h"
+
+namespace stub::tracing {
+
+void SoftwareTracer::set_checkpoint_limits(std::optional<Checkpoints::Limits> limits) {
+  checkpoints_ = limits ? std::make_unique<Checkpoints>(*limits) : nullptr;
+}
+
+void SoftwareTracer::note_unrepeatable(ThreadState& t, pid_t tid, uint64_t pc) {
+  if (!checkpoints_ || !t.trace) return;
+  checkpoints_->barrier(tid, {t.trace->end_sequence(), pc});
+  t.checkpoint_due = true;
+}
+
+bool SoftwareTracer::in_vdso(uint64_t addr) const {
+  if (!checkpoints_) return false;
+  const auto [begin, end] = checkpoints_->vdso();
+  return addr >= begin && addr < end;
+}
+
+// At a stop of the thread's own (nothing pending: the trace holds all it
+// ran before `pc`). Only under whole-program recording: gdb's record btrace
+// replays on its side and never asks for values in the past.
+void SoftwareTracer::checkpoint_if_due(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc) {
+  if (!checkpoints_ || !all_enabled_ || !t.trace || t.frozen) return;
+  const HistoryPoint at{t.trace->end_sequence(), pc};
+  if (!t.checkpoint_due) {
+    auto newest = checkpoints_->newest(tid);
+    if (newest && at.sequence < newest->sequence + checkpoints_->limits().every_branches) return;
+  }
+  if (checkpoints_->vdso().second == 0) checkpoints_->set_vdso(read_vdso_range(tid));
+  // A copy standing inside the vDSO would run the rest of it.
+  if (in_vdso(pc)) return;
+  auto copy = control.fork_copy(tid);
+  if (!copy) return;  // stays due: e.g. the program has several threads now
+  checkpoints_->add(tid, at, std::move(*copy));
+  checkpoints_->drop_before(tid, t.trace->first_sequence());
+  t.checkpoint_due = false;
+}
+
+}  // namespace stub::tracing
