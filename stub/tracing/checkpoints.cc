@@ -84,7 +84,7 @@ std::size_t Checkpoints::count() const {
 std::string Checkpoints::status() const {
   uint64_t bytes = 0;
   for (const auto& [tid, thread] : threads_) {
-    for (const Entry& e : thread.entries) bytes += e.copy->private_bytes();
+    for (const Entry& e : thread.entries) bytes += e.copy ? e.copy->private_bytes() : 0;
   }
   char line[160];
   std::snprintf(line, sizeof line, "Checkpoints: %zu (at most %zu), %llu KiB of private memory.\n", count(),
