@@ -18,9 +18,16 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
   }
   ThreadState& thread = threads_.at(tid);
   if (thread.running) return make_error(ErrorCode::InvalidArgument, "The thread is running");
+  // A signal waiting would stop the injected clone first, and belongs to
+  // the client's next stop: no copy now.
+  if (auto waiting = signal_waiting(tid); !waiting || *waiting || thread.pending) {
+    return make_error(ErrorCode::NotSupported, "A signal is on its way to the program");
+  }
   auto injected = inject_clone(tid);
   if (!injected) return injected.error();
-  for (int signal : injected->signals_met) owe_signal(tid, thread, signal);
+  // One that came during the clone anyway is sent again, to be seen as if
+  // it came just after (its sender is then btstub).
+  for (int signal : injected->signals_met) requeue_signal(tid, signal);
   auto copy = ProcessCopy::adopt(injected->child);
   // The copy runs without us watching its int3s: it gets the program's bytes.
   for (const auto& [addr, original] : inserted_int3s()) {
