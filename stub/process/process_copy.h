@@ -48,9 +48,10 @@ class ProcessCopy {
   // The readable prefix of [addr, addr+len); a MemoryFault when none is.
   Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len);
 
-  // Private memory (copy-on-write pages this copy no longer shares), in
-  // bytes, from /proc/PID/smaps_rollup; 0 when unknown.
-  uint64_t private_bytes() const;
+  // Its proportional share of memory (Pss: each page divided by the
+  // processes sharing it), in bytes, from /proc/PID/smaps_rollup; 0 when
+  // unknown.
+  uint64_t proportional_bytes() const;
 
  private:
   explicit ProcessCopy(pid_t pid);

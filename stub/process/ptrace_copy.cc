@@ -299,16 +299,12 @@ Expected<std::vector<uint8_t>> ProcessCopy::read_memory(uint64_t addr, std::size
   return out;
 }
 
-uint64_t ProcessCopy::private_bytes() const {
+uint64_t ProcessCopy::proportional_bytes() const {
   std::ifstream rollup("/proc/" + std::to_string(pid_) + "/smaps_rollup");
-  uint64_t total = 0;
   for (std::string line; std::getline(rollup, line);) {
-    if (line.rfind("Private_", 0) != 0) continue;  // Private_Clean, Private_Dirty
-    auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    total += std::strtoull(line.c_str() + colon + 1, nullptr, 10) * 1024;
+    if (line.rfind("Pss:", 0) == 0) return std::strtoull(line.c_str() + 4, nullptr, 10) * 1024;
   }
-  return total;
+  return 0;
 }
 
 }  // namespace stub::process

@@ -46,6 +46,12 @@ btstub::Expected<void> parse_trace_option(CommandLine& cl, const std::string& a)
     else if (value == "step") cl.trace_stops = TraceStopChoice::SingleStep;
     else return make_error(ErrorCode::InvalidArgument,
                            "Bad --trace-stops '" + value + "': expected int3, debugreg or step");
+  } else if (starts_with(a, "--checkpoint-memory=")) {
+    auto size = value == "0" ? btstub::Expected<uint64_t>(uint64_t{0}) : tracing::parse_trace_size(value);
+    if (!size) {
+      return make_error(ErrorCode::InvalidArgument, "Bad --checkpoint-memory '" + value + "': " + size.error().message);
+    }
+    cl.checkpoint_memory = *size;
   } else if (starts_with(a, "--trace-full=")) {
     if (value == "drop") cl.trace_config.overflow = decoder::OverflowPolicy::DropOldest;
     else if (value == "stop") cl.trace_config.overflow = decoder::OverflowPolicy::Stop;
@@ -56,7 +62,7 @@ btstub::Expected<void> parse_trace_option(CommandLine& cl, const std::string& a)
 
 bool is_trace_option(const std::string& a) {
   return starts_with(a, "--backend=") || starts_with(a, "--trace-size=") || starts_with(a, "--trace-full=") ||
-         starts_with(a, "--trace-stops=");
+         starts_with(a, "--trace-stops=") || starts_with(a, "--checkpoint-memory=");
 }
 
 }  // namespace
@@ -124,7 +130,12 @@ std::string usage_text() {
          "                        a block: int3s, whose transfers it emulates and looks\n"
          "                        past (default: fewest stops); a debug register (one\n"
          "                        stop per block, where they trap; leaves Z1-Z4 three);\n"
-         "                        or a single step per instruction.\n";
+         "                        or a single step per instruction.\n"
+         "  --checkpoint-memory=BYTES\n"
+         "                        Memory for the copies of the program that give\n"
+         "                        registers and memory in the recorded past (k/m\n"
+         "                        suffixes, at most 4096m; default 1024m; 0: none, the\n"
+         "                        past then shows only where the program was).\n";
 }
 
 btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>& args) {

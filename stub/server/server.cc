@@ -148,7 +148,15 @@ Expected<std::unique_ptr<SoftwareTracer>> Server::make_software_tracer() const {
       break;
     case TraceStopChoice::SingleStep: stops = TraceStops::SingleStep; break;
   }
-  return SoftwareTracer::create(command_line_.trace_config, command_line_.record, stops);
+  auto tracer = SoftwareTracer::create(command_line_.trace_config, command_line_.record, stops);
+  if (!tracer) return tracer.error();
+  std::optional<tracing::CheckpointLimits> limits;
+  if (command_line_.checkpoint_memory > 0) {
+    limits.emplace();
+    limits->memory_bytes = command_line_.checkpoint_memory;
+  }
+  (*tracer)->set_checkpoint_limits(limits);
+  return tracer;
 }
 
 int Server::run() {

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "stub/session/handlers.h"
+#include "stub/tracing/checkpoints.h"
 #include "stub/tracing/trace_backend.h"
 #include "stub/tracing/trace_size.h"
 
@@ -57,6 +58,9 @@ std::string record_status(Session& s, TraceBackend& backend) {
       if (backend.stopped_full(tid)) out << ", stopped: buffer full";
       out << "\n";
     }
+  }
+  if (const tracing::Checkpoints* checkpoints = backend.checkpoints(); checkpoints && backend.all_enabled()) {
+    out << checkpoints->status();
   }
   return out.str();
 }

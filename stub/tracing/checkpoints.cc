@@ -15,6 +15,7 @@ void Checkpoints::add(pid_t tid, HistoryPoint at, std::unique_ptr<process::Proce
   while (!thread.entries.empty() && !(thread.entries.back().at < at)) thread.entries.pop_back();
   thread.entries.push_back(Entry{at, std::move(copy)});
   while (count() > limits_.max_count) drop_oldest();
+  if (++added_since_measured_ >= std::max<std::size_t>(8, count() / 4)) keep_within_memory();
 }
 
 void Checkpoints::barrier(pid_t tid, HistoryPoint at) {
@@ -62,6 +63,7 @@ void Checkpoints::forget(pid_t tid) { threads_.erase(tid); }
 
 void Checkpoints::clear() {
   threads_.clear();
+  added_since_measured_ = 0;
   vdso_ = {0, 0};
 }
 
@@ -81,14 +83,31 @@ std::size_t Checkpoints::count() const {
   return n;
 }
 
-std::string Checkpoints::status() const {
+uint64_t Checkpoints::memory_bytes() const {
   uint64_t bytes = 0;
   for (const auto& [tid, thread] : threads_) {
-    for (const Entry& e : thread.entries) bytes += e.copy ? e.copy->private_bytes() : 0;
+    for (const Entry& e : thread.entries) bytes += e.copy ? e.copy->proportional_bytes() : 0;
   }
-  char line[160];
-  std::snprintf(line, sizeof line, "Checkpoints: %zu (at most %zu), %llu KiB of private memory.\n", count(),
-                limits_.max_count, static_cast<unsigned long long>(bytes / 1024));
+  return bytes;
+}
+
+void Checkpoints::keep_within_memory() {
+  uint64_t bytes = memory_bytes();
+  // Dropping the oldest frees roughly an average share each time.
+  while (bytes > limits_.memory_bytes && count() > 1) {
+    const uint64_t average = bytes / count();
+    drop_oldest();
+    bytes -= std::min(bytes, average);
+  }
+  added_since_measured_ = 0;
+}
+
+std::string Checkpoints::status() const {
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "Checkpoints: %zu (at most %zu), %llu KiB of memory (their proportional share; at most %llu KiB).\n",
+                count(), limits_.max_count, static_cast<unsigned long long>(memory_bytes() / 1024),
+                static_cast<unsigned long long>(limits_.memory_bytes / 1024));
   return line;
 }
 

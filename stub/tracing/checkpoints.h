@@ -12,8 +12,11 @@
 // across it. Only a program with one thread is copied (a copy has one
 // thread); while it has more, points have no checkpoint and stay unknown.
 //
-// Bounded by count: past `max_count` the oldest goes. Checkpoints older
-// than the retained history are useless and go too.
+// Bounded by count and memory: past `max_count`, or past `memory_bytes` of
+// the copies' proportional share of memory (measured after a quarter of
+// the count has been added since: reading every copy's /proc smaps_rollup
+// costs), the oldest go. Checkpoints older than
+// the retained history are useless and go too.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -35,6 +38,9 @@ using decoder::HistoryPoint;
 struct CheckpointLimits {
   std::size_t max_count = 1024;
   uint64_t every_branches = 2000;
+  // --checkpoint-memory: the copies' proportional share of memory (Pss),
+  // measured now and then; past it the oldest go.
+  uint64_t memory_bytes = uint64_t{1} << 30;
 };
 
 class Checkpoints {
@@ -69,6 +75,8 @@ class Checkpoints {
   void set_vdso(std::pair<uint64_t, uint64_t> range) { vdso_ = range; }
 
   std::size_t count() const;
+  // The copies' proportional share of memory (Pss), measured now.
+  uint64_t memory_bytes() const;
   // For monitor record status: how many, and their private memory.
   std::string status() const;
 
@@ -83,7 +91,10 @@ class Checkpoints {
   };
   void drop_oldest();
 
+  void keep_within_memory();
+
   Limits limits_;
+  std::size_t added_since_measured_ = 0;
   std::map<pid_t, Thread> threads_;
   std::pair<uint64_t, uint64_t> vdso_{0, 0};
 };
