@@ -26,4 +26,16 @@ std::optional<uint64_t> visits_between(const BlockTrace& trace, uint64_t live_pc
   return count;
 }
 
+std::optional<HistoryPoint> nth_visit(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from, uint64_t pc,
+                                      uint64_t n) {
+  if (n == 0) return std::nullopt;
+  for (uint64_t seq = from.sequence; seq <= trace.end_sequence(); ++seq) {
+    auto block = history_block(trace, seq, live_pc);
+    if (!block) return std::nullopt;
+    const uint64_t low = seq == from.sequence ? from.pc : block->begin;
+    if (pc >= low && pc <= block->end && --n == 0) return HistoryPoint{seq, pc};
+  }
+  return std::nullopt;
+}
+
 }  // namespace decoder

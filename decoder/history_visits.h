@@ -36,4 +36,10 @@ std::optional<Block> history_block(const BlockTrace& trace, uint64_t sequence, u
 std::optional<uint64_t> visits_between(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
                                        HistoryPoint to, std::pair<uint64_t, uint64_t> avoid = {0, 0});
 
+// Where the instruction at `pc` runs for the `n`-th time counting from
+// `from` (included): the inverse of visits_between. nullopt when it does
+// not run that often before the live position.
+std::optional<HistoryPoint> nth_visit(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from, uint64_t pc,
+                                      uint64_t n);
+
 }  // namespace decoder

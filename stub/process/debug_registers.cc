@@ -198,6 +198,15 @@ uint64_t DebugRegisterState::dr7() const {
   return value;
 }
 
+DebugRegisterState DebugRegisterState::watches_only() const {
+  DebugRegisterState out = *this;
+  for (Slot& slot : out.slots_) {
+    if (slot.used() && slot.condition == Condition::Execute) slot = Slot{};
+  }
+  std::erase_if(out.watches_, [](const Watch& w) { return w.kind == WatchKind::Execute; });
+  return out;
+}
+
 uint64_t DebugRegisterState::address(int slot) const { return in_use(slot) ? slots_[slot].address : 0; }
 
 bool DebugRegisterState::in_use(int slot) const {

@@ -53,6 +53,11 @@ class DebugRegisterState {
 
   // DR7 for this configuration: 0 when nothing is installed.
   uint64_t dr7() const;
+  // The same configuration without its execute slots (Z1): the watches
+  // alone, as a copy of the program re-run through the past arms them.
+  DebugRegisterState watches_only() const;
+  // Bytes watched by slot i (1, 2, 4 or 8); 0 for an unused slot.
+  uint64_t length(int slot) const { return in_use(slot) ? slots_[slot].length : 0; }
   // DRi for slot i; 0 for an unused slot or an index outside 0..3.
   uint64_t address(int slot) const;
   bool in_use(int slot) const;

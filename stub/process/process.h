@@ -14,6 +14,7 @@
 #include "protocol/expected.h"
 #include "protocol/register_file.h"
 #include "protocol/requests.h"
+#include "stub/process/debug_registers.h"
 #include "stub/process/proc_maps.h"
 
 namespace stub::process {
@@ -214,6 +215,8 @@ class Process {
   }
   // Whether a Z1-Z4 point is inserted: a step could then trip it.
   virtual bool hw_points_in_use() const { return false; }
+  // The Z1-Z4 points inserted, as the debug registers hold them.
+  virtual DebugRegisterState hw_points() const { return {}; }
   // The program's mappings now; empty when unknown.
   virtual std::vector<MemoryMapping> mappings() const { return {}; }
   // Whether the thread runs with a shadow stack (x86 CET): a call or ret

@@ -18,6 +18,7 @@
 
 #include "protocol/expected.h"
 #include "protocol/register_file.h"
+#include "stub/process/debug_registers.h"
 
 namespace stub::process {
 
@@ -44,6 +45,22 @@ class ProcessCopy {
   // system call, a signal or a fault first.
   Expected<void> run_to(uint64_t pc, uint64_t hits);
 
+  // Arms the copy's debug registers with `watches` (execute slots left
+  // out): later runs see them fire. A fresh copy has none armed.
+  Expected<void> arm(const DebugRegisterState& watches);
+  // run_to, counting the armed watches that fire on the way (at native
+  // speed: what tells whether a stretch of the past touched them at all).
+  Expected<uint64_t> run_to_counting(uint64_t pc, uint64_t hits);
+  // An instruction that fired an armed watch: its pc, and which run of that
+  // pc it was (1: the first since the copy's start point, which counts).
+  struct WatchHit {
+    uint64_t pc = 0;
+    uint64_t visit = 0;
+    DebugHit hit;
+  };
+  // The same run one instruction at a time, telling each watch hit.
+  Expected<std::vector<WatchHit>> step_to(uint64_t pc, uint64_t hits);
+
   Expected<protocol::RegisterFile> registers();
   // The readable prefix of [addr, addr+len); a MemoryFault when none is.
   Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len);
@@ -59,11 +76,15 @@ class ProcessCopy {
   Expected<void> set_pc(uint64_t pc);
   // One ptrace resume (PTRACE_SYSEMU or its single-step form) and the stop
   // it ends in: the signal, or an error for a system call, exit or fault.
-  Expected<int> resume_and_wait(bool single_step);
+  struct Stop {
+    std::vector<DebugHit> watch_hits;  // armed watches that fired
+  };
+  Expected<Stop> resume_and_wait(bool single_step);
   bool at_repeated_string_instruction(uint64_t pc);
 
   pid_t pid_ = 0;
   bool usable_ = true;
+  DebugRegisterState armed_;
   int mem_fd_ = -1;
 };
 

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
+#include <unordered_map>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -204,7 +206,7 @@ Expected<void> ProcessCopy::set_pc(uint64_t pc) {
   return {};
 }
 
-Expected<int> ProcessCopy::resume_and_wait(bool single_step) {
+Expected<ProcessCopy::Stop> ProcessCopy::resume_and_wait(bool single_step) {
   const int request = single_step ? PTRACE_SYSEMU_SINGLESTEP : PTRACE_SYSEMU;
   if (auto r = do_ptrace(request, pid_, 0, nullptr); !r) {
     usable_ = false;
@@ -223,7 +225,31 @@ Expected<int> ProcessCopy::resume_and_wait(bool single_step) {
     usable_ = false;
     return make_error(ErrorCode::Internal, std::string("The copy got signal ") + ::strsignal(WSTOPSIG(status)));
   }
-  return WSTOPSIG(status);
+  Stop stop;
+  if (!armed_.empty()) {
+    const uint64_t dr6_offset = offsetof(struct user, u_debugreg) + 6 * sizeof(long);
+    auto dr6 = do_ptrace(PTRACE_PEEKUSER, pid_, dr6_offset, nullptr);
+    if (dr6 && (*dr6 & 0xf) != 0) {
+      stop.watch_hits = armed_.hits_for_dr6(static_cast<uint64_t>(*dr6));
+      (void)do_ptrace(PTRACE_POKEUSER, pid_, dr6_offset, nullptr);
+    }
+  }
+  return stop;
+}
+
+Expected<void> ProcessCopy::arm(const DebugRegisterState& watches) {
+  armed_ = watches.watches_only();
+  for (int slot = 0; slot < DebugRegisterState::kSlotCount; ++slot) {
+    const uint64_t offset = offsetof(struct user, u_debugreg) + slot * sizeof(long);
+    if (auto r = do_ptrace(PTRACE_POKEUSER, pid_, offset, reinterpret_cast<void*>(armed_.address(slot))); !r) {
+      return r.error();
+    }
+  }
+  const uint64_t dr7_offset = offsetof(struct user, u_debugreg) + 7 * sizeof(long);
+  if (auto r = do_ptrace(PTRACE_POKEUSER, pid_, dr7_offset, reinterpret_cast<void*>(armed_.dr7())); !r) {
+    return r.error();
+  }
+  return {};
 }
 
 // rep movs/stos/lods/cmps/scas: a single step runs one iteration and leaves
@@ -247,7 +273,14 @@ bool ProcessCopy::at_repeated_string_instruction(uint64_t pc) {
 }
 
 Expected<void> ProcessCopy::run_to(uint64_t target, uint64_t hits) {
+  auto ran = run_to_counting(target, hits);
+  if (!ran) return ran.error();
+  return {};
+}
+
+Expected<uint64_t> ProcessCopy::run_to_counting(uint64_t target, uint64_t hits) {
   if (!usable_) return make_error(ErrorCode::Internal, "The copy is unusable");
+  uint64_t watch_hits = 0;
   if (hits == 0) return make_error(ErrorCode::InvalidArgument, "No visit to run to");
   const std::vector<uint8_t> original = read_tracee_memory(pid_, target, 1);
   if (original.size() != 1) return make_error(ErrorCode::MemoryFault, "No code at " + hex(target) + " in the copy");
@@ -256,11 +289,12 @@ Expected<void> ProcessCopy::run_to(uint64_t target, uint64_t hits) {
     auto at = pc();
     if (!at) return at.error();
     if (*at == target) {
-      if (--hits == 0) return {};
+      if (--hits == 0) return watch_hits;
       // Past this visit: one step (all of a rep instruction's iterations).
       do {
         auto stop = resume_and_wait(true);
         if (!stop) return stop.error();
+        watch_hits += stop->watch_hits.size();
         at = pc();
         if (!at) return at.error();
       } while (repeats && *at == target);
@@ -275,12 +309,42 @@ Expected<void> ProcessCopy::run_to(uint64_t target, uint64_t hits) {
     if (!stop) return stop.error();
     at = pc();
     if (!at) return at.error();
+    if (!stop->watch_hits.empty()) {  // after the instruction that touched a watch
+      watch_hits += stop->watch_hits.size();
+      continue;
+    }
     if (*at != target + 1) {
       usable_ = false;
       return make_error(ErrorCode::Internal, "The copy stopped at " + hex(*at) + " on its way to " + hex(target));
     }
     if (auto r = set_pc(target); !r) return r.error();
   }
+}
+
+Expected<std::vector<ProcessCopy::WatchHit>> ProcessCopy::step_to(uint64_t target, uint64_t hits) {
+  if (!usable_) return make_error(ErrorCode::Internal, "The copy is unusable");
+  std::vector<WatchHit> out;
+  std::unordered_map<uint64_t, uint64_t> visits;
+  std::unordered_map<uint64_t, bool> repeats;
+  auto at = pc();
+  if (!at) return at.error();
+  ++visits[*at];
+  // Bounded: a stretch between checkpoints is a few thousand branches.
+  for (uint64_t steps = 0; steps < (uint64_t{1} << 26); ++steps) {
+    if (*at == target && visits[target] == hits) return out;
+    if (visits[target] > hits) break;
+    auto stop = resume_and_wait(true);
+    if (!stop) return stop.error();
+    for (const DebugHit& hit : stop->watch_hits) out.push_back(WatchHit{*at, visits[*at], hit});
+    auto next = pc();
+    if (!next) return next.error();
+    auto rep = repeats.find(*at);
+    if (rep == repeats.end()) rep = repeats.emplace(*at, at_repeated_string_instruction(*at)).first;
+    if (!(*next == *at && rep->second)) ++visits[*next];
+    at = next;
+  }
+  usable_ = false;
+  return make_error(ErrorCode::Internal, "The copy did not arrive at " + hex(target));
 }
 
 Expected<protocol::RegisterFile> ProcessCopy::registers() { return read_thread_registers(pid_); }

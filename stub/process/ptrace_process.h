@@ -84,6 +84,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<bool> signal_waiting(pid_t tid) override;
   Expected<void> write_siginfo(pid_t tid, const std::vector<uint8_t>& info) override;
   bool hw_points_in_use() const override { return !user_debug_.empty(); }
+  DebugRegisterState hw_points() const override { return user_debug_; }
   std::vector<MemoryMapping> mappings() const override { return read_maps(pid_); }
   bool shadow_stack(pid_t tid) const override;
   Expected<void> insert_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) override;

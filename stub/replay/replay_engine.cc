@@ -142,32 +142,85 @@ Expected<ReplayStop> ReplayEngine::finish(pid_t tid, ReplayStop stop) {
   return stop;
 }
 
+namespace {
+
+decoder::HistoryPoint here(decoder::ReplayCursor& cursor) { return {cursor.position().sequence, cursor.pc()}; }
+
+// Moves the cursor onto `target`, a point of its history.
+bool seek(decoder::ReplayCursor& cursor, decoder::HistoryPoint target) {
+  const std::vector<uint64_t> stop_at{target.pc};
+  for (;;) {
+    const decoder::HistoryPoint now = here(cursor);
+    if (now == target) return true;
+    const ReplayStop stop = now < target ? cursor.continue_forward(stop_at) : cursor.continue_back(stop_at);
+    if (stop != ReplayStop::Breakpoint && here(cursor) != target) return false;
+  }
+}
+
+ReplayStop back_one(decoder::ReplayCursor& c, const std::vector<uint64_t>&) { return c.step_back(); }
+ReplayStop forward_one(decoder::ReplayCursor& c, const std::vector<uint64_t>&) { return c.step_forward(); }
+ReplayStop back_to(decoder::ReplayCursor& c, const std::vector<uint64_t>& b) { return c.continue_back(b); }
+ReplayStop forward_to(decoder::ReplayCursor& c, const std::vector<uint64_t>& b) { return c.continue_forward(b); }
+
+}  // namespace
+
+// Going back over [to, from) the newest instruction that touched a watch is
+// where the move stops (its effect undone); going forward over [from, to)
+// the oldest, and the move stops just after it. A stretch that cannot be
+// re-run is an error and the cursor stays where it was: a watchpoint is
+// never passed unseen.
+Expected<ReplayStop> ReplayEngine::move_watching(pid_t tid, decoder::ReplayCursor& cursor, bool back, Move move,
+                                                 const std::vector<uint64_t>& breakpoints) {
+  const process::DebugRegisterState watches = process_.hw_points().watches_only();
+  const decoder::BlockTrace* trace = backend_.trace(tid);
+  if (!past_ || watches.empty() || trace == nullptr) return finish(tid, move(cursor, breakpoints));
+  const decoder::HistoryPoint from = here(cursor);
+  const ReplayStop stop = move(cursor, breakpoints);
+  const decoder::HistoryPoint to = here(cursor);
+  PastWatch search(*backend_.checkpoints(), *trace, cursor.live_pc(), tid, watches);
+  auto hit = back ? search.last_in(to, from) : search.first_in(from, to);
+  if (!hit) {
+    seek(cursor, from);
+    (void)finish(tid, ReplayStop::Moved);
+    return hit.error();
+  }
+  if (!*hit) return finish(tid, stop);
+  if (!seek(cursor, (*hit)->at)) return make_error(ErrorCode::Internal, "Lost the watchpoint's place in the history");
+  const ReplayStop at = back ? ReplayStop::Moved : cursor.step_forward();
+  watch_hit_ = (*hit)->hit;
+  return finish(tid, at == ReplayStop::HistoryEnd ? at : ReplayStop::Moved);
+}
+
 Expected<ReplayStop> ReplayEngine::step_back(pid_t tid) {
+  watch_hit_.reset();
   auto cursor = cursor_for(tid);
   if (!cursor) return cursor.error();
   if (*cursor == nullptr) return ReplayStop::HistoryBegin;
-  return finish(tid, (*cursor)->step_back());
+  return move_watching(tid, **cursor, true, back_one, {});
 }
 
 Expected<ReplayStop> ReplayEngine::step_forward(pid_t tid) {
+  watch_hit_.reset();
   auto it = cursors_.find(tid);
   if (it == cursors_.end()) return ReplayStop::HistoryEnd;
-  return finish(tid, it->second->step_forward());
+  return move_watching(tid, *it->second, false, forward_one, {});
 }
 
 Expected<ReplayStop> ReplayEngine::continue_back(pid_t tid, std::vector<uint64_t> breakpoints) {
+  watch_hit_.reset();
   auto cursor = cursor_for(tid);
   if (!cursor) return cursor.error();
   if (*cursor == nullptr) return ReplayStop::HistoryBegin;
   std::sort(breakpoints.begin(), breakpoints.end());
-  return finish(tid, (*cursor)->continue_back(breakpoints));
+  return move_watching(tid, **cursor, true, back_to, breakpoints);
 }
 
 Expected<ReplayStop> ReplayEngine::continue_forward(pid_t tid, std::vector<uint64_t> breakpoints) {
+  watch_hit_.reset();
   auto it = cursors_.find(tid);
   if (it == cursors_.end()) return ReplayStop::HistoryEnd;
   std::sort(breakpoints.begin(), breakpoints.end());
-  return finish(tid, it->second->continue_forward(breakpoints));
+  return move_watching(tid, *it->second, false, forward_to, breakpoints);
 }
 
 Expected<protocol::RegisterFile> ReplayEngine::registers(pid_t tid) {

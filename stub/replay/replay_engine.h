@@ -28,6 +28,7 @@
 #include "protocol/register_file.h"
 #include "stub/process/process.h"
 #include "stub/replay/past_state.h"
+#include "stub/replay/past_watch.h"
 #include "stub/tracing/trace_backend.h"
 
 namespace stub::replay {
@@ -79,6 +80,12 @@ class ReplayEngine {
   Expected<decoder::ReplayStop> continue_back(pid_t tid, std::vector<uint64_t> breakpoints);
   Expected<decoder::ReplayStop> continue_forward(pid_t tid, std::vector<uint64_t> breakpoints);
 
+  // The watch that stopped the last move, if one did: with checkpoints, the
+  // moves stop where an inserted watchpoint (Process::hw_points) fires in
+  // the past: going back, at the instruction that touched it; going
+  // forward, just after it.
+  std::optional<process::DebugHit> take_watch_hit() { return std::exchange(watch_hit_, std::nullopt); }
+
   // The thread's registers / memory: in the past while replaying, else live.
   Expected<protocol::RegisterFile> registers(pid_t tid);
   Expected<std::vector<uint8_t>> read_memory(pid_t tid, uint64_t addr, std::size_t len);
@@ -97,6 +104,11 @@ class ReplayEngine {
   // The copy standing where `tid` replays, if one can.
   process::ProcessCopy* copy_at(pid_t tid, decoder::ReplayCursor& cursor);
   Expected<decoder::ReplayStop> finish(pid_t tid, decoder::ReplayStop stop);
+  // A move, then the watch search over the stretch it crossed (oldest
+  // first: [from, to) going back, [to, from)... see replay_engine.cc).
+  using Move = decoder::ReplayStop (*)(decoder::ReplayCursor&, const std::vector<uint64_t>&);
+  Expected<decoder::ReplayStop> move_watching(pid_t tid, decoder::ReplayCursor& cursor, bool back, Move move,
+                                              const std::vector<uint64_t>& breakpoints);
 
   Process& process_;
   const TraceBackend& backend_;
@@ -106,6 +118,7 @@ class ReplayEngine {
   std::unique_ptr<decoder::BlockCache> cache_;
   std::map<pid_t, std::unique_ptr<decoder::ReplayCursor>> cursors_;
   std::unique_ptr<PastState> past_;  // with the backend's checkpoints
+  std::optional<process::DebugHit> watch_hit_;
 };
 
 }  // namespace stub::replay

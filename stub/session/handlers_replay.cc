@@ -63,6 +63,12 @@ Reply replay_stop_reply(Session& s, pid_t tid, ReplayStop how) {
       }
     }
   }
+  if (auto watch = s.replay()->take_watch_hit()) {
+    protocol::BreakpointType type = protocol::BreakpointType::AccessWatch;
+    if (watch->kind == process::WatchKind::Write) type = protocol::BreakpointType::WriteWatch;
+    if (watch->kind == process::WatchKind::Read) type = protocol::BreakpointType::ReadWatch;
+    s.set_hardware_reason(stop, type, watch->address);
+  }
   if (how == ReplayStop::HistoryBegin) stop.reason = StopReason::ReplayBegin;
   if (how == ReplayStop::HistoryEnd) stop.reason = StopReason::ReplayEnd;
   s.general_thread = tid;

@@ -44,6 +44,20 @@ Expected<Checkpoints::Usable> Checkpoints::usable_for(pid_t tid, HistoryPoint at
   return Usable{entry.at, entry.copy.get()};
 }
 
+std::vector<Checkpoints::Usable> Checkpoints::all(pid_t tid) const {
+  std::vector<Usable> out;
+  auto found = threads_.find(tid);
+  if (found == threads_.end()) return out;
+  for (const Entry& e : found->second.entries) out.push_back(Usable{e.at, e.copy.get()});
+  return out;
+}
+
+std::vector<HistoryPoint> Checkpoints::barriers(pid_t tid) const {
+  auto found = threads_.find(tid);
+  if (found == threads_.end()) return {};
+  return {found->second.barriers.begin(), found->second.barriers.end()};
+}
+
 std::optional<HistoryPoint> Checkpoints::newest(pid_t tid) const {
   auto found = threads_.find(tid);
   if (found == threads_.end() || found->second.entries.empty()) return std::nullopt;

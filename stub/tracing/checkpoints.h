@@ -25,6 +25,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "decoder/history_visits.h"
 #include "protocol/expected.h"
@@ -61,6 +62,9 @@ class Checkpoints {
   // The newest checkpoint of `tid` at or before `at` with no barrier in
   // [checkpoint, at); an error saying why there is none.
   Expected<Usable> usable_for(pid_t tid, HistoryPoint at) const;
+  // Every checkpoint of `tid` (oldest first) and every barrier.
+  std::vector<Usable> all(pid_t tid) const;
+  std::vector<HistoryPoint> barriers(pid_t tid) const;
   // The newest checkpoint of `tid`, if any.
   std::optional<HistoryPoint> newest(pid_t tid) const;
 

@@ -51,3 +51,18 @@ TEST_CASE("a block inside the avoided range makes the stretch unrepeatable", "[h
   CHECK(visits_between(trace, 0x110, {2, 0x105}, {2, 0x108}, vdso) == 1u);
   CHECK(visits_between(trace, 0x110, {0, 0x100}, {2, 0x108}) == 1u);
 }
+
+TEST_CASE("nth_visit finds the point visits_between counts to", "[history_visits]") {
+  BlockTrace trace = loop_trace();
+  const uint64_t live = 0x110;
+  CHECK(decoder::nth_visit(trace, live, {0, 0x100}, 0x110, 1) == HistoryPoint{0, 0x110});
+  CHECK(decoder::nth_visit(trace, live, {0, 0x100}, 0x110, 4) == HistoryPoint{3, 0x110});
+  CHECK(decoder::nth_visit(trace, live, {2, 0x118}, 0x110, 1) == HistoryPoint{3, 0x110});
+  CHECK(decoder::nth_visit(trace, live, {0, 0x100}, 0x110, 5) == HistoryPoint{4, 0x110});
+  CHECK_FALSE(decoder::nth_visit(trace, live, {0, 0x100}, 0x110, 6));
+  for (uint64_t n = 1; n <= 5; ++n) {
+    auto point = decoder::nth_visit(trace, live, {0, 0x100}, 0x110, n);
+    REQUIRE(point);
+    CHECK(visits_between(trace, live, {0, 0x100}, *point) == n);
+  }
+}

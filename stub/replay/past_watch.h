@@ -1,0 +1,61 @@
+#pragma once
+// Watchpoints in the recorded past: which instruction of a stretch of the
+// history touched a watched region (the client's Z2/Z4, as the debug
+// registers hold them). Each stretch between checkpoints is re-run in a
+// copy of the program with the watches armed: natively first, counting
+// hits (most stretches have none), then, where some fired, one instruction
+// at a time to tell which. A system call's writes (the copy stops before
+// it) show as a difference between the copy there and the checkpoint taken
+// right after the call.
+//
+// A stretch that cannot be re-run (no checkpoint, a signal delivery or a
+// vDSO call inside) is an error, never a silent "no hit".
+#include <sys/types.h>
+
+#include <optional>
+
+#include "decoder/block_trace.h"
+#include "decoder/history_visits.h"
+#include "protocol/expected.h"
+#include "stub/process/debug_registers.h"
+#include "stub/tracing/checkpoints.h"
+
+namespace stub::replay {
+
+using btstub::Expected;
+using decoder::HistoryPoint;
+
+struct PastWatchHit {
+  HistoryPoint at;          // the instruction that touched the watch
+  process::DebugHit hit;    // which watch (address, kind)
+};
+
+class PastWatch {
+ public:
+  PastWatch(tracing::Checkpoints& checkpoints, const decoder::BlockTrace& trace, uint64_t live_pc, pid_t tid,
+            const process::DebugRegisterState& watches)
+      : checkpoints_(checkpoints), trace_(trace), live_pc_(live_pc), tid_(tid), watches_(watches) {}
+
+  // The newest / oldest instruction in [low, high) that touched a watch.
+  Expected<std::optional<PastWatchHit>> last_in(HistoryPoint low, HistoryPoint high);
+  Expected<std::optional<PastWatchHit>> first_in(HistoryPoint low, HistoryPoint high);
+
+ private:
+  struct Stretch {
+    tracing::Checkpoints::Usable start;
+    HistoryPoint end;         // exclusive
+    bool ends_at_call = false;  // `end` is a system call, re-run up to it
+    std::optional<tracing::Checkpoints::Usable> after_call;  // the checkpoint just after it
+  };
+  Expected<std::vector<Stretch>> stretches(HistoryPoint low, HistoryPoint high);
+  // Hits in one stretch, oldest first, limited to [low, high).
+  Expected<std::vector<PastWatchHit>> hits_in(const Stretch& stretch, HistoryPoint low, HistoryPoint high);
+
+  tracing::Checkpoints& checkpoints_;
+  const decoder::BlockTrace& trace_;
+  uint64_t live_pc_;
+  pid_t tid_;
+  process::DebugRegisterState watches_;
+};
+
+}  // namespace stub::replay
