@@ -184,7 +184,11 @@ def truth_script():
 
 
 def environment_args():
-    return ["%s=%s" % kv for kv in ENVIRONMENT]
+    # The sanitizer options run_test sets reach btstub (built with
+    # BTSTUB_SANITIZE its reports go to the test's log directory), so the
+    # program on both sides gets them as well.
+    extra = [(k, os.environ[k]) for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS") if k in os.environ]
+    return ["%s=%s" % kv for kv in ENVIRONMENT + extra]
 
 
 def native_start():
