@@ -84,6 +84,49 @@ std::vector<uint8_t> read_tracee_memory(pid_t pid, uint64_t addr, std::size_t le
   return out;
 }
 
+Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64_t> args) {
+  user_regs_struct saved{};
+  if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &saved); !r) return r.error();
+  const uint64_t pc = saved.rip;
+  const std::vector<uint8_t> original = read_tracee_memory(tid, pc, 2);
+  if (original.size() != 2 || !write_tracee_memory(tid, pc, {0x0f, 0x05})) {
+    return make_error(ErrorCode::MemoryFault, "Cannot borrow the code at " + hex(pc) + " for a system call");
+  }
+  args.resize(6, 0);
+  user_regs_struct call = saved;
+  call.rax = static_cast<uint64_t>(number);
+  call.orig_rax = ~0ull;
+  call.rdi = args[0], call.rsi = args[1], call.rdx = args[2], call.r10 = args[3], call.r8 = args[4], call.r9 = args[5];
+  InjectedCall result;
+  Expected<void> outcome;
+  if (auto r = do_ptrace(PTRACE_SETREGS, tid, 0, &call); !r) outcome = r.error();
+  // One step runs the `syscall`; a signal that comes first is kept for the program.
+  for (int steps = 0; outcome && steps < 64; ++steps) {
+    if (auto r = do_ptrace(PTRACE_SINGLESTEP, tid, 0, nullptr); !r) {
+      outcome = r.error();
+      break;
+    }
+    int status = 0;
+    if (wait_retry(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
+      return make_error(ErrorCode::NoProcess, "The program ended during a system call of btstub's");
+    }
+    if (WSTOPSIG(status) != SIGTRAP) result.signals_met.push_back(WSTOPSIG(status));
+    user_regs_struct now{};
+    if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &now); !r) {
+      outcome = r.error();
+      break;
+    }
+    if (now.rip == pc + 2) {
+      result.result = static_cast<long>(now.rax);
+      break;
+    }
+  }
+  (void)write_tracee_memory(tid, pc, original);
+  (void)do_ptrace(PTRACE_SETREGS, tid, 0, &saved);
+  if (!outcome) return outcome.error();
+  return result;
+}
+
 Expected<InjectedClone> inject_clone(pid_t tid) {
   user_regs_struct saved{};
   if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &saved); !r) return r.error();

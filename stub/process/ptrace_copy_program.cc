@@ -23,7 +23,12 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
   if (auto waiting = signal_waiting(tid); !waiting || *waiting || thread.pending) {
     return make_error(ErrorCode::NotSupported, "A signal is on its way to the program");
   }
+  // The stop may be a signal's, delivered when the thread resumes: the
+  // injected clone ends in a trap stop of its own, so the signal's siginfo
+  // is put back for that delivery.
+  auto siginfo = read_siginfo(tid);
   auto injected = inject_clone(tid);
+  if (siginfo) (void)write_siginfo(tid, *siginfo);
   if (!injected) return injected.error();
   // One that came during the clone anyway is sent again, to be seen as if
   // it came just after (its sender is then btstub).

@@ -55,6 +55,16 @@ struct InjectedClone {
 };
 btstub::Expected<InjectedClone> inject_clone(pid_t tid);
 
+// Makes the stopped thread `tid` run one system call at its pc (as
+// inject_clone borrows two bytes), then puts its registers back. The
+// call's result (negative errno on failure), and the signals that stopped
+// it meanwhile.
+struct InjectedCall {
+  long result = 0;
+  std::vector<int> signals_met;
+};
+btstub::Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64_t> args);
+
 // Writes bytes into a stopped tracee's memory through /proc/PID/mem.
 bool write_tracee_memory(pid_t pid, uint64_t addr, const std::vector<uint8_t>& bytes);
 std::vector<uint8_t> read_tracee_memory(pid_t pid, uint64_t addr, std::size_t len);

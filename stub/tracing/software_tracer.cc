@@ -49,8 +49,12 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
   settle_lookahead(control, *t, tid, pc);
   settle(*t, tid, pc, false);
   // A signal delivered now sends the thread where the history alone
-  // cannot: no copy may run across it.
-  if (signal != 0) note_unrepeatable(*t, tid, pc);
+  // cannot: no copy may run across it. The point just before it (often
+  // right after the system call that sent it) gets a checkpoint first.
+  if (signal != 0 && !t->frozen) {
+    checkpoint_if_due(control, *t, tid, pc);
+    note_unrepeatable(*t, tid, pc);
+  }
   // A debug-register trace stop fires before the instruction at its address
   // runs, unless the thread resumes from that very trap (the kernel then
   // sets RF). A thread that reached its armed address otherwise (a step
