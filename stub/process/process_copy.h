@@ -62,6 +62,9 @@ class ProcessCopy {
   Expected<std::vector<WatchHit>> step_to(uint64_t pc, uint64_t hits);
 
   Expected<protocol::RegisterFile> registers();
+  // Writes into the copy: only to give it back the program's own bytes
+  // (the int3s it inherited).
+  bool write_memory(uint64_t addr, const std::vector<uint8_t>& bytes);
   // The readable prefix of [addr, addr+len); a MemoryFault when none is.
   Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len);
 

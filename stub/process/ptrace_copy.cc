@@ -392,6 +392,12 @@ Expected<std::vector<ProcessCopy::WatchHit>> ProcessCopy::step_to(uint64_t targe
 
 Expected<protocol::RegisterFile> ProcessCopy::registers() { return read_thread_registers(pid_); }
 
+bool ProcessCopy::write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) {
+  if (mem_fd_ < 0) return write_tracee_memory(pid_, addr, bytes);
+  return ::pwrite(mem_fd_, bytes.data(), bytes.size(), static_cast<off_t>(addr)) ==
+         static_cast<ssize_t>(bytes.size());
+}
+
 Expected<std::vector<uint8_t>> ProcessCopy::read_memory(uint64_t addr, std::size_t len) {
   std::vector<uint8_t> out(len);
   std::size_t got = 0;

@@ -1,5 +1,8 @@
 // PtraceProcess::fork_copy: a checkpoint of the recorded program
 // (stub/process/process_copy.h).
+#include <iterator>
+#include <map>
+
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/ptrace_process.h"
 
@@ -34,10 +37,21 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
   // it came just after (its sender is then btstub).
   for (int signal : injected->signals_met) requeue_signal(tid, signal);
   auto copy = ProcessCopy::adopt(injected->child);
-  // The copy runs without us watching its int3s: it gets the program's bytes.
-  for (const auto& [addr, original] : inserted_int3s()) {
-    if (!write_tracee_memory(copy->pid(), addr, {original})) {
-      return make_error(ErrorCode::MemoryFault, "Cannot take a breakpoint out of the copy at " + hex(addr));
+  // The copy runs without us watching its int3s: it gets the program's
+  // bytes. The tracer keeps thousands of int3s: one write per stretch of
+  // a page holding some, not one per int3.
+  const std::map<uint64_t, uint8_t> int3s = inserted_int3s();
+  for (auto it = int3s.begin(); it != int3s.end();) {
+    const uint64_t first = it->first, page_end = (first | 0xfff) + 1;
+    auto end = int3s.lower_bound(page_end);
+    const uint64_t last = std::prev(end)->first;
+    auto bytes = copy->read_memory(first, last - first + 1);
+    if (!bytes || bytes->size() != last - first + 1) {
+      return make_error(ErrorCode::MemoryFault, "Cannot take a breakpoint out of the copy at " + hex(first));
+    }
+    for (; it != end; ++it) (*bytes)[it->first - first] = it->second;
+    if (!copy->write_memory(first, *bytes)) {
+      return make_error(ErrorCode::MemoryFault, "Cannot take a breakpoint out of the copy at " + hex(first));
     }
   }
   return copy;
