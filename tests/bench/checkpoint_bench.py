@@ -15,6 +15,9 @@ bench_begin and bench_end, with getppid() after each round if SYSCALLS is 1.
              loop      no system call
            each with checkpoints (btstub's default) and without
            (`--checkpoint-memory=0`), the four interleaved, --repeat times.
+           --start-at-begin: `monitor record start` at bench_begin instead
+           of --record (the tracer then has planted no int3s in the
+           start-up code).
            Prints the median seconds, the overhead of checkpoints in %, and
            from `monitor record status` at bench_end the branches recorded
            (the whole history, from the first instruction), the checkpoints
@@ -38,6 +41,7 @@ workload (leftover copies) and reports them.
 
     BTSTUB=build/btstub PROGRAMS_DIR=build/programs \\
         python3 tests/bench/checkpoint_bench.py record [--repeat 5] [--rounds 200] [--inner 600]
+        [--start-at-begin]
     BTSTUB=build/btstub PROGRAMS_DIR=build/programs \\
         python3 tests/bench/checkpoint_bench.py reverse [--lengths 1e3,1e6,1e7] [--steps 16]
 """
@@ -161,13 +165,15 @@ TIME_CONTINUE = [
 # --------------------------------------------------------------------------
 # record
 
-def record_once(prog, workload, checkpoints, rounds, inner):
-    options = ["--record", "--trace-size=64m"]
+def record_once(prog, workload, checkpoints, rounds, inner, at_begin):
+    options = ["--trace-size=64m"] + ([] if at_begin else ["--record"])
     if not checkpoints:
         options.append("--checkpoint-memory=0")
     args = [rounds, inner, 1 if workload == "syscalls" else 0]
     cmds = [btstub_target(prog, args, options), "break bench_begin",
-            "break bench_end", "continue", "echo BENCH_BEGIN\\n",
+            "break bench_end", "continue"] + (
+            ["monitor record start"] if at_begin else []) + [
+            "echo BENCH_BEGIN\\n",
             "monitor record status"] + TIME_CONTINUE + [
             "echo BENCH_STATUS\\n", "monitor record status", "kill"]
     argv = gdb_base()
@@ -197,11 +203,12 @@ def bench_record(args, prog):
                   (s[0], "on" if s[1] else "off", i + 1),
                   file=sys.stderr, flush=True)
             runs[s].append(record_once(prog, s[0], s[1], args.rounds,
-                                       args.inner))
+                                       args.inner, args.start_at_begin))
     insns = args.rounds * args.inner * INSNS_PER_ITERATION
-    print("checkpoint_bench record: %s %d %d, at %s, %s, load average %s" % (
-        os.path.basename(prog), args.rounds, args.inner, git_head(), now(),
-        load_average()))
+    print("checkpoint_bench record: %s %d %d, %s, at %s, %s, load average %s"
+          % (os.path.basename(prog), args.rounds, args.inner,
+             "`monitor record start` at bench_begin" if args.start_at_begin
+             else "--record", git_head(), now(), load_average()))
     print()
     print("Timed: bench_begin -> bench_end, %d rounds of %d instructions "
           "(%d in work()); `syscalls` adds a getppid() per round." % (
@@ -227,7 +234,8 @@ def bench_record(args, prog):
             ", ".join("%.3f" % r["seconds"] for r in runs[s])))
     print()
     print("At bench_end (`monitor record status`, last run; branches since "
-          "the program's first instruction):")
+          "%s):" % ("bench_begin" if args.start_at_begin
+                    else "the program's first instruction"))
     print()
     print("| program | checkpoints | branches recorded | checkpoints held | "
           "checkpoint memory (KiB) | KiB per checkpoint |")
@@ -355,7 +363,7 @@ def bench_reverse(args, prog):
                   (n, rounds, inner), file=sys.stderr, flush=True)
             ref = reference_steps(prog, rounds, inner, args.steps, tmp)
             row = {"length": n, "rounds": rounds, "inner": inner, "ref": ref}
-            for checkpoints in (True, False):
+            for checkpoints in (True, False)[:1 if args.only_on else 2]:
                 print("reverse: %d instructions, checkpoints %s ..." %
                       (n, "on" if checkpoints else "off"), file=sys.stderr,
                       flush=True)
@@ -374,7 +382,8 @@ def bench_reverse(args, prog):
     print("|---:|---|---:|---:|---:|---:|---|---|---:|")
     problems = []
     for row in results:
-        on, off = row[True], row[False]
+        on = row[True]
+        off = row.get(False, on)
         rest = [s["seconds"] for s in on["past"][1:]]
         rest_off = [s["seconds"] for s in off["past"][1:]]
         print("| %s | %.2f / %.2f | %d | %d | %d | %s | %s (%s-%s) | %s, %s | %s |" % (
@@ -390,7 +399,8 @@ def bench_reverse(args, prog):
                                 "record full at %s rax %s" % (
                                     row["length"], i + 1, got["where"],
                                     got["rax"], want["where"], want["rax"]))
-        for i, (got, want) in enumerate(zip(off["past"], row["ref"])):
+        for i, (got, want) in enumerate(zip(off["past"], row["ref"])
+                                        if False in row else []):
             if got["where"] != want["where"]:
                 problems.append("%d insns, no checkpoints, reverse step %d: "
                                 "btstub at %s, record full at %s" % (
@@ -429,10 +439,16 @@ def main():
     rec.add_argument("--rounds", type=int, default=200)
     rec.add_argument("--inner", type=int, default=600,
                      help="iterations per round (5 instructions each)")
+    rec.add_argument("--start-at-begin", action="store_true",
+                     help="record from bench_begin (`monitor record start`) "
+                     "instead of from the first instruction (--record)")
     rev = sub.add_parser("reverse")
     rev.add_argument("--lengths", default="1e3,1e6,1e7",
                      help="history lengths in instructions")
     rev.add_argument("--steps", type=int, default=16)
+    rev.add_argument("--only-on", action="store_true",
+                     help="skip the runs without checkpoints (their columns "
+                     "then repeat the runs with them)")
     args = parser.parse_args()
 
     prog = harness.program("bench_checkpoints", "O2")
