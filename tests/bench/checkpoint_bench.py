@@ -1,0 +1,470 @@
+#!/usr/bin/env python3
+"""Checkpoint benchmark (not a test): what the software tracer's checkpoints
+cost while recording, and how long a reverse step takes that needs a new
+copy of the program, in one run each.
+
+Workload: tests/programs/bench_checkpoints.c at -O2
+(PROGRAMS_DIR/bench_checkpoints_O2 ROUNDS INNER SYSCALLS): ROUNDS rounds of
+INNER loop iterations (5 instructions, one taken branch each) between
+bench_begin and bench_end, with getppid() after each round if SYSCALLS is 1.
+
+  record   Recording cost. `btstub --record`, gdb stops at bench_begin, then
+           the `continue` to bench_end is timed (Python's perf_counter,
+           inside gdb), for the programs
+             syscalls  a system call every INNER*5 instructions
+             loop      no system call
+           each with checkpoints (btstub's default) and without
+           (`--checkpoint-memory=0`), the four interleaved, --repeat times.
+           --start-at-begin: `monitor record start` at bench_begin instead
+           of --record (the tracer then has planted no int3s in the
+           start-up code).
+           Prints the median seconds, the overhead of checkpoints in %, and
+           from `monitor record status` at bench_end the branches recorded
+           (the whole history, from the first instruction), the checkpoints
+           held and their memory.
+
+  reverse  Reverse-step latency. For each history length N (instructions):
+           btstub without --record, `monitor record start` at bench_begin,
+           `continue` to bench_end (a history of about N instructions:
+           the loop program, N/5 taken branches), then --steps times
+           `reverse-stepi` + `info registers rax`, each timed on its own
+           (gdb's rax read needs a copy of the program at the new point);
+           then `continue` back to the live end and --steps times `stepi` +
+           `info registers rax` there. The same again with
+           `--checkpoint-memory=0` (rax is unavailable in the past then: what
+           the reverse step costs without a copy). Every step's pc and rax
+           are checked against gdb's own `record full` over the last round,
+           natively.
+
+After every gdb run the script looks for processes still running the
+workload (leftover copies) and reports them.
+
+    BTSTUB=build/btstub PROGRAMS_DIR=build/programs \\
+        python3 tests/bench/checkpoint_bench.py record [--repeat 5] [--rounds 200] [--inner 600]
+        [--start-at-begin]
+    BTSTUB=build/btstub PROGRAMS_DIR=build/programs \\
+        python3 tests/bench/checkpoint_bench.py reverse [--lengths 1e3,1e6,1e7] [--steps 16]
+"""
+
+import argparse
+import datetime
+import os
+import re
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+import harness  # noqa: E402
+
+INSNS_PER_ITERATION = 5  # work()'s loop at -O2: imul, add, add, cmp, jne
+BYTES_PER_BRANCH = 24    # btstub --help, --trace-size
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M UTC")
+
+
+def git_head():
+    try:
+        return subprocess.run(["git", "-C", harness.SOURCE_ROOT, "rev-parse",
+                               "--short", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def load_average():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
+def leftover(prog):
+    """Pids of processes still running `prog` (copies the stub left)."""
+    real = os.path.realpath(prog)
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink("/proc/%s/exe" % entry) == real:
+                pids.append(int(entry))
+        except OSError:
+            pass
+    return pids
+
+
+STRAYS = []
+
+
+def run_gdb(argv, prog, timeout):
+    """Runs gdb; returns its output. Notes processes left running `prog`
+    once gdb has exited (waiting up to 2 s for them to go), then kills
+    gdb's session."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        harness.kill_session(proc.pid)
+        out, _ = proc.communicate()
+        raise harness.HarnessError("timeout:\n$ %s\n%s" % (
+            shlex.join(argv), out.decode("utf-8", "replace")[-4000:]))
+    deadline = time.monotonic() + 2.0
+    while leftover(prog) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    strays = leftover(prog)
+    if strays:
+        STRAYS.append((shlex.join(argv), strays))
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    harness.kill_session(proc.pid)
+    return out.decode("utf-8", "replace")
+
+
+def gdb_base():
+    return [harness.gdb_path(), "-batch", "-nx", "-q",
+            "-iex", "set debuginfod enabled off",
+            # A loaded machine must not make gdb resend packets.
+            "-iex", "set remotetimeout 60",
+            "-ex", "set pagination off", "-ex", "set confirm off"]
+
+
+def btstub_target(prog, args, options):
+    server = [harness.server_path("btstub")] + options + ["-", prog] + \
+        [str(a) for a in args]
+    return "target remote | " + shlex.join(server)
+
+
+def status_numbers(text):
+    """(branches, checkpoints, KiB) from one `monitor record status`."""
+    b = re.search(r"thread \d+: (\d+) of \d+ branches(?:, (\d+) older dropped)?",
+                  text)
+    c = re.search(r"Checkpoints: (\d+) .*?, (\d+) KiB of memory", text)
+    return (int(b.group(1)) + int(b.group(2) or 0) if b else None,
+            int(c.group(1)) if c else 0, int(c.group(2)) if c else 0)
+
+
+TIME_CONTINUE = [
+    "python import time; _t0 = time.perf_counter()",
+    "continue",
+    "python print('BENCH_SECONDS %.6f' % (time.perf_counter() - _t0))",
+]
+
+
+# --------------------------------------------------------------------------
+# record
+
+def record_once(prog, workload, checkpoints, rounds, inner, at_begin):
+    options = ["--trace-size=64m"] + ([] if at_begin else ["--record"])
+    if not checkpoints:
+        options.append("--checkpoint-memory=0")
+    args = [rounds, inner, 1 if workload == "syscalls" else 0]
+    cmds = [btstub_target(prog, args, options), "break bench_begin",
+            "break bench_end", "continue"] + (
+            ["monitor record start"] if at_begin else []) + [
+            "echo BENCH_BEGIN\\n",
+            "monitor record status"] + TIME_CONTINUE + [
+            "echo BENCH_STATUS\\n", "monitor record status", "kill"]
+    argv = gdb_base()
+    for c in cmds:
+        argv += ["-ex", c]
+    argv.append(prog)
+    text = run_gdb(argv, prog, timeout=1800)
+    secs = re.search(r"^BENCH_SECONDS ([0-9.]+)$", text, re.M)
+    after = text.split("BENCH_STATUS", 1)[-1]
+    branches, count, kib = status_numbers(after)
+    begin = status_numbers(text.split("BENCH_BEGIN", 1)[-1].split(
+        "BENCH_SECONDS", 1)[0])
+    if not secs or "bench_end" not in text or branches is None:
+        raise harness.HarnessError("run did not complete:\n$ %s\n%s" % (
+            shlex.join(argv), text[-4000:]))
+    return {"seconds": float(secs.group(1)), "branches": branches,
+            "checkpoints": count, "kib": kib, "argv": argv,
+            "taken": count - begin[1]}
+
+
+def bench_record(args, prog):
+    setups = [(w, c) for w in ("syscalls", "loop") for c in (True, False)]
+    runs = {s: [] for s in setups}
+    for i in range(args.repeat):
+        for s in setups:
+            print("record: %s, checkpoints %s, run %d ..." %
+                  (s[0], "on" if s[1] else "off", i + 1),
+                  file=sys.stderr, flush=True)
+            runs[s].append(record_once(prog, s[0], s[1], args.rounds,
+                                       args.inner, args.start_at_begin))
+    insns = args.rounds * args.inner * INSNS_PER_ITERATION
+    print("checkpoint_bench record: %s %d %d, %s, at %s, %s, load average %s"
+          % (os.path.basename(prog), args.rounds, args.inner,
+             "`monitor record start` at bench_begin" if args.start_at_begin
+             else "--record", git_head(), now(), load_average()))
+    print()
+    print("Timed: bench_begin -> bench_end, %d rounds of %d instructions "
+          "(%d in work()); `syscalls` adds a getppid() per round." % (
+              args.rounds, args.inner * INSNS_PER_ITERATION, insns))
+    print()
+    print("| program | checkpoints | seconds (median of %d) | overhead | "
+          "checkpoints taken | ms per checkpoint | µs per taken branch | "
+          "runs (s) |" % args.repeat)
+    print("|---|---|---:|---:|---:|---:|---:|---|")
+    medians = {s: statistics.median(r["seconds"] for r in runs[s])
+               for s in setups}
+    for s in setups:
+        w, c = s
+        off = medians[(w, False)]
+        overhead = "%+.1f%%" % (100.0 * (medians[s] - off) / off) if c else "-"
+        taken = runs[s][-1]["taken"]
+        each = ("%.1f" % (1000.0 * (medians[s] - off) / taken)
+                if c and taken else "-")
+        range_branches = args.rounds * (args.inner + 3)  # approx: work + main
+        print("| %s | %s | %.3f | %s | %d | %s | %.1f | %s |" % (
+            w, "on" if c else "off (`--checkpoint-memory=0`)", medians[s],
+            overhead, taken, each, 1e6 * medians[s] / range_branches,
+            ", ".join("%.3f" % r["seconds"] for r in runs[s])))
+    print()
+    print("At bench_end (`monitor record status`, last run; branches since "
+          "%s):" % ("bench_begin" if args.start_at_begin
+                    else "the program's first instruction"))
+    print()
+    print("| program | checkpoints | branches recorded | checkpoints held | "
+          "checkpoint memory (KiB) | KiB per checkpoint |")
+    print("|---|---|---:|---:|---:|---:|")
+    for s in setups:
+        r = runs[s][-1]
+        print("| %s | %s | %d | %d | %d | %s |" % (
+            s[0], "on" if s[1] else "off", r["branches"], r["checkpoints"],
+            r["kib"], "%.0f" % (r["kib"] / r["checkpoints"])
+            if r["checkpoints"] else "-"))
+    print()
+    print("Commands (first run of each):")
+    print()
+    for s in setups:
+        print("    " + shlex.join(runs[s][0]["argv"]))
+
+
+# --------------------------------------------------------------------------
+# reverse
+
+# Run inside gdb (source'd): the timed steps. BENCH_STEP lines carry the
+# seconds, where the step landed and rax.
+STEPS_PY = r'''
+import time
+def _bench_steps(label, command, n):
+    for i in range(n):
+        t0 = time.perf_counter()
+        gdb.execute(command, to_string=True)
+        regs = gdb.execute("info registers rax", to_string=True)
+        dt = time.perf_counter() - t0
+        where = gdb.execute("info symbol $pc", to_string=True).split(" in section")[0].strip()
+        rax = regs.split()[1] if len(regs.split()) > 1 else "?"
+        print("BENCH_STEP %s %d %.6f %s|%s" % (label, i, dt, rax, where))
+'''
+
+
+def parse_steps(text, label):
+    steps = []
+    for m in re.finditer(r"^BENCH_STEP %s (\d+) ([0-9.]+) (\S+)\|(.*)$" % label,
+                         text, re.M):
+        steps.append({"seconds": float(m.group(2)), "rax": m.group(3),
+                      "where": m.group(4)})
+    return steps
+
+
+def steps_script(tmp):
+    path = os.path.join(tmp, "steps.py")
+    with open(path, "w") as f:
+        f.write(STEPS_PY)
+    return path
+
+
+def reference_steps(prog, rounds, inner, steps, tmp):
+    """pc and rax after each reverse-stepi from bench_end, by gdb's own
+    `record full` over the last round, natively."""
+    cmds = ["break work", "ignore 1 %d" % (rounds - 1), "run", "record full",
+            "set record full insn-number-max unlimited", "break bench_end",
+            "continue", "source " + steps_script(tmp),
+            "python _bench_steps('ref', 'reverse-stepi', %d)" % steps,
+            "record stop", "kill"]
+    argv = gdb_base()
+    for c in cmds:
+        argv += ["-ex", c]
+    argv += ["--args", prog, str(rounds), str(inner), "0"]
+    text = run_gdb(argv, prog, timeout=600)
+    ref = parse_steps(text, "ref")
+    if len(ref) != steps:
+        raise harness.HarnessError("reference run did not complete:\n$ %s\n%s"
+                                   % (shlex.join(argv), text[-4000:]))
+    return ref
+
+
+def reverse_once(prog, rounds, inner, steps, checkpoints, tmp):
+    branches = rounds * inner + 1000
+    trace = max(64 << 20, ((branches * BYTES_PER_BRANCH * 5 // 4) >> 20) + 1 << 20)
+    options = ["--trace-size=%d" % trace]
+    if not checkpoints:
+        options.append("--checkpoint-memory=0")
+    cmds = [btstub_target(prog, [rounds, inner, 0], options),
+            "break bench_begin", "break bench_end", "continue",
+            "monitor record start"] + TIME_CONTINUE + [
+            "echo BENCH_STATUS\\n", "monitor record status",
+            "source " + steps_script(tmp),
+            "python _bench_steps('past', 'reverse-stepi', %d)" % steps,
+            # Forward through the replay to the live end (bench_end).
+            "continue",
+            "python _bench_steps('live', 'stepi', %d)" % steps,
+            "kill"]
+    argv = gdb_base()
+    for c in cmds:
+        argv += ["-ex", c]
+    argv.append(prog)
+    text = run_gdb(argv, prog, timeout=3600)
+    secs = re.search(r"^BENCH_SECONDS ([0-9.]+)$", text, re.M)
+    status = text.split("BENCH_STATUS", 1)[-1].split("BENCH_STEP", 1)[0]
+    branches, count, kib = status_numbers(status)
+    past, live = parse_steps(text, "past"), parse_steps(text, "live")
+    if not secs or len(past) != steps or len(live) != steps:
+        raise harness.HarnessError("run did not complete:\n$ %s\n%s" % (
+            shlex.join(argv), text[-4000:]))
+    return {"seconds": float(secs.group(1)), "branches": branches,
+            "checkpoints": count, "kib": kib, "past": past, "live": live,
+            "argv": argv}
+
+
+def shape(length):
+    """(rounds, inner) for a history of about `length` instructions."""
+    per_round = 1000 * INSNS_PER_ITERATION
+    if length <= per_round:
+        return 1, max(1, length // INSNS_PER_ITERATION)
+    return length // per_round, 1000
+
+
+def ms(seconds):
+    return "%.1f" % (seconds * 1000)
+
+
+def bench_reverse(args, prog):
+    lengths = [int(float(x)) for x in args.lengths.split(",")]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="checkpoint_bench") as tmp:
+        for n in lengths:
+            rounds, inner = shape(n)
+            print("reverse: %d instructions (%d x %d): reference ..." %
+                  (n, rounds, inner), file=sys.stderr, flush=True)
+            ref = reference_steps(prog, rounds, inner, args.steps, tmp)
+            row = {"length": n, "rounds": rounds, "inner": inner, "ref": ref}
+            for checkpoints in (True, False)[:1 if args.only_on else 2]:
+                print("reverse: %d instructions, checkpoints %s ..." %
+                      (n, "on" if checkpoints else "off"), file=sys.stderr,
+                      flush=True)
+                row[checkpoints] = reverse_once(prog, rounds, inner,
+                                                args.steps, checkpoints, tmp)
+            results.append(row)
+
+    print("checkpoint_bench reverse: %s, at %s, %s, load average %s" % (
+        os.path.basename(prog), git_head(), now(), load_average()))
+    print()
+    print("| history (insns) | recording (s), checkpoints on / off | "
+          "branches | checkpoints held | checkpoint memory (KiB) | "
+          "first bs+rax (ms) | next %d bs+rax, median (min-max) (ms) | "
+          "same without checkpoints: first, median (ms) | "
+          "stepi+rax at the live end, median (ms) |" % (args.steps - 1))
+    print("|---:|---|---:|---:|---:|---:|---|---|---:|")
+    problems = []
+    for row in results:
+        on = row[True]
+        off = row.get(False, on)
+        rest = [s["seconds"] for s in on["past"][1:]]
+        rest_off = [s["seconds"] for s in off["past"][1:]]
+        print("| %s | %.2f / %.2f | %d | %d | %d | %s | %s (%s-%s) | %s, %s | %s |" % (
+            "{:,}".format(row["length"]), on["seconds"], off["seconds"],
+            on["branches"], on["checkpoints"], on["kib"],
+            ms(on["past"][0]["seconds"]), ms(statistics.median(rest)),
+            ms(min(rest)), ms(max(rest)), ms(off["past"][0]["seconds"]),
+            ms(statistics.median(rest_off)),
+            ms(statistics.median(s["seconds"] for s in on["live"]))))
+        for i, (got, want) in enumerate(zip(on["past"], row["ref"])):
+            if got["where"] != want["where"] or got["rax"] != want["rax"]:
+                problems.append("%d insns, reverse step %d: btstub at %s rax %s, "
+                                "record full at %s rax %s" % (
+                                    row["length"], i + 1, got["where"],
+                                    got["rax"], want["where"], want["rax"]))
+        for i, (got, want) in enumerate(zip(off["past"], row["ref"])
+                                        if False in row else []):
+            if got["where"] != want["where"]:
+                problems.append("%d insns, no checkpoints, reverse step %d: "
+                                "btstub at %s, record full at %s" % (
+                                    row["length"], i + 1, got["where"],
+                                    want["where"]))
+    print()
+    print("Per reverse step (ms, checkpoints on; where it landed, as "
+          "`info symbol $pc`):")
+    print()
+    print("| step | where | " + " | ".join(
+        "{:,}".format(r["length"]) for r in results) + " |")
+    print("|---:|---|" + "---:|" * len(results) + "")
+    for i in range(args.steps):
+        print("| %d | %s | %s |" % (i + 1, results[0]["ref"][i]["where"],
+                                    " | ".join(ms(r[True]["past"][i]["seconds"])
+                                               for r in results)))
+    print()
+    if problems:
+        print("WRONG VALUES against record full:")
+        for p in problems:
+            print("  " + p)
+    else:
+        print("Every reverse step's pc and rax matched gdb's record full.")
+    print()
+    print("Commands (checkpoints on):")
+    print()
+    for row in results:
+        print("    " + shlex.join(row[True]["argv"]))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="bench", required=True)
+    rec = sub.add_parser("record")
+    rec.add_argument("--repeat", type=int, default=5)
+    rec.add_argument("--rounds", type=int, default=200)
+    rec.add_argument("--inner", type=int, default=600,
+                     help="iterations per round (5 instructions each)")
+    rec.add_argument("--start-at-begin", action="store_true",
+                     help="record from bench_begin (`monitor record start`) "
+                     "instead of from the first instruction (--record)")
+    rev = sub.add_parser("reverse")
+    rev.add_argument("--lengths", default="1e3,1e6,1e7",
+                     help="history lengths in instructions")
+    rev.add_argument("--steps", type=int, default=16)
+    rev.add_argument("--only-on", action="store_true",
+                     help="skip the runs without checkpoints (their columns "
+                     "then repeat the runs with them)")
+    args = parser.parse_args()
+
+    prog = harness.program("bench_checkpoints", "O2")
+    if args.bench == "record":
+        bench_record(args, prog)
+    else:
+        bench_reverse(args, prog)
+    print()
+    if STRAYS:
+        print("LEFTOVER PROCESSES running %s after gdb exited:" % prog)
+        for argv, pids in STRAYS:
+            print("  pids %s after: %s" % (pids, argv))
+    else:
+        print("No process running %s was left after any run." %
+              os.path.basename(prog))
+
+
+if __name__ == "__main__":
+    main()
