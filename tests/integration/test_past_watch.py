@@ -74,14 +74,21 @@ def main(args, c):
         reference = run_gdb(["break main", "run", "record full", "set can-use-hw-watchpoints 0"] + walk(),
                             prog, timeout=120)
         target = "| " + shlex.join([server_path("btstub"), "--record", "-", prog])
-        subject = run_gdb(["break main", "continue"] + walk(), prog, target, timeout=120)
+        subject = run_gdb(["break main", "continue"] + walk() + ["set var counter = 99", "print counter"], prog,
+                          target, timeout=120)
         expected = stops(reference.output)
         c.true("%s: record full stops at the watched writes" % opt,
                sum(1 for l in expected if l.startswith("Old value")) >= 5, reference.transcript())
-        c.equal("%s: the watchpoint stops equal record full's" % opt, expected, stops(subject.output),
+        walked = subject.preamble + "".join(subject.of(i) for i in range(2 + len(walk())))
+        c.equal("%s: the watchpoint stops equal record full's" % opt, expected, stops(walked),
                 subject.transcript())
         c.contains("%s: buf was filled by read()" % opt, subject.of_command("reverse-continue", 0), "read",
                    subject.transcript())
+        # gdb shows any refused memory write so (its M packet takes no text).
+        c.contains("%s: the past is read-only" % opt, subject.of_command("set var counter = 99"),
+                   "Cannot access memory", subject.transcript())
+        c.true("%s: the value in the past stays" % opt,
+               "= 99" not in subject.of_command("print counter", 1), subject.transcript())
         c.equal("%s: no copy of the program is left" % opt, [], leftovers(prog))
 
 
