@@ -215,15 +215,6 @@ class Process {
   }
   // Whether a Z1-Z4 point is inserted: a step could then trip it.
   virtual bool hw_points_in_use() const { return false; }
-  // Makes every thread's rdtsc/rdtscp fault (prctl PR_SET_TSC), so that the
-  // process layer reads the counter for it: a read is then a stop of its
-  // own, and copies of the program (stub/process/process_copy.h) that meet
-  // one stop instead of reading a new value. Off again before any thread
-  // or fork child leaves our control.
-  virtual Expected<void> trap_time_stamp_counter(bool on) {
-    (void)on;
-    return btstub::make_error(btstub::ErrorCode::NotSupported, "No time stamp counter trapping");
-  }
   // The Z1-Z4 points inserted, as the debug registers hold them.
   virtual DebugRegisterState hw_points() const { return {}; }
   // The program's mappings now; empty when unknown.

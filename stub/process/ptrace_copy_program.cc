@@ -1,5 +1,8 @@
 // PtraceProcess::fork_copy: a checkpoint of the recorded program
 // (stub/process/process_copy.h).
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
 #include <iterator>
 #include <map>
 
@@ -37,6 +40,14 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
   // it came just after (its sender is then btstub).
   for (int signal : injected->signals_met) requeue_signal(tid, signal);
   auto copy = ProcessCopy::adopt(injected->child);
+  // A copy must never read a new time stamp counter value where the
+  // program read another: its reads fault, and a re-run stops there
+  // (copies forked from it inherit this). The tracer takes a checkpoint
+  // after each of the program's reads, so a copy should never meet one.
+  auto trapped = inject_syscall(copy->pid(), SYS_prctl, {PR_SET_TSC, PR_TSC_SIGSEGV});
+  if (!trapped || trapped->result != 0) {
+    return make_error(ErrorCode::Internal, "Cannot make the copy's time stamp counter reads fault");
+  }
   // The copy runs without us watching its int3s: it gets the program's
   // bytes. The tracer keeps thousands of int3s: one write per stretch of
   // a page holding some, not one per int3.

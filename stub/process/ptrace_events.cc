@@ -415,19 +415,7 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
   ProcessEvent event;
   event.tid = tid;
   event.signal = signal;
-  if (signal == SIGSEGV && tsc_trapped_) {
-    if (auto at = emulate_time_stamp_read(tid)) {
-      if (hook_ != nullptr && hook_->traces(tid)) hook_->on_unrepeatable(*this, tid, *at);
-      thread.stepping = false;
-      if (thread.requested == StepKind::SingleStep) {  // the client's step is done
-        event.signal = SIGTRAP;
-        event.single_stepped = true;
-        return event;
-      }
-      if (!stopping_all_) (void)start_thread(tid, thread, thread.requested, 0);
-      return std::nullopt;
-    }
-  }
+
   bool trace_hit = false;
   if (signal == SIGTRAP) {
     event = handle_sigtrap(tid, thread, trace_hit);

@@ -77,7 +77,6 @@ std::optional<ProcessEvent> PtraceProcess::handle_fork(pid_t parent, bool vfork)
         event->fork_child = child;
         event->vfork = vfork;
       } else {
-        if (tsc_trapped_) untrap_time_stamp_counter(child);
         (void)do_ptrace(PTRACE_DETACH, child, 0, nullptr);
       }
     }
@@ -109,7 +108,6 @@ Expected<void> PtraceProcess::detach_fork_child() {
   HeldChild child = std::move(*held_child_);
   held_child_.reset();
   for (const auto& [addr, original] : child.int3s) (void)write_child_memory(child.pid, addr, original);
-  if (tsc_trapped_) untrap_time_stamp_counter(child.pid);
   auto r = do_ptrace(PTRACE_DETACH, child.pid, 0, nullptr);
   if (!r) return r.error();
   return {};
@@ -153,7 +151,6 @@ Expected<std::unique_ptr<Process>> PtraceProcess::adopt_fork_child() {
   process->thread_events_ = thread_events_;
   process->fork_events_ = fork_events_;
   process->vfork_events_ = vfork_events_;
-  process->tsc_trapped_ = tsc_trapped_;  // it inherited the faulting rdtsc
   process->open_memory();
   return std::unique_ptr<Process>(std::move(process));
 }

@@ -598,7 +598,6 @@ Expected<void> PtraceProcess::detach() {
   for (const auto& [addr, original] : breakpoints_) (void)raw_write(addr, {original});
   for (const auto& [addr, int3] : trace_int3s_) (void)raw_write(addr, {int3.original});
   for (auto& [tid, state] : threads_) state.reinsert_at.reset();
-  if (tsc_trapped_) (void)trap_time_stamp_counter(false);
   breakpoints_.clear();
   trace_int3s_.clear();
   Expected<void> result = detach_threads();

@@ -85,7 +85,6 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> write_siginfo(pid_t tid, const std::vector<uint8_t>& info) override;
   bool hw_points_in_use() const override { return !user_debug_.empty(); }
   DebugRegisterState hw_points() const override { return user_debug_; }
-  Expected<void> trap_time_stamp_counter(bool on) override;  // ptrace_time_stamps.cc
   std::vector<MemoryMapping> mappings() const override { return read_maps(pid_); }
   bool shadow_stack(pid_t tid) const override;
   Expected<void> insert_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) override;
@@ -215,13 +214,6 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> detach_threads();
   void keep_while_stopping(pid_t tid, int status);
 
-  // Time stamp counter reads (ptrace_time_stamps.cc): the address of the
-  // rdtsc/rdtscp that faulted, now done for the thread; nullopt for any
-  // other fault.
-  std::optional<uint64_t> emulate_time_stamp_read(pid_t tid);
-  // A process leaving us (a fork child let go) must read the counter itself.
-  static void untrap_time_stamp_counter(pid_t tid);
-
   // Debug registers (ptrace_debug.cc).
   DebugRegs wanted_debug_regs(const ThreadState& thread) const;
   Expected<void> sync_debug_regs(pid_t tid, ThreadState& thread);
@@ -272,7 +264,6 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   // The whole process ended while its threads were being stopped for
   // another's event (all-stop): reported by the next poll, not lost.
   std::optional<ProcessEvent> ended_while_stopping_;
-  bool tsc_trapped_ = false;  // trap_time_stamp_counter(true)
 };
 
 }  // namespace stub::process

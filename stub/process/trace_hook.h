@@ -152,12 +152,6 @@ class TraceHook {
     return false;
   }
 
-  // The thread just did something re-execution cannot repeat, emulated by
-  // the process layer (a time stamp counter read at `pc`, now behind it).
-  virtual void on_unrepeatable(TracedThreadControl& control, pid_t tid, uint64_t pc) {
-    (void)control, (void)tid, (void)pc;
-  }
-
   // Whether the hook stops threads with set_trace_stop (a debug register):
   // the process layer then keeps that slot from the client's Z1-Z4.
   virtual bool uses_debug_register() const { return false; }

@@ -182,6 +182,7 @@ btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>&
       cl.busy_poll_us = static_cast<unsigned>(*us);
     } else if (a == "--record") {
       cl.record = true;
+
     } else if (a == "--no-vfile") {
       cl.no_vfile = true;
     } else if (a == "--no-run") {

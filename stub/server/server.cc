@@ -33,13 +33,6 @@ std::unique_ptr<Process> Server::trace(std::unique_ptr<PtraceProcess> process) {
     tracer_->set_control(process.get());
     process->set_trace_hook(tracer_.get());
     tracer_->adopt_threads(process->threads());
-    // Checkpoints need each time stamp counter read to be a stop (copies
-    // of an attached program are never made).
-    if (command_line_.record && !hardware_ && tracer_->checkpoints() != nullptr && !process->attached()) {
-      if (auto trapped = process->trap_time_stamp_counter(true); !trapped) {
-        std::fprintf(stderr, "btstub: warning: %s\n", trapped.error().message.c_str());
-      }
-    }
   }
   if (hardware_) {
     hardware_->forget_process();

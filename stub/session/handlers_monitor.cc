@@ -71,10 +71,6 @@ MonitorOutput monitor_record(Session& s, const std::string& args) {
   if (backend == nullptr) return MonitorOutput{"Branch tracing is not available in this btstub.\n", false};
   if (args == "start") {
     if (auto r = backend->enable_all(); !r) return MonitorOutput{"Cannot start recording: " + r.error().message + "\n", false};
-    // Checkpoints need each time stamp counter read to be a stop.
-    if (backend->checkpoints() != nullptr && s.program() != nullptr && !s.program()->attached()) {
-      (void)s.program()->trap_time_stamp_counter(true);
-    }
     return MonitorOutput{"Recording the branches of every thread (" + std::string(backend->name()) + " backend, " +
                              describe_config(backend->config()) + ").\n",
                          false};
@@ -82,7 +78,6 @@ MonitorOutput monitor_record(Session& s, const std::string& args) {
   if (args == "stop") {
     s.go_live();  // the traces a replay stands in are about to go
     backend->disable_all();
-    if (s.program() != nullptr) (void)s.program()->trap_time_stamp_counter(false);
     return MonitorOutput{"Branch recording stopped; the traces are discarded.\n", false};
   }
   if (args == "status" || args.empty()) return MonitorOutput{record_status(s, *backend), false};

@@ -143,7 +143,8 @@ TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedS
 void SoftwareTracer::settle(ThreadState& t, pid_t tid, uint64_t pc, bool step_completed) {
   if (t.step) {
     const Step& s = *t.step;
-    if (s.insn && s.insn->kind == decoder::ControlKind::Syscall && step_completed) {
+    if (s.insn && step_completed &&
+        (s.insn->kind == decoder::ControlKind::Syscall || reads_unrepeatable_value(*s.insn))) {
       note_unrepeatable(t, tid, s.from);
     }
     bool record = false;
@@ -200,6 +201,7 @@ SoftwareTracer::Next SoftwareTracer::continue_from(TracedThreadControl& control,
   const BlockEnd end = blocks_.block_end(pc, code);
   if (end.address == pc) {
     if (end.kind == BlockEnd::Kind::Undecodable) return step_over(t, *regs, std::nullopt, false);
+    if (end.kind == BlockEnd::Kind::Unrepeatable) return step_over(t, *regs, end.insn, false);
     return at_transfer(control, t, tid, *regs, end.insn);
   }
   // Arming at the thread's own pc is avoided above: whether a fresh

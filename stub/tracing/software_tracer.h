@@ -105,7 +105,6 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   void on_thread_exited(pid_t tid) override;
   void on_exec(pid_t tid) override;
   bool pass_trace_breakpoint(TracedThreadControl& control, pid_t tid) override;
-  void on_unrepeatable(TracedThreadControl& control, pid_t tid, uint64_t pc) override;
   bool uses_debug_register() const override { return stops_ == TraceStops::DebugRegister; }
 
   // ---- TraceBackend ----

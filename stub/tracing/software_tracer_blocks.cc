@@ -27,6 +27,13 @@ std::optional<int64_t> plain_rsp_delta(const decoder::Instruction& insn) {
   }
 }
 
+bool reads_unrepeatable_value(const decoder::Instruction& insn) {
+  for (const char* name : {"rdtsc", "rdrand", "rdseed"}) {  // rdtscp too
+    if (insn.text.rfind(name, 0) == 0) return true;
+  }
+  return false;
+}
+
 BlockEnd BlockCache::scan(uint64_t start, decoder::CodeReader& code) {
   std::vector<uint8_t> window(kWindow);
   uint64_t window_base = start;
@@ -49,6 +56,7 @@ BlockEnd BlockCache::scan(uint64_t start, decoder::CodeReader& code) {
     }
     if (!insn) return BlockEnd{BlockEnd::Kind::Undecodable, addr, {}, std::nullopt};
     if (insn->is_control_transfer()) return BlockEnd{BlockEnd::Kind::Transfer, addr, *insn, rsp_delta};
+    if (reads_unrepeatable_value(*insn)) return BlockEnd{BlockEnd::Kind::Unrepeatable, addr, *insn, rsp_delta};
     if (rsp_delta) {
       auto delta = plain_rsp_delta(*insn);
       rsp_delta = delta ? std::optional<int64_t>(*rsp_delta + *delta) : std::nullopt;

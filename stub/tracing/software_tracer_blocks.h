@@ -19,6 +19,11 @@ struct BlockEnd {
     Transfer,     // `insn` is the first control transfer at or after the start
     Checkpoint,   // no transfer within the scan limit: `insn` is the last scanned
     Undecodable,  // the bytes at `address` do not decode (or are unreadable)
+    // `insn` reads a value re-execution cannot repeat (rdtsc, rdtscp,
+    // rdrand, rdseed): the tracer steps it, and the stop after it marks the
+    // history so that no copy of the program re-runs it
+    // (stub/tracing/checkpoints.h).
+    Unrepeatable,
   };
   Kind kind = Kind::Undecodable;
   uint64_t address = 0;
@@ -29,6 +34,9 @@ struct BlockEnd {
   // something else touches them.
   std::optional<int64_t> rsp_delta = 0;
 };
+
+// rdtsc, rdtscp, rdrand, rdseed: see BlockEnd::Kind::Unrepeatable.
+bool reads_unrepeatable_value(const decoder::Instruction& insn);
 
 // rsp's change by `insn` when it is a plain push, pop or adjustment that
 // leaves rbp alone; nullopt otherwise.

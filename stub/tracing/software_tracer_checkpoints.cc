@@ -1,8 +1,6 @@
 // SoftwareTracer: when to take checkpoints (stub/tracing/checkpoints.h).
 #include "stub/tracing/software_tracer.h"
 
-#include "protocol/amd64_registers.h"
-
 namespace stub::tracing {
 
 void SoftwareTracer::set_checkpoint_limits(std::optional<Checkpoints::Limits> limits) {
@@ -13,20 +11,6 @@ void SoftwareTracer::note_unrepeatable(ThreadState& t, pid_t tid, uint64_t pc) {
   if (!checkpoints_ || !t.trace) return;
   checkpoints_->barrier(tid, {t.trace->end_sequence(), pc});
   t.checkpoint_due = true;
-}
-
-// A time stamp counter read the process layer did for the thread, which now
-// stands after it: the trace is settled up to there first, so the barrier
-// falls in the right block.
-void SoftwareTracer::on_unrepeatable(TracedThreadControl& control, pid_t tid, uint64_t pc) {
-  ThreadState* t = state(tid);
-  if (t == nullptr || !t->enabled || !t->trace) return;
-  auto regs = control.read_general_registers(tid);
-  if (!regs) return;
-  const uint64_t now = regs->get_u64(protocol::Amd64Reg::rip);
-  settle_lookahead(control, *t, tid, now);
-  settle(*t, tid, now, false);
-  note_unrepeatable(*t, tid, pc);
 }
 
 bool SoftwareTracer::in_vdso(uint64_t addr) const {
