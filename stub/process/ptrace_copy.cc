@@ -84,14 +84,34 @@ std::vector<uint8_t> read_tracee_memory(pid_t pid, uint64_t addr, std::size_t le
   return out;
 }
 
-Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64_t> args) {
+namespace {
+
+// A stopped thread's registers, and the two bytes under its pc, which now
+// hold a `syscall` for an injected call.
+struct BorrowedSite {
   user_regs_struct saved{};
-  if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &saved); !r) return r.error();
-  const uint64_t pc = saved.rip;
-  const std::vector<uint8_t> original = read_tracee_memory(tid, pc, 2);
-  if (original.size() != 2 || !write_tracee_memory(tid, pc, {0x0f, 0x05})) {
+  std::vector<uint8_t> original;
+};
+
+Expected<BorrowedSite> borrow_syscall_site(pid_t tid) {
+  BorrowedSite site;
+  if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &site.saved); !r) return r.error();
+  const uint64_t pc = site.saved.rip;
+  site.original = read_tracee_memory(tid, pc, 2);
+  if (site.original.size() != 2 || !write_tracee_memory(tid, pc, {0x0f, 0x05})) {
     return make_error(ErrorCode::MemoryFault, "Cannot borrow the code at " + hex(pc) + " for a system call");
   }
+  return site;
+}
+
+}  // namespace
+
+Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64_t> args) {
+  auto site = borrow_syscall_site(tid);
+  if (!site) return site.error();
+  user_regs_struct saved = site->saved;
+  const std::vector<uint8_t>& original = site->original;
+  const uint64_t pc = saved.rip;
   args.resize(6, 0);
   user_regs_struct call = saved;
   call.rax = static_cast<uint64_t>(number);
@@ -128,13 +148,11 @@ Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64
 }
 
 Expected<InjectedClone> inject_clone(pid_t tid) {
-  user_regs_struct saved{};
-  if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &saved); !r) return r.error();
+  auto site = borrow_syscall_site(tid);
+  if (!site) return site.error();
+  user_regs_struct saved = site->saved;
+  const std::vector<uint8_t>& original = site->original;
   const uint64_t pc = saved.rip;
-  const std::vector<uint8_t> original = read_tracee_memory(tid, pc, 2);
-  if (original.size() != 2 || !write_tracee_memory(tid, pc, {0x0f, 0x05})) {
-    return make_error(ErrorCode::MemoryFault, "Cannot borrow the code at " + hex(pc) + " for a copy");
-  }
   InjectedClone result;
   // Whatever happens next, the thread gets its code and registers back.
   auto put_back = [&]() {
@@ -400,13 +418,7 @@ bool ProcessCopy::write_memory(uint64_t addr, const std::vector<uint8_t>& bytes)
 
 Expected<std::vector<uint8_t>> ProcessCopy::read_memory(uint64_t addr, std::size_t len) {
   std::vector<uint8_t> out(len);
-  std::size_t got = 0;
-  while (mem_fd_ >= 0 && got < len) {
-    ssize_t n = ::pread(mem_fd_, out.data() + got, len - got, static_cast<off_t>(addr + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
+  const std::size_t got = read_mem_fd(mem_fd_, addr, out.data(), len);
   if (got == 0) return make_error(ErrorCode::MemoryFault, "Cannot access memory at address " + hex(addr));
   out.resize(got);
   return out;

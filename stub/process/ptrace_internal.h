@@ -65,6 +65,10 @@ struct InjectedCall {
 };
 btstub::Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64_t> args);
 
+// Reads [addr, addr+len) through an open /proc/PID/mem into `out`, going
+// on after short reads; returns how many bytes were read (0: none).
+std::size_t read_mem_fd(int fd, uint64_t addr, uint8_t* out, std::size_t len);
+
 // Writes bytes into a stopped tracee's memory through /proc/PID/mem.
 bool write_tracee_memory(pid_t pid, uint64_t addr, const std::vector<uint8_t>& bytes);
 std::vector<uint8_t> read_tracee_memory(pid_t pid, uint64_t addr, std::size_t len);

@@ -377,15 +377,20 @@ Expected<uint64_t> PtraceProcess::read_pc(pid_t tid) {
 
 // --- Memory -----------------------------------------------------------------
 
-std::vector<uint8_t> PtraceProcess::raw_read(uint64_t addr, std::size_t len) {
-  std::vector<uint8_t> out(len);
+std::size_t ptrace_detail::read_mem_fd(int fd, uint64_t addr, uint8_t* out, std::size_t len) {
   std::size_t got = 0;
-  while (mem_fd_ >= 0 && got < len) {
-    ssize_t n = ::pread(mem_fd_, out.data() + got, len - got, static_cast<off_t>(addr + got));
+  while (fd >= 0 && got < len) {
+    ssize_t n = ::pread(fd, out + got, len - got, static_cast<off_t>(addr + got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<std::size_t>(n);
   }
+  return got;
+}
+
+std::vector<uint8_t> PtraceProcess::raw_read(uint64_t addr, std::size_t len) {
+  std::vector<uint8_t> out(len);
+  std::size_t got = read_mem_fd(mem_fd_, addr, out.data(), len);
   if (got == 0) {
     // /proc/pid/mem unusable (or refused): word-wise PEEKDATA, which needs
     // a stopped thread.

@@ -19,11 +19,23 @@ std::string hex(uint64_t value) {
 
 }  // namespace
 
-Expected<void> PastState::run_copy(const decoder::BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
-                                   HistoryPoint to) {
+Expected<void> PastState::run_copy(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
+                                   HistoryPoint from, HistoryPoint to) {
   auto hits = decoder::visits_between(trace, live_pc, from, to, checkpoints_.vdso());
   if (!hits || *hits == 0) {
     return make_error(ErrorCode::NotSupported, "the history between the checkpoint and this point cannot be re-run");
+  }
+  // The copy standing at a visit counts it as the first of the rest.
+  while (*hits > kSnapshotHits) {
+    if (auto ran = current_->copy->run_to(to.pc, kSnapshotHits); !ran) return ran;
+    auto point = decoder::nth_visit(trace, live_pc, from, to.pc, kSnapshotHits);
+    if (!point) return make_error(ErrorCode::Internal, "the history has fewer visits than counted");
+    if (auto snapshot = current_->copy->fork()) {
+      snapshots_[{tid, *point}] = std::move(*snapshot);
+      if (snapshots_.size() > kMaxSnapshots) snapshots_.erase(snapshots_.begin());
+    }
+    from = *point;
+    *hits -= kSnapshotHits - 1;
   }
   return current_->copy->run_to(to.pc, *hits);
 }
@@ -34,17 +46,29 @@ Expected<process::ProcessCopy*> PastState::at(pid_t tid, const decoder::BlockTra
   auto result = [&]() -> Expected<process::ProcessCopy*> {
     auto usable = checkpoints_.usable_for(tid, at);
     if (!usable) return usable.error();
-    // Forward from where the copy stands, when it came from the same checkpoint.
-    const bool onward = current_ && current_->tid == tid && current_->checkpoint == usable->at &&
-                        current_->at < at;
-    HistoryPoint from = onward ? current_->at : usable->at;
-    if (!onward) {
-      current_.reset();
-      auto copy = usable->copy->fork();
-      if (!copy) return copy.error();
-      current_ = Current{tid, usable->at, usable->at, std::move(*copy)};
+    // From the newest of: the checkpoint, a snapshot after it, and the
+    // copy itself when it stands between them and the point.
+    HistoryPoint from = usable->at;
+    process::ProcessCopy* base = usable->copy;
+    auto snapshot = snapshots_.upper_bound({tid, at});
+    if (snapshot != snapshots_.begin()) {
+      --snapshot;
+      if (snapshot->first.first == tid && !(snapshot->first.second < usable->at)) {
+        from = snapshot->first.second;
+        base = snapshot->second.get();
+      }
     }
-    auto ran = run_copy(trace, live_pc, from, at);
+    const bool onward = current_ && current_->tid == tid && current_->checkpoint == usable->at &&
+                        current_->at < at && !(current_->at < from);
+    if (onward) {
+      from = current_->at;
+    } else {
+      current_.reset();
+      auto copy = base->fork();
+      if (!copy) return copy.error();
+      current_ = Current{tid, usable->at, from, std::move(*copy)};
+    }
+    auto ran = run_copy(tid, trace, live_pc, from, at);
     if (!ran) {
       current_.reset();
       return ran.error();
@@ -71,6 +95,7 @@ Expected<process::ProcessCopy*> PastState::at(pid_t tid, const decoder::BlockTra
 
 void PastState::clear() {
   current_.reset();
+  snapshots_.clear();
   problem_.clear();
 }
 

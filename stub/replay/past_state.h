@@ -5,7 +5,9 @@
 // the point, with a breakpoint on its pc hit as many times as the history
 // says that pc runs in between (decoder/history_visits.h). The copy is kept
 // while the client looks around, and runs on when replay moves forward;
-// going back forks again.
+// going back forks again. A long re-run leaves a copy behind every
+// kSnapshotHits visits (snapshots), so that stepping back through a hot
+// loop re-runs from the nearest one, not from the checkpoint.
 //
 // Never a wrong value: a point with no usable checkpoint, or where the copy
 // does not arrive exactly (another pc, or rsp/rbp other than the history
@@ -13,8 +15,10 @@
 // Why is kept for `monitor replay status`.
 #include <sys/types.h>
 
+#include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 
 #include "decoder/block_trace.h"
@@ -45,7 +49,10 @@ class PastState {
   std::string status() const;
 
  private:
-  Expected<void> run_copy(const decoder::BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
+  static constexpr uint64_t kSnapshotHits = 256;
+  static constexpr std::size_t kMaxSnapshots = 64;
+
+  Expected<void> run_copy(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
                           HistoryPoint to);
 
   tracing::Checkpoints& checkpoints_;
@@ -56,6 +63,8 @@ class PastState {
     std::unique_ptr<process::ProcessCopy> copy;
   };
   std::optional<Current> current_;
+  // By thread and point; valid while the program stays stopped.
+  std::map<std::pair<pid_t, HistoryPoint>, std::unique_ptr<process::ProcessCopy>> snapshots_;
   std::string problem_;
 };
 
