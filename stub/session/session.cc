@@ -5,6 +5,7 @@
 
 #include "stub/session/handlers.h"
 #include "stub/replay/replay_engine.h"
+#include "stub/tracing/checkpoints.h"
 #include "stub/tracing/trace_backend.h"
 
 namespace stub::session {
@@ -73,6 +74,14 @@ void Session::mark_process_gone() {
   step_ahead.forget();
   inferiors_.reset(nullptr);
   replay_.reset();
+  drop_checkpoints();
+}
+
+// The copies of a program that is gone (killed, detached, exited) are
+// killed with it: no process of the program may outlive it.
+void Session::drop_checkpoints() {
+  if (trace_backend == nullptr) return;
+  if (tracing::Checkpoints* checkpoints = trace_backend->checkpoints()) checkpoints->clear();
 }
 
 void Session::forget_process(Process* process) {
@@ -83,6 +92,7 @@ void Session::forget_process(Process* process) {
   if (process == program()) {
     replay_.reset();
     step_ahead.forget();
+    drop_checkpoints();
   }
   inferiors_.remove(process);
   if (!has_process()) mark_process_gone();

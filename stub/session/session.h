@@ -213,6 +213,7 @@ class Session {
   void mark_running() { running_ = true; }
   // Every process is gone (killed, detached, exited).
   void mark_process_gone();
+  void drop_checkpoints();
   // One process is gone; the others are still debugged, and so is the
   // fork child it held (adopted first).
   void forget_process(Process* process);

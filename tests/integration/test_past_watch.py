@@ -64,6 +64,17 @@ def leftovers(prog):
     return [l for l in ps.splitlines() if prog in l and "gdb" not in l and "btstub" not in l]
 
 
+def copies_die_with_the_program(c):
+    """`kill` in the past, btstub staying (--multi): no copy may outlive the program."""
+    prog = program("past_watch", "O0")
+    count = "shell ps -eo args | grep -c '^%s$' || true" % prog
+    target = "target extended-remote | " + shlex.join([server_path("btstub"), "--multi", "--record", "-"])
+    r = run_gdb([target, "set remote exec-file " + prog, "break %d" % marker_line("past_watch.c", "done"), "run",
+                 "reverse-step", "print counter", count, "kill", count], prog, timeout=120)
+    c.true("copies exist while replaying", r.of(6).strip() not in ("", "0", "1"), r.transcript())
+    c.equal("no copy is left once the program is killed", "0", r.of(8).strip(), r.transcript())
+
+
 def main(args, c):
     if args.server != "btstub":
         c.true("btstub's own recording (skipped for %s)" % args.server, True)
@@ -90,6 +101,7 @@ def main(args, c):
         c.true("%s: the value in the past stays" % opt,
                "= 99" not in subject.of_command("print counter", 1), subject.transcript())
         c.equal("%s: no copy of the program is left" % opt, [], leftovers(prog))
+    copies_die_with_the_program(c)
 
 
 if __name__ == "__main__":
