@@ -70,9 +70,13 @@ def copies_die_with_the_program(c):
     count = "shell ps -eo args | grep -c '^%s$' || true" % prog
     target = "target extended-remote | " + shlex.join([server_path("btstub"), "--multi", "--record", "-"])
     r = run_gdb([target, "set remote exec-file " + prog, "break %d" % marker_line("past_watch.c", "done"), "run",
-                 "reverse-step", "print counter", count, "kill", count], prog, timeout=120)
+                 "reverse-step", "print counter", count, "monitor record status", "kill", count], prog,
+                timeout=120)
     c.true("copies exist while replaying", r.of(6).strip() not in ("", "0", "1"), r.transcript())
-    c.equal("no copy is left once the program is killed", "0", r.of(8).strip(), r.transcript())
+    status = re.search(r"Checkpoints: (\d+) \(at most \d+\), (\d+) KiB of memory", r.of(7))
+    c.true("monitor record status counts the checkpoints and their memory",
+           status is not None and int(status.group(1)) > 0 and int(status.group(2)) > 0, r.transcript())
+    c.equal("no copy is left once the program is killed", "0", r.of(9).strip(), r.transcript())
 
 
 def main(args, c):
