@@ -42,7 +42,10 @@ Expected<void> PastState::run_copy(pid_t tid, const decoder::BlockTrace& trace, 
 
 Expected<process::ProcessCopy*> PastState::at(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
                                               HistoryPoint at, const decoder::StackState& expected) {
-  if (current_ && current_->tid == tid && current_->at == at) return current_->copy.get();
+  if (current_ && current_->tid == tid && current_->at == at) {
+    problem_.clear();
+    return current_->copy.get();
+  }
   auto result = [&]() -> Expected<process::ProcessCopy*> {
     auto usable = checkpoints_.usable_for(tid, at);
     if (!usable) return usable.error();
@@ -100,11 +103,11 @@ void PastState::clear() {
 }
 
 std::string PastState::status() const {
+  if (!problem_.empty()) return "Values: only what the history determines (" + problem_ + ").\n";
   if (current_) {
     return "Values: from a copy of the program re-run from a checkpoint (pid " +
            std::to_string(current_->copy->pid()) + ").\n";
   }
-  if (!problem_.empty()) return "Values: only what the history determines (" + problem_ + ").\n";
   return {};
 }
 

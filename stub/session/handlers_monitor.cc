@@ -76,6 +76,9 @@ MonitorOutput monitor_record(Session& s, const std::string& args) {
                          false};
   }
   if (args == "stop") {
+    // gdb would go on showing the past it stands in, and then run from the
+    // present: as for a resize, the client goes forward first.
+    if (s.any_replaying()) return MonitorOutput{"Cannot stop recording while replaying: go forward to the end first.\n", false};
     s.go_live();  // the traces a replay stands in are about to go
     backend->disable_all();
     return MonitorOutput{"Branch recording stopped; the traces are discarded.\n", false};

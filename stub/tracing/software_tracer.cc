@@ -123,8 +123,12 @@ TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedS
   if (t->stopped_full) return TraceVerdict::Report;
   const bool ours = stop.signal == SIGTRAP && !stop.software_breakpoint && !stop.watchpoint_hit &&
                     (tracer_step || (stop.trace_stop_hit && !stop.single_stepped));
+  // Everything before the pc is in the trace now: a point a copy can stand
+  // at (also where the client's own step over a system call ended).
+  const bool clients_step = stop.single_stepped && stop.signal == SIGTRAP && !tracer_step &&
+                            !stop.software_breakpoint && !stop.watchpoint_hit;
+  if (clients_step) checkpoint_if_due(control, *t, stop.tid, stop.pc);
   if (!ours) return TraceVerdict::Report;
-  // Everything before the pc is in the trace now: a point a copy can stand at.
   checkpoint_if_due(control, *t, stop.tid, stop.pc);
   if (stop.trace_stop_hit) ++stats_.trace_stops;
   t->in_stop = true;

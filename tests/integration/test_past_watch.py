@@ -79,6 +79,22 @@ def copies_die_with_the_program(c):
     c.equal("no copy is left once the program is killed", "0", r.of(9).strip(), r.transcript())
 
 
+def stepped_over_call(c):
+    """The client's own stepi over read()'s system call leaves a checkpoint
+    behind it, so a watch search can go back across the call; and recording
+    cannot stop while replaying (gdb would show the past and run from the
+    present)."""
+    prog = program("past_watch", "O0")
+    target = "| " + shlex.join([server_path("btstub"), "--record", "-", prog])
+    r = run_gdb(["break read", "continue", "stepi 6", "delete", "watch counter", "reverse-continue",
+                 "monitor record stop"], prog, target, timeout=120)
+    back = r.of_command("reverse-continue")
+    c.true("a watch search goes back across a system call the client stepped over",
+           "Old value = 7" in back and "New value = 4" in back and "bump" in back, r.transcript())
+    c.contains("monitor record stop is refused while replaying", r.of_command("monitor record stop"),
+               "Cannot stop recording while replaying", r.transcript())
+
+
 def main(args, c):
     if args.server != "btstub":
         c.true("btstub's own recording (skipped for %s)" % args.server, True)
@@ -106,6 +122,7 @@ def main(args, c):
                "= 99" not in subject.of_command("print counter", 1), subject.transcript())
         c.equal("%s: no copy of the program is left" % opt, [], leftovers(prog))
     copies_die_with_the_program(c)
+    stepped_over_call(c)
 
 
 if __name__ == "__main__":
