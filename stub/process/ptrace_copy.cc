@@ -288,11 +288,10 @@ Expected<ProcessCopy::Stop> ProcessCopy::resume_and_wait(bool single_step) {
   }
   Stop stop;
   if (!armed_.empty()) {
-    const uint64_t dr6_offset = offsetof(struct user, u_debugreg) + 6 * sizeof(long);
-    auto dr6 = do_ptrace(PTRACE_PEEKUSER, pid_, dr6_offset, nullptr);
+    auto dr6 = do_ptrace(PTRACE_PEEKUSER, pid_, debugreg_offset(6), nullptr);
     if (dr6 && (*dr6 & 0xf) != 0) {
       stop.watch_hits = armed_.hits_for_dr6(static_cast<uint64_t>(*dr6));
-      (void)do_ptrace(PTRACE_POKEUSER, pid_, dr6_offset, nullptr);
+      (void)poke_debugreg(pid_, 6, 0);
     }
   }
   return stop;
@@ -301,16 +300,9 @@ Expected<ProcessCopy::Stop> ProcessCopy::resume_and_wait(bool single_step) {
 Expected<void> ProcessCopy::arm(const DebugRegisterState& watches) {
   armed_ = watches.watches_only();
   for (int slot = 0; slot < DebugRegisterState::kSlotCount; ++slot) {
-    const uint64_t offset = offsetof(struct user, u_debugreg) + slot * sizeof(long);
-    if (auto r = do_ptrace(PTRACE_POKEUSER, pid_, offset, reinterpret_cast<void*>(armed_.address(slot))); !r) {
-      return r.error();
-    }
+    if (auto r = poke_debugreg(pid_, slot, armed_.address(slot)); !r) return r;
   }
-  const uint64_t dr7_offset = offsetof(struct user, u_debugreg) + 7 * sizeof(long);
-  if (auto r = do_ptrace(PTRACE_POKEUSER, pid_, dr7_offset, reinterpret_cast<void*>(armed_.dr7())); !r) {
-    return r.error();
-  }
-  return {};
+  return poke_debugreg(pid_, 7, armed_.dr7());
 }
 
 // rep movs/stos/lods/cmps/scas: a single step runs one iteration and leaves

@@ -27,13 +27,19 @@ constexpr int kTraceSlot = 3;
 constexpr uint64_t kDr6Step = uint64_t{1} << 14;
 constexpr uint64_t kDr7SlotMask = (uint64_t{3} << (2 * kTraceSlot)) | (uint64_t{0xf} << (16 + 4 * kTraceSlot));
 
-uint64_t debugreg_offset(int n) { return offsetof(struct user, u_debugreg) + sizeof(long) * static_cast<uint64_t>(n); }
+}  // namespace
 
-Expected<void> poke_debugreg(pid_t tid, int n, uint64_t value) {
+uint64_t ptrace_detail::debugreg_offset(int n) {
+  return offsetof(struct user, u_debugreg) + sizeof(long) * static_cast<uint64_t>(n);
+}
+
+Expected<void> ptrace_detail::poke_debugreg(pid_t tid, int n, uint64_t value) {
   auto r = do_ptrace(PTRACE_POKEUSER, tid, debugreg_offset(n), reinterpret_cast<void*>(value));
   if (!r) return r.error();
   return {};
 }
+
+namespace {
 
 // The probe's child: stops for its parent, then runs the probed function.
 __attribute__((noinline)) void probe_target() { asm volatile("nop"); }

@@ -14,7 +14,6 @@
 // debugs the child too: adopt_fork_child makes it a PtraceProcess of its own
 // (stub/process/process_group.h keeps both, stub/process/wait_routes.h routes their wait
 // statuses); it is not branch-traced.
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
@@ -33,13 +32,7 @@ using namespace ptrace_detail;
 // Writes one byte into another process's memory: /proc/PID/mem, else one
 // word at a time through PTRACE_POKEDATA (the child is stopped and traced).
 bool write_child_memory(pid_t child, uint64_t addr, uint8_t byte) {
-  std::string path = "/proc/" + std::to_string(child) + "/mem";
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd >= 0) {
-    ssize_t n = ::pwrite(fd, &byte, 1, static_cast<off_t>(addr));
-    ::close(fd);
-    if (n == 1) return true;
-  }
+  if (write_tracee_memory(child, addr, {byte})) return true;
   auto word = do_ptrace(PTRACE_PEEKDATA, child, addr, nullptr);
   if (!word) return false;
   long value = *word;

@@ -65,6 +65,10 @@ struct InjectedCall {
 };
 btstub::Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64_t> args);
 
+// DRn in the user area (PTRACE_PEEKUSER/POKEUSER), and writing it.
+uint64_t debugreg_offset(int n);
+btstub::Expected<void> poke_debugreg(pid_t tid, int n, uint64_t value);
+
 // Reads [addr, addr+len) through an open /proc/PID/mem into `out`, going
 // on after short reads; returns how many bytes were read (0: none).
 std::size_t read_mem_fd(int fd, uint64_t addr, uint8_t* out, std::size_t len);
