@@ -91,6 +91,12 @@ namespace {
 struct BorrowedSite {
   user_regs_struct saved{};
   std::vector<uint8_t> original;
+
+  // The thread gets its code and registers back.
+  void put_back(pid_t tid) {
+    (void)write_tracee_memory(tid, saved.rip, original);
+    (void)do_ptrace(PTRACE_SETREGS, tid, 0, &saved);
+  }
 };
 
 Expected<BorrowedSite> borrow_syscall_site(pid_t tid) {
@@ -104,75 +110,70 @@ Expected<BorrowedSite> borrow_syscall_site(pid_t tid) {
   return site;
 }
 
+// Single-steps `tid` until it stands right after the borrowed `syscall` at
+// `pc` (a step over it, or out of the event stop inside it); signals that
+// stop it first are added to `signals_met`. rax there, or NoProcess when
+// the program ended.
+Expected<long> step_past_syscall(pid_t tid, uint64_t pc, std::vector<int>& signals_met) {
+  for (int steps = 0; steps < 64; ++steps) {
+    if (auto r = do_ptrace(PTRACE_SINGLESTEP, tid, 0, nullptr); !r) return r.error();
+    int status = 0;
+    if (wait_retry(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
+      return make_error(ErrorCode::NoProcess, "The program ended during a system call of btstub's");
+    }
+    if (WSTOPSIG(status) != SIGTRAP) signals_met.push_back(WSTOPSIG(status));
+    user_regs_struct now{};
+    if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &now); !r) return r.error();
+    if (now.rip == pc + 2) return static_cast<long>(now.rax);
+  }
+  return make_error(ErrorCode::Internal, "The system call of btstub's did not end");
+}
+
 }  // namespace
 
 Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64_t> args) {
   auto site = borrow_syscall_site(tid);
   if (!site) return site.error();
-  user_regs_struct saved = site->saved;
-  const std::vector<uint8_t>& original = site->original;
-  const uint64_t pc = saved.rip;
   args.resize(6, 0);
-  user_regs_struct call = saved;
+  user_regs_struct call = site->saved;
   call.rax = static_cast<uint64_t>(number);
   call.orig_rax = ~0ull;
   call.rdi = args[0], call.rsi = args[1], call.rdx = args[2], call.r10 = args[3], call.r8 = args[4], call.r9 = args[5];
-  InjectedCall result;
-  Expected<void> outcome;
-  if (auto r = do_ptrace(PTRACE_SETREGS, tid, 0, &call); !r) outcome = r.error();
-  // One step runs the `syscall`; a signal that comes first is kept for the program.
-  for (int steps = 0; outcome && steps < 64; ++steps) {
-    if (auto r = do_ptrace(PTRACE_SINGLESTEP, tid, 0, nullptr); !r) {
-      outcome = r.error();
-      break;
-    }
-    int status = 0;
-    if (wait_retry(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
-      return make_error(ErrorCode::NoProcess, "The program ended during a system call of btstub's");
-    }
-    if (WSTOPSIG(status) != SIGTRAP) result.signals_met.push_back(WSTOPSIG(status));
-    user_regs_struct now{};
-    if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &now); !r) {
-      outcome = r.error();
-      break;
-    }
-    if (now.rip == pc + 2) {
-      result.result = static_cast<long>(now.rax);
-      break;
-    }
+  if (auto r = do_ptrace(PTRACE_SETREGS, tid, 0, &call); !r) {
+    site->put_back(tid);
+    return r.error();
   }
-  (void)write_tracee_memory(tid, pc, original);
-  (void)do_ptrace(PTRACE_SETREGS, tid, 0, &saved);
-  if (!outcome) return outcome.error();
+  // One step runs the `syscall`; a signal that comes first is kept for the program.
+  InjectedCall result;
+  auto rax = step_past_syscall(tid, call.rip, result.signals_met);
+  if (!rax && rax.error().code == ErrorCode::NoProcess) return rax.error();
+  site->put_back(tid);
+  if (!rax) return rax.error();
+  result.result = *rax;
   return result;
 }
 
 Expected<InjectedClone> inject_clone(pid_t tid) {
   auto site = borrow_syscall_site(tid);
   if (!site) return site.error();
-  user_regs_struct saved = site->saved;
-  const std::vector<uint8_t>& original = site->original;
+  user_regs_struct& saved = site->saved;
   const uint64_t pc = saved.rip;
   InjectedClone result;
   // Whatever happens next, the thread gets its code and registers back.
-  auto put_back = [&]() {
-    (void)write_tracee_memory(tid, pc, original);
-    (void)do_ptrace(PTRACE_SETREGS, tid, 0, &saved);
-  };
   user_regs_struct call = saved;
   call.rax = SYS_clone;
   call.orig_rax = ~0ull;  // no system call to restart: the kernel leaves rip alone
   call.rdi = CLONE_PARENT;  // exit signal 0: nobody is told when it dies
   call.rsi = call.rdx = call.r10 = call.r8 = 0;
   if (auto r = do_ptrace(PTRACE_SETREGS, tid, 0, &call); !r) {
-    put_back();
+    site->put_back(tid);
     return r.error();
   }
   // Run to the clone event; a signal that comes first is kept for the program.
   int status = 0;
   for (int resumes = 0;; ++resumes) {
     if (resumes > 64 || !do_ptrace(PTRACE_CONT, tid, 0, nullptr)) {
-      put_back();
+      site->put_back(tid);
       return make_error(ErrorCode::Internal, "The program did not run the copy's clone");
     }
     if (wait_retry(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
@@ -183,28 +184,22 @@ Expected<InjectedClone> inject_clone(pid_t tid) {
   }
   unsigned long child = 0;
   if (!do_ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) || child == 0) {
-    put_back();
+    site->put_back(tid);
     return make_error(ErrorCode::Internal, "The copy's clone gave no process id");
   }
   result.child = static_cast<pid_t>(child);
   const int child_status = first_status_of_new_tracee(result.child);
   // Finish the system call: one step lands after the `syscall`.
-  for (int steps = 0;; ++steps) {
-    if (steps > 64 || !do_ptrace(PTRACE_SINGLESTEP, tid, 0, nullptr)) break;
-    if (wait_retry(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
-      ::kill(result.child, SIGKILL);
-      return make_error(ErrorCode::NoProcess, "The program ended while being copied");
-    }
-    user_regs_struct now{};
-    if (!do_ptrace(PTRACE_GETREGS, tid, 0, &now)) break;
-    if (WSTOPSIG(status) != SIGTRAP) result.signals_met.push_back(WSTOPSIG(status));
-    if (now.rip == pc + 2) break;
+  auto finished = step_past_syscall(tid, pc, result.signals_met);
+  if (!finished && finished.error().code == ErrorCode::NoProcess) {
+    ::kill(result.child, SIGKILL);
+    return make_error(ErrorCode::NoProcess, "The program ended while being copied");
   }
-  put_back();
+  site->put_back(tid);
   if (!WIFSTOPPED(child_status)) return make_error(ErrorCode::Internal, "The copy did not start stopped");
   // The copy took its memory while the `syscall` was borrowed, and stands
   // after it with clone's 0 in rax: both as they were.
-  bool ok = write_tracee_memory(result.child, pc, original) &&
+  bool ok = write_tracee_memory(result.child, pc, site->original) &&
             do_ptrace(PTRACE_SETREGS, result.child, 0, &saved).ok();
   long options = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL;
   ok = ok && do_ptrace(PTRACE_SETOPTIONS, result.child, 0, reinterpret_cast<void*>(options)).ok();

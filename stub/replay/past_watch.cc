@@ -71,15 +71,14 @@ Expected<std::vector<PastWatchHit>> PastWatch::hits_in(const Stretch& stretch, H
   if (stretch.ends_at_call && stretch.after_call && low <= stretch.end && stretch.end < high) {
     // What the system call wrote: the copy stands before it, the next
     // checkpoint right after it.
-    const process::DebugRegisterState watches = watches_.watches_only();
     for (int slot = 0; slot < process::DebugRegisterState::kSlotCount; ++slot) {
-      if (!watches.in_use(slot)) continue;
-      const uint64_t addr = watches.address(slot), len = watches.length(slot);
+      if (!watches_.in_use(slot)) continue;
+      const uint64_t addr = watches_.address(slot), len = watches_.length(slot);
       auto before = (*copy)->read_memory(addr, len);
       auto after = stretch.after_call->copy->read_memory(addr, len);
       const bool changed = before.ok() != after.ok() || (before && after && *before != *after);
       if (!changed) continue;
-      auto hit = watches.hits_for_dr6(uint64_t{1} << slot);
+      auto hit = watches_.hits_for_dr6(uint64_t{1} << slot);
       if (!hit.empty()) out.push_back(PastWatchHit{stretch.end, hit.front()});
       break;
     }

@@ -34,7 +34,11 @@ class PastWatch {
  public:
   PastWatch(tracing::Checkpoints& checkpoints, const decoder::BlockTrace& trace, uint64_t live_pc, pid_t tid,
             const process::DebugRegisterState& watches)
-      : checkpoints_(checkpoints), trace_(trace), live_pc_(live_pc), tid_(tid), watches_(watches) {}
+      : checkpoints_(checkpoints),
+        trace_(trace),
+        live_pc_(live_pc),
+        tid_(tid),
+        watches_(watches.watches_only()) {}
 
   // The newest / oldest instruction in [low, high) that touched a watch.
   Expected<std::optional<PastWatchHit>> last_in(HistoryPoint low, HistoryPoint high);
@@ -55,7 +59,7 @@ class PastWatch {
   const decoder::BlockTrace& trace_;
   uint64_t live_pc_;
   pid_t tid_;
-  process::DebugRegisterState watches_;
+  process::DebugRegisterState watches_;  // the watches alone, no execute slots
 };
 
 }  // namespace stub::replay

@@ -127,9 +127,8 @@ TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedS
   // at (also where the client's own step over a system call ended).
   const bool clients_step = stop.single_stepped && stop.signal == SIGTRAP && !tracer_step &&
                             !stop.software_breakpoint && !stop.watchpoint_hit;
-  if (clients_step) checkpoint_if_due(control, *t, stop.tid, stop.pc);
+  if (ours || clients_step) checkpoint_if_due(control, *t, stop.tid, stop.pc);
   if (!ours) return TraceVerdict::Report;
-  checkpoint_if_due(control, *t, stop.tid, stop.pc);
   if (stop.trace_stop_hit) ++stats_.trace_stops;
   t->in_stop = true;
   const Next next = continue_from(control, *t, stop.tid);
