@@ -58,6 +58,12 @@ struct ProcessEvent {
   pid_t fork_child = 0;
   bool vfork = false;
   bool vfork_done = false;
+  // The program is ending (exit_group, its last thread's exit, or a fatal
+  // signal) while its whole history is recorded: its leader `tid` is held
+  // where it ends, memory and registers still there, so the history can be
+  // walked back from the end. Reported as SIGKILL, as rr reports the end of
+  // a recording; the next forward resume lets it end (Exited / Killed).
+  bool exit_held = false;
 };
 
 struct LaunchOptions {

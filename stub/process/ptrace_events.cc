@@ -345,6 +345,7 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
     if (auto path = exec_file()) event.exec_path = *path;
     return event;
   }
+  if (ptrace_event == PTRACE_EVENT_EXIT) return handle_exit_event(tid, thread);
   if (ptrace_event != 0) {  // an event we did not ask for: keep going
     if (!stopping_all_) (void)raw_resume(tid, thread, thread.last_kind, 0);
     return std::nullopt;

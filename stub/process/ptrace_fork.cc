@@ -78,7 +78,7 @@ std::optional<ProcessEvent> PtraceProcess::handle_fork(pid_t parent, bool vfork)
     // The parent then says when the child has let go of its memory: gdb
     // puts the breakpoints back on that (vforkdone).
     long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
-                PTRACE_O_TRACEVFORKDONE | (attached_ ? 0 : PTRACE_O_EXITKILL);
+                PTRACE_O_TRACEVFORKDONE | PTRACE_O_TRACEEXIT | (attached_ ? 0 : PTRACE_O_EXITKILL);
     (void)do_ptrace(PTRACE_SETOPTIONS, parent, 0, reinterpret_cast<void*>(opts));
   }
   if (!event) resume_after_event_stop(parent);

@@ -239,7 +239,7 @@ Expected<void> PtraceProcess::finish_launch(bool wrapped) {
     mark_gone();
     return make_error(ErrorCode::NoProcess, "program exited before its first instruction");
   }
-  long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
+  long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL;
   if (auto r = do_ptrace(PTRACE_SETOPTIONS, pid_, 0, reinterpret_cast<void*>(opts)); !r) {
     return r.error();
   }
@@ -299,7 +299,8 @@ Expected<std::unique_ptr<PtraceProcess>> PtraceProcess::attach(pid_t pid) {
         }
         continue;
       }
-      long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
+      long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+                  PTRACE_O_TRACEEXIT;
       (void)do_ptrace(PTRACE_SETOPTIONS, tid, 0, reinterpret_cast<void*>(opts));
       process->threads_[tid] = ThreadState{};
       found_new = true;
@@ -540,8 +541,14 @@ Expected<void> PtraceProcess::interrupt() {
 Expected<void> PtraceProcess::kill() {
   if (!alive_) return {};
   ::kill(pid_, SIGKILL);
+  // A process already on its way out (held at its exit: ProcessEvent::
+  // exit_held) ignores signals, SIGKILL too: its stopped threads are let go.
+  for (const auto& [tid, state] : threads_) {
+    if (!state.running && !state.exited) (void)do_ptrace(PTRACE_CONT, tid, 0, nullptr);
+  }
   // Traced non-leader threads stay zombies until we reap them, and the
-  // leader cannot be reaped before they are.
+  // leader cannot be reaped before they are. A thread may still stop on
+  // its way out (PTRACE_EVENT_EXIT): it is let go on.
   for (;;) {
     std::set<pid_t> tids;
     for (const auto& [tid, state] : threads_) tids.insert(tid);
@@ -550,11 +557,13 @@ Expected<void> PtraceProcess::kill() {
       int status = 0;
       while (tid != pid_ && wait_retry(tid, &status, __WALL) == tid && !WIFEXITED(status) &&
              !WIFSIGNALED(status)) {
+        (void)do_ptrace(PTRACE_CONT, tid, 0, nullptr);
       }
     }
     int status = 0;
     pid_t r = wait_retry(pid_, &status, __WALL);
     if (r < 0 || (r == pid_ && (WIFEXITED(status) || WIFSIGNALED(status)))) break;
+    if (r == pid_ && WIFSTOPPED(status)) (void)do_ptrace(PTRACE_CONT, pid_, 0, nullptr);
   }
   mark_gone();
   return {};

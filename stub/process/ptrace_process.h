@@ -202,6 +202,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal);
   Expected<void> start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal);
   void handle_clone(pid_t parent);
+  std::optional<ProcessEvent> handle_exit_event(pid_t tid, ThreadState& thread);  // ptrace_thread_ends.cc
   void resume_after_event_stop(pid_t parent);
   void handle_exec();
   std::optional<ProcessEvent> handle_fork(pid_t parent, bool vfork);  // ptrace_fork.cc

@@ -10,6 +10,7 @@
 // to receive the process's exit status.
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <sched.h>
@@ -103,6 +104,46 @@ Expected<void> PtraceProcess::detach_threads() {
   }
   if (gone != 0 && detached == 0) (void)kill();  // reaps every thread
   return result;
+}
+
+}  // namespace stub::process
+
+namespace stub::process {
+
+// PTRACE_EVENT_EXIT: a thread about to end, its registers and the
+// process's memory still there. Every thread's exit comes through here
+// (PTRACE_O_TRACEEXIT); all but the program's own end go on at once, even
+// while stopping all (their exit status follows). The program's end is
+// held when the tracer keeps the whole program's history (holds_exit):
+// its leader calls exit_group, dies of a signal other than SIGKILL, or is
+// the last thread to leave.
+std::optional<ProcessEvent> PtraceProcess::handle_exit_event(pid_t tid, ThreadState& thread) {
+  constexpr unsigned long long kExitGroup = 231;  // x86-64 __NR_exit_group
+  bool hold = false;
+  if (tid == pid_ && hook_ != nullptr && hook_->traces(tid) && hook_->holds_exit()) {
+    unsigned long status = 0;
+    user_regs_struct regs{};
+    const int signal =
+        do_ptrace(PTRACE_GETEVENTMSG, tid, 0, &status).ok() ? static_cast<int>(status & 0x7f) : SIGKILL;
+    const bool group = do_ptrace(PTRACE_GETREGS, tid, 0, &regs).ok() && regs.orig_rax == kExitGroup;
+    bool last = true;
+    for (const auto& [other, state] : threads_) {
+      if (other != tid && !state.exited) last = false;
+    }
+    // A SIGKILL is somebody ending the program for good (and the kernel
+    // holds such a thread here only sometimes): it ends as without history.
+    hold = signal == 0 ? (group || last) : signal != SIGKILL;
+  }
+  if (!hold) {
+    thread.running = do_ptrace(PTRACE_CONT, tid, 0, nullptr).ok();
+    return std::nullopt;
+  }
+  thread.stepping = false;
+  ProcessEvent event;
+  event.tid = tid;
+  event.signal = SIGKILL;
+  event.exit_held = true;
+  return event;
 }
 
 }  // namespace stub::process

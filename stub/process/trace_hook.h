@@ -155,6 +155,11 @@ class TraceHook {
   // Whether the hook stops threads with set_trace_stop (a debug register):
   // the process layer then keeps that slot from the client's Z1-Z4.
   virtual bool uses_debug_register() const { return false; }
+
+  // Whether the program's end is to be held (ProcessEvent::exit_held): the
+  // hook records the whole program, and its history must outlive the exit
+  // until the client lets the program go.
+  virtual bool holds_exit() const { return false; }
 };
 
 }  // namespace stub::process

@@ -136,7 +136,7 @@ def check_exec_and_exit_traced(kind, c):
     with Server(kind, [execer], options=("--record",)) as server:
         pid = server.inferior_pid
         result = run_gdb(["break after_exec", "continue", "reverse-stepi", "stepi",
-                          "continue", "continue"], execer, server.address, timeout=60)
+                          "continue", "continue", "continue"], execer, server.address, timeout=60)
         c.contains("--record, exec: gdb follows the exec",
                    result.of_command("continue"), "is executing new program")
         c.contains("--record, exec: stops in the new image",
@@ -148,22 +148,29 @@ def check_exec_and_exit_traced(kind, c):
         # A recorded program stops before exit_group, as under record full.
         c.contains("--record, exec: stops before the exit",
                    result.of_command("continue", 1), "Program stopped.")
+        # Its end is held (the history outlives it) until the next continue.
+        c.contains("--record, exec: the end is held",
+                   result.of_command("continue", 2), "Program received signal SIGKILL")
         c.contains("--record, exec: runs to the exit",
-                   result.of_command("continue", 2), "exited normally")
+                   result.of_command("continue", 3), "exited normally")
         c.true("--record, exec: no zombie", no_zombie(pid), "state %s" % state_of(pid))
     basic = program("basic")
     with Server(kind, [basic], options=("--record",)) as server:
         pid = server.inferior_pid
-        result = run_gdb(["continue", "continue", "reverse-stepi", "info program"], basic,
-                         server.address, timeout=60)
+        result = run_gdb(["continue", "continue", "reverse-stepi", "continue", "continue", "reverse-stepi"],
+                         basic, server.address, timeout=60)
         c.contains("--record, exit: stops before the exit",
                    result.of_command("continue"), "Program stopped.")
+        c.contains("--record, exit: the end is held",
+                   result.of_command("continue", 1), "Program received signal SIGKILL")
+        c.contains("--record, exit: the history outlives the exit",
+                   result.of_command("reverse-stepi"), "_exit")
         c.contains("--record, exit: gdb sees the exit",
-                   result.of_command("continue", 1), "exited with code 013")
+                   result.of_command("continue", 3), "exited with code 013")
         # With the remote target gone gdb refuses on its own ("The program
         # is not being run." or "Target exec does not support this command.").
-        c.matches("--record, exit: nothing to replay after the exit",
-                  result.of_command("reverse-stepi"),
+        c.matches("--record, exit: nothing to replay once the program is let go",
+                  result.of_command("reverse-stepi", 1),
                   r"not being run|Target exec does not support")
         c.true("--record, exit: no zombie", no_zombie(pid), "state %s" % state_of(pid))
         next_client_served(c, "--record, exit", server)
