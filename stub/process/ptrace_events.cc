@@ -76,6 +76,7 @@ Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepK
     }
   }
   StepKind actual = kind;
+  sync_exit_events(tid, thread);
   auto stopped_pc = read_pc(tid);
   if (!stopped_pc) return stopped_pc.error();
   if (hook_ != nullptr && hook_->traces(tid)) {
@@ -550,6 +551,9 @@ void PtraceProcess::handle_clone(pid_t parent) {
     // The new thread starts with a SIGSTOP we do not pass on.
     if (WIFSTOPPED(status)) {
       ThreadState& state = threads_[tid];
+      if (auto creator = threads_.find(parent); creator != threads_.end()) {
+        state.exit_events = creator->second.exit_events;  // inherited with the options
+      }
       if (hook_ != nullptr) hook_->on_thread_created(tid, parent);
       if (!stopping_all_) (void)start_thread(tid, state, StepKind::Continue, 0);
     }

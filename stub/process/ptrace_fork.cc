@@ -77,8 +77,8 @@ std::optional<ProcessEvent> PtraceProcess::handle_fork(pid_t parent, bool vfork)
   if (event && vfork) {
     // The parent then says when the child has let go of its memory: gdb
     // puts the breakpoints back on that (vforkdone).
-    long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
-                PTRACE_O_TRACEVFORKDONE | PTRACE_O_TRACEEXIT | (attached_ ? 0 : PTRACE_O_EXITKILL);
+    auto found = threads_.find(parent);
+    const long opts = ptrace_options(found != threads_.end() && found->second.exit_events) | PTRACE_O_TRACEVFORKDONE;
     (void)do_ptrace(PTRACE_SETOPTIONS, parent, 0, reinterpret_cast<void*>(opts));
   }
   if (!event) resume_after_event_stop(parent);

@@ -239,7 +239,7 @@ Expected<void> PtraceProcess::finish_launch(bool wrapped) {
     mark_gone();
     return make_error(ErrorCode::NoProcess, "program exited before its first instruction");
   }
-  long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL;
+  long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
   if (auto r = do_ptrace(PTRACE_SETOPTIONS, pid_, 0, reinterpret_cast<void*>(opts)); !r) {
     return r.error();
   }
@@ -299,8 +299,7 @@ Expected<std::unique_ptr<PtraceProcess>> PtraceProcess::attach(pid_t pid) {
         }
         continue;
       }
-      long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
-                  PTRACE_O_TRACEEXIT;
+      long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
       (void)do_ptrace(PTRACE_SETOPTIONS, tid, 0, reinterpret_cast<void*>(opts));
       process->threads_[tid] = ThreadState{};
       found_new = true;

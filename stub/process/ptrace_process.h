@@ -169,6 +169,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     // that reports nothing until they end too, so it is never stopped,
     // resumed, listed or detached again; kept for the process's exit status.
     bool exited = false;
+    bool exit_events = false;  // PTRACE_O_TRACEEXIT set (sync_exit_events)
   };
   struct TraceInt3 {
     uint8_t original = 0;
@@ -202,7 +203,10 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal);
   Expected<void> start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal);
   void handle_clone(pid_t parent);
-  std::optional<ProcessEvent> handle_exit_event(pid_t tid, ThreadState& thread);  // ptrace_thread_ends.cc
+  // ptrace_thread_ends.cc: holding the program's end (ProcessEvent::exit_held).
+  std::optional<ProcessEvent> handle_exit_event(pid_t tid, ThreadState& thread);
+  long ptrace_options(bool exit_events) const;
+  void sync_exit_events(pid_t tid, ThreadState& thread);
   void resume_after_event_stop(pid_t parent);
   void handle_exec();
   std::optional<ProcessEvent> handle_fork(pid_t parent, bool vfork);  // ptrace_fork.cc

@@ -110,6 +110,25 @@ Expected<void> PtraceProcess::detach_threads() {
 
 namespace stub::process {
 
+// The options of a thread after launch or attach. PTRACE_O_TRACEEXIT only
+// while the hook holds the program's end: otherwise every exit would stop
+// once more, and a program killed from outside would linger in that stop
+// (gdbserver's would be a zombie at once).
+long PtraceProcess::ptrace_options(bool exit_events) const {
+  return PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+         (vfork_events_ ? PTRACE_O_TRACEVFORKDONE : 0) | (attached_ ? 0 : PTRACE_O_EXITKILL) |
+         (exit_events ? PTRACE_O_TRACEEXIT : 0);
+}
+
+// Before each resume of the client's: the stopped thread's options follow
+// the hook (recording may have started or stopped since). A new thread
+// inherits its creator's options (handle_clone copies the flag).
+void PtraceProcess::sync_exit_events(pid_t tid, ThreadState& thread) {
+  const bool want = hook_ != nullptr && hook_->traces(tid) && hook_->holds_exit();
+  if (want == thread.exit_events) return;
+  if (do_ptrace(PTRACE_SETOPTIONS, tid, 0, reinterpret_cast<void*>(ptrace_options(want)))) thread.exit_events = want;
+}
+
 // PTRACE_EVENT_EXIT: a thread about to end, its registers and the
 // process's memory still there. Every thread's exit comes through here
 // (PTRACE_O_TRACEEXIT); all but the program's own end go on at once, even

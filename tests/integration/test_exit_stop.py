@@ -8,8 +8,10 @@ walks back (reverse-stepi, reverse-finish, reverse-continue to a
 breakpoint) and forward again to the end of the history. At every stop the
 probe (pc, function, frames) must equal what gdb's own record full shows
 on the same program (gdb running it natively). Then btstub's next
-`continue` lets the program exit with its status (record full would stop
-again: it never lets a recorded program exit).
+`continue` holds the program's end (reported as SIGKILL: test_past_exit
+checks the history there) and the one after lets the program exit with
+its status (record full would stop again: it never lets a recorded
+program exit).
 
 Both sides run the program with the GLIBC_TUNABLES that keep glibc off the
 AVX-512 string functions record full cannot record.
@@ -58,7 +60,8 @@ def main(args, c):
     prog = program("exit_paths")
     reference = run_gdb([PROBE, "break main", "run", "record full"] + walk(), prog, timeout=120)
     target = "| " + shlex.join([server_path("btstub"), "--record", "-", prog])
-    subject = run_gdb([PROBE, "break main", "continue"] + walk() + ["continue"], prog, target, timeout=120)
+    subject = run_gdb([PROBE, "break main", "continue"] + walk() + ["continue", "continue"], prog, target,
+                      timeout=120)
     c.contains("record full stops before exit_group", reference.output, "Program stopped.",
                reference.transcript())
     c.contains("btstub stops before exit_group", subject.of_command("continue", 1), "Program stopped.",
@@ -69,7 +72,9 @@ def main(args, c):
             subject.transcript())
     c.contains("forward again: the end of the history", subject.of_command("continue", 2),
                "No more reverse-execution history.", subject.transcript())
-    c.contains("the next continue lets the program exit with its status", subject.of_command("continue", 3),
+    c.contains("the next continue holds the program's end (test_past_exit)", subject.of_command("continue", 3),
+               "Program received signal SIGKILL", subject.transcript())
+    c.contains("the one after lets the program exit with its status", subject.of_command("continue", 4),
                "exited with code 05", subject.transcript())
 
 

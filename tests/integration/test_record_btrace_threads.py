@@ -138,7 +138,7 @@ def check_200_threads(c, args):
     commands = ["break last_thread_checkpoint", "break all_joined",
                 "continue", "thread", "monitor record status", "continue",
                 "info threads", "monitor record status", "info record",
-                "record stop", "delete", "continue", "continue"]
+                "record stop", "delete", "continue", "continue", "continue"]
     target = "| " + " ".join([server, "--record", "-", prog])
     r = run_gdb(commands, prog, target, timeout=280)
     c.contains("200 threads: stopped in thread 200's checkpoint", r.of(2),
@@ -171,7 +171,9 @@ def check_200_threads(c, args):
                "No recording is currently active.")
     c.contains("200 threads: every thread ran", r.output,
                "joined 200 sum 166400")
-    c.contains("200 threads: stopped before exit_group", r.of(-2), "\" stopped.",
+    c.contains("200 threads: stopped before exit_group", r.of(-3), "\" stopped.",
+               r.transcript())
+    c.contains("200 threads: the end held (the history outlives it)", r.of(-2), "received signal SIGKILL",
                r.transcript())
     c.contains("200 threads: exit reported", r.of(-1), "exited normally",
                r.transcript())

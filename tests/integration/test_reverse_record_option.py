@@ -29,7 +29,7 @@ def main(args, c):
     target = "| " + shlex.join([server_path("btstub"), "--record", "-", prog])
     commands = ["break report", "continue", "info record", "reverse-finish",
                 "bt", "reverse-step", "reverse-step", "reverse-continue",
-                "continue", "continue", "continue"]
+                "continue", "continue", "continue", "continue"]
     r = run_gdb(commands, prog, target, timeout=120)
     ctx = r.transcript()
     c.matches("stops at report", r.of(1), r"^Breakpoint 1, report \(", ctx)
@@ -46,7 +46,9 @@ def main(args, c):
     c.matches("reverse-step: into depth() from its end", r.of(6),
               r"depth \(n=", ctx)
     c.contains("reverse-continue runs out of history", r.of(7), NO_HISTORY, ctx)
-    forward = r.of(8) + r.of(9) + r.of(10)
+    # Past the breakpoint: the stop before exit_group, the held end, the exit.
+    forward = r.of(8) + r.of(9) + r.of(10) + r.of(11)
+    c.contains("forward: the end is held before the exit", r.of(10), "Program received signal SIGKILL", ctx)
     c.contains("forward: breakpoint at report reached again from the past",
                forward, "Breakpoint 1, report (", ctx)
     c.matches("forward: the program then exits normally", forward,

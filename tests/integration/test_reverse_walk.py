@@ -141,8 +141,10 @@ def subject(kind, prog):
     tail += ["stepi",
              "python btstub_probe('live-step')", "continue"]
     # Recorded by btstub, the program stops before its exit_group as under
-    # record full, and exits at the next continue.
-    tail += ["python print('BEFORE-EXIT')", "continue"] if kind == "btstub" else []
+    # record full, its end is held at the next continue, and it exits at
+    # the one after.
+    tail += ["python print('BEFORE-EXIT')", "continue", "python print('HELD')", "continue"] \
+        if kind == "btstub" else []
     if kind == "gdbserver":
         tail = ["record stop"] + tail
     options = ("--once",)
@@ -176,6 +178,8 @@ def check(kind, opt, c):
     if kind == "btstub":
         before_exit, _, ending = after.partition("BEFORE-EXIT")
         c.contains("%s: stops before exit_group" % opt, before_exit, "Program stopped.")
+        held, _, ending = ending.partition("HELD")
+        c.contains("%s: the end is held" % opt, held, "Program received signal SIGKILL")
     c.matches("%s: and exits normally" % opt, ending,
               r"\[Inferior 1 \(process \d+\) exited normally\]")
     if kind == "btstub":
