@@ -476,7 +476,11 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
 bool PtraceProcess::still_in_stop(pid_t tid) {
   siginfo_t info{};
   auto r = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info);
-  return r.ok() || r.error().code != ErrorCode::NoProcess;
+  // While the program's end may be held (PTRACE_O_TRACEEXIT), a thread
+  // killed out of its stop stops once more, on its way out: that is a new
+  // stop, whose status follows.
+  if (r.ok()) return info.si_code != (SIGTRAP | (PTRACE_EVENT_EXIT << 8));
+  return r.error().code != ErrorCode::NoProcess;
 }
 
 ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool& trace_hit) {
