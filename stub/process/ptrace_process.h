@@ -216,6 +216,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   pid_t wait_for_stop(pid_t tid, int* status);
   bool leader_is_zombie() const;
   void leader_exited();
+  void reap_ended_threads(pid_t except);
   Expected<void> detach_threads();
   void keep_while_stopping(pid_t tid, int status);
 

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <sched.h>
+#include <stdlib.h>
 
 #include <string>
 
@@ -62,6 +63,49 @@ void PtraceProcess::leader_exited() {
   leader.deferred.reset();
   if (hook_ != nullptr && hook_->traces(pid_)) hook_->on_thread_exited(pid_);
   release_trace_int3(pid_);
+}
+
+// A thread that ended but whose exit nobody has reaped yet still counts:
+// fork_copy would refuse a program that runs alone again. pthread_join
+// returns as soon as the ending thread clears its tid, before the kernel
+// reports its exit, and the stops the tracer absorbs meanwhile wait for the
+// joining thread alone; so after a join the ended thread stays listed until
+// the client's next stop. Here its exit is reaped as a wait would have
+// seen it: at once if reported, and also if the thread is already past the
+// point of no return (PF_EXITING: it can only die, soon), since a waiting
+// client or a checkpoint would otherwise miss the point right after the
+// join. A thread still running stays; so does the leader (leader_exited).
+void PtraceProcess::reap_ended_threads(pid_t except) {
+  constexpr std::size_t kFlags = 9 - 3;  // /proc stat field 9, "flags"
+  constexpr unsigned long kExiting = 0x4;  // PF_EXITING
+  std::vector<pid_t> ended;
+  for (const auto& [tid, thread] : threads_) {
+    if (tid == except || tid == pid_ || thread.exited) continue;
+    siginfo_t info{};
+    if (::waitid(P_PID, tid, &info, WEXITED | WNOHANG | WNOWAIT | __WALL) == 0 && info.si_pid == tid) {
+      if (info.si_code == CLD_EXITED || info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
+        ended.push_back(tid);
+      }
+      continue;  // else a stop of its own, for the next wait
+    }
+    if (!thread.running) continue;
+    auto fields = thread_stat_fields(pid_, tid);
+    if (fields.size() > kFlags && (std::strtoul(fields[kFlags].c_str(), nullptr, 10) & kExiting) != 0) ended.push_back(tid);
+  }
+  for (pid_t tid : ended) {
+    int status = 0;
+    if (reap(tid, &status, __WALL) != tid) continue;
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+      // Not reported: a client that asked for thread events learns of
+      // the end from the thread list, as after an all-stop.
+      if (hook_ != nullptr && hook_->traces(tid)) hook_->on_thread_exited(tid);
+      put_back_lifted_breakpoint(threads_.at(tid));
+      release_trace_int3(tid);
+      threads_.erase(tid);
+    } else {
+      replay_.emplace_back(tid, status);  // not the end after all: the next wait's
+    }
+  }
 }
 
 std::vector<pid_t> PtraceProcess::threads() const {

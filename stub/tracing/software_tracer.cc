@@ -48,8 +48,10 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
   // stopped while stopping all threads did not run).
   settle_lookahead(control, *t, tid, pc);
   settle(*t, tid, pc, false);
-  // The history's first instruction gets its checkpoint before it runs:
-  // every point of the history then has one at or before it.
+  // The history's first point (recording started at this stop, by
+  // `monitor record start` or at launch) needs a copy of its own: the
+  // next trace stop is a branch later, and nothing before it could be
+  // re-run.
   if (checkpoints_ && !t->frozen && !checkpoints_->newest(tid)) checkpoint_if_due(control, *t, tid, pc);
   // A signal delivered now sends the thread where the history alone
   // cannot: no copy may run across it. The point just before it (often
