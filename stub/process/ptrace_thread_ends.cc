@@ -95,6 +95,11 @@ void PtraceProcess::reap_ended_threads(pid_t except) {
   for (pid_t tid : ended) {
     int status = 0;
     if (reap(tid, &status, __WALL) != tid) continue;
+    if (WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_EXIT && tid != pid_) {
+      // On its way out (PTRACE_O_TRACEEXIT): only the first thread's end
+      // is ever held (handle_exit_event).
+      if (do_ptrace(PTRACE_CONT, tid, 0, nullptr) && reap(tid, &status, __WALL) != tid) continue;
+    }
     if (WIFEXITED(status) || WIFSIGNALED(status)) {
       // Not reported: a client that asked for thread events learns of
       // the end from the thread list, as after an all-stop.
