@@ -17,6 +17,9 @@ and against `btstub --record --trace-stops=MODE`:
    equals gdbserver's, gdb's vfork notices ("[Detaching after vfork from
    child process N]") are the same, and the program exits normally (under
    --record after the stop before exit_group).
+   The same under int3 with gdb not offering vfork-events+ (`set remote
+   vfork-event-feature-packet off`): btstub lets each child go at once and
+   holds the other thread itself until the parent's vforkdone.
 2. `catch vfork` (int3): the four catchpoint stops equal gdbserver's, the
    program output too.
 3. The history of the parent across the vforks, every mode: at the line
@@ -84,6 +87,27 @@ def plain_runs(c, kind, prog):
                    len(notices(ref)) == 4 and notices(ref) == notices(test),
                    unified_diff(notices(ref), notices(test), "gdbserver", kind))
             c.contains("%s: the program exits normally" % label, test.output, "exited normally]", ctx)
+
+
+def without_vfork_events(c, kind, prog):
+    """gdb not offering vfork-events+: btstub lets each child go at once and
+    holds the other threads itself until the vforkdone it asks for."""
+    init = ["set remote vfork-event-feature-packet off"]
+    for args, expected in (([], OUTPUT), (["x"], THREADED_OUTPUT)):
+        label = "no vfork events%s" % (", two threads" if args else "")
+        outputs = {}
+        for k in ("gdbserver", kind):
+            server = Server(k, [prog] + args, options=options(k, "int3"))
+            try:
+                result = run_gdb(["continue", "continue"], prog, server.address, timeout=120, extra_init=init)
+                server.wait_exit(10.0)
+            finally:
+                server.stop()
+            outputs[k] = server.stdout
+        ctx = context(result, server)
+        c.equal("%s: the program's output as under gdbserver" % label, outputs["gdbserver"], outputs[kind], ctx)
+        c.equal("%s: every child ran and exited 0" % label, expected, outputs[kind], ctx)
+        c.contains("%s: the program exits normally" % label, result.output, "exited normally]", ctx)
 
 
 def catch_stops(result):
@@ -183,6 +207,7 @@ def follow_child(c, kind, prog):
 def main(args, c):
     prog = program("spawner")
     plain_runs(c, args.server, prog)
+    without_vfork_events(c, args.server, prog)
     catch_vfork(c, args.server, prog)
     history(c, args.server, prog)
     detach_on_fork_off(c, args.server, prog)
