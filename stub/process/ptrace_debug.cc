@@ -130,7 +130,10 @@ Expected<void> PtraceProcess::add_trace_int3(uint64_t addr) {
     std::vector<uint8_t> byte = raw_read(addr, 1);
     if (byte.empty()) return make_error(ErrorCode::MemoryFault, "Cannot insert trace stop at " + hex(addr));
     original = byte[0];
-    if (auto r = raw_write(addr, {kInt3}); !r) return r;
+    // Not while a vfork child has the memory: it goes in at the vforkdone.
+    if (vfork_parent_ == 0) {
+      if (auto r = raw_write(addr, {kInt3}); !r) return r;
+    }
   }
   trace_int3s_[addr] = TraceInt3{original, 1};
   retired_int3s_.insert(addr);
@@ -430,7 +433,7 @@ Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t
     if (!r) result = r.error();
     stepped = r && wait_retry(tid, &status, __WALL) == tid;
   }
-  if (trace_int3s_.count(pc) != 0 || breakpoints_.count(pc) != 0) (void)raw_write(pc, {kInt3});
+  if (trace_int3_written(pc) || breakpoints_.count(pc) != 0) (void)raw_write(pc, {kInt3});
   for (pid_t other : held) {
     const bool step = threads_[other].last_kind == StepKind::SingleStep;
     (void)do_ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, other, 0, nullptr);

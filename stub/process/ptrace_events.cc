@@ -53,9 +53,10 @@ Expected<void> PtraceProcess::resume(pid_t tid, StepKind kind, int signal) {
   if (thread.running || thread.deferred) return {};
   bool any_pending = std::any_of(threads_.begin(), threads_.end(),
                                  [](const auto& entry) { return entry.second.pending.has_value(); });
-  if (any_pending) {
+  if (any_pending || held_for_vfork(tid)) {
     // Decided in next_event: a pending event is reported without running
-    // anybody, or every deferred thread starts.
+    // anybody, or every deferred thread starts. A thread held while a vfork
+    // child shares the memory starts at the vforkdone (ptrace_fork.cc).
     thread.deferred = kind;
     thread.deferred_signal = signal;
     return {};
@@ -174,6 +175,12 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
       return make_error(ErrorCode::NoProcess, std::string("waitpid: ") + std::strerror(err));
     }
     auto event = handle_status(tid, status);
+    if (!event && recheck_pending_) {
+      // Threads held for a vfork start now, or report what they had.
+      recheck_pending_ = false;
+      if (auto pending = take_pending()) return pending;
+      commit_deferred();
+    }
     if (!event) {
       // Absorbed, so usually a thread was just resumed (the tracer's next
       // block). btstub runs on the program's CPU by default: yielding lets
@@ -301,7 +308,7 @@ void PtraceProcess::owe_signal(pid_t tid, ThreadState& thread, int signal) {
 
 void PtraceProcess::commit_deferred() {
   for (auto& [tid, thread] : threads_) {
-    if (!thread.deferred) continue;
+    if (!thread.deferred || held_for_vfork(tid)) continue;
     StepKind kind = *thread.deferred;
     thread.deferred.reset();
     (void)start_thread(tid, thread, kind, thread.deferred_signal);
@@ -330,13 +337,7 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
   if (ptrace_event == PTRACE_EVENT_FORK || ptrace_event == PTRACE_EVENT_VFORK) {
     return handle_fork(tid, ptrace_event == PTRACE_EVENT_VFORK);
   }
-  if (ptrace_event == PTRACE_EVENT_VFORK_DONE && vfork_events_) {
-    ProcessEvent event;
-    event.tid = tid;
-    event.signal = SIGTRAP;
-    event.vfork_done = true;
-    return event;
-  }
+  if (ptrace_event == PTRACE_EVENT_VFORK_DONE) return handle_vfork_done(tid, thread);
   if (ptrace_event == PTRACE_EVENT_EXEC) {
     handle_exec();
     if (hook_ != nullptr) hook_->on_exec(pid_);
@@ -594,6 +595,7 @@ void PtraceProcess::handle_exec() {
   breakpoints_.clear();
   trace_int3s_.clear();
   retired_int3s_.clear();
+  vfork_parent_ = 0;  // the vfork parent was another thread: gone with the old memory
   WaitRoutes::instance().forget_unclaimed_of(this);
   open_memory();
 }

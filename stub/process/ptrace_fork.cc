@@ -14,6 +14,20 @@
 // debugs the child too: adopt_fork_child makes it a PtraceProcess of its own
 // (stub/process/process_group.h keeps both, stub/process/wait_routes.h routes their wait
 // statuses); it is not branch-traced.
+//
+// A vfork child runs in our memory until it execs or exits, and with it in
+// the branch tracer's int3s, which nobody would catch in the child: it
+// would die of SIGTRAP. The parent thread is blocked meanwhile, so from its
+// vfork event to its vforkdone the tracer's int3s are out of memory
+// (take_out_trace_int3s) and every other thread stays stopped: a traced
+// one would pass transfers unseen and its history would lose branches. A
+// resume the client asks for one waits for the vforkdone. The parent's own
+// history loses nothing: it runs no code of its own until the vfork
+// returns, and the tracer's int3s are the same ones afterwards. The
+// client's breakpoints stay as they are: gdb takes them out around a vfork
+// when it has vfork events, and gdbserver leaves them when it has not. No
+// checkpoint is taken meanwhile: the tracer takes them at stops of a
+// thread of its own, and none runs.
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
@@ -54,6 +68,8 @@ std::optional<ProcessEvent> PtraceProcess::handle_fork(pid_t parent, bool vfork)
     pid_t child = static_cast<pid_t>(new_pid);
     int status = first_status_of_new_tracee(child);
     bool report = (vfork ? vfork_events_ : fork_events_) && !held_child_ && WIFSTOPPED(status);
+    // Reported, the event stops every thread anyway (next_event).
+    if (vfork) take_out_trace_int3s(parent, !report);
     if (WIFSTOPPED(status)) {
       if (!vfork) {
         if (!report) {
@@ -74,15 +90,84 @@ std::optional<ProcessEvent> PtraceProcess::handle_fork(pid_t parent, bool vfork)
       }
     }
   }
-  if (event && vfork) {
+  if ((event && vfork) || vfork_parent_ == parent) {
     // The parent then says when the child has let go of its memory: gdb
-    // puts the breakpoints back on that (vforkdone).
+    // puts the breakpoints back on that (vforkdone), and so do we ours.
     auto found = threads_.find(parent);
     const long opts = ptrace_options(found != threads_.end() && found->second.exit_events) | PTRACE_O_TRACEVFORKDONE;
     (void)do_ptrace(PTRACE_SETOPTIONS, parent, 0, reinterpret_cast<void*>(opts));
   }
   if (!event) resume_after_event_stop(parent);
   return event;
+}
+
+void PtraceProcess::take_out_trace_int3s(pid_t parent, bool hold) {
+  if (vfork_parent_ != 0 || (trace_int3s_.empty() && (hook_ == nullptr || !hook_->uses_breakpoints()))) return;
+  for (const auto& [addr, int3] : trace_int3s_) {
+    if (breakpoints_.count(addr) == 0) (void)raw_write(addr, {int3.original});
+  }
+  vfork_parent_ = parent;
+  vfork_reported_ = !hold;
+  if (!hold || stopping_all_) return;  // every thread is being stopped already
+  // Threads still running are stopped now and start again at vforkdone
+  // as they were going; what they had to say meanwhile stays pending.
+  std::vector<pid_t> running;
+  for (const auto& [tid, thread] : threads_) {
+    if (tid != parent && thread.running) running.push_back(tid);
+  }
+  if (running.empty()) return;
+  stop_all_threads(parent);
+  for (pid_t tid : running) {
+    auto found = threads_.find(tid);
+    if (found == threads_.end() || found->second.running || found->second.deferred) continue;
+    found->second.deferred = found->second.requested;
+    found->second.deferred_signal = 0;
+  }
+}
+
+// The vfork child exec'd or exited: the tracer's int3s go back, and the
+// threads held meanwhile start, unless the client hears of it (vfork
+// events: it sees every thread stopped and resumes them anew).
+std::optional<ProcessEvent> PtraceProcess::handle_vfork_done(pid_t tid, ThreadState& thread) {
+  bool report = vfork_events_;
+  if (tid == vfork_parent_) {
+    vfork_parent_ = 0;
+    report = vfork_reported_;  // the client heard of this vfork: it waits for its end
+    for (const auto& [addr, int3] : trace_int3s_) {
+      if (breakpoints_.count(addr) == 0) (void)raw_write(addr, {kInt3});
+    }
+    release_vfork_held(!report && !stopping_all_);
+  }
+  if (report) {
+    ProcessEvent event;
+    event.tid = tid;
+    event.signal = SIGTRAP;
+    event.vfork_done = true;
+    return event;
+  }
+  if (!stopping_all_) (void)raw_resume(tid, thread, thread.last_kind, 0);
+  return std::nullopt;
+}
+
+// Threads whose resume waited for a vforkdone start (`start`), or are let
+// go of: a signal the client gave one is owed to its next resume.
+void PtraceProcess::release_vfork_held(bool start) {
+  for (auto& [tid, thread] : threads_) {
+    if (!thread.deferred) continue;
+    const StepKind kind = *thread.deferred;
+    const int signal = thread.deferred_signal;
+    thread.deferred.reset();
+    thread.deferred_signal = 0;
+    if (start && !thread.pending) {
+      (void)start_thread(tid, thread, kind, signal);
+    } else if (start) {
+      thread.deferred = kind;  // its pending event is reported next (next_event)
+      thread.deferred_signal = signal;
+      recheck_pending_ = true;
+    } else if (signal != 0) {
+      owe_signal(tid, thread, signal);
+    }
+  }
 }
 
 Expected<void> PtraceProcess::remove_fork_child_breakpoint(uint64_t addr) {

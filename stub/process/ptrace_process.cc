@@ -320,6 +320,8 @@ void PtraceProcess::mark_gone() {
   threads_.clear();
   breakpoints_.clear();
   trace_int3s_.clear();
+  vfork_parent_ = 0;
+  recheck_pending_ = false;
   replay_.clear();
   WaitRoutes::instance().drop_handed(this);
   WaitRoutes::instance().forget_unclaimed_of(this);
@@ -480,7 +482,9 @@ Expected<void> PtraceProcess::write_memory(uint64_t addr, const std::vector<uint
   for (auto it = first; it != last; ++it) data[it->first - addr] = kInt3;
   auto trace_first = trace_int3s_.lower_bound(addr);
   auto trace_last = trace_int3s_.lower_bound(addr + bytes.size());
-  for (auto it = trace_first; it != trace_last; ++it) data[it->first - addr] = kInt3;
+  for (auto it = trace_first; it != trace_last; ++it) {
+    if (trace_int3_written(it->first)) data[it->first - addr] = kInt3;
+  }
   if (auto r = raw_write(addr, data); !r) return r;
   // The program's new byte becomes the one to restore; our int3 stays.
   for (auto it = first; it != last; ++it) it->second = bytes[it->first - addr];
@@ -492,7 +496,11 @@ Expected<void> PtraceProcess::insert_breakpoint(uint64_t addr) {
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
   if (breakpoints_.count(addr)) return {};
   if (auto trace = trace_int3s_.find(addr); trace != trace_int3s_.end()) {
-    breakpoints_[addr] = trace->second.original;  // the int3 is already there
+    // The int3 is already there, unless a vfork child has the memory.
+    if (!trace_int3_written(addr)) {
+      if (auto r = raw_write(addr, {kInt3}); !r) return r;
+    }
+    breakpoints_[addr] = trace->second.original;
     return {};
   }
   std::vector<uint8_t> original = raw_read(addr, 1);
@@ -519,7 +527,7 @@ Expected<void> PtraceProcess::remove_breakpoint(uint64_t addr) {
       lifted = true;
     }
   }
-  if (lifted || !alive_ || trace_int3s_.count(addr) != 0) return {};  // the tracer's int3 stays
+  if (lifted || !alive_ || trace_int3_written(addr)) return {};  // the tracer's int3 stays
   return raw_write(addr, {original});
 }
 

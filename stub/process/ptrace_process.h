@@ -210,6 +210,14 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   void resume_after_event_stop(pid_t parent);
   void handle_exec();
   std::optional<ProcessEvent> handle_fork(pid_t parent, bool vfork);  // ptrace_fork.cc
+  // The tracer's int3s out of memory a vfork child shares, and back at the
+  // parent's vforkdone (ptrace_fork.cc).
+  void take_out_trace_int3s(pid_t parent, bool hold);
+  std::optional<ProcessEvent> handle_vfork_done(pid_t tid, ThreadState& thread);
+  void release_vfork_held(bool start);
+  bool held_for_vfork(pid_t tid) const { return vfork_parent_ != 0 && tid != vfork_parent_; }
+  // Whether the tracer's int3 at `addr` is in the program's memory now.
+  bool trace_int3_written(uint64_t addr) const { return vfork_parent_ == 0 && trace_int3s_.count(addr) != 0; }
   void mark_gone();
   void stop_running_thread(pid_t tid, bool send_sigstop);
   void stop_all_threads(pid_t except);
@@ -267,6 +275,12 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   bool fork_events_ = false;
   bool vfork_events_ = false;
   std::optional<HeldChild> held_child_;
+  // The thread whose vfork child shares our memory (0: none): from its
+  // vfork event to its vforkdone the tracer's int3s stay out of memory
+  // (trace_int3s_ still lists them) and every other thread stays stopped.
+  pid_t vfork_parent_ = 0;
+  bool vfork_reported_ = false;   // the client heard of that vfork (vfork events)
+  bool recheck_pending_ = false;  // a thread held for a vfork has a pending event to report
   // The whole process ended while its threads were being stopped for
   // another's event (all-stop): reported by the next poll, not lost.
   std::optional<ProcessEvent> ended_while_stopping_;

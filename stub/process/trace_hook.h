@@ -155,6 +155,9 @@ class TraceHook {
   // Whether the hook stops threads with set_trace_stop (a debug register):
   // the process layer then keeps that slot from the client's Z1-Z4.
   virtual bool uses_debug_register() const { return false; }
+  // Whether the hook puts int3s into the program (set_trace_breakpoint):
+  // the process layer then takes them out of memory a vfork child shares.
+  virtual bool uses_breakpoints() const { return false; }
 
   // Whether the program's end is to be held (ProcessEvent::exit_held): the
   // hook records the whole program, and its history must outlive the exit

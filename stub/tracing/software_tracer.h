@@ -107,6 +107,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   bool pass_trace_breakpoint(TracedThreadControl& control, pid_t tid) override;
   bool uses_debug_register() const override { return stops_ == TraceStops::DebugRegister; }
   bool holds_exit() const override { return all_enabled_; }
+  bool uses_breakpoints() const override { return stops_ == TraceStops::Breakpoint; }
 
   // ---- TraceBackend ----
   std::string_view name() const override { return "software"; }
