@@ -78,7 +78,8 @@ def plain_runs(c, kind, prog):
     for mode in MODES:
         for args, expected in (([], OUTPUT), (["x"], THREADED_OUTPUT)):
             label = "--trace-stops=%s%s" % (mode, ", two threads" if args else "")
-            (ref, ref_server), (test, server) = both(kind, mode, prog, args, ["continue", "continue"])
+            # Recorded: the stop before exit_group, the held end, the exit.
+            (ref, ref_server), (test, server) = both(kind, mode, prog, args, ["continue"] * 3)
             ctx = context(test, server)
             c.equal("%s: the program's output (children and statuses) as under gdbserver" % label,
                     ref_server.stdout, server.stdout, ctx)
@@ -99,7 +100,7 @@ def without_vfork_events(c, kind, prog):
         for k in ("gdbserver", kind):
             server = Server(k, [prog] + args, options=options(k, "int3"))
             try:
-                result = run_gdb(["continue", "continue"], prog, server.address, timeout=120, extra_init=init)
+                result = run_gdb(["continue"] * 3, prog, server.address, timeout=120, extra_init=init)
                 server.wait_exit(10.0)
             finally:
                 server.stop()
@@ -131,7 +132,7 @@ def catch_vfork(c, kind, prog):
 def history(c, kind, prog):
     after = marker_line("spawner.c", "after_system")
     commands = ["break %d" % after, "continue", "reverse-next", "reverse-next", "next", "next", "print r",
-                "delete", "continue", "continue"]
+                "delete", "continue", "continue", "continue"]
     system_line = source_line("spawner.c", "system_call")
     for mode in MODES:
         if kind != "btstub":
