@@ -288,8 +288,10 @@ Expected<ProcessCopy::Stop> ProcessCopy::resume_and_wait(bool single_step) {
     if (dr6 && (*dr6 & 0xf) != 0) {
       stop.watch_hits = armed_.hits_for_dr6(static_cast<uint64_t>(*dr6));
       stop.at_breakpoint = breakpoint_slot_ && ((*dr6 >> *breakpoint_slot_) & 1) != 0;
-      // Kernels before 5.11 keep DR6's bits from one trap to the next.
-      (void)poke_debugreg(pid_, 6, 0);
+      // Kernels before 5.11 keep DR6's bits from one trap to the next,
+      // which matters only when a watch's and the breakpoint's mix: with
+      // the breakpoint alone, every stop that is not a step is its.
+      if (!armed_.empty()) (void)poke_debugreg(pid_, 6, 0);
     }
   }
   return stop;
