@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "protocol/expected.h"
@@ -42,7 +43,9 @@ class ProcessCopy {
   // Runs until the instruction at `pc` is about to execute for the
   // `hits`-th time (the instruction the copy stands at counts as the first
   // when it is at `pc`). An error, with the copy unusable, when it meets a
-  // system call, a signal or a fault first.
+  // system call, a signal or a fault first. It stops once per visit of
+  // `pc` (an execute breakpoint in a debug register the armed watches leave
+  // free), twice when the watches hold all four (an int3).
   Expected<void> run_to(uint64_t pc, uint64_t hits);
 
   // Arms the copy's debug registers with `watches` (execute slots left
@@ -68,6 +71,10 @@ class ProcessCopy {
   // The readable prefix of [addr, addr+len); a MemoryFault when none is.
   Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len);
 
+  // How many times it has stopped for btstub (each a round trip through
+  // the kernel, the main cost of a run).
+  uint64_t stops() const { return stops_; }
+
   // Its proportional share of memory (Pss: each page divided by the
   // processes sharing it), in bytes, from /proc/PID/smaps_rollup; 0 when
   // unknown.
@@ -81,13 +88,32 @@ class ProcessCopy {
   // it ends in: the signal, or an error for a system call, exit or fault.
   struct Stop {
     std::vector<DebugHit> watch_hits;  // armed watches that fired
+    bool at_breakpoint = false;        // before the breakpoint's instruction
   };
   Expected<Stop> resume_and_wait(bool single_step);
   bool at_repeated_string_instruction(uint64_t pc);
 
+  // run_to's two ways (ptrace_copy_run.cc): an execute breakpoint in a
+  // free debug register, or an int3 when the watches hold all four.
+  Expected<uint64_t> run_by_breakpoint(uint64_t target, uint64_t hits, bool repeats);
+  Expected<uint64_t> run_by_int3(uint64_t target, uint64_t hits, bool repeats, uint8_t original);
+  // Runs the instruction at `target` the copy stands at (all iterations of
+  // a repeated string instruction), with the breakpoint off; counts watches.
+  Expected<uint64_t> step_past(uint64_t target, bool repeats);
+  // Puts the execute breakpoint at `pc` into a debug register the watches
+  // leave free; false when there is none.
+  Expected<bool> set_breakpoint(uint64_t pc);
+  Expected<void> enable_breakpoint(bool on);
+  Expected<void> clear_breakpoint();
+  Expected<void> clear_resume_flag();
+
   pid_t pid_ = 0;
   bool usable_ = true;
-  DebugRegisterState armed_;
+  DebugRegisterState armed_;  // the watches alone
+  // The slot and DR7 of run_to's execute breakpoint while it runs.
+  std::optional<int> breakpoint_slot_;
+  uint64_t breakpoint_dr7_ = 0;
+  uint64_t stops_ = 0;
   int mem_fd_ = -1;
 };
 

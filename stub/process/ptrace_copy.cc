@@ -269,6 +269,7 @@ Expected<ProcessCopy::Stop> ProcessCopy::resume_and_wait(bool single_step) {
     return r.error();
   }
   const int status = wait_copy(pid_);
+  ++stops_;
   if (!WIFSTOPPED(status)) {
     usable_ = false;
     return make_error(ErrorCode::NoProcess, "The copy of the program ended");
@@ -282,117 +283,27 @@ Expected<ProcessCopy::Stop> ProcessCopy::resume_and_wait(bool single_step) {
     return make_error(ErrorCode::Internal, std::string("The copy got signal ") + ::strsignal(WSTOPSIG(status)));
   }
   Stop stop;
-  if (!armed_.empty()) {
+  if (!armed_.empty() || breakpoint_slot_) {
     auto dr6 = do_ptrace(PTRACE_PEEKUSER, pid_, debugreg_offset(6), nullptr);
     if (dr6 && (*dr6 & 0xf) != 0) {
       stop.watch_hits = armed_.hits_for_dr6(static_cast<uint64_t>(*dr6));
-      (void)poke_debugreg(pid_, 6, 0);
+      stop.at_breakpoint = breakpoint_slot_ && ((*dr6 >> *breakpoint_slot_) & 1) != 0;
+      // Kernels before 5.11 keep DR6's bits from one trap to the next,
+      // which matters only when a watch's and the breakpoint's mix: with
+      // the breakpoint alone, every stop that is not a step is its.
+      if (!armed_.empty()) (void)poke_debugreg(pid_, 6, 0);
     }
   }
   return stop;
 }
 
 Expected<void> ProcessCopy::arm(const DebugRegisterState& watches) {
+  if (breakpoint_slot_) return make_error(ErrorCode::Internal, "The copy is running to a breakpoint");
   armed_ = watches.watches_only();
   for (int slot = 0; slot < DebugRegisterState::kSlotCount; ++slot) {
     if (auto r = poke_debugreg(pid_, slot, armed_.address(slot)); !r) return r;
   }
   return poke_debugreg(pid_, 7, armed_.dr7());
-}
-
-// rep movs/stos/lods/cmps/scas: a single step runs one iteration and leaves
-// the pc where it was, which is not a new visit.
-bool ProcessCopy::at_repeated_string_instruction(uint64_t pc) {
-  auto bytes = read_memory(pc, 15);
-  if (!bytes) return false;
-  bool rep = false;
-  for (uint8_t b : *bytes) {
-    if (b == 0xf2 || b == 0xf3) {
-      rep = true;
-      continue;
-    }
-    if (b == 0x66 || b == 0x67 || b == 0x2e || b == 0x3e || b == 0x26 || b == 0x36 || b == 0x64 || b == 0x65 ||
-        (b >= 0x40 && b <= 0x4f)) {
-      continue;
-    }
-    return rep && ((b >= 0xa4 && b <= 0xa7) || (b >= 0xaa && b <= 0xaf));
-  }
-  return false;
-}
-
-Expected<void> ProcessCopy::run_to(uint64_t target, uint64_t hits) {
-  auto ran = run_to_counting(target, hits);
-  if (!ran) return ran.error();
-  return {};
-}
-
-Expected<uint64_t> ProcessCopy::run_to_counting(uint64_t target, uint64_t hits) {
-  if (!usable_) return make_error(ErrorCode::Internal, "The copy is unusable");
-  uint64_t watch_hits = 0;
-  if (hits == 0) return make_error(ErrorCode::InvalidArgument, "No visit to run to");
-  const std::vector<uint8_t> original = read_tracee_memory(pid_, target, 1);
-  if (original.size() != 1) return make_error(ErrorCode::MemoryFault, "No code at " + hex(target) + " in the copy");
-  const bool repeats = at_repeated_string_instruction(target);
-  for (;;) {
-    auto at = pc();
-    if (!at) return at.error();
-    if (*at == target) {
-      if (--hits == 0) return watch_hits;
-      // Past this visit: one step (all of a rep instruction's iterations).
-      do {
-        auto stop = resume_and_wait(true);
-        if (!stop) return stop.error();
-        watch_hits += stop->watch_hits.size();
-        at = pc();
-        if (!at) return at.error();
-      } while (repeats && *at == target);
-      continue;
-    }
-    if (!write_tracee_memory(pid_, target, {kInt3})) {
-      usable_ = false;
-      return make_error(ErrorCode::MemoryFault, "Cannot put a breakpoint in the copy at " + hex(target));
-    }
-    auto stop = resume_and_wait(false);
-    (void)write_tracee_memory(pid_, target, original);
-    if (!stop) return stop.error();
-    at = pc();
-    if (!at) return at.error();
-    if (!stop->watch_hits.empty()) {  // after the instruction that touched a watch
-      watch_hits += stop->watch_hits.size();
-      continue;
-    }
-    if (*at != target + 1) {
-      usable_ = false;
-      return make_error(ErrorCode::Internal, "The copy stopped at " + hex(*at) + " on its way to " + hex(target));
-    }
-    if (auto r = set_pc(target); !r) return r.error();
-  }
-}
-
-Expected<std::vector<ProcessCopy::WatchHit>> ProcessCopy::step_to(uint64_t target, uint64_t hits) {
-  if (!usable_) return make_error(ErrorCode::Internal, "The copy is unusable");
-  std::vector<WatchHit> out;
-  std::unordered_map<uint64_t, uint64_t> visits;
-  std::unordered_map<uint64_t, bool> repeats;
-  auto at = pc();
-  if (!at) return at.error();
-  ++visits[*at];
-  // Bounded: a stretch between checkpoints is a few thousand branches.
-  for (uint64_t steps = 0; steps < (uint64_t{1} << 26); ++steps) {
-    if (*at == target && visits[target] == hits) return out;
-    if (visits[target] > hits) break;
-    auto stop = resume_and_wait(true);
-    if (!stop) return stop.error();
-    for (const DebugHit& hit : stop->watch_hits) out.push_back(WatchHit{*at, visits[*at], hit});
-    auto next = pc();
-    if (!next) return next.error();
-    auto rep = repeats.find(*at);
-    if (rep == repeats.end()) rep = repeats.emplace(*at, at_repeated_string_instruction(*at)).first;
-    if (!(*next == *at && rep->second)) ++visits[*next];
-    at = next;
-  }
-  usable_ = false;
-  return make_error(ErrorCode::Internal, "The copy did not arrive at " + hex(target));
 }
 
 Expected<protocol::RegisterFile> ProcessCopy::registers() { return read_thread_registers(pid_); }

@@ -25,6 +25,7 @@ Expected<void> PastState::run_copy(pid_t tid, const decoder::BlockTrace& trace, 
   if (!hits || *hits == 0) {
     return make_error(ErrorCode::NotSupported, "the history between the checkpoint and this point cannot be re-run");
   }
+  last_run_ = LastRun{*hits, current_->copy->stops()};
   // The copy standing at a visit counts it as the first of the rest.
   while (*hits > kSnapshotHits) {
     if (auto ran = current_->copy->run_to(to.pc, kSnapshotHits); !ran) return ran;
@@ -37,7 +38,9 @@ Expected<void> PastState::run_copy(pid_t tid, const decoder::BlockTrace& trace, 
     from = *point;
     *hits -= kSnapshotHits - 1;
   }
-  return current_->copy->run_to(to.pc, *hits);
+  auto ran = current_->copy->run_to(to.pc, *hits);
+  last_run_.stops = current_->copy->stops() - last_run_.stops;
+  return ran;
 }
 
 Expected<process::ProcessCopy*> PastState::at(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
@@ -106,7 +109,9 @@ std::string PastState::status() const {
   if (!problem_.empty()) return "Values: only what the history determines (" + problem_ + ").\n";
   if (current_) {
     return "Values: from a copy of the program re-run from a checkpoint (pid " +
-           std::to_string(current_->copy->pid()) + ").\n";
+           std::to_string(current_->copy->pid()) + "; its last re-run stopped it " +
+           std::to_string(last_run_.stops) + " times for " + std::to_string(last_run_.visits) +
+           " visits of its pc).\n";
   }
   return {};
 }

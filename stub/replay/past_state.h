@@ -66,6 +66,13 @@ class PastState {
   // By thread and point; valid while the program stays stopped.
   std::map<std::pair<pid_t, HistoryPoint>, std::unique_ptr<process::ProcessCopy>> snapshots_;
   std::string problem_;
+  // The newest run_copy: the visits of its pc it ran through, and how
+  // often the copy stopped on the way (what the run cost).
+  struct LastRun {
+    uint64_t visits = 0;
+    uint64_t stops = 0;
+  };
+  LastRun last_run_;
 };
 
 }  // namespace stub::replay

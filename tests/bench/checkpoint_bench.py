@@ -259,6 +259,7 @@ def bench_record(args, prog):
 # Run inside gdb (source'd): the timed steps. BENCH_STEP lines carry the
 # seconds, where the step landed and rax.
 STEPS_PY = r'''
+import re
 import time
 def _bench_steps(label, command, n):
     for i in range(n):
@@ -268,16 +269,26 @@ def _bench_steps(label, command, n):
         dt = time.perf_counter() - t0
         where = gdb.execute("info symbol $pc", to_string=True).split(" in section")[0].strip()
         rax = regs.split()[1] if len(regs.split()) > 1 else "?"
-        print("BENCH_STEP %s %d %.6f %s|%s" % (label, i, dt, rax, where))
+        # Untimed: how often the copy stopped for how many visits of its pc.
+        run = "-"
+        if label == "past":
+            try:
+                status = gdb.execute("monitor replay status", to_string=True)
+                m = re.search(r"stopped it (\d+) times for (\d+) visits", status)
+                if m:
+                    run = "%s/%s" % m.groups()
+            except gdb.error:
+                pass
+        print("BENCH_STEP %s %d %.6f %s|%s|%s" % (label, i, dt, rax, where, run))
 '''
 
 
 def parse_steps(text, label):
     steps = []
-    for m in re.finditer(r"^BENCH_STEP %s (\d+) ([0-9.]+) (\S+)\|(.*)$" % label,
+    for m in re.finditer(r"^BENCH_STEP %s (\d+) ([0-9.]+) (\S+)\|(.*)\|(\S+)$" % label,
                          text, re.M):
         steps.append({"seconds": float(m.group(2)), "rax": m.group(3),
-                      "where": m.group(4)})
+                      "where": m.group(4), "run": m.group(5)})
     return steps
 
 
@@ -353,6 +364,11 @@ def ms(seconds):
     return "%.1f" % (seconds * 1000)
 
 
+def step_cell(step):
+    """A step's time, and the copy's stops / visits where it re-ran one."""
+    return ms(step["seconds"]) + ("" if step["run"] == "-" else " (%s)" % step["run"])
+
+
 def bench_reverse(args, prog):
     lengths = [int(float(x)) for x in args.lengths.split(",")]
     results = []
@@ -408,14 +424,15 @@ def bench_reverse(args, prog):
                                     want["where"]))
     print()
     print("Per reverse step (ms, checkpoints on; where it landed, as "
-          "`info symbol $pc`):")
+          "`info symbol $pc`; after a re-run, the copy's stops / visits of "
+          "its pc from `monitor replay status`):")
     print()
     print("| step | where | " + " | ".join(
         "{:,}".format(r["length"]) for r in results) + " |")
     print("|---:|---|" + "---:|" * len(results) + "")
     for i in range(args.steps):
         print("| %d | %s | %s |" % (i + 1, results[0]["ref"][i]["where"],
-                                    " | ".join(ms(r[True]["past"][i]["seconds"])
+                                    " | ".join(step_cell(r[True]["past"][i])
                                                for r in results)))
     print()
     if problems:

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Values in the past inside hot code, where the copy of the program stops
+at many visits of one pc, against gdb's record full.
+
+past_hot_loop.c runs a `rep stosb` (label rep_insn) 402 times with 0-4
+iterations, then spin()'s loop 6,000 times, writing a, b, c, d now and
+then. Recorded by btstub (`--record`, no `record` on gdb's side), gdb goes
+back from MARK done to the last write in spin()'s loop (a reverse-continue
+to a breakpoint: the copy runs to one of up to 2,000 visits of that pc),
+reverse-steps in the loop, searches back with four watchpoints (every
+debug register a watch: the copy runs to the point with an int3) and with
+one (an execute breakpoint in a debug register beside the watch), then goes
+back to rep_insn's last run (the copy passes 400 runs of a repeated string
+instruction at its target) and searches back from there with four watches
+and with one. At every stop the location, the watchpoint report and the
+registers that neither depend on where the stack is (the two runs' stacks
+differ) nor are r8-r15 (gdb 13's record full does not undo every write to
+them) must equal record full's natively.
+
+`monitor replay status` after each reverse-stepi in the loop must tell a
+copy that stopped once per visit of its pc (the execute breakpoint; an
+int3 costs two stops per visit). Then no copy of the program may be left.
+
+    python3 test_past_hot_loop.py [-v]
+"""
+
+import os
+import re
+import shlex
+import subprocess
+
+from harness import marker_line, program, run_gdb, run_test, server_path
+
+TUNABLES = ("glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX2,-AVX,-EVEX,-BMI1,-BMI2,"
+            "-LZCNT,-MOVBE,-RTM,-ERMS,-FSRM,-AVX_Fast_Unaligned_Load")
+REGISTERS = "info registers rip rax rcx rdx rsi rdi eflags"
+STATUS = "monitor replay status"
+WATCH_ALL = ["watch a", "watch b", "watch c", "watch d"]
+
+
+def walk(status=()):
+    """The motions; `status` follows each reverse-stepi in spin() (btstub only)."""
+    status = list(status)
+    spin_write = "break %d" % marker_line("past_hot_loop.c", "spin_write")
+    return (["break %d" % marker_line("past_hot_loop.c", "done"), "continue", "delete",
+             spin_write, "reverse-continue", REGISTERS, "delete",
+             "reverse-stepi", REGISTERS] + status + ["reverse-stepi", REGISTERS] + status +
+            ["reverse-stepi", REGISTERS] + status +
+            WATCH_ALL + ["reverse-continue", REGISTERS, "print c", "delete",
+                         "watch c", "reverse-continue", REGISTERS, "print c", "delete",
+                         "break *rep_insn", "reverse-continue", REGISTERS, "delete"] +
+            WATCH_ALL + ["reverse-continue", REGISTERS, "print b", "delete",
+                         "watch b", "reverse-continue", REGISTERS, "print b", "delete"])
+
+
+def stops(text):
+    """The lines each motion printed, watchpoint and breakpoint numbers made alike."""
+    out = []
+    for line in text.splitlines():
+        line = re.sub(r"(Hardware )?[Ww]atchpoint \d+", "Watchpoint N", line)
+        line = re.sub(r"Breakpoint \d+", "Breakpoint N", line)
+        line = re.sub(r"^\$\d+ = ", "$N = ", line)
+        if line.startswith("Breakpoint N") and " at 0x" in line and "file" in line:
+            continue  # set before the run: gdb shows an unrelocated address natively
+        if line.startswith(("Watchpoint N", "Old value", "New value", "$N = ")) or " at " in line \
+                or re.match(r"^\d+\t", line) or re.match(r"^(r[a-z0-9]+|eflags) +0x", line) or "rep_insn" in line:
+            out.append(line)
+    return out
+
+
+def leftovers(prog):
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [l for l in ps.splitlines() if prog in l and "gdb" not in l and "btstub" not in l]
+
+
+def stops_per_visit(status):
+    """(stops, visits) of the copy's last re-run, from monitor record status."""
+    m = re.search(r"its last re-run stopped it (\d+) times for (\d+) visits", status)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def main(args, c):
+    if args.server != "btstub":
+        c.true("btstub's own recording (skipped for %s)" % args.server, True)
+        return
+    os.environ["GLIBC_TUNABLES"] = TUNABLES
+    for opt in ("O0", "O2"):
+        prog = program("past_hot_loop", opt)
+        reference = run_gdb(["break main", "run", "record full", "set can-use-hw-watchpoints 0"] + walk(),
+                            prog, timeout=240)
+        target = "| " + shlex.join([server_path("btstub"), "--record", "--trace-size=67108864", "-", prog])
+        subject = run_gdb(["break main", "continue"] + walk([STATUS]), prog, target, timeout=240)
+        expected = stops(reference.output)
+        c.true("%s: record full stops at the writes in the loops" % opt,
+               sum(1 for l in expected if l.startswith("Old value")) >= 4 and
+               any("rep_insn" in l for l in expected), reference.transcript())
+        walked = subject.preamble + "".join(out or "" for cmd, out in subject.outputs if cmd != STATUS)
+        c.equal("%s: the stops and registers equal record full's" % opt, expected, stops(walked),
+                subject.transcript())
+        runs = [stops_per_visit(out or "") for cmd, out in subject.outputs if cmd == STATUS]
+        c.true("%s: a re-run into the loop stopped the copy once per visit" % opt,
+               all(r is not None for r in runs) and max(r[1] for r in runs) > 50 and
+               all(r[0] <= r[1] + 2 for r in runs), subject.transcript())
+        c.equal("%s: no copy of the program is left" % opt, [], leftovers(prog))
+
+
+if __name__ == "__main__":
+    run_test("test_past_hot_loop", main)
