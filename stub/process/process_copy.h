@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -35,6 +36,12 @@ class ProcessCopy {
   ProcessCopy& operator=(const ProcessCopy&) = delete;
 
   pid_t pid() const { return pid_; }
+
+  // The program's bytes (address -> byte) under the int3s the copy was
+  // made with, put back at its first use (fork, run, read) rather than at
+  // once: a checkpoint never used then costs neither the writes nor code
+  // pages of its own.
+  void owe_bytes(std::map<uint64_t, uint8_t> originals) { owed_ = std::move(originals); }
 
   // Another copy of this one, standing at the same instruction; this one
   // stays where it was.
@@ -92,6 +99,9 @@ class ProcessCopy {
   };
   Expected<Stop> resume_and_wait(bool single_step);
   bool at_repeated_string_instruction(uint64_t pc);
+  // Puts the owed bytes back (owe_bytes), one write per stretch of a page;
+  // the copy is unusable if that fails.
+  Expected<void> pay_owed_bytes();
 
   // run_to's two ways (ptrace_copy_run.cc): an execute breakpoint in a
   // free debug register, or an int3 when the watches hold all four.
@@ -115,6 +125,7 @@ class ProcessCopy {
   uint64_t breakpoint_dr7_ = 0;
   uint64_t stops_ = 0;
   int mem_fd_ = -1;
+  std::map<uint64_t, uint8_t> owed_;
 };
 
 }  // namespace stub::process

@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <set>
 #include <string>
 
@@ -236,8 +238,28 @@ ProcessCopy::~ProcessCopy() {
   CopyOwner::instance().remove(pid_);
 }
 
+Expected<void> ProcessCopy::pay_owed_bytes() {
+  if (owed_.empty()) return {};
+  std::map<uint64_t, uint8_t> owed = std::move(owed_);
+  owed_.clear();
+  for (auto it = owed.begin(); it != owed.end();) {
+    const uint64_t first = it->first, page_end = (first | 0xfff) + 1;
+    auto end = owed.lower_bound(page_end);
+    const uint64_t last = std::prev(end)->first;
+    std::vector<uint8_t> bytes(last - first + 1);
+    bool ok = read_mem_fd(mem_fd_, first, bytes.data(), bytes.size()) == bytes.size();
+    for (; it != end; ++it) bytes[it->first - first] = it->second;
+    if (!ok || !write_memory(first, bytes)) {
+      usable_ = false;
+      return make_error(ErrorCode::MemoryFault, "Cannot take a breakpoint out of the copy at " + hex(first));
+    }
+  }
+  return {};
+}
+
 Expected<std::unique_ptr<ProcessCopy>> ProcessCopy::fork() {
   if (!usable_) return make_error(ErrorCode::Internal, "The copy is unusable");
+  if (auto paid = pay_owed_bytes(); !paid) return paid.error();
   auto injected = inject_clone(pid_);
   if (!injected) return injected.error();
   auto copy = adopt(injected->child);
@@ -315,6 +337,7 @@ bool ProcessCopy::write_memory(uint64_t addr, const std::vector<uint8_t>& bytes)
 }
 
 Expected<std::vector<uint8_t>> ProcessCopy::read_memory(uint64_t addr, std::size_t len) {
+  if (auto paid = pay_owed_bytes(); !paid) return paid.error();
   std::vector<uint8_t> out(len);
   const std::size_t got = read_mem_fd(mem_fd_, addr, out.data(), len);
   if (got == 0) return make_error(ErrorCode::MemoryFault, "Cannot access memory at address " + hex(addr));

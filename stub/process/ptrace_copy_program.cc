@@ -50,22 +50,8 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
     return make_error(ErrorCode::Internal, "Cannot make the copy's time stamp counter reads fault");
   }
   // The copy runs without us watching its int3s: it gets the program's
-  // bytes. The tracer keeps thousands of int3s: one write per stretch of
-  // a page holding some, not one per int3.
-  const std::map<uint64_t, uint8_t> int3s = inserted_int3s();
-  for (auto it = int3s.begin(); it != int3s.end();) {
-    const uint64_t first = it->first, page_end = (first | 0xfff) + 1;
-    auto end = int3s.lower_bound(page_end);
-    const uint64_t last = std::prev(end)->first;
-    auto bytes = copy->read_memory(first, last - first + 1);
-    if (!bytes || bytes->size() != last - first + 1) {
-      return make_error(ErrorCode::MemoryFault, "Cannot take a breakpoint out of the copy at " + hex(first));
-    }
-    for (; it != end; ++it) (*bytes)[it->first - first] = it->second;
-    if (!copy->write_memory(first, *bytes)) {
-      return make_error(ErrorCode::MemoryFault, "Cannot take a breakpoint out of the copy at " + hex(first));
-    }
-  }
+  // bytes, when first used (most checkpoints never are).
+  copy->owe_bytes(inserted_int3s());
   return copy;
 }
 
