@@ -23,17 +23,7 @@ import os
 import shlex
 
 from harness import marker_line, program, run_gdb, run_test, server_path
-
-TUNABLES = ("glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX2,-AVX,-EVEX,-BMI1,-BMI2,"
-            "-LZCNT,-MOVBE,-RTM,-ERMS,-FSRM,-AVX_Fast_Unaligned_Load")
-PROBE = ("python exec(\"def probe(tag):\\n"
-         "  f = gdb.selected_frame()\\n"
-         "  names = []\\n"
-         "  g = f\\n"
-         "  while g is not None and len(names) < 8:\\n"
-         "    names.append(str(g.name()))\\n"
-         "    g = g.older()\\n"
-         "  print('PROBE %s pc=%#x frames=%s' % (tag, f.pc(), ','.join(names)))\\n\")")
+from test_past_exit import PROBE, TUNABLES
 
 
 def walk():

@@ -46,14 +46,10 @@ import argparse
 import os
 import re
 import shlex
-import subprocess
 import sys
 
-import harness
-from harness import (GDB_PRELUDE, MARK, GdbResult, _session_members, gdb_path, kill_session,
-                     marker_line, program, run_test, server_path, unified_diff, wait_until)
-from test_past_values import (describe, environment_args, motion_text, normalise,
-                              program_processes, tokenise)
+from harness import marker_line, program, run_test, server_path, unified_diff
+from test_past_values import environment_args, motion_text, normalise, run_commands, tokenise
 
 SOURCE = "past_longjmp.c"
 REGISTERS = "rip rsp rbp rax rbx rdi rsi"
@@ -175,41 +171,6 @@ def run_side(mode, prog):
     result, left = run_commands(prog, target, commands)
     result.points, result.live_start = points, live_start
     return result, left
-
-
-def run_commands(prog, target, commands):
-    argv = [gdb_path(), "-batch", "-nx", "-q", "-iex", "set debuginfod enabled off"]
-    for line in GDB_PRELUDE:
-        argv += ["-ex", line]
-    argv.append(prog)
-    if target:
-        argv += ["-ex", "target remote " + target]
-    for i, cmd in enumerate(commands):
-        argv += ["-ex", "echo %s %d\\n" % (MARK, i), "-ex", cmd]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=240)
-        status = proc.returncode
-    except subprocess.TimeoutExpired:
-        kill_session(proc.pid)
-        out, _ = proc.communicate()
-        status = None
-    # gdb is gone: whatever it started (the server, the program, copies of
-    # the program) must end on its own.
-    wait_until(lambda: not _session_members(proc.pid) and not program_processes(prog), 10.0)
-    leftover = sorted(set(_session_members(proc.pid)) | set(program_processes(prog)))
-    leftover_desc = [describe(pid) for pid in leftover]
-    kill_session(proc.pid)
-    for pid in program_processes(prog):
-        try:
-            os.kill(pid, 9)
-        except OSError:
-            pass
-    result = GdbResult(argv, commands, out.decode("utf-8", "replace"), status)
-    if harness.VERBOSE:
-        print(result.transcript())
-    return result, leftover_desc
 
 
 def inside_longjmp(ref):

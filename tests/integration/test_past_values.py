@@ -215,6 +215,14 @@ def run_side(mode, prog):
         start = ["continue"]
     if mode != "truth":
         commands, points = script(start)
+    result, leftover_desc = run_commands(prog, target, commands)
+    result.points = points
+    return result, leftover_desc
+
+
+def run_commands(prog, target, commands):
+    """gdb in batch mode on `prog` (over `target` when given), each command
+    marked; returns (GdbResult, leftover processes of the program)."""
     argv = [gdb_path(), "-batch", "-nx", "-q", "-iex", "set debuginfod enabled off"]
     for line in GDB_PRELUDE:
         argv += ["-ex", line]
@@ -244,7 +252,6 @@ def run_side(mode, prog):
         except OSError:
             pass
     result = GdbResult(argv, commands, out.decode("utf-8", "replace"), status)
-    result.points = points
     if harness.VERBOSE:
         print(result.transcript())
     return result, leftover_desc
