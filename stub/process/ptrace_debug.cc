@@ -323,7 +323,14 @@ Expected<void> PtraceProcess::require_stopped(pid_t tid) const {
 Expected<std::vector<uint8_t>> PtraceProcess::read_siginfo(pid_t tid) {
   if (auto stopped = require_stopped(tid); !stopped) return stopped.error();
   siginfo_t info{};
-  if (auto r = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info); !r) return r.error();
+  if (ending_) {
+    // The held end is reported as SIGKILL ($_siginfo says so too), not as
+    // the exit stop it really is.
+    info.si_signo = SIGKILL;
+    info.si_code = SI_KERNEL;
+  } else if (auto r = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info); !r) {
+    return r.error();
+  }
   const auto* bytes = reinterpret_cast<const uint8_t*>(&info);
   return std::vector<uint8_t>(bytes, bytes + sizeof info);
 }

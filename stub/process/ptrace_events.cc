@@ -67,6 +67,15 @@ Expected<void> PtraceProcess::resume(pid_t tid, StepKind kind, int signal) {
 // The client's (or our own logical) resume: the tracer's say, stepping off
 // a breakpoint under the thread, debug registers, then ptrace.
 Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal) {
+  if (ending_) {
+    // Any resume lets a program held at its end go (the signal the client
+    // passes on, gdb's SIGKILL, means nothing to it now): no tracer, no
+    // step, its exit comes next.
+    if (auto r = do_ptrace(PTRACE_CONT, tid, 0, nullptr); !r) return r.error();
+    thread.running = true;
+    thread.requested = kind;
+    return {};
+  }
   if (thread.owed_signal != 0) {
     if (signal != 0) {
       requeue_signal(tid, thread.owed_signal);

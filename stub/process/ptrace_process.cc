@@ -356,6 +356,9 @@ Expected<protocol::RegisterFile> PtraceProcess::read_general_registers(pid_t tid
 
 Expected<void> PtraceProcess::write_registers(pid_t tid, const protocol::RegisterFile& regs) {
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  // An inferior call or a jump there would only end it, and the history
+  // with it: the held end is as read-only as the past.
+  if (ending_) return make_error(ErrorCode::InvalidArgument, "The program has ended; its registers cannot change");
   user_regs_struct gregs{};
   if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &gregs); !r) return r.error();
   file_to_gregs(regs, gregs);

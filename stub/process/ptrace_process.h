@@ -248,6 +248,9 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   pid_t pid_ = 0;
   bool attached_ = false;
   bool alive_ = true;
+  // Held at its end (ProcessEvent::exit_held): the first thread sits in its
+  // exit stop, where it can only be let go (no tracer, no injected call).
+  bool ending_ = false;
   int mem_fd_ = -1;
   std::map<pid_t, ThreadState> threads_;
   std::map<uint64_t, uint8_t> breakpoints_;  // address -> original byte

@@ -207,6 +207,7 @@ std::optional<ProcessEvent> PtraceProcess::handle_exit_event(pid_t tid, ThreadSt
     return std::nullopt;
   }
   thread.stepping = false;
+  ending_ = true;
   ProcessEvent event;
   event.tid = tid;
   event.signal = SIGKILL;

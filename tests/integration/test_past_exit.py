@@ -120,21 +120,38 @@ def crash(c):
     c.equal("crash: the last continue ends it as gdbserver reports it",
             reference.of_command("continue", 1).strip().splitlines()[-2:],
             subject.of_command("continue", 3).strip().splitlines()[-2:], subject.transcript())
+    ending = reference.of_command("continue", 1).strip().splitlines()[-2:]
+    # Straight from the held end: gdb passes the SIGKILL it was told of
+    # (vCont;C09); and with SIGKILL not stopping, gdb resumes at once.
+    for setup, label in (([], "continue from the held end"),
+                         (["handle SIGKILL nostop noprint"], "SIGKILL nostop noprint")):
+        r = run_gdb(setup + ["continue", "continue", "print $_siginfo.si_signo", "print $pc = 0", "continue"],
+                    prog, target, timeout=120)
+        last = r.of_command("continue", 1 if setup else 2)
+        c.equal("crash, %s: ends as gdbserver reports it" % label, ending, last.strip().splitlines()[-2:],
+                r.transcript())
+        if not setup:
+            c.value("crash: $_siginfo at the held end is SIGKILL's", r.of_command("print $_siginfo.si_signo"), "9")
+            c.contains("crash: registers at the held end cannot change (a call or jump would end it)",
+                       r.of_command("print $pc = 0"), "The program has ended; its registers cannot change",
+                       r.transcript())
 
 
-def threads(c, mode, held):
+def threads(c, mode, held, back=True):
     prog = program("thread_ends", "O0")
     reference = run_gdb(["continue"], prog, "| " + shlex.join(["gdbserver", "-", prog, mode]), timeout=60)
     target = "| " + shlex.join([server_path("btstub"), "--record", "-", prog, mode])
-    # The exit_group stop first; then, held, the end and the end of history.
-    moves = ["continue", "continue", "reverse-stepi", "continue", "continue"] if held else ["continue", "continue"]
+    # The exit_group stop first; then, held, the end (and, back, a step
+    # back and forward again to the end of history) and the exit.
+    moves = ["continue", "continue"] + (["reverse-stepi", "continue"] if back else []) + ["continue"] if held \
+        else ["continue", "continue"]
     subject = run_gdb(moves + ["info threads"], prog, target, timeout=120)
     ending = re.sub(r"process \d+", "process N", reference.of_command("continue").strip().splitlines()[-1])
     last = re.sub(r"process \d+", "process N",
                   subject.of_command("continue", len([m for m in moves if m == "continue"]) - 1))
     if held:
         c.contains("thread_ends %s: the end is held" % mode, subject.of_command("continue", 1),
-                   "Program received signal SIGKILL", subject.transcript())
+                   "received signal SIGKILL", subject.transcript())
     c.contains("thread_ends %s: the program ends as under gdbserver" % mode, last, ending, subject.transcript())
 
 
@@ -182,6 +199,7 @@ def main(args, c):
     crash(c)
     threads(c, "alone", True)
     threads(c, "group", False)
+    threads(c, "running", True, back=False)  # the first thread exits while another runs
     kill_and_detach(c)
     record_start(c)
 

@@ -11,6 +11,8 @@
  *           on, gdb resumes only the thread, which exits).
  *   group   as alone, but the thread ends the process with exit(3).
  *   stopped main calls at_rest() and exits 0 (the test kills it there).
+ *   running main starts a thread that sleeps in a loop, waits until it
+ *           runs, and exits with code 6 while it does.
  * Prints one line per step; exit code 0, 2 on a bad argument.
  */
 #define _GNU_SOURCE
@@ -57,6 +59,15 @@ static void *leader_thread(void *arg) {
   return NULL;
 }
 
+static volatile int sleeper_started;
+
+static void *sleeper_thread(void *arg) {
+  (void)arg;
+  sleeper_started = 1;
+  for (;;) usleep(1000);
+  return NULL;
+}
+
 static void *alone_thread(void *arg) {
   printf("in thread %d\n", in_thread(1));
   fflush(stdout);
@@ -90,10 +101,16 @@ int main(int argc, char **argv) {
     printf("joined %d\n", joined(1));
     return 0;
   }
+  if (strcmp(mode, "running") == 0) {
+    pthread_create(&thread, NULL, sleeper_thread, NULL);
+    while (!sleeper_started) usleep(1000);
+    printf("leaving while a thread runs\n");
+    exit(6);
+  }
   if (strcmp(mode, "stopped") == 0) {
     printf("at rest %d\n", at_rest(1));
     return 0;
   }
-  fprintf(stderr, "usage: thread_ends exec|leader|alone|group|stopped\n");
+  fprintf(stderr, "usage: thread_ends exec|leader|alone|group|running|stopped\n");
   return 2;
 }
