@@ -108,7 +108,9 @@ class ProcessCopy {
   Expected<uint64_t> run_by_breakpoint(uint64_t target, uint64_t hits, bool repeats);
   Expected<uint64_t> run_by_int3(uint64_t target, uint64_t hits, bool repeats, uint8_t original);
   // Runs the instruction at `target` the copy stands at (all iterations of
-  // a repeated string instruction), with the breakpoint off; counts watches.
+  // a repeated string instruction) by single steps; counts watches.
+  Expected<uint64_t> step_over(uint64_t target, bool repeats);
+  // step_over with the execute breakpoint off.
   Expected<uint64_t> step_past(uint64_t target, bool repeats);
   // Puts the execute breakpoint at `pc` into a debug register the watches
   // leave free; false when there is none.

@@ -104,10 +104,7 @@ Expected<void> ProcessCopy::clear_resume_flag() {
   return {};
 }
 
-Expected<uint64_t> ProcessCopy::step_past(uint64_t target, bool repeats) {
-  // The breakpoint would stop the step before the instruction (and every
-  // iteration of a repeated one).
-  if (auto r = enable_breakpoint(false); !r) return r.error();
+Expected<uint64_t> ProcessCopy::step_over(uint64_t target, bool repeats) {
   uint64_t watch_hits = 0;
   for (;;) {
     auto stop = resume_and_wait(true);
@@ -115,10 +112,18 @@ Expected<uint64_t> ProcessCopy::step_past(uint64_t target, bool repeats) {
     watch_hits += stop->watch_hits.size();
     auto at = pc();
     if (!at) return at.error();
-    if (!(repeats && *at == target)) break;
+    if (!(repeats && *at == target)) return watch_hits;
   }
+}
+
+Expected<uint64_t> ProcessCopy::step_past(uint64_t target, bool repeats) {
+  // The breakpoint would stop the step before the instruction (and every
+  // iteration of a repeated one).
+  if (auto r = enable_breakpoint(false); !r) return r.error();
+  auto stepped = step_over(target, repeats);
+  if (!stepped) return stepped;
   if (auto r = enable_breakpoint(true); !r) return r.error();
-  return watch_hits;
+  return stepped;
 }
 
 Expected<uint64_t> ProcessCopy::run_by_breakpoint(uint64_t target, uint64_t hits, bool repeats) {
@@ -163,14 +168,9 @@ Expected<uint64_t> ProcessCopy::run_by_int3(uint64_t target, uint64_t hits, bool
     if (!at) return at.error();
     if (*at == target) {
       if (--hits == 0) return watch_hits;
-      // Past this visit: one step (all of a rep instruction's iterations).
-      do {
-        auto stop = resume_and_wait(true);
-        if (!stop) return stop.error();
-        watch_hits += stop->watch_hits.size();
-        at = pc();
-        if (!at) return at.error();
-      } while (repeats && *at == target);
+      auto stepped = step_over(target, repeats);
+      if (!stepped) return stepped;
+      watch_hits += *stepped;
       continue;
     }
     if (!write_memory(target, {kInt3})) {

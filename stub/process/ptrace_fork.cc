@@ -94,7 +94,8 @@ std::optional<ProcessEvent> PtraceProcess::handle_fork(pid_t parent, bool vfork)
     // The parent then says when the child has let go of its memory: gdb
     // puts the breakpoints back on that (vforkdone), and so do we ours.
     auto found = threads_.find(parent);
-    const long opts = ptrace_options(found != threads_.end() && found->second.exit_events) | PTRACE_O_TRACEVFORKDONE;
+    const bool exit_events = found != threads_.end() && found->second.exit_events;
+    const long opts = ptrace_options(exit_events) | PTRACE_O_TRACEVFORKDONE;
     (void)do_ptrace(PTRACE_SETOPTIONS, parent, 0, reinterpret_cast<void*>(opts));
   }
   if (!event) resume_after_event_stop(parent);

@@ -257,7 +257,7 @@ Expected<void> PtraceProcess::finish_launch(bool wrapped) {
   }
   // Forks are followed only from the program on: a wrapper's children are
   // none of our business (ptrace_fork.cc).
-  opts |= PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
+  opts = ptrace_options(false);
   if (auto r = do_ptrace(PTRACE_SETOPTIONS, pid_, 0, reinterpret_cast<void*>(opts)); !r) {
     return r.error();
   }
@@ -299,7 +299,7 @@ Expected<std::unique_ptr<PtraceProcess>> PtraceProcess::attach(pid_t pid) {
         }
         continue;
       }
-      long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
+      const long opts = process->ptrace_options(false);
       (void)do_ptrace(PTRACE_SETOPTIONS, tid, 0, reinterpret_cast<void*>(opts));
       process->threads_[tid] = ThreadState{};
       found_new = true;

@@ -155,10 +155,6 @@ Expected<void> PtraceProcess::detach_threads() {
   return result;
 }
 
-}  // namespace stub::process
-
-namespace stub::process {
-
 // The options of a thread after launch or attach. PTRACE_O_TRACEEXIT only
 // while the hook holds the program's end: otherwise every exit would stop
 // once more, and a program killed from outside would linger in that stop
