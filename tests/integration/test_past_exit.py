@@ -35,9 +35,8 @@ import re
 import shlex
 
 from harness import marker_line, program, run_gdb, run_test, server_path
+from test_past_watch import TUNABLES
 
-TUNABLES = ("glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX2,-AVX,-EVEX,-BMI1,-BMI2,"
-            "-LZCNT,-MOVBE,-RTM,-ERMS,-FSRM,-AVX_Fast_Unaligned_Load")
 PROBE = ("python exec(\"def probe(tag, *exprs):\\n"
          "  f = gdb.selected_frame()\\n"
          "  names = []\\n"

@@ -27,12 +27,10 @@ int3 costs two stops per visit). Then no copy of the program may be left.
 import os
 import re
 import shlex
-import subprocess
 
 from harness import marker_line, program, run_gdb, run_test, server_path
+from test_past_watch import TUNABLES, leftovers
 
-TUNABLES = ("glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX2,-AVX,-EVEX,-BMI1,-BMI2,"
-            "-LZCNT,-MOVBE,-RTM,-ERMS,-FSRM,-AVX_Fast_Unaligned_Load")
 REGISTERS = "info registers rip rax rcx rdx rsi rdi eflags"
 STATUS = "monitor replay status"
 WATCH_ALL = ["watch a", "watch b", "watch c", "watch d"]
@@ -66,11 +64,6 @@ def stops(text):
                 or re.match(r"^\d+\t", line) or re.match(r"^(r[a-z0-9]+|eflags) +0x", line) or "rep_insn" in line:
             out.append(line)
     return out
-
-
-def leftovers(prog):
-    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [l for l in ps.splitlines() if prog in l and "gdb" not in l and "btstub" not in l]
 
 
 def stops_per_visit(status):
