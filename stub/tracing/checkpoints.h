@@ -38,12 +38,13 @@ using decoder::HistoryPoint;
 
 struct CheckpointLimits {
   std::size_t max_count = 1024;
-  // A re-run stops once at each visit of its target pc (~20-30 µs each
+  // A re-run stops once at each visit of its target pc (~35 µs each
   // here), and in a loop of one branch per pass each branch is a visit: 700
-  // keeps the first reverse step into a hot loop under ~20 ms. A checkpoint
-  // costs ~1 ms, as much as tracing ~80 branches: +~11% on such a loop at
-  // most. Above 605 a program that makes a system call every 600 branches
-  // (checkpoints/syscalls benchmark) takes no extra ones.
+  // bounds the first reverse step into a hot loop to ~27 ms (docs/
+  // performance.md). A checkpoint costs ~0.6 ms, as much as tracing ~50
+  // branches: +~9% on such a loop. Above 605 a program that makes a system
+  // call every 600 branches (checkpoints/syscalls benchmark) takes no extra
+  // ones.
   uint64_t every_branches = 700;
   // --checkpoint-memory: the copies' proportional share of memory (Pss),
   // measured now and then; past it the oldest go.
