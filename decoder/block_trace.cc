@@ -1,56 +1,144 @@
 #include "decoder/block_trace.h"
 
 #include <algorithm>
+#include <cassert>
+
+#include "decoder/branch_chunk.h"
 
 namespace decoder {
 
 BlockTrace::BlockTrace(uint64_t origin, std::size_t capacity_records, OverflowPolicy policy)
-    : capacity_(std::max<std::size_t>(capacity_records, 1)), oldest_begin_(origin), policy_(policy) {}
+    : capacity_(std::max<std::size_t>(capacity_records, 1)), open_previous_to_(origin), policy_(policy) {}
 
-void BlockTrace::drop_oldest() {
-  oldest_begin_ = branches_.front().to;
-  branches_.pop_front();
-  if (!stacks_.empty()) stacks_.pop_front();
+bool BlockTrace::has_room(std::size_t branches) const {
+  if (branches > capacity_ || size() > capacity_ - branches) return false;
+  const std::size_t open_bytes = (open_.size() + branches) * kMaxBytesPerBranch;
+  return chunk_bytes_ + open_bytes <= kMemoryCap;
 }
 
-// Room for one more branch: under DropOldest the oldest goes; false when
-// full under Stop.
+std::size_t BlockTrace::memory_bytes() const {
+  std::size_t bytes = chunk_bytes_ + chunks_.size() * sizeof(Chunk);
+  bytes += open_.capacity() * sizeof(Branch) + open_stacks_.capacity() * sizeof(StackSnapshot);
+  for (const Unpacked& u : unpacked_) {
+    bytes += u.branches.capacity() * sizeof(Branch) + u.stacks.capacity() * sizeof(StackSnapshot);
+  }
+  return bytes;
+}
+
+void BlockTrace::forget_unpacked() const {
+  for (Unpacked& u : unpacked_) u = Unpacked{};
+}
+
+// Drops every branch numbered below `sequence`: packed chunks go once all
+// their branches are dropped; the open structs go one by one.
+void BlockTrace::drop_through(uint64_t sequence) {
+  sequence = std::min(sequence, next_sequence_);
+  if (sequence <= first_sequence_) return;
+  first_sequence_ = sequence;
+  bool freed = false;
+  while (!chunks_.empty() && chunks_.front().first_sequence + kChunkBranches <= first_sequence_) {
+    chunk_bytes_ -= chunks_.front().bytes.size();
+    chunks_.pop_front();
+    freed = true;
+  }
+  if (chunks_.empty() && first_sequence_ > open_first_sequence()) {
+    const std::size_t n = static_cast<std::size_t>(first_sequence_ - open_first_sequence());
+    open_previous_to_ = open_[n - 1].to;
+    open_.erase(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(n));
+    if (with_stacks_) open_stacks_.erase(open_stacks_.begin(), open_stacks_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  if (freed) forget_unpacked();
+}
+
+void BlockTrace::drop_oldest() { drop_through(first_sequence_ + 1); }
+
+// Room for one more branch: under DropOldest the oldest go (one branch for
+// the capacity, a whole chunk for the memory cap); false when full under Stop.
 bool BlockTrace::make_room() {
-  if (!full()) return true;
+  if (has_room(1)) return true;
   if (policy_ == OverflowPolicy::Stop) return false;
-  drop_oldest();
+  if (size() >= capacity_) drop_oldest();
+  while (!has_room(1) && !chunks_.empty()) drop_through(chunks_.front().first_sequence + kChunkBranches);
+  return true;
+}
+
+void BlockTrace::seal_open_chunk() {
+  BranchChunkWriter writer(open_previous_to_, with_stacks_);
+  for (std::size_t i = 0; i < open_.size(); ++i) {
+    writer.add(open_[i], with_stacks_ ? open_stacks_[i] : StackSnapshot{});
+  }
+  Chunk chunk{open_first_sequence(), open_previous_to_, writer.take()};
+  chunk_bytes_ += chunk.bytes.size();
+  open_previous_to_ = open_.back().to;
+  chunks_.push_back(std::move(chunk));
+  open_.clear();
+  open_stacks_.clear();
+}
+
+bool BlockTrace::append_branch(const Branch& branch, const StackSnapshot& stack) {
+  if (!make_room()) return false;
+  // Sealing needs the open structs to start a chunk: only when every
+  // retained branch before them is packed (always, unless the capacity is
+  // below a chunk, when the open structs are the whole ring).
+  if (open_.size() >= kChunkBranches) seal_open_chunk();
+  open_.push_back(branch);
+  if (with_stacks_) open_stacks_.push_back(stack);
+  ++next_sequence_;
   return true;
 }
 
 bool BlockTrace::append(uint64_t from, uint64_t to) {
-  if (!make_room()) return false;
-  branches_.push_back(Branch{from, to});
-  ++next_sequence_;
-  return true;
+  assert(!stacks_decided_ || !with_stacks_);
+  stacks_decided_ = true;
+  return append_branch(Branch{from, to}, StackSnapshot{});
 }
 
 bool BlockTrace::append(uint64_t from, uint64_t to, const StackSnapshot& at_from) {
-  if (!make_room()) return false;
-  branches_.push_back(Branch{from, to});
-  stacks_.push_back(at_from);
-  ++next_sequence_;
-  return true;
+  assert(!stacks_decided_ || with_stacks_);
+  stacks_decided_ = with_stacks_ = true;
+  return append_branch(Branch{from, to}, at_from);
 }
 
-const StackSnapshot& BlockTrace::stack_at(uint64_t seq) const {
-  return stacks_[static_cast<std::size_t>(seq - first_sequence())];
+const BlockTrace::Unpacked& BlockTrace::unpacked(uint64_t seq) const {
+  const Chunk& chunk = chunks_[static_cast<std::size_t>((seq - chunks_.front().first_sequence) / kChunkBranches)];
+  for (const Unpacked& u : unpacked_) {
+    if (u.first_sequence == chunk.first_sequence) return u;
+  }
+  Unpacked& u = unpacked_[next_unpacked_];
+  next_unpacked_ = (next_unpacked_ + 1) % std::size(unpacked_);
+  const bool ok = decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, kChunkBranches, u.branches, u.stacks);
+  assert(ok);
+  (void)ok;
+  u.first_sequence = chunk.first_sequence;
+  return u;
 }
 
-const Branch& BlockTrace::at(uint64_t seq) const {
-  return branches_[static_cast<std::size_t>(seq - first_sequence())];
+Branch BlockTrace::at(uint64_t seq) const {
+  const uint64_t open_first = open_first_sequence();
+  if (seq >= open_first) return open_[static_cast<std::size_t>(seq - open_first)];
+  const Unpacked& u = unpacked(seq);
+  return u.branches[static_cast<std::size_t>(seq - u.first_sequence)];
+}
+
+StackSnapshot BlockTrace::stack_at(uint64_t seq) const {
+  const uint64_t open_first = open_first_sequence();
+  if (seq >= open_first) return open_stacks_[static_cast<std::size_t>(seq - open_first)];
+  const Unpacked& u = unpacked(seq);
+  return u.stacks[static_cast<std::size_t>(seq - u.first_sequence)];
+}
+
+uint64_t BlockTrace::oldest_begin() const {
+  if (chunks_.empty()) return open_previous_to_;
+  if (first_sequence_ == chunks_.front().first_sequence) return chunks_.front().previous_to;
+  return at(first_sequence_ - 1).to;  // dropped, but still in the oldest chunk
 }
 
 std::vector<Block> BlockTrace::blocks(uint64_t from_seq, uint64_t current_pc) const {
   std::vector<Block> out;
   out.reserve(static_cast<std::size_t>(end_sequence() - from_seq) + 1);
-  uint64_t begin = from_seq == first_sequence() ? oldest_begin_ : at(from_seq - 1).to;
+  uint64_t begin = from_seq == first_sequence() ? oldest_begin() : at(from_seq - 1).to;
   for (uint64_t seq = from_seq; seq < end_sequence(); ++seq) {
-    const Branch& b = at(seq);
+    const Branch b = at(seq);
     out.push_back(Block{begin, b.from});
     begin = b.to;
   }
@@ -59,16 +147,23 @@ std::vector<Block> BlockTrace::blocks(uint64_t from_seq, uint64_t current_pc) co
 }
 
 void BlockTrace::clear(uint64_t origin) {
-  branches_.clear();
-  stacks_.clear();
-  oldest_begin_ = origin;
+  chunks_.clear();
+  chunk_bytes_ = 0;
+  open_.clear();
+  open_stacks_.clear();
+  open_.shrink_to_fit();
+  open_stacks_.shrink_to_fit();
+  forget_unpacked();
+  open_previous_to_ = origin;
+  first_sequence_ = next_sequence_;
+  with_stacks_ = stacks_decided_ = false;
 }
 
 void BlockTrace::resize(std::size_t capacity_records) {
   capacity_ = std::max<std::size_t>(capacity_records, 1);
-  while (branches_.size() > capacity_) drop_oldest();
-  branches_.shrink_to_fit();
-  stacks_.shrink_to_fit();
+  if (size() > capacity_) drop_through(next_sequence_ - capacity_);
+  open_.shrink_to_fit();
+  open_stacks_.shrink_to_fit();
 }
 
 std::size_t bts_records_for_bytes(uint64_t bytes) {

@@ -2,46 +2,26 @@
 // One thread's branch trace: the taken branches (from, to) in the order they
 // happened, bounded like a BTS buffer. Capacity is counted in 24-byte BTS
 // records so that gdb's `set record btrace bts buffer-size` means the same
-// here as on hardware. It is a bound, not an allocation: the store grows in
-// small chunks as branches come (std::deque), and dropping the oldest frees
-// theirs, so a large buffer costs only what has been recorded.
+// here as on hardware. It is a bound, not an allocation: the store grows as
+// branches come, and costs a few bytes per branch (decoder/branch_chunk.h):
+// the newest branches are kept as plain structs until kChunkBranches of them
+// are packed into one chunk of bytes. Whatever the capacity, a thread's
+// store never holds more than kMemoryCap bytes: beyond it the oldest chunk
+// goes (or, under the stop policy, the trace is full).
 //
 // Sequence numbers: every appended branch gets the next number (0, 1, ...);
 // readers remember the number they have seen up to, which is what qXfer
 // btrace `new`/`delta` reads and replay cursors need. Dropping old branches
-// never renumbers the rest.
+// never renumbers the rest. Dropping is exact, one branch at a time as in a
+// BTS ring; a chunk's bytes are freed once all its branches are dropped.
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <optional>
 #include <vector>
 
+#include "decoder/branch.h"
+
 namespace decoder {
-
-struct Branch {
-  uint64_t from = 0;  // address of the branch instruction (or where the thread was interrupted)
-  uint64_t to = 0;    // where execution continued
-  bool operator==(const Branch&) const = default;
-};
-
-// A block as gdb's BTS format describes it: from a branch target (`begin`)
-// to the address of the last instruction executed before the next taken
-// branch (`end`, inclusive).
-struct Block {
-  uint64_t begin = 0;
-  uint64_t end = 0;
-  bool operator==(const Block&) const = default;
-};
-
-// rsp and rbp of the thread at a branch, before it executed. The software
-// tracer stops there anyway and records them, so replay can rebuild the
-// stack pointer and frame pointer at every instruction of history (hardware
-// traces carry none: has_stacks() is false then).
-struct StackSnapshot {
-  uint64_t rsp = 0;
-  uint64_t rbp = 0;
-  bool operator==(const StackSnapshot&) const = default;
-};
 
 enum class OverflowPolicy {
   DropOldest,  // ring: the newest branches win (BTS default)
@@ -51,6 +31,10 @@ enum class OverflowPolicy {
 class BlockTrace {
  public:
   static constexpr std::size_t kBtsRecordSize = 24;
+  static constexpr std::size_t kChunkBranches = 1024;
+  static constexpr std::size_t kMemoryCap = std::size_t{1} << 30;  // bytes per thread
+  // The most one branch can add to memory_bytes() (as a plain struct pair).
+  static constexpr std::size_t kMaxBytesPerBranch = sizeof(Branch) + sizeof(StackSnapshot);
 
   // `origin`: where the thread was when tracing began (the first block's begin).
   BlockTrace(uint64_t origin, std::size_t capacity_records,
@@ -62,26 +46,30 @@ class BlockTrace {
   // The same, with the registers at `from`. A trace holds snapshots for all
   // of its branches or for none: mixing the two forms is a caller bug.
   bool append(uint64_t from, uint64_t to, const StackSnapshot& at_from);
-  bool has_stacks() const { return !stacks_.empty(); }
+  bool has_stacks() const { return with_stacks_; }
   // Precondition: has_stacks() and first_sequence() <= seq < end_sequence().
-  const StackSnapshot& stack_at(uint64_t seq) const;
+  StackSnapshot stack_at(uint64_t seq) const;
 
-  std::size_t size() const { return branches_.size(); }
+  std::size_t size() const { return static_cast<std::size_t>(next_sequence_ - first_sequence_); }
   std::size_t capacity() const { return capacity_; }
-  bool full() const { return branches_.size() >= capacity_; }
+  bool full() const { return !has_room(1); }
+  // Whether `branches` more fit without dropping any.
+  bool has_room(std::size_t branches) const;
   OverflowPolicy policy() const { return policy_; }
+  // What the store holds now, in bytes (chunks, the open structs, caches).
+  std::size_t memory_bytes() const;
 
   // Sequence numbers of the oldest retained branch and one past the newest.
-  uint64_t first_sequence() const { return next_sequence_ - branches_.size(); }
+  uint64_t first_sequence() const { return first_sequence_; }
   uint64_t end_sequence() const { return next_sequence_; }
   // True when branches numbered >= `seq` were dropped before a reader saw them.
   bool lost_since(uint64_t seq) const { return seq < first_sequence(); }
   // Precondition: first_sequence() <= seq < end_sequence().
-  const Branch& at(uint64_t seq) const;
+  Branch at(uint64_t seq) const;
 
   // Where the oldest retained block begins: the target of the newest dropped
   // branch, or the origin when nothing was dropped.
-  uint64_t oldest_begin() const { return oldest_begin_; }
+  uint64_t oldest_begin() const;
 
   // Blocks for branches [from_seq, end_sequence()), oldest first; the last
   // block ends at `current_pc`. The first block begins at the target of
@@ -95,14 +83,42 @@ class BlockTrace {
   void resize(std::size_t capacity_records);
 
  private:
+  // kChunkBranches branches, packed; `previous_to` is where its first block
+  // begins (the target of the branch before it, or the origin).
+  struct Chunk {
+    uint64_t first_sequence = 0;
+    uint64_t previous_to = 0;
+    std::vector<uint8_t> bytes;
+  };
+  // A chunk unpacked for reading; reads come in runs (a cursor walking
+  // back, a document being built), so a couple of these serve them all.
+  struct Unpacked {
+    uint64_t first_sequence = UINT64_MAX;
+    std::vector<Branch> branches;
+    std::vector<StackSnapshot> stacks;
+  };
+
   bool make_room();
   void drop_oldest();
+  void drop_through(uint64_t sequence);  // drops every branch numbered < sequence
+  void seal_open_chunk();
+  bool append_branch(const Branch& branch, const StackSnapshot& stack);
+  const Unpacked& unpacked(uint64_t seq) const;  // the chunk holding `seq`, packed or open
+  uint64_t open_first_sequence() const { return next_sequence_ - open_.size(); }
+  void forget_unpacked() const;
 
-  std::deque<Branch> branches_;        // oldest first
-  std::deque<StackSnapshot> stacks_;   // parallel to branches_, or empty
+  std::deque<Chunk> chunks_;            // oldest first, contiguous; may hold dropped branches
+  std::size_t chunk_bytes_ = 0;         // sum of chunks_' bytes
+  std::vector<Branch> open_;            // the newest branches, after the last chunk
+  std::vector<StackSnapshot> open_stacks_;  // parallel to open_, or empty
+  mutable Unpacked unpacked_[2];
+  mutable std::size_t next_unpacked_ = 0;
   std::size_t capacity_;
+  uint64_t open_previous_to_ = 0;       // where open_'s first block begins
+  uint64_t first_sequence_ = 0;         // the oldest retained branch
   uint64_t next_sequence_ = 0;
-  uint64_t oldest_begin_ = 0;
+  bool with_stacks_ = false;
+  bool stacks_decided_ = false;
   OverflowPolicy policy_;
 };
 

@@ -165,7 +165,7 @@ ReplayStop ReplayCursor::continue_forward(const std::vector<uint64_t>& breakpoin
 // the branch instruction itself.
 StackState ReplayCursor::start_state(uint64_t seq) {
   if (seq == first_seq_ || !trace_.has_stacks()) return {};
-  const Branch& branch = trace_.at(seq - 1);
+  const Branch branch = trace_.at(seq - 1);
   const DecodedBlock& prev = cache_.get(block(seq - 1));
   std::optional<ReplayInstruction> from;
   if (prev.complete && !prev.instructions.empty()) {
@@ -180,14 +180,14 @@ StackState ReplayCursor::start_state(uint64_t seq) {
   insn.kind = from->kind;
   insn.target = from->target;
   insn.stack = from->stack;
-  const StackSnapshot& snap = trace_.stack_at(seq - 1);
+  const StackSnapshot snap = trace_.stack_at(seq - 1);
   return after_branch(insn, branch.to, StackState{snap.rsp, snap.rbp});
 }
 
 StackState ReplayCursor::end_state(uint64_t seq) const {
   if (seq == end_seq_) return live_.stack;
   if (!trace_.has_stacks()) return {};
-  const StackSnapshot& snap = trace_.stack_at(seq);
+  const StackSnapshot snap = trace_.stack_at(seq);
   return StackState{snap.rsp, snap.rbp};
 }
 

@@ -122,7 +122,7 @@ bool SoftwareTracer::arm_past(TracedThreadControl& control, ThreadState& t, pid_
   if (stops_ != TraceStops::Breakpoint || !t.trace) return false;
   // Under the stop policy the branches must fit before they run: they are
   // stored only at the next stop, with no chance to stop the thread before.
-  if (t.trace->policy() == decoder::OverflowPolicy::Stop && t.trace->size() + kMaxHops + 1 >= t.trace->capacity()) {
+  if (t.trace->policy() == decoder::OverflowPolicy::Stop && !t.trace->has_room(kMaxHops + 2)) {
     return false;
   }
   ControlMemory code(control);

@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <deque>
+#include <random>
+
 #include "decoder/block_trace.h"
 
 using decoder::Block;
@@ -88,4 +91,104 @@ TEST_CASE("BlockTrace capacity is a bound, not an allocation") {
   REQUIRE(trace.first_sequence() == 99990);
   REQUIRE(trace.oldest_begin() == 0x3000 + 99989);
   REQUIRE(trace.stack_at(99990) == decoder::StackSnapshot{0x7000, 0x7100});
+}
+
+namespace {
+
+// What a BlockTrace must behave like: every branch kept as a plain struct.
+struct ModelTrace {
+  std::deque<decoder::Branch> branches;
+  std::deque<decoder::StackSnapshot> stacks;
+  uint64_t first = 0, end = 0, oldest_begin = 0;
+  std::size_t capacity = 0;
+  void append(decoder::Branch b, decoder::StackSnapshot s) {
+    if (branches.size() >= capacity) drop();
+    branches.push_back(b);
+    stacks.push_back(s);
+    ++end;
+  }
+  void drop() {
+    oldest_begin = branches.front().to;
+    branches.pop_front();
+    stacks.pop_front();
+    ++first;
+  }
+};
+
+void require_same(const BlockTrace& trace, const ModelTrace& model) {
+  REQUIRE(trace.first_sequence() == model.first);
+  REQUIRE(trace.end_sequence() == model.end);
+  REQUIRE(trace.size() == model.branches.size());
+  REQUIRE(trace.oldest_begin() == model.oldest_begin);
+  // Read in the orders readers use: a cursor walking back, a document forward.
+  for (uint64_t seq = model.end; seq-- > model.first;) {
+    REQUIRE(trace.at(seq) == model.branches[seq - model.first]);
+    REQUIRE(trace.stack_at(seq) == model.stacks[seq - model.first]);
+  }
+  auto blocks = trace.blocks(model.first, 0x1234);
+  REQUIRE(blocks.size() == model.branches.size() + 1);
+  REQUIRE(blocks.front().begin == model.oldest_begin);
+}
+
+}  // namespace
+
+TEST_CASE("BlockTrace packs its branches into chunks and reads them back exactly") {
+  std::mt19937_64 rng(7);
+  for (std::size_t capacity : {std::size_t{1}, std::size_t{1000}, BlockTrace::kChunkBranches,
+                               BlockTrace::kChunkBranches + 1, std::size_t{2730}, std::size_t{10000}}) {
+    CAPTURE(capacity);
+    BlockTrace trace(0x401000, capacity);
+    ModelTrace model;
+    model.capacity = capacity;
+    model.oldest_begin = 0x401000;
+    decoder::StackSnapshot stack{0x7ffc0000, 0x7ffc0100};
+    uint64_t pc = 0x401000;
+    for (int round = 0; round < 6; ++round) {
+      const std::size_t n = 1 + rng() % 7000;
+      for (std::size_t i = 0; i < n; ++i) {
+        decoder::Branch b = rng() % 4 ? decoder::Branch{0x401010, 0x401000}
+                                      : decoder::Branch{pc + rng() % 300, 0x400000 + rng() % 0x100000};
+        if (rng() % 3 == 0) stack.rsp += (rng() % 5) * 8 - 16;
+        pc = b.to;
+        REQUIRE(trace.append(b.from, b.to, stack));
+        model.append(b, stack);
+      }
+      require_same(trace, model);
+      if (round == 3) {
+        // Shrinking keeps the newest; growing again keeps them all.
+        model.capacity = std::max<std::size_t>(capacity / 3, 1);
+        trace.resize(model.capacity);
+        while (model.branches.size() > model.capacity) model.drop();
+        require_same(trace, model);
+        model.capacity = capacity;
+        trace.resize(capacity);
+      }
+    }
+    trace.clear(0x5000);
+    REQUIRE(trace.size() == 0);
+    REQUIRE(trace.oldest_begin() == 0x5000);
+    REQUIRE(trace.append(0x5010, 0x6000));
+    REQUIRE(trace.at(trace.first_sequence()) == decoder::Branch{0x5010, 0x6000});
+    REQUIRE_FALSE(trace.has_stacks());
+  }
+}
+
+TEST_CASE("BlockTrace costs under two bytes a branch on a loop") {
+  BlockTrace trace(0x401000, std::size_t{1} << 30);
+  const std::size_t empty = trace.memory_bytes();
+  REQUIRE(empty < 1024);
+  for (int i = 0; i < 1000000; ++i) trace.append(0x401010, 0x401000, {0x7ffc0000, 0x7ffc0100});
+  // The open chunk's structs (32 KiB) plus a byte a branch.
+  REQUIRE(trace.memory_bytes() < 1000000 * 2);
+  REQUIRE(trace.memory_bytes() > 1000000);  // it counts what it holds
+}
+
+TEST_CASE("BlockTrace under the stop policy reports room for a run of branches") {
+  BlockTrace trace(0x100, 10, OverflowPolicy::Stop);
+  REQUIRE(trace.has_room(10));
+  REQUIRE_FALSE(trace.has_room(11));
+  for (int i = 0; i < 7; ++i) REQUIRE(trace.append(0x110, 0x100));
+  REQUIRE(trace.has_room(3));
+  REQUIRE_FALSE(trace.has_room(4));
+  REQUIRE_FALSE(trace.has_room(std::size_t{0} - 1));  // no overflow in the sum
 }

@@ -1,0 +1,53 @@
+#pragma once
+// A run of taken branches (and, optionally, the rsp/rbp snapshot at each)
+// packed into bytes, so that a long history costs a few bytes per branch
+// instead of the 32 of the plain structs.
+//
+// Each branch is stored relative to what came before it in the chunk:
+//   head  = varint((from - previous to) << 2 | to_predicted << 1 | stack_same)
+//   [varint(zigzag(to - from))]                       unless to_predicted
+//   [varint(zigzag(rsp - previous rsp) << 1 | rbp_changed)
+//    [varint(zigzag(rbp - previous rbp))]]            unless stack_same
+// `from - previous to` is the length of the block the branch ends (less
+// its last instruction): under 32 bytes it fits the head's first byte; it
+// wraps (10 bytes) only where a trace has a gap or an interrupt. `to` is predicted from a small table of the
+// last target seen from the same address (direct jumps, calls, loops, and
+// most returns repeat), and the stack is usually unchanged across a loop's
+// branch. A branch of a hot loop costs one byte.
+//
+// A chunk decodes only from its start (the predictor and the previous
+// values are rebuilt on the way): the store keeps chunks short and caches
+// decoded ones.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "decoder/branch.h"
+
+namespace decoder {
+
+class BranchChunkWriter {
+ public:
+  // `previous_to`: the target of the branch before the chunk's first (where
+  // its first block begins).
+  BranchChunkWriter(uint64_t previous_to, bool with_stacks);
+  void add(const Branch& branch, const StackSnapshot& stack);
+  std::vector<uint8_t> take();  // the bytes; the writer is spent
+  std::size_t size() const { return bytes_.size(); }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  std::vector<Branch> predictor_;
+  uint64_t previous_to_;
+  StackSnapshot previous_stack_;
+  bool with_stacks_;
+};
+
+// Decodes `count` branches of a chunk written with the same `previous_to`
+// and `with_stacks`; `stacks` is left empty without stacks. False when the
+// bytes end early or hold garbage (a store bug, not user input).
+bool decode_branch_chunk(const std::vector<uint8_t>& bytes, uint64_t previous_to, bool with_stacks,
+                         std::size_t count, std::vector<Branch>& branches,
+                         std::vector<StackSnapshot>& stacks);
+
+}  // namespace decoder
