@@ -100,12 +100,20 @@ bool BlockTrace::append(uint64_t from, uint64_t to, const StackSnapshot& at_from
 }
 
 const BlockTrace::Unpacked& BlockTrace::unpacked(uint64_t seq) const {
-  const Chunk& chunk = chunks_[static_cast<std::size_t>((seq - chunks_.front().first_sequence) / kChunkBranches)];
-  for (const Unpacked& u : unpacked_) {
-    if (u.first_sequence == chunk.first_sequence) return u;
+  // Reads come in runs: the chunk used last is the likely one.
+  if (const Unpacked& last = unpacked_[last_unpacked_];
+      !last.branches.empty() && seq >= last.first_sequence && seq - last.first_sequence < kChunkBranches) {
+    return last;
   }
-  Unpacked& u = unpacked_[next_unpacked_];
-  next_unpacked_ = (next_unpacked_ + 1) % std::size(unpacked_);
+  const Chunk& chunk = chunks_[static_cast<std::size_t>((seq - chunks_.front().first_sequence) / kChunkBranches)];
+  for (std::size_t i = 0; i < std::size(unpacked_); ++i) {
+    if (unpacked_[i].first_sequence == chunk.first_sequence && !unpacked_[i].branches.empty()) {
+      last_unpacked_ = i;
+      return unpacked_[i];
+    }
+  }
+  last_unpacked_ = (last_unpacked_ + 1) % std::size(unpacked_);
+  Unpacked& u = unpacked_[last_unpacked_];
   const bool ok = decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, kChunkBranches, u.branches, u.stacks);
   assert(ok);
   (void)ok;

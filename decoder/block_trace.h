@@ -112,7 +112,7 @@ class BlockTrace {
   std::vector<Branch> open_;            // the newest branches, after the last chunk
   std::vector<StackSnapshot> open_stacks_;  // parallel to open_, or empty
   mutable Unpacked unpacked_[2];
-  mutable std::size_t next_unpacked_ = 0;
+  mutable std::size_t last_unpacked_ = 0;
   std::size_t capacity_;
   uint64_t open_previous_to_ = 0;       // where open_'s first block begins
   uint64_t first_sequence_ = 0;         // the oldest retained branch

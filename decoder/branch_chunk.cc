@@ -1,5 +1,7 @@
 #include "decoder/branch_chunk.h"
 
+#include <array>
+
 namespace decoder {
 namespace {
 
@@ -81,7 +83,7 @@ bool decode_branch_chunk(const std::vector<uint8_t>& bytes, uint64_t previous_to
   stacks.clear();
   branches.reserve(count);
   if (with_stacks) stacks.reserve(count);
-  std::vector<Branch> predictor(kPredictorSize);
+  std::array<Branch, kPredictorSize> predictor{};
   StackSnapshot stack;
   std::size_t pos = 0;
   for (std::size_t i = 0; i < count; ++i) {

@@ -40,6 +40,7 @@ btstub::Expected<void> parse_trace_option(CommandLine& cl, const std::string& a)
     auto size = parse_trace_size(value);
     if (!size) return size.error();
     cl.trace_config.buffer_bytes = *size;
+    cl.trace_size_given = true;
   } else if (starts_with(a, "--trace-stops=")) {
     if (value == "int3") cl.trace_stops = TraceStopChoice::Int3;
     else if (value == "debugreg") cl.trace_stops = TraceStopChoice::DebugRegister;
@@ -120,8 +121,11 @@ std::string usage_text() {
          "                        perf-bts, else software; see --probe).\n"
          "  --probe               Print what branch-trace hardware this machine has\n"
          "                        and which backend auto picks, then exit.\n"
-         "  --trace-size=BYTES    Trace buffer per thread, in bytes (24 per branch;\n"
-         "                        k/m suffixes, 0x hex; default 64k).\n"
+         "  --trace-size=BYTES    Trace buffer per thread, in bytes as a BTS buffer (24\n"
+         "                        per branch; k/m suffixes, 0x hex). A bound: the\n"
+         "                        software tracer stores a few bytes a branch, as they\n"
+         "                        come. Default 256m (11 million branches) for the\n"
+         "                        software tracer, 64k for hardware backends.\n"
          "  --trace-full=drop|stop\n"
          "                        When a buffer is full: drop the oldest branches\n"
          "                        (default) or stop the program and report it.\n"

@@ -54,6 +54,7 @@ struct CommandLine {
   bool record = false;                 // --record: trace every thread from the first instruction
   TraceBackendChoice trace_backend = TraceBackendChoice::Auto;  // --backend=
   TraceConfig trace_config;            // --trace-size=, --trace-full=
+  bool trace_size_given = false;       // --trace-size= was on the command line
   uint64_t checkpoint_memory = uint64_t{1} << 30;  // --checkpoint-memory= (0: no checkpoints)
   TraceStopChoice trace_stops = TraceStopChoice::Int3;  // --trace-stops=
   bool no_vfile = false;               // --no-vfile: vFile (host file access) unsupported

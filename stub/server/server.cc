@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "stub/tracing/backend_probe.h"
+#include "stub/tracing/trace_size.h"
 #include "stub/server/connection.h"
 #include "stub/server/cpu_affinity.h"
 #include "stub/process/ptrace_process.h"
@@ -148,7 +149,12 @@ Expected<std::unique_ptr<SoftwareTracer>> Server::make_software_tracer() const {
       break;
     case TraceStopChoice::SingleStep: stops = TraceStops::SingleStep; break;
   }
-  auto tracer = SoftwareTracer::create(command_line_.trace_config, command_line_.record, stops);
+  tracing::TraceConfig config = command_line_.trace_config;
+  // The software tracer's store grows with what is recorded
+  // (decoder/block_trace.h), so its default can be a long history; a
+  // hardware buffer is allocated whole, so those keep gdb's 64k.
+  if (!command_line_.trace_size_given) config.buffer_bytes = tracing::kSoftwareTraceDefaultSize;
+  auto tracer = SoftwareTracer::create(config, command_line_.record, stops);
   if (!tracer) return tracer.error();
   std::optional<tracing::CheckpointLimits> limits;
   if (command_line_.checkpoint_memory > 0) {

@@ -39,7 +39,8 @@ std::string record_status(Session& s, TraceBackend& backend) {
   std::ostringstream out;
   out << "Branch recording (" << backend.name() << " backend): "
       << (backend.all_enabled() ? "every thread" : "per thread") << "; new threads get "
-      << describe_config(backend.config()) << ".\n";
+      << describe_config(backend.config()) << "; a thread's trace holds at most "
+      << decoder::BlockTrace::kMemoryCap << " bytes.\n";
   if (std::string problem = backend.problem(); !problem.empty()) out << "Last failure: " << problem << "\n";
   if (Process* process = s.process()) {
     for (pid_t tid : process->threads()) {
@@ -53,7 +54,7 @@ std::string record_status(Session& s, TraceBackend& backend) {
         out << "recording from its next resume\n";
         continue;
       }
-      out << trace->size() << " of " << trace->capacity() << " branches";
+      out << trace->size() << " of " << trace->capacity() << " branches in " << trace->memory_bytes() << " bytes";
       if (trace->first_sequence() > 0) out << ", " << trace->first_sequence() << " older dropped";
       if (backend.stopped_full(tid)) out << ", stopped: buffer full";
       out << "\n";

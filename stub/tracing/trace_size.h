@@ -10,6 +10,8 @@ namespace stub::tracing {
 
 inline constexpr uint64_t kMinTraceSize = 24;                  // one BTS record
 inline constexpr uint64_t kMaxTraceSize = uint64_t{1} << 32;   // 4 GiB
+// The software tracer's bound when none is given: 11,184,810 branches.
+inline constexpr uint64_t kSoftwareTraceDefaultSize = uint64_t{256} << 20;
 
 // Decimal or 0x hex bytes, with an optional k/K or m/M suffix, within the
 // limits above. The error says only what is wrong ("expected a number of

@@ -2,7 +2,7 @@
 """`monitor record size BYTES` changes the history bound of a running
 recording: a user who finds the history too short need not restart.
 
-Under `btstub --record` (default 64 KiB, 2,730 branches per thread),
+Under `btstub --record --trace-size=64k` (2,730 branches per thread),
 stopped at the 4th call of depth() in reverse_walk.c (the history is full
 by then: older branches dropped):
 - a larger size keeps every branch held and raises the bound
@@ -23,7 +23,7 @@ import shlex
 
 from harness import program, run_gdb, run_test, server_path
 
-STATUS = re.compile(r"thread \d+: (\d+) of (\d+) branches(?:, (\d+) older dropped)?")
+STATUS = re.compile(r"thread \d+: (\d+) of (\d+) branches in \d+ bytes(?:, (\d+) older dropped)?")
 
 
 def status(text):
@@ -36,7 +36,7 @@ def main(args, c):
         c.true("only btstub has --record (skipped for %s)" % args.server, True)
         return
     prog = program("reverse_walk")
-    target = "| " + shlex.join([server_path("btstub"), "--record", "-", prog])
+    target = "| " + shlex.join([server_path("btstub"), "--record", "--trace-size=64k", "-", prog])
     commands = ["break report", "continue", "monitor record status",
                 "monitor record size 1m", "monitor record status",
                 "monitor record size 48", "monitor record status",
