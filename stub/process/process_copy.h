@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "protocol/expected.h"
@@ -23,6 +24,9 @@
 #include "stub/process/debug_registers.h"
 
 namespace stub::process {
+
+// Bytes of a program by address, ascending: what lies under int3s.
+using ProgramBytes = std::vector<std::pair<uint64_t, uint8_t>>;
 
 using btstub::Expected;
 
@@ -37,11 +41,11 @@ class ProcessCopy {
 
   pid_t pid() const { return pid_; }
 
-  // The program's bytes (address -> byte) under the int3s the copy was
-  // made with, put back at its first use (fork, run, read) rather than at
-  // once: a checkpoint never used then costs neither the writes nor code
-  // pages of its own.
-  void owe_bytes(std::map<uint64_t, uint8_t> originals) { owed_ = std::move(originals); }
+  // The program's bytes under the int3s the copy was made with, put back
+  // at its first use (fork, run, read) rather than at once: a checkpoint
+  // never used then costs neither the writes nor code pages of its own.
+  // Shared: checkpoints taken under the same int3s hold one list.
+  void owe_bytes(std::shared_ptr<const ProgramBytes> originals) { owed_ = std::move(originals); }
 
   // Another copy of this one, standing at the same instruction; this one
   // stays where it was.
@@ -127,7 +131,7 @@ class ProcessCopy {
   uint64_t breakpoint_dr7_ = 0;
   uint64_t stops_ = 0;
   int mem_fd_ = -1;
-  std::map<uint64_t, uint8_t> owed_;
+  std::shared_ptr<const ProgramBytes> owed_;
 };
 
 }  // namespace stub::process

@@ -20,6 +20,8 @@
 #include <string>
 
 #include "stub/process/process_copy.h"
+
+#include <algorithm>
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/wait_routes.h"
 
@@ -239,12 +241,13 @@ ProcessCopy::~ProcessCopy() {
 }
 
 Expected<void> ProcessCopy::pay_owed_bytes() {
-  if (owed_.empty()) return {};
-  std::map<uint64_t, uint8_t> owed = std::move(owed_);
-  owed_.clear();
-  for (auto it = owed.begin(); it != owed.end();) {
+  if (!owed_) return {};
+  std::shared_ptr<const ProgramBytes> owed = std::move(owed_);
+  owed_.reset();
+  for (auto it = owed->begin(); it != owed->end();) {
     const uint64_t first = it->first, page_end = (first | 0xfff) + 1;
-    auto end = owed.lower_bound(page_end);
+    auto end = std::lower_bound(it, owed->end(), page_end,
+                                [](const auto& entry, uint64_t addr) { return entry.first < addr; });
     const uint64_t last = std::prev(end)->first;
     std::vector<uint8_t> bytes(last - first + 1);
     bool ok = read_mem_fd(mem_fd_, first, bytes.data(), bytes.size()) == bytes.size();

@@ -112,10 +112,16 @@ Expected<void> PtraceProcess::set_trace_breakpoints(pid_t tid, const std::vector
   return {};
 }
 
-std::map<uint64_t, uint8_t> PtraceProcess::inserted_int3s() const {
+std::shared_ptr<const ProgramBytes> PtraceProcess::inserted_int3s() const {
   std::map<uint64_t, uint8_t> all = breakpoints_;
   for (const auto& [addr, int3] : trace_int3s_) all[addr] = int3.original;
-  return all;
+  ProgramBytes bytes(all.begin(), all.end());
+  // Checkpoints come often and the int3s seldom change between them: one
+  // list serves them all (thousands of int3s under --record).
+  if (!last_inserted_int3s_ || *last_inserted_int3s_ != bytes) {
+    last_inserted_int3s_ = std::make_shared<const ProgramBytes>(std::move(bytes));
+  }
+  return last_inserted_int3s_;
 }
 
 Expected<void> PtraceProcess::add_trace_int3(uint64_t addr) {

@@ -124,7 +124,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   // Every int3 we keep in the program's memory (user breakpoints and the
   // tracer's) with the byte it hides: a forked child inherits them all and
   // must get the original bytes back before it runs untraced.
-  std::map<uint64_t, uint8_t> inserted_int3s() const;
+  std::shared_ptr<const ProgramBytes> inserted_int3s() const;
 
   // Whether debug registers really trap here (probed once in a child):
   // under some hypervisors the writes succeed and nothing ever fires. A
@@ -261,6 +261,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   DebugRegisterState user_debug_;      // Z1-Z4, the same on every thread
   pid_t last_reported_ = 0;            // fairness among pending events
   std::map<uint64_t, TraceInt3> trace_int3s_;  // the tracer's int3s by address (refs 0: kept)
+  mutable std::shared_ptr<const ProgramBytes> last_inserted_int3s_;  // inserted_int3s(), shared by checkpoints
   bool keep_trace_int3s_ = false;
   // Every address that ever held one of the tracer's int3s: a thread that
   // hit one just before it was removed reports the trap afterwards.
