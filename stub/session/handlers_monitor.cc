@@ -70,7 +70,16 @@ std::string record_status(Session& s, TraceBackend& backend) {
 MonitorOutput monitor_record(Session& s, const std::string& args) {
   TraceBackend* backend = s.trace_backend;
   if (backend == nullptr) return MonitorOutput{"Branch tracing is not available in this btstub.\n", false};
-  if (args == "start") {
+  if (args == "start" || args.rfind("start ", 0) == 0) {
+    // `start SIZE`: the bound first, so the new traces get it.
+    if (args != "start") {
+      const std::string text = args.substr(6);
+      auto bytes = tracing::parse_trace_size(text);
+      if (!bytes) return MonitorOutput{"Bad size '" + text + "': " + bytes.error().message + "\n", false};
+      if (s.any_replaying()) return MonitorOutput{"Cannot resize while replaying: go forward to the end first.\n", false};
+      s.go_live();
+      if (auto r = backend->set_bound(*bytes); !r) return MonitorOutput{"Cannot resize: " + r.error().message + "\n", false};
+    }
     if (auto r = backend->enable_all(); !r) return MonitorOutput{"Cannot start recording: " + r.error().message + "\n", false};
     return MonitorOutput{"Recording the branches of every thread (" + std::string(backend->name()) + " backend, " +
                              describe_config(backend->config()) + ").\n",
@@ -96,7 +105,7 @@ MonitorOutput monitor_record(Session& s, const std::string& args) {
     if (auto r = backend->set_bound(*bytes); !r) return MonitorOutput{"Cannot resize: " + r.error().message + "\n", false};
     return MonitorOutput{"Every thread now keeps " + describe_config(backend->config()) + ".\n", false};
   }
-  return MonitorOutput{"Usage: monitor record start|stop|status|size BYTES\n", false};
+  return MonitorOutput{"Usage: monitor record start [BYTES]|stop|status|size BYTES\n", false};
 }
 
 // monitor replay status: each replaying thread's position in its history.
@@ -114,7 +123,7 @@ const std::map<std::string, MonitorEntry, std::less<>>& monitor_commands() {
   static const std::map<std::string, MonitorEntry, std::less<>> commands = {
       {"help", {monitor_help, "List monitor commands."}},
       {"exit", {monitor_exit, "End btstub (the program it started is killed)."}},
-      {"record", {monitor_record, "record start|stop|status|size BYTES: branch-trace every thread (as --record); size sets every thread's buffer (k/m suffixes)."}},
+      {"record", {monitor_record, "record start [BYTES]|stop|status|size BYTES: branch-trace every thread (as --record); BYTES sets every thread's buffer bound (k/m suffixes)."}},
       {"replay", {monitor_replay, "replay status: where each thread stands in its recorded history."}},
   };
   return commands;

@@ -44,6 +44,19 @@ TEST_CASE("monitor record start and stop switch whole-program recording", "[sess
   CHECK(contains(f.monitor("record status").console, "thread 100: not recording"));
 }
 
+TEST_CASE("monitor record start with a size sets the bound of every trace", "[session][monitor]") {
+  Fixture f;
+  auto bad = f.monitor("record start lots");
+  CHECK(contains(bad.console, "Bad size 'lots': expected a number of bytes"));
+  CHECK_FALSE(f.tracer->all_enabled());
+  auto start = f.monitor("record start 1m");
+  CHECK(contains(start.console, "1048576-byte buffers (43690 branches)"));
+  CHECK(f.tracer->all_enabled());
+  CHECK(f.tracer->config().buffer_bytes == 1048576);
+  // Started already: a new size still applies, as `record size` does.
+  CHECK(contains(f.monitor("record start 2m").console, "2097152-byte buffers (87381 branches)"));
+}
+
 TEST_CASE("monitor record status counts a thread's branches", "[session][monitor]") {
   Fixture f;
   stub::tracing::TraceConfig config;
@@ -54,12 +67,13 @@ TEST_CASE("monitor record status counts a thread's branches", "[session][monitor
   auto status = f.monitor("record status");
   CHECK(contains(status.console, "per thread"));
   CHECK(contains(status.console, "48-byte buffers (2 branches), stop the program when full"));
-  CHECK(contains(status.console, "thread 100: 0 of 2 branches"));
+  CHECK(contains(status.console, "thread 100: 0 of 2 branches in 0 bytes"));
+  CHECK(contains(status.console, "a thread's trace holds at most 1073741824 bytes"));
 }
 
 TEST_CASE("monitor record without a backend or with a bad argument explains itself", "[session][monitor]") {
   Fixture f;
-  CHECK(contains(f.monitor("record frob").console, "Usage: monitor record start|stop|status"));
+  CHECK(contains(f.monitor("record frob").console, "Usage: monitor record start [BYTES]|stop|status"));
   CHECK(contains(f.monitor("help").console, "record"));
   f.session.trace_backend = nullptr;
   auto none = f.monitor("record start");
