@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 
 namespace stub::tracing {
 
@@ -14,7 +15,7 @@ void Checkpoints::add(pid_t tid, HistoryPoint at, std::unique_ptr<process::Proce
   // A point is reached once: a newer checkpoint never stands before an older one.
   while (!thread.entries.empty() && !(thread.entries.back().at < at)) thread.entries.pop_back();
   thread.entries.push_back(Entry{at, std::move(copy)});
-  while (count() > limits_.max_count) drop_oldest();
+  while (count() > limits_.max_count) drop_one();
   if (++added_since_measured_ >= std::max<std::size_t>(8, count() / 4)) keep_within_memory();
 }
 
@@ -81,14 +82,35 @@ void Checkpoints::clear() {
   vdso_ = {0, 0};
 }
 
-void Checkpoints::drop_oldest() {
-  // The thread whose oldest checkpoint is oldest in the history cannot be
-  // told across threads; take from the thread holding the most.
+void Checkpoints::drop_one() {
+  // Checkpoints of different threads cannot be weighed against each other;
+  // take from the thread holding the most.
   Thread* most = nullptr;
   for (auto& [tid, thread] : threads_) {
     if (most == nullptr || thread.entries.size() > most->entries.size()) most = &thread;
   }
-  if (most != nullptr && !most->entries.empty()) most->entries.pop_front();
+  if (most == nullptr || most->entries.empty()) return;
+  std::deque<Entry>& entries = most->entries;
+  // Thin rather than forget: the one whose going merges the shortest
+  // stretch relative to its age, so spacing grows with age (about
+  // exponentially) and the whole history keeps checkpoints, the recent
+  // past densest. A checkpoint first after a barrier cannot go (the points
+  // after it would have none usable), nor the newest; the oldest goes only
+  // when nothing else can.
+  const uint64_t newest = entries.back().at.sequence;
+  std::size_t victim = 0;
+  double best = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 1; i + 1 < entries.size(); ++i) {
+    auto barrier = std::lower_bound(most->barriers.begin(), most->barriers.end(), entries[i - 1].at);
+    if (barrier != most->barriers.end() && *barrier < entries[i].at) continue;
+    const double span = static_cast<double>(entries[i + 1].at.sequence - entries[i - 1].at.sequence);
+    const double age = static_cast<double>(newest - entries[i].at.sequence + 1);
+    if (span / age < best) {
+      best = span / age;
+      victim = i;
+    }
+  }
+  entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(victim));
 }
 
 std::size_t Checkpoints::count() const {
@@ -110,7 +132,7 @@ void Checkpoints::keep_within_memory() {
   // Dropping the oldest frees roughly an average share each time.
   while (bytes > limits_.memory_bytes && count() > 1) {
     const uint64_t average = bytes / count();
-    drop_oldest();
+    drop_one();
     bytes -= std::min(bytes, average);
   }
   added_since_measured_ = 0;

@@ -15,8 +15,12 @@
 // Bounded by count and memory: past `max_count`, or past `memory_bytes` of
 // the copies' proportional share of memory (measured after a quarter of
 // the count has been added since: reading every copy's /proc smaps_rollup
-// costs), the oldest go. Checkpoints older than
-// the retained history are useless and go too.
+// costs), they are thinned, not forgotten from the oldest: the one goes
+// whose going merges the shortest stretch for its age, so the spacing
+// grows with age and the whole history keeps checkpoints (a re-run far
+// back costs more; one in the recent past as little as before). A
+// checkpoint right after a barrier stays while another can go.
+// Checkpoints older than the retained history are useless and go.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -100,7 +104,7 @@ class Checkpoints {
     std::deque<Entry> entries;         // oldest first
     std::deque<HistoryPoint> barriers; // oldest first
   };
-  void drop_oldest();
+  void drop_one();  // past a limit: thins the history's checkpoints
 
   void keep_within_memory();
 

@@ -26,15 +26,63 @@ TEST_CASE("the newest checkpoint at or before the point, unless a barrier lies b
   CHECK(checkpoints.usable_for(7, {20, 0x100})->at == decoder::HistoryPoint{12, 0x212});
 }
 
-TEST_CASE("checkpoints older than the history, or over the count, go", "[checkpoints]") {
+TEST_CASE("checkpoints older than the history go; over the count they are thinned", "[checkpoints]") {
   Checkpoints checkpoints(Checkpoints::Limits{3, 100});
   for (uint64_t seq = 0; seq < 5; ++seq) checkpoints.add(1, {seq * 10, 0x100}, nullptr);
   CHECK(checkpoints.count() == 3);
-  CHECK_FALSE(checkpoints.usable_for(1, {15, 0x100}));
-  CHECK(checkpoints.usable_for(1, {25, 0x100}));
+  // The oldest and the two newest stay: the whole history is covered.
+  CHECK(checkpoints.usable_for(1, {15, 0x100})->at == decoder::HistoryPoint{0, 0x100});
+  CHECK(checkpoints.usable_for(1, {35, 0x100})->at == decoder::HistoryPoint{30, 0x100});
   checkpoints.drop_before(1, 30);
   CHECK(checkpoints.count() == 2);
   CHECK(checkpoints.newest(1)->sequence == 40);
   checkpoints.forget(1);
   CHECK(checkpoints.count() == 0);
+}
+
+TEST_CASE("thinned checkpoints cover the whole history, spaced by age", "[checkpoints]") {
+  Checkpoints checkpoints(Checkpoints::Limits{100, 700});
+  const uint64_t n = 20000;  // 14 million branches of history
+  for (uint64_t i = 0; i < n; ++i) checkpoints.add(1, {i * 700, 0x100}, nullptr);
+  auto all = checkpoints.all(1);
+  REQUIRE(all.size() == 100);
+  CHECK(all.front().at.sequence == 0);
+  CHECK(all.back().at.sequence == (n - 1) * 700);
+  // Every point has a checkpoint before it, and the gaps grow with age:
+  // the newest are dense, the oldest far apart (within a quarter of their age).
+  for (uint64_t seq = 0; seq < n * 700; seq += 99991) CHECK(checkpoints.usable_for(1, {seq, 0x200}));
+  const uint64_t newest = all.back().at.sequence;
+  for (std::size_t i = 1; i + 1 < all.size(); ++i) {
+    const uint64_t gap = all[i + 1].at.sequence - all[i].at.sequence;
+    const uint64_t age = newest - all[i].at.sequence;
+    CAPTURE(i, gap, age);
+    CHECK(gap <= std::max<uint64_t>(700, age / 4));
+  }
+  CHECK(all[all.size() - 2].at.sequence == newest - 700);
+}
+
+TEST_CASE("a checkpoint right after a barrier is kept while another can go", "[checkpoints]") {
+  Checkpoints checkpoints(Checkpoints::Limits{30, 700});
+  // A system call before every fourth checkpoint; the others periodic.
+  for (uint64_t i = 0; i < 100; ++i) {
+    if (i > 0 && i % 4 == 0) checkpoints.barrier(1, {i * 700 - 1, 0x300});
+    checkpoints.add(1, {i * 700, 0x100}, nullptr);
+  }
+  REQUIRE(checkpoints.count() == 30);
+  // The 25 that follow a barrier (and the first) stay while periodic ones
+  // can go: every point of the history keeps a usable checkpoint.
+  auto all = checkpoints.all(1);
+  CHECK(all.front().at.sequence == 0);
+  for (uint64_t seq = 0; seq < 100 * 700; seq += 97) CHECK(checkpoints.usable_for(1, {seq, 0x200}));
+  // Past that, the oldest go: what is left is still covered from its start.
+  for (uint64_t i = 100; i < 200; ++i) {
+    if (i % 4 == 0) checkpoints.barrier(1, {i * 700 - 1, 0x300});
+    checkpoints.add(1, {i * 700, 0x100}, nullptr);
+  }
+  all = checkpoints.all(1);
+  REQUIRE(all.size() == 30);
+  CHECK(all.front().at.sequence > 0);
+  for (uint64_t seq = all.front().at.sequence; seq < 200 * 700; seq += 97) {
+    CHECK(checkpoints.usable_for(1, {seq, 0x200}));
+  }
 }
