@@ -108,20 +108,38 @@ ReplayStop ReplayCursor::step_forward() {
   return at_live_end() ? ReplayStop::HistoryEnd : ReplayStop::Moved;
 }
 
+// True when block `seq` is the oldest of the history: the first retained,
+// or the one after a block that does not decode exactly (a gap).
+bool ReplayCursor::is_floor(uint64_t seq) {
+  if (floor_) return seq == *floor_;
+  if (seq > validated_) return false;  // block seq-1 is known to decode
+  if (seq != first_seq_) {
+    const DecodedBlock& older = decoded(seq - 1);
+    if (older.complete && !older.instructions.empty()) return false;
+  }
+  floor_ = seq;
+  return true;
+}
+
 ReplayStop ReplayCursor::continue_back(const std::vector<uint64_t>& breakpoints) {
   // A breakpoint on the oldest instruction is the end of history there, as
   // in gdb's record full: the stop says replaylog:begin.
   auto at_breakpoint = [this] {
-    return position() == ReplayPosition{find_floor(), 0} ? ReplayStop::HistoryBegin : ReplayStop::Breakpoint;
+    return index_ == 0 && is_floor(seq_) ? ReplayStop::HistoryBegin : ReplayStop::Breakpoint;
   };
   while (index_ > 0) {
     --index_;
     if (contains(breakpoints, pc())) return at_breakpoint();
   }
-  const uint64_t floor = find_floor();
-  // Only range checks here: a block is decoded (from the cache) only when a
-  // breakpoint address lies inside it.
-  for (uint64_t k = seq_; k-- > floor;) {
+  // Older blocks, newest first. Each is checked to be part of the history
+  // as the scan reaches it (blocks at or above validated_ were already), so
+  // a breakpoint near costs the way to it, not a walk to the history's
+  // start; otherwise only range checks: a block is searched (decoded from
+  // the cache) only when a breakpoint address lies inside it.
+  uint64_t k = seq_;
+  while (!is_floor(k)) {
+    --k;
+    validated_ = std::min(validated_, k);
     if (!may_contain(breakpoints, block(k))) continue;
     const DecodedBlock& d = decoded(k);
     for (std::size_t j = d.instructions.size(); j-- > 0;) {
@@ -133,8 +151,8 @@ ReplayStop ReplayCursor::continue_back(const std::vector<uint64_t>& breakpoints)
       }
     }
   }
-  seq_ = floor;
-  cur_ = &decoded(floor);
+  seq_ = k;
+  cur_ = &decoded(k);
   index_ = 0;
   return ReplayStop::HistoryBegin;
 }

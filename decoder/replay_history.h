@@ -89,6 +89,7 @@ class ReplayCursor {
   bool enter_older();
   void enter_newer();
   uint64_t find_floor();
+  bool is_floor(uint64_t seq);  // settles floor_ when true
   StackState start_state(uint64_t seq);
   StackState end_state(uint64_t seq) const;
   std::vector<StackState> block_states(uint64_t seq, const DecodedBlock& block);

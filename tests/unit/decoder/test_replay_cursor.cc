@@ -231,6 +231,30 @@ TEST_CASE("a block that does not decode to its end is the start of history") {
   CHECK(cursor.instruction_number().total == 8);
 }
 
+TEST_CASE("a fresh cursor's reverse-continue finds the start of history on the way") {
+  // The first reverse-continue after a stop no longer walks to the start
+  // of history first: it must still stop there, and only there.
+  replay_test::Fixture f;
+  decoder::BlockTrace trace(0x401030, 64);
+  trace.append(0x401003, 0x401020, decoder::StackSnapshot{kR0 - 24, kR0 - 8});  // does not decode
+  trace.append(0x401028, 0x401012, decoder::StackSnapshot{kR0 - 32, kR0 - 8});
+  const decoder::LiveState live{0x401014, {kR0 - 24, kR0 - 8}};
+  {
+    ReplayCursor cursor(trace, live, f.cache);
+    CHECK(cursor.continue_back({0x401020}) == ReplayStop::HistoryBegin);  // on the oldest instruction
+    CHECK(cursor.pc() == 0x401020);
+  }
+  {
+    ReplayCursor cursor(trace, live, f.cache);
+    CHECK(cursor.continue_back({0x401024}) == ReplayStop::Breakpoint);
+    CHECK(cursor.pc() == 0x401024);
+    // Addresses of the block that does not decode are no history.
+    CHECK(cursor.continue_back({0x401000, 0x401003}) == ReplayStop::HistoryBegin);
+    CHECK(cursor.pc() == 0x401020);
+    CHECK(cursor.step_back() == ReplayStop::HistoryBegin);
+  }
+}
+
 TEST_CASE("an undecodable live pc leaves no history") {
   replay_test::Fixture f;
   decoder::BlockTrace trace(0x401030, 64);
