@@ -7,8 +7,13 @@
 
 namespace decoder {
 
+namespace {
+uint64_t next_trace_id = 1;  // BlockTrace::id(); one thread serves everything
+}  // namespace
+
 BlockTrace::BlockTrace(uint64_t origin, std::size_t capacity_records, OverflowPolicy policy)
-    : capacity_(std::max<std::size_t>(capacity_records, 1)), open_previous_to_(origin), policy_(policy) {}
+    : capacity_(std::max<std::size_t>(capacity_records, 1)), open_previous_to_(origin), policy_(policy),
+      id_(next_trace_id++) {}
 
 bool BlockTrace::has_room(std::size_t branches) const {
   if (branches > capacity_ || size() > capacity_ - branches) return false;

@@ -47,6 +47,9 @@ class BlockTrace {
   // of its branches or for none: mixing the two forms is a caller bug.
   bool append(uint64_t from, uint64_t to, const StackSnapshot& at_from);
   bool has_stacks() const { return with_stacks_; }
+  // Tells traces apart for the lifetime of the process (a new trace may
+  // live at a dead one's address; its sequence numbers start again).
+  uint64_t id() const { return id_; }
   // Precondition: has_stacks() and first_sequence() <= seq < end_sequence().
   StackSnapshot stack_at(uint64_t seq) const;
 
@@ -120,6 +123,7 @@ class BlockTrace {
   bool with_stacks_ = false;
   bool stacks_decided_ = false;
   OverflowPolicy policy_;
+  uint64_t id_;
 };
 
 // Capacity in records for a buffer of `bytes` (at least one record).

@@ -18,10 +18,12 @@ bool may_contain(const std::vector<uint64_t>& sorted, const Block& block) {
 
 }  // namespace
 
-ReplayCursor::ReplayCursor(const BlockTrace& trace, const LiveState& live, BlockCache& cache)
+ReplayCursor::ReplayCursor(const BlockTrace& trace, const LiveState& live, BlockCache& cache,
+                           HistorySummaries* summaries)
     : trace_(trace),
       live_(live),
       cache_(cache),
+      summaries_(summaries),
       first_seq_(trace.first_sequence()),
       end_seq_(trace.end_sequence()),
       validated_(trace.end_sequence()) {

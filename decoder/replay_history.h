@@ -19,6 +19,7 @@
 
 #include "decoder/block_cache.h"
 #include "decoder/block_trace.h"
+#include "decoder/history_summaries.h"
 #include "decoder/stack_tracking.h"
 
 namespace decoder {
@@ -47,7 +48,10 @@ class ReplayCursor {
  public:
   // Starts at the live position. `trace` and `cache` must outlive the cursor
   // and `trace` must not change while it exists (the program is stopped).
-  ReplayCursor(const BlockTrace& trace, const LiveState& live, BlockCache& cache);
+  // `summaries` (optional, outliving the cursor, used for this trace only)
+  // speeds up memory() over long histories; see history_summaries.h.
+  ReplayCursor(const BlockTrace& trace, const LiveState& live, BlockCache& cache,
+               HistorySummaries* summaries = nullptr);
 
   ReplayPosition position() const { return {seq_, index_}; }
   ReplayPosition live_position() const;
@@ -106,6 +110,11 @@ class ReplayCursor {
     const StackState& before() const { return states[index]; }
   };
   BackwardWalk walk_from_here();
+  // At the start of block walk.seq: passes older runs (summaries_) in
+  // which no call or push wrote a byte of [addr, addr + decided.size())
+  // still open and where every rsp is known, ending as walking them would.
+  void pass_runs(BackwardWalk& walk, uint64_t addr, const std::vector<bool>& decided, uint64_t& stale_below);
+  const RunSummary& summary(uint64_t run);
   // Steps the walk to the previous instruction; false at the start of
   // history (or a gap, after which history starts).
   bool walk_back(BackwardWalk& walk);
@@ -134,6 +143,7 @@ class ReplayCursor {
   const BlockTrace& trace_;
   LiveState live_;
   BlockCache& cache_;
+  HistorySummaries* summaries_;
   uint64_t first_seq_;
   uint64_t end_seq_;
   DecodedBlock live_block_;

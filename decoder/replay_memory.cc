@@ -50,6 +50,69 @@ ReplayCursor::BackwardWalk ReplayCursor::walk_from_here() {
   return BackwardWalk{seq_, cur_, block_states(seq_, *cur_), index_};
 }
 
+const RunSummary& ReplayCursor::summary(uint64_t run) {
+  if (const RunSummary* known = summaries_->find(run)) return *known;
+  RunSummary s;
+  s.passable = true;
+  const uint64_t n = summaries_->blocks_per_run();
+  for (uint64_t k = run * n; k < (run + 1) * n && s.passable; ++k) {
+    const DecodedBlock& block = decoded(k);
+    if (!block.complete || block.instructions.empty()) {
+      s.passable = false;
+      break;
+    }
+    const std::vector<StackState> states = block_states(k, block);
+    for (std::size_t i = 0; i < block.instructions.size(); ++i) {
+      const StackState& before = states[i];
+      if (!before.rsp) {
+        s.passable = false;
+        break;
+      }
+      const ReplayInstruction& insn = block.instructions[i];
+      if (auto w = slot_write(insn, before)) {
+        s.write_low = std::min(s.write_low, w->low);
+        s.write_high = std::max(s.write_high, w->low + (w->size - 1));
+      } else if (may_store_unseen(insn)) {
+        s.unseen_rsp_max = std::max(s.unseen_rsp_max, *before.rsp);
+      }
+    }
+  }
+  return summaries_->put(run, s);
+}
+
+void ReplayCursor::pass_runs(BackwardWalk& walk, uint64_t addr, const std::vector<bool>& decided,
+                             uint64_t& stale_below) {
+  if (summaries_ == nullptr) return;
+  const uint64_t n = summaries_->blocks_per_run();
+  while (walk.index == 0 && walk.seq > 0) {
+    // The bytes still open: neither decided nor stale. Writes to the others
+    // no longer matter (gdb reads whole 64-byte lines, whose newer bytes a
+    // loop's calls write again and again while the older wait far back).
+    auto open = [&](std::size_t i) { return !decided[i] && addr + i >= stale_below; };
+    std::size_t lo = 0, hi = decided.size();
+    while (lo < decided.size() && !open(lo)) ++lo;
+    while (hi > lo && !open(hi - 1)) --hi;
+    if (lo >= hi) return;
+    const uint64_t open_low = addr + lo, open_high = addr + (hi - 1);
+    // The run holding the block before the walk; it may go on past the
+    // walk's block (then only its older part is passed).
+    const uint64_t run = (walk.seq - 1) / n, first = run * n;
+    if (first < first_seq_ || (floor_ && first < *floor_) || first + n > end_seq_) return;
+    const RunSummary& s = summary(run);
+    if (!s.passable || (s.write_low <= open_high && open_low <= s.write_high)) return;
+    // A whole run raises stale_below as walking it would. Of a part, only
+    // the whole run's bound is known: pass it only when that bound cannot
+    // make an open byte stale, as walking the part then could not either.
+    if (walk.seq != first + n && s.unseen_rsp_max > open_low) return;
+    stale_below = std::max(stale_below, s.unseen_rsp_max);
+    // As if the walk had just done the run's first instruction: the next
+    // walk_back goes to the block before, and reads only that one.
+    walk.seq = first;
+    walk.block = nullptr;
+    walk.states.clear();
+  }
+}
+
 bool ReplayCursor::walk_back(BackwardWalk& walk) {
   if (walk.index == 0) {
     if ((floor_ && walk.seq <= *floor_) || walk.seq == first_seq_) return false;
@@ -86,6 +149,8 @@ std::vector<std::optional<uint8_t>> ReplayCursor::walk_memory(uint64_t addr, std
   std::size_t open = len;
   const uint64_t last = addr + (len - 1);
   while (open > 0 && last >= stale_below) {
+    pass_runs(walk, addr, decided, stale_below);
+    if (last < stale_below) break;
     if (!walk_back(walk)) {
       *reached_start = true;
       break;

@@ -128,7 +128,9 @@ Expected<decoder::ReplayCursor*> ReplayEngine::cursor_for(pid_t tid) {
   if (regs->available(static_cast<unsigned>(Amd64Reg::rsp))) live.stack.rsp = regs->get_u64(Amd64Reg::rsp);
   if (regs->available(static_cast<unsigned>(Amd64Reg::rbp))) live.stack.rbp = regs->get_u64(Amd64Reg::rbp);
   if (cursors_.empty() && maps_) maps_->refresh();
-  auto cursor = std::make_unique<decoder::ReplayCursor>(*trace, live, *cache_);
+  decoder::HistorySummaries& summaries = summaries_[tid];
+  summaries.use_for(*trace);
+  auto cursor = std::make_unique<decoder::ReplayCursor>(*trace, live, *cache_, &summaries);
   return cursors_.emplace(tid, std::move(cursor)).first->second.get();
 }
 

@@ -117,6 +117,9 @@ class ReplayEngine {
   std::optional<decoder::InstructionDecoder> decoder_;
   std::unique_ptr<decoder::BlockCache> cache_;
   std::map<pid_t, std::unique_ptr<decoder::ReplayCursor>> cursors_;
+  // Per thread, kept across stops (unlike cursors_ and cache_): what the
+  // cursors' stack reads learned of runs of the history.
+  std::map<pid_t, decoder::HistorySummaries> summaries_;
   std::unique_ptr<PastState> past_;  // with the backend's checkpoints
   std::optional<process::DebugHit> watch_hit_;
 };

@@ -290,3 +290,43 @@ TEST_CASE("remembered stack reads give what a fresh walk gives at every position
     }
   }
 }
+
+TEST_CASE("stack reads passing summed-up runs of history give what a walk gives") {
+  // Runs of 1, 2 and 3 blocks: every read at every position, in fresh
+  // cursors sharing the summaries (as the cursors of successive stops do),
+  // equals the instruction-by-instruction walk's answer.
+  replay_test::Fixture f;
+  auto trace = replay_test::trace(true);
+  const std::size_t count = replay_test::oracle().size();
+  std::vector<uint64_t> slots;
+  for (uint64_t a = kR0 - 64; a <= kR0 + 16; a += 4) slots.push_back(a);
+  for (uint64_t run : {1u, 2u, 3u}) {
+    decoder::HistorySummaries summaries(run);
+    summaries.use_for(trace);
+    for (std::size_t n = count; n-- > 0;) {
+      ReplayCursor summed(trace, replay_test::live(), f.cache, &summaries);
+      seek(summed, n);
+      ReplayCursor walking(trace, replay_test::live(), f.cache);
+      seek(walking, n);
+      for (uint64_t addr : slots) {
+        for (std::size_t len : {1u, 8u}) {
+          INFO("run " << run << " position " << n << " slot 0x" << std::hex << addr << " len " << len);
+          CHECK(summed.memory(addr, len) == walking.memory(addr, len));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("summaries are forgotten for another trace") {
+  replay_test::Fixture f;
+  auto trace = replay_test::trace(true);
+  decoder::HistorySummaries summaries(1);
+  summaries.use_for(trace);
+  summaries.put(0, decoder::RunSummary{true, 0, 0, 0});
+  summaries.use_for(trace);
+  CHECK(summaries.find(0) != nullptr);
+  auto other = replay_test::trace(true);
+  summaries.use_for(other);
+  CHECK(summaries.find(0) == nullptr);
+}
