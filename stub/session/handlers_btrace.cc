@@ -5,10 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <system_error>
 
 #include "protocol/btrace_xml.h"
+#include "stub/session/btrace_pt_trace.h"
 #include "stub/session/handlers.h"
 #include "stub/tracing/perf_backend.h"
 #include "stub/tracing/trace_backend.h"
@@ -48,28 +47,52 @@ Expected<pid_t> btrace_thread(Session& s) {
   return btrace_error("No such thread.");
 }
 
-bool intel_pt_pmu_present() {
-  std::error_code ec;
-  return std::filesystem::exists("/sys/bus/event_source/devices/intel_pt", ec);
-}
-
 bool client_enabled(const Session& s, pid_t tid) { return s.btrace_reads.client_enabled.count(tid) != 0; }
 
-Reply enable_bts(Session& s, pid_t tid) {
+bool reads_pt(const Session& s, pid_t tid) {
+  auto it = s.btrace_reads.client_enabled.find(tid);
+  return it != s.btrace_reads.client_enabled.end() && it->second == BtraceFormat::Pt;
+}
+
+// Starts the backend's trace of `tid` with the buffer size `bytes`. The
+// backend gives newly enabled threads its current configuration, so that
+// is set for this one thread and put back.
+Expected<void> enable_sized(TraceBackend& backend, pid_t tid, uint64_t bytes) {
+  const TraceConfig before = backend.config();
+  TraceConfig sized = before;
+  sized.buffer_bytes = bytes;
+  backend.set_config(sized);
+  auto done = backend.enable(tid);
+  backend.set_config(before);
+  return done;
+}
+
+// Qbtrace:bts and Qbtrace:pt: both formats are read from the same trace
+// (the backend's branches); only the documents differ. A pt trace holds as
+// many branches as a bts trace of its size would.
+Reply enable(Session& s, pid_t tid, BtraceFormat format) {
   TraceBackend& backend = *s.trace_backend;
   if (client_enabled(s, tid)) return error_reply("Btrace already enabled.");
   // Under whole-program recording the thread is traced already: gdb gets
   // that trace from here on.
   if (!backend.enabled(tid)) {
-    if (auto done = backend.enable(tid); !done) return Reply::now(reply_error(done.error()));
+    Expected<void> done = {};
+    if (format == BtraceFormat::Pt && s.btrace_reads.pt_size != 0) {
+      const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+      done = enable_sized(backend, tid, bts_buffer_bytes(s.btrace_reads.pt_size, page));
+    } else {
+      done = backend.enable(tid);
+    }
+    if (!done) return Reply::now(reply_error(done.error()));
   }
-  s.btrace_reads.client_enabled.insert(tid);
+  s.btrace_reads.client_enabled[tid] = format;
   // A delta read right after enabling covers everything since this point.
   if (const auto* trace = backend.trace(tid)) {
     s.btrace_reads.seen[tid] = trace->end_sequence();
   } else {
     s.btrace_reads.seen.erase(tid);
   }
+  s.btrace_reads.seen_pc.erase(tid);
   return Reply::now(reply_ok());
 }
 
@@ -82,6 +105,7 @@ Reply disable(Session& s, pid_t tid) {
   }
   s.btrace_reads.client_enabled.erase(tid);
   s.btrace_reads.seen.erase(tid);
+  s.btrace_reads.seen_pc.erase(tid);
   return Reply::now(reply_ok());
 }
 
@@ -90,6 +114,27 @@ std::vector<protocol::BtraceBlock> to_protocol(const std::vector<decoder::Block>
   out.reserve(blocks.size());
   for (const auto& b : blocks) out.push_back(protocol::BtraceBlock{b.begin, b.end});
   return out;
+}
+
+// A pt read. PT streams cannot be cut at an arbitrary branch, so, as for
+// gdbserver's perf buffer, there is no delta (gdb then reads `new`) and
+// `new` is the whole stream or, when the thread has not moved since the
+// last read (no branch, same pc), an empty one. The pc counts: the stream
+// ends at it, and a thread that ran straight-line code took no branch.
+Expected<std::string> read_pt_trace(Session& s, pid_t tid, const decoder::BlockTrace& trace, uint64_t pc,
+                                    uint64_t seen, BtraceRead kind) {
+  auto& reads = s.btrace_reads;
+  if (kind == BtraceRead::Delta) return btrace_error("Generic Error.");  // gdbserver's words
+  auto seen_pc = reads.seen_pc.find(tid);
+  if (kind == BtraceRead::New && seen == trace.end_sequence() && seen_pc != reads.seen_pc.end() &&
+      seen_pc->second == pc) {
+    return protocol::btrace_pt_xml({});
+  }
+  auto packets = pt_packets(*s.process(), trace, pc);
+  if (!packets) return packets.error();
+  reads.seen[tid] = trace.end_sequence();
+  reads.seen_pc[tid] = pc;
+  return protocol::btrace_pt_xml(*packets);
 }
 
 // One trace read. `seen` is where the previous read of this thread stopped
@@ -104,6 +149,7 @@ Expected<std::string> read_trace(Session& s, pid_t tid, BtraceRead kind) {
 
   auto found = s.btrace_reads.seen.find(tid);
   uint64_t seen = found != s.btrace_reads.seen.end() ? found->second : trace->first_sequence();
+  if (reads_pt(s, tid)) return read_pt_trace(s, tid, *trace, pc, seen, kind);
   uint64_t from = trace->first_sequence();
   if (kind == BtraceRead::Delta) {
     // A sequence beyond the end means the trace was replaced under us: as
@@ -132,8 +178,9 @@ Expected<std::string> btrace_document(Session& s, pid_t tid, const XferRead& req
   auto config = backend.thread_config(tid);
   if (!config) return config.error();
   // The backend's name rides in an XML comment: gdb's parser skips it.
-  return protocol::btrace_conf_bts_xml(config->buffer_bytes) + "<!-- btstub backend: " +
-         std::string(backend.name()) + " -->\n";
+  std::string conf = reads_pt(s, tid) ? protocol::btrace_conf_pt_xml(config->buffer_bytes)
+                                      : protocol::btrace_conf_bts_xml(config->buffer_bytes);
+  return conf + "<!-- btstub backend: " + std::string(backend.name()) + " -->\n";
 }
 
 }  // namespace
@@ -151,11 +198,6 @@ uint64_t bts_buffer_bytes(uint64_t requested, std::size_t page_size) {
   return pages * page_size;
 }
 
-std::string btrace_pt_unavailable_message(bool pmu_present) {
-  if (pmu_present) return "Intel PT traces are not supported by btstub; use bts";
-  return "Intel PT is not available on this machine (no intel_pt PMU); use bts";
-}
-
 std::vector<std::string> btrace_supported_features(const Session& s) {
   if (s.trace_backend == nullptr) return {};
   return {"Qbtrace:bts+",          "Qbtrace:pt+",          "Qbtrace:off+",
@@ -168,10 +210,9 @@ Reply handle(Session& s, const BtraceControl& req) {
   if (!tid) return Reply::now(reply_error(tid.error()));
   switch (req.op) {
     case BtraceOp::Bts:
-      return enable_bts(s, *tid);
+      return enable(s, *tid, BtraceFormat::Bts);
     case BtraceOp::Pt:
-      if (client_enabled(s, *tid)) return error_reply("Btrace already enabled.");
-      return error_reply(btrace_pt_unavailable_message(intel_pt_pmu_present()));
+      return enable(s, *tid, BtraceFormat::Pt);
     case BtraceOp::Off:
       return disable(s, *tid);
   }
@@ -182,7 +223,7 @@ Reply handle(Session& s, const BtraceConfigure& req) {
   auto tid = btrace_thread(s);
   if (!tid) return Reply::now(reply_error(tid.error()));
   if (req.format == BtraceFormat::Pt) {
-    s.btrace_reads.pt_size = req.size;  // accepted so that gdb's pt attempt fails on Qbtrace:pt itself
+    s.btrace_reads.pt_size = req.size;  // for threads enabled with Qbtrace:pt from now on
     return Reply::now(reply_ok());
   }
   TraceConfig config = s.trace_backend->config();
