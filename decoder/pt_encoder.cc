@@ -140,12 +140,9 @@ class PacketWriter {
   std::size_t last_psb_ = 0;
 };
 
-// Kernel entries the thread comes back from (syscall, int n): user-only
-// tracing stops at them and starts again where the kernel returns to.
-bool enters_kernel(ControlKind kind) {
-  return kind == ControlKind::Syscall || kind == ControlKind::Interrupt || kind == ControlKind::Trap ||
-         kind == ControlKind::FarTransfer;
-}
+// Kernel entries the thread comes back from to the next instruction
+// (syscall, int3): user-only tracing stops at them and starts again there.
+bool enters_kernel(ControlKind kind) { return kind == ControlKind::Syscall || kind == ControlKind::Interrupt; }
 
 // Packets for an instruction inside a block: the thread went on to the next
 // instruction.
@@ -184,12 +181,14 @@ Expected<void> encode_transfer(PacketWriter& w, const ReplayInstruction& insn, u
     case ControlKind::IndirectCall:
     case ControlKind::Return:
       return w.ip_packet(ppt_tip, to);
+    case ControlKind::Syscall:
+      if (to == insn.next_address()) return encode_inside(w, insn);
+      // The kernel went on elsewhere (rt_sigreturn, execve): a far branch
+      // to there, as with kernel tracing on and the kernel's part left
+      // out. TIP.PGD + TIP.PGE would be a gap to gdb ("Non-contiguous").
+      return w.ip_packet(ppt_tip, to);
     default:
-      if (enters_kernel(insn.kind)) {
-        if (auto done = w.ip_packet(ppt_tip_pgd, 0, true); !done) return done;
-        return w.ip_packet(ppt_tip_pge, to);
-      }
-      break;
+      break;  // a fault (ud2) or trap: the instruction did not complete
   }
   // Not where the instruction goes: the thread was sent away before it ran.
   if (auto done = w.ip_packet(ppt_fup, insn.address); !done) return done;

@@ -12,11 +12,13 @@
 //     against the last IP; returns are never compressed into TNT bits);
 //   - a syscall (or int n) the thread continues after: TIP.PGD (IP
 //     suppressed: the kernel is not traced) and TIP.PGE at the next
-//     instruction; one that continues elsewhere (rt_sigreturn, execve):
-//     TIP.PGD and TIP.PGE at that place;
+//     instruction, which the decoder sees as tracing resumed where it
+//     stopped; a syscall that continues elsewhere (rt_sigreturn, execve):
+//     a TIP there, as a far branch whose kernel part is left out (PGD +
+//     PGE elsewhere would be a gap to gdb);
 //   - a transfer the instruction does not make (a signal's delivery, where
-//     the interrupted instruction has not run): FUP at it, TIP to the
-//     handler (an asynchronous branch);
+//     the interrupted instruction has not run; a fault such as ud2): FUP
+//     at the instruction, TIP to the handler (an asynchronous branch);
 //   - a block that cannot be walked (unreadable or changed code, a hardware
 //     trace's gap): tracing off (FUP + TIP.PGD) at the branch into it (which
 //     is lost with it), on again (TIP.PGE) after it: gdb shows a gap;

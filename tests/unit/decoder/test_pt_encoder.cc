@@ -181,6 +181,19 @@ TEST_CASE("PT: a signal is an asynchronous branch; the handler's rt_sigreturn co
   CHECK(d.ips == at({0x00, 0x05, 0x07, 0x05, 0x07, 0x05, 0x07, 0x09, 0x2d, 0x2f, 0x31, 0x0e, 0x15, 0x33, 0x17,
                      0x1e, 0x22, 0x34, 0x35, 0x36, 0x3b, 0x24, 0x27, 0x2a}));
   CHECK(has(d, ptev_async_branch));
+  // rt_sigreturn's return elsewhere is no gap for gdb.
+  CHECK(d.gaps_not_resumed == 0);
+}
+
+TEST_CASE("PT: a faulting ud2 is an asynchronous branch to the handler; it has not run") {
+  Fixture f;
+  // jmp rax lands on the ud2; its SIGILL handler moves the pc past it.
+  std::vector<Block> bl = blocks({{0x17, 0x1e}, {0x20, 0x20}, {0x34, 0x3b}, {0x22, 0x27}, {0x2a, 0x2b}});
+  Decoded d = decode(encode(f, bl), f.code);
+  CHECK(d.errors == 0);
+  CHECK(d.ips == at({0x17, 0x1e, 0x34, 0x35, 0x36, 0x3b, 0x22, 0x24, 0x27, 0x2a}));
+  CHECK(has(d, ptev_async_branch));
+  CHECK(d.gaps_not_resumed == 0);
 }
 
 TEST_CASE("PT: a trace whose oldest branches were dropped starts at a PSB+ with FUP") {
@@ -257,4 +270,19 @@ TEST_CASE("PT: the trace of a thread that has not moved holds no instruction") {
   Decoded d = decode(encode(f, blocks({{0x00, 0x00}})), f.code);
   CHECK(d.errors == 0);
   CHECK(d.ips.empty());
+}
+
+TEST_CASE("PT: blocks through VEX/EVEX code Capstone 4 does not know are walked") {
+  // 0x500000: kmovd eax, k0 (Capstone 4 cannot decode it); test eax, eax;
+  // je 0x500000; nop
+  const std::vector<uint8_t> code = {0xc5, 0xfb, 0x93, 0xc0, 0x85, 0xc0, 0x74, 0xf8, 0x90};
+  decoder::InstructionDecoder insns = decoder::InstructionDecoder::create().value();
+  decoder::BufferReader reader{0x500000, code.data(), code.size()};
+  decoder::BlockCache cache{insns, reader};
+  auto stream = decoder::encode_pt({{0x500000, 0x500006}, {0x500000, 0x500008}}, cache);
+  REQUIRE(stream.ok());
+  CHECK(stream->gaps == 0);
+  Decoded d = decode(stream->bytes, reader);
+  CHECK(d.errors == 0);
+  CHECK(d.ips == std::vector<uint64_t>{0x500000, 0x500004, 0x500006, 0x500000, 0x500004, 0x500006});
 }
