@@ -93,6 +93,15 @@ Reply enable(Session& s, pid_t tid, BtraceFormat format) {
     s.btrace_reads.seen.erase(tid);
   }
   s.btrace_reads.seen_pc.erase(tid);
+  s.btrace_reads.pt_start.erase(tid);
+  // Where the PT stream begins: a whole-program trace adopted here began
+  // earlier, gdb's history begins now (as bts's does through deltas).
+  const auto* trace = backend.trace(tid);
+  if (trace != nullptr && format == BtraceFormat::Pt) {
+    if (auto regs = s.process()->read_general_registers(tid)) {
+      s.btrace_reads.pt_start[tid] = {trace->end_sequence(), regs->get_u64(protocol::Amd64Reg::rip)};
+    }
+  }
   return Reply::now(reply_ok());
 }
 
@@ -106,6 +115,7 @@ Reply disable(Session& s, pid_t tid) {
   s.btrace_reads.client_enabled.erase(tid);
   s.btrace_reads.seen.erase(tid);
   s.btrace_reads.seen_pc.erase(tid);
+  s.btrace_reads.pt_start.erase(tid);
   return Reply::now(reply_ok());
 }
 
@@ -130,7 +140,9 @@ Expected<std::string> read_pt_trace(Session& s, pid_t tid, const decoder::BlockT
       seen_pc->second == pc) {
     return protocol::btrace_pt_xml({});
   }
-  auto packets = pt_packets(*s.process(), trace, pc);
+  std::optional<PtStart> start;
+  if (auto it = reads.pt_start.find(tid); it != reads.pt_start.end()) start = PtStart{it->second.first, it->second.second};
+  auto packets = pt_packets(*s.process(), trace, start, pc);
   if (!packets) return packets.error();
   reads.seen[tid] = trace.end_sequence();
   reads.seen_pc[tid] = pc;

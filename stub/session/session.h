@@ -173,6 +173,9 @@ class Session {
   struct BtraceReads {
     std::map<pid_t, uint64_t> seen;  // per thread: end_sequence() at its last trace read
     std::map<pid_t, uint64_t> seen_pc;  // per pt thread: its pc at its last trace read
+    // Per pt thread: end_sequence() and pc when Qbtrace:pt turned it on,
+    // where the PT stream begins (a whole-program trace began earlier).
+    std::map<pid_t, std::pair<uint64_t, uint64_t>> pt_start;
     std::string cached_key;          // "object:annex:tid" of the document in `cached`
     std::string cached;              // gdb reads a document in chunks from this copy
     uint64_t pt_size = 0;            // Qbtrace-conf:pt:size: the size threads enabled with Qbtrace:pt get

@@ -142,6 +142,8 @@ TEST_CASE("a pt document is read in chunks from one snapshot", "[btrace]") {
   f.loop(3);
   const std::string whole = f.ask("qXfer:btrace:read:new:0,fffff").substr(1);
   REQUIRE(f.ask("Qbtrace:off") == "OK");
+  f.backend.replace_trace(100, decoder::BlockTrace(0x401000, 16));
+  f.set_pc(0x401000);
   REQUIRE(f.ask("Qbtrace:pt") == "OK");
   f.loop(3);
   std::string got = f.ask("qXfer:btrace:read:new:0,20").substr(1);
@@ -154,11 +156,16 @@ TEST_CASE("a pt document is read in chunks from one snapshot", "[btrace]") {
   CHECK(got == whole);
 }
 
-TEST_CASE("whole-program recording adopted by Qbtrace:pt", "[btrace]") {
+TEST_CASE("whole-program recording adopted by Qbtrace:pt: gdb's history begins there", "[btrace]") {
   Fixture f;
   REQUIRE(f.backend.enable_all().ok());
+  f.loop(3);
   CHECK(f.ask("qXfer:btrace-conf:read::0,fff") == "E.Btrace not enabled.");
-  REQUIRE(f.ask("Qbtrace:pt") == "OK");
+  REQUIRE(f.ask("Qbtrace:pt") == "OK");  // at 0x401001
+  f.loop(1);
+  // As a bts trace is through gdb's delta reads: from where gdb turned it on.
+  CHECK(decode(raw_of(f.ask("qXfer:btrace:read:all:0,fffff")), f.process) ==
+        std::vector<uint64_t>{0x401001, 0x401002, 0x401000});
   CHECK(f.ask("qXfer:btrace-conf:read::0,fff").find("<pt size=") != std::string::npos);
   REQUIRE(f.ask("Qbtrace:off") == "OK");
   CHECK(f.backend.enabled(100));
