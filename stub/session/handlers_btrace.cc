@@ -67,23 +67,36 @@ Expected<void> enable_sized(TraceBackend& backend, pid_t tid, uint64_t bytes) {
   return done;
 }
 
+// PT packets take one to two bytes a branch (1.3 to 1.7 measured on the
+// fidelity programs): a pt buffer of N bytes keeps N/2 branches, where a
+// bts buffer keeps N/24 (one 24-byte BTS record each).
+constexpr uint64_t kPtBranchBytes = 2;
+
 // Qbtrace:bts and Qbtrace:pt: both formats are read from the same trace
-// (the backend's branches); only the documents differ. A pt trace holds as
-// many branches as a bts trace of its size would.
+// (the backend's branches); only the documents differ.
 Reply enable(Session& s, pid_t tid, BtraceFormat format) {
   TraceBackend& backend = *s.trace_backend;
   if (client_enabled(s, tid)) return error_reply("Btrace already enabled.");
+  auto& reads = s.btrace_reads;
   // Under whole-program recording the thread is traced already: gdb gets
   // that trace from here on.
   if (!backend.enabled(tid)) {
     Expected<void> done = {};
-    if (format == BtraceFormat::Pt && s.btrace_reads.pt_size != 0) {
+    if (format == BtraceFormat::Pt) {
       const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-      done = enable_sized(backend, tid, bts_buffer_bytes(s.btrace_reads.pt_size, page));
+      const uint64_t wish = reads.pt_size != 0 ? reads.pt_size : backend.config().buffer_bytes;
+      const uint64_t bytes = bts_buffer_bytes(wish, page);
+      done = enable_sized(backend, tid, bytes / kPtBranchBytes * decoder::BlockTrace::kBtsRecordSize);
+      if (done) reads.pt_sizes[tid] = bytes;
     } else {
       done = backend.enable(tid);
     }
     if (!done) return Reply::now(reply_error(done.error()));
+  } else if (format == BtraceFormat::Pt) {
+    // An adopted trace keeps its bound: the pt buffer that holds as much.
+    auto config = backend.thread_config(tid);
+    const uint64_t records = config ? config->buffer_bytes / decoder::BlockTrace::kBtsRecordSize : 1;
+    reads.pt_sizes[tid] = std::min<uint64_t>(records * kPtBranchBytes, uint64_t{1} << 31);
   }
   s.btrace_reads.client_enabled[tid] = format;
   // A delta read right after enabling covers everything since this point.
@@ -116,6 +129,7 @@ Reply disable(Session& s, pid_t tid) {
   s.btrace_reads.seen.erase(tid);
   s.btrace_reads.seen_pc.erase(tid);
   s.btrace_reads.pt_start.erase(tid);
+  s.btrace_reads.pt_sizes.erase(tid);
   return Reply::now(reply_ok());
 }
 
@@ -190,7 +204,7 @@ Expected<std::string> btrace_document(Session& s, pid_t tid, const XferRead& req
   auto config = backend.thread_config(tid);
   if (!config) return config.error();
   // The backend's name rides in an XML comment: gdb's parser skips it.
-  std::string conf = reads_pt(s, tid) ? protocol::btrace_conf_pt_xml(config->buffer_bytes)
+  std::string conf = reads_pt(s, tid) ? protocol::btrace_conf_pt_xml(s.btrace_reads.pt_sizes[tid])
                                       : protocol::btrace_conf_bts_xml(config->buffer_bytes);
   return conf + "<!-- btstub backend: " + std::string(backend.name()) + " -->\n";
 }

@@ -176,6 +176,7 @@ class Session {
     // Per pt thread: end_sequence() and pc when Qbtrace:pt turned it on,
     // where the PT stream begins (a whole-program trace began earlier).
     std::map<pid_t, std::pair<uint64_t, uint64_t>> pt_start;
+    std::map<pid_t, uint64_t> pt_sizes;  // per pt thread: its buffer size as btrace-conf reports it
     std::string cached_key;          // "object:annex:tid" of the document in `cached`
     std::string cached;              // gdb reads a document in chunks from this copy
     uint64_t pt_size = 0;            // Qbtrace-conf:pt:size: the size threads enabled with Qbtrace:pt get

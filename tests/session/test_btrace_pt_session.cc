@@ -127,10 +127,14 @@ TEST_CASE("pt has no delta (gdb then reads new); new is empty when nothing was a
 
 TEST_CASE("pt after the oldest branches were dropped starts in the middle of the loop", "[btrace]") {
   Fixture f;
+  // A whole-program trace of two branches (a gdb wish is at least a page),
+  // adopted by Qbtrace:pt: its pt size is what two branches take.
   stub::tracing::TraceConfig two = f.backend.config();
   two.buffer_bytes = 2 * decoder::BlockTrace::kBtsRecordSize;
   f.backend.set_config(two);
+  REQUIRE(f.backend.enable_all().ok());
   REQUIRE(f.ask("Qbtrace:pt") == "OK");
+  CHECK(f.ask("qXfer:btrace-conf:read::0,fff").find("<pt size=\"0x4\"/>") != std::string::npos);
   f.loop(5);
   CHECK(decode(raw_of(f.ask("qXfer:btrace:read:all:0,fffff")), f.process) ==
         std::vector<uint64_t>{0x401000, 0x401001, 0x401002, 0x401000, 0x401001, 0x401002, 0x401000});
