@@ -29,8 +29,16 @@ class PacketWriter {
     if (w.encoder_ == nullptr) return encode_error("allocation", -pte_nomem);
     return w;
   }
+  // Only a fresh writer is moved (out of create()); the encoder keeps
+  // pointing at the scratch buffer, which a vector move does not relocate.
   PacketWriter(PacketWriter&& other) noexcept
-      : scratch_(std::move(other.scratch_)), encoder_(other.encoder_), out_(std::move(other.out_)), last_ip_(other.last_ip_) {
+      : scratch_(std::move(other.scratch_)),
+        encoder_(other.encoder_),
+        out_(std::move(other.out_)),
+        last_ip_(other.last_ip_),
+        tnt_bits_(other.tnt_bits_),
+        tnt_count_(other.tnt_count_),
+        last_psb_(other.last_psb_) {
     other.encoder_ = nullptr;
   }
   PacketWriter& operator=(PacketWriter&&) = delete;

@@ -72,47 +72,56 @@ Expected<void> enable_sized(TraceBackend& backend, pid_t tid, uint64_t bytes) {
 // bts buffer keeps N/24 (one 24-byte BTS record each).
 constexpr uint64_t kPtBranchBytes = 2;
 
+// Starts tracing `tid` for Qbtrace:pt with the buffer gdb asked for, rounded
+// as gdbserver rounds its perf AUX buffer; btrace-conf reports that size.
+Expected<void> start_pt(Session& s, pid_t tid) {
+  auto& reads = s.btrace_reads;
+  TraceBackend& backend = *s.trace_backend;
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t wish = reads.pt_size != 0 ? reads.pt_size : backend.config().buffer_bytes;
+  const uint64_t bytes = bts_buffer_bytes(wish, page);
+  auto done = enable_sized(backend, tid, bytes / kPtBranchBytes * decoder::BlockTrace::kBtsRecordSize);
+  if (done) reads.pt_sizes[tid] = bytes;
+  return done;
+}
+
+// The pt size of a trace adopted from whole-program recording, which keeps
+// its bound: the pt buffer that holds as many branches.
+uint64_t adopted_pt_size(const TraceBackend& backend, pid_t tid) {
+  auto config = backend.thread_config(tid);
+  const uint64_t records = config ? config->buffer_bytes / decoder::BlockTrace::kBtsRecordSize : 1;
+  return std::min<uint64_t>(records * kPtBranchBytes, uint64_t{1} << 31);
+}
+
 // Qbtrace:bts and Qbtrace:pt: both formats are read from the same trace
 // (the backend's branches); only the documents differ.
 Reply enable(Session& s, pid_t tid, BtraceFormat format) {
   TraceBackend& backend = *s.trace_backend;
-  if (client_enabled(s, tid)) return error_reply("Btrace already enabled.");
   auto& reads = s.btrace_reads;
+  if (client_enabled(s, tid)) return error_reply("Btrace already enabled.");
   // Under whole-program recording the thread is traced already: gdb gets
   // that trace from here on.
   if (!backend.enabled(tid)) {
-    Expected<void> done = {};
-    if (format == BtraceFormat::Pt) {
-      const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-      const uint64_t wish = reads.pt_size != 0 ? reads.pt_size : backend.config().buffer_bytes;
-      const uint64_t bytes = bts_buffer_bytes(wish, page);
-      done = enable_sized(backend, tid, bytes / kPtBranchBytes * decoder::BlockTrace::kBtsRecordSize);
-      if (done) reads.pt_sizes[tid] = bytes;
-    } else {
-      done = backend.enable(tid);
-    }
+    auto done = format == BtraceFormat::Pt ? start_pt(s, tid) : backend.enable(tid);
     if (!done) return Reply::now(reply_error(done.error()));
   } else if (format == BtraceFormat::Pt) {
-    // An adopted trace keeps its bound: the pt buffer that holds as much.
-    auto config = backend.thread_config(tid);
-    const uint64_t records = config ? config->buffer_bytes / decoder::BlockTrace::kBtsRecordSize : 1;
-    reads.pt_sizes[tid] = std::min<uint64_t>(records * kPtBranchBytes, uint64_t{1} << 31);
+    reads.pt_sizes[tid] = adopted_pt_size(backend, tid);
   }
-  s.btrace_reads.client_enabled[tid] = format;
+  reads.client_enabled[tid] = format;
+  reads.seen_pc.erase(tid);
+  reads.pt_start.erase(tid);
+  const auto* trace = backend.trace(tid);
   // A delta read right after enabling covers everything since this point.
-  if (const auto* trace = backend.trace(tid)) {
-    s.btrace_reads.seen[tid] = trace->end_sequence();
+  if (trace != nullptr) {
+    reads.seen[tid] = trace->end_sequence();
   } else {
-    s.btrace_reads.seen.erase(tid);
+    reads.seen.erase(tid);
   }
-  s.btrace_reads.seen_pc.erase(tid);
-  s.btrace_reads.pt_start.erase(tid);
   // Where the PT stream begins: a whole-program trace adopted here began
   // earlier, gdb's history begins now (as bts's does through deltas).
-  const auto* trace = backend.trace(tid);
   if (trace != nullptr && format == BtraceFormat::Pt) {
     if (auto regs = s.process()->read_general_registers(tid)) {
-      s.btrace_reads.pt_start[tid] = {trace->end_sequence(), regs->get_u64(protocol::Amd64Reg::rip)};
+      reads.pt_start[tid] = {trace->end_sequence(), regs->get_u64(protocol::Amd64Reg::rip)};
     }
   }
   return Reply::now(reply_ok());
