@@ -100,13 +100,15 @@ Reply enable(Session& s, pid_t tid, BtraceFormat format) {
   auto& reads = s.btrace_reads;
   if (client_enabled(s, tid)) return error_reply("Btrace already enabled.");
   // Under whole-program recording the thread is traced already: gdb gets
-  // that trace from here on.
-  if (!backend.enabled(tid)) {
-    auto done = format == BtraceFormat::Pt ? start_pt(s, tid) : backend.enable(tid);
+  // that trace from here on. A thread it has not met yet (`monitor record
+  // start` begins a thread's trace when the thread next runs) gets its
+  // trace now, with the recording's configuration.
+  const bool adopted = backend.enabled(tid);
+  if (!adopted || backend.trace(tid) == nullptr) {
+    auto done = format == BtraceFormat::Pt && !adopted ? start_pt(s, tid) : backend.enable(tid);
     if (!done) return Reply::now(reply_error(done.error()));
-  } else if (format == BtraceFormat::Pt) {
-    reads.pt_sizes[tid] = adopted_pt_size(backend, tid);
   }
+  if (adopted && format == BtraceFormat::Pt) reads.pt_sizes[tid] = adopted_pt_size(backend, tid);
   reads.client_enabled[tid] = format;
   reads.seen_pc.erase(tid);
   reads.pt_start.erase(tid);

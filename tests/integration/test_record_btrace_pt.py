@@ -13,6 +13,10 @@ it with libipt) the very history the BTS blocks of that trace give.
    program exits normally. Every command's output must be the same under
    both formats except the lines naming the format and buffer size. At -O0
    the pt run uses plain `record btrace`, which must pick pt.
+   `monitor record start` at main, then `record btrace bts|pt` (gdb adopts
+   btstub's recording, which has no trace of the thread until it runs
+   again): gdb names the format, reads the trace to walk_end without gaps,
+   and both formats count the same instructions.
 2. The tracer's fidelity programs (tests/programs/trace_*.c[c], single
    threaded) at -O0 and -O2, one run per format from main to exit()
    (trace_syscalls: to its first vDSO clock call, after which the time
@@ -93,6 +97,32 @@ def check_walk(c, args, opt):
                 pt.transcript() if i == len(pt.commands) - 1 else "")
     c.contains("%s: the program exits normally after pt" % opt, pt.of(-1),
                "exited normally", pt.transcript())
+
+
+def check_adopted(c, args):
+    """record btrace (either format) right after `monitor record start`
+    adopts btstub's recording, whose trace of a thread begins only when the
+    thread next runs: gdb must still learn the format and read the trace,
+    and both formats must count the same instructions."""
+    prog = program("record_walk", "O0")
+    counts = {}
+    for fmt, name in (("bts", "Branch Trace Store"), ("pt", "Intel Processor Trace")):
+        commands = ["break main", "continue", "monitor record start",
+                    "record btrace " + fmt, "info record", "break walk_end",
+                    "continue", "info record", "record stop", "delete",
+                    "monitor record stop", "continue"]
+        r = run_gdb(commands, prog, stdio_target(args.server, prog, []),
+                    timeout=120)
+        label = "after monitor record start, record btrace " + fmt
+        c.contains("%s: gdb learns the format" % label, r.of(4),
+                   "Recording format: %s." % name, r.transcript())
+        counts[fmt] = count_of(r.of(7))
+        c.true("%s: the trace reads, without gaps" % label,
+               counts[fmt][0] and counts[fmt][1] == 0, r.of(7))
+        c.contains("%s: the program exits normally" % label, r.of(-1),
+                   "exited normally", r.transcript())
+    c.equal("after monitor record start: pt counts as bts", counts["bts"],
+            counts["pt"])
 
 
 def instructions(text):
@@ -210,6 +240,7 @@ def main(args, c):
         return
     for opt in ("O0", "O2"):
         check_walk(c, args, opt)
+    check_adopted(c, args)
     for name, end, handlers, interrupted in FIDELITY:
         for opt in ("O0", "O2"):
             check_fidelity(c, args, name, opt, end, handlers, interrupted)
