@@ -3,8 +3,9 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
-# clang and its runtime (libFuzzer, sanitizers) build the fuzz targets.
-PACKAGES=(g++ cmake make gdb gdbserver python3 libboost-dev libcapstone-dev nlohmann-json3-dev catch2
+# libipt-dev encodes Intel PT traces (decoder/pt_encoder.h); clang and its
+# runtime (libFuzzer, sanitizers) build the fuzz targets.
+PACKAGES=(g++ cmake make gdb gdbserver python3 libboost-dev libcapstone-dev libipt-dev nlohmann-json3-dev catch2
           clang libclang-rt-14-dev)
 
 install_packages() {

@@ -24,13 +24,15 @@ std::optional<ReplayInstruction> BlockCache::instruction_at(uint64_t addr) {
 }
 
 // Same acceptance rules as instruction_history's block_instructions: only a
-// transfer that can fall through may sit inside a block.
+// transfer that can fall through may sit inside a block, and VEX/EVEX
+// encodings Capstone 4 does not know (glibc's AVX-512 string functions)
+// still decode, as ordinary instructions.
 DecodedBlock BlockCache::decode(const Block& block) {
   DecodedBlock out;
   if (block.end < block.begin || block.end - block.begin > kMaxBlockBytes) return out;
   uint64_t addr = block.begin;
   for (;;) {
-    auto insn = decoder_.decode(addr, code_);
+    auto insn = decode_with_fallback(decoder_, addr, code_);
     if (!insn) return out;
     out.instructions.push_back(reduce(*insn));
     if (addr == block.end) {

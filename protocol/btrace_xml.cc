@@ -50,4 +50,27 @@ std::string btrace_conf_bts_xml(uint64_t size) {
          "<bts size=\"0x" + hex(size) + "\" />\n</btrace-conf>\n";
 }
 
+std::string btrace_pt_xml(const std::vector<uint8_t>& packets) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(kBtraceHeader);
+  out += "<pt>\n<pt-config>\n</pt-config>\n";
+  if (!packets.empty()) {
+    out += "<raw>\n";
+    out.reserve(out.size() + 2 * packets.size() + 32);
+    for (uint8_t byte : packets) {
+      out += kDigits[byte >> 4];
+      out += kDigits[byte & 0xf];
+    }
+    out += "</raw>\n";
+  }
+  out += "</pt>\n";
+  out += kBtraceFooter;
+  return out;
+}
+
+std::string btrace_conf_pt_xml(uint64_t size) {
+  return "<!DOCTYPE btrace-conf SYSTEM \"btrace-conf.dtd\">\n<btrace-conf version=\"1.0\">\n"
+         "<pt size=\"0x" + hex(size) + "\"/>\n</btrace-conf>\n";
+}
+
 }  // namespace protocol

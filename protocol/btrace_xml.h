@@ -43,4 +43,13 @@ std::string btrace_empty_xml();
 // <btrace-conf> for a BTS trace of `size` bytes.
 std::string btrace_conf_bts_xml(uint64_t size);
 
+// The Intel PT document: <pt> with an empty <pt-config> and the packets as
+// hex in <raw> (left out when there are none, as gdbserver does). No <cpu>:
+// gdb then applies no vendor's errata workarounds, which is right for a
+// trace no Intel CPU wrote.
+std::string btrace_pt_xml(const std::vector<uint8_t>& packets);
+
+// <btrace-conf> for a PT trace of `size` bytes.
+std::string btrace_conf_pt_xml(uint64_t size);
+
 }  // namespace protocol

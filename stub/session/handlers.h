@@ -79,8 +79,6 @@ Reply handle(Session&, const BtraceConfigure&);
 Reply handle_btrace_xfer(Session&, const XferRead&);
 // qSupported entries: none without a trace backend.
 std::vector<std::string> btrace_supported_features(const Session&);
-// The Qbtrace:pt error text, by whether the intel_pt PMU exists.
-std::string btrace_pt_unavailable_message(bool pmu_present);
 // The BTS buffer a Qbtrace-conf:bts:size wish gets, as gdbserver sizes it:
 // a power-of-two number of pages, at least one.
 uint64_t bts_buffer_bytes(uint64_t requested, std::size_t page_size);

@@ -70,7 +70,7 @@ struct SessionConfig {
 struct SessionHandover {
   pid_t thread = 0;  // the thread of the last stop reply; 0: none
   int signal = 0;    // its host signal
-  std::set<pid_t> btrace_client_enabled;  // Session::BtraceReads::client_enabled
+  std::map<pid_t, protocol::BtraceFormat> btrace_client_enabled;  // Session::BtraceReads::client_enabled
 };
 
 // The outcome of one request.
@@ -172,15 +172,21 @@ class Session {
   TraceBackend* trace_backend = nullptr;
   struct BtraceReads {
     std::map<pid_t, uint64_t> seen;  // per thread: end_sequence() at its last trace read
+    std::map<pid_t, uint64_t> seen_pc;  // per pt thread: its pc at its last trace read
+    // Per pt thread: end_sequence() and pc when Qbtrace:pt turned it on,
+    // where the PT stream begins (a whole-program trace began earlier).
+    std::map<pid_t, std::pair<uint64_t, uint64_t>> pt_start;
+    std::map<pid_t, uint64_t> pt_sizes;  // per pt thread: its buffer size as btrace-conf reports it
     std::string cached_key;          // "object:annex:tid" of the document in `cached`
     std::string cached;              // gdb reads a document in chunks from this copy
-    uint64_t pt_size = 0;            // Qbtrace-conf:pt:size, remembered but unused
-    // Threads the client turned tracing on for with Qbtrace:bts. A thread
+    uint64_t pt_size = 0;            // Qbtrace-conf:pt:size: the size threads enabled with Qbtrace:pt get
+    // Threads the client turned tracing on for with Qbtrace:bts or
+    // Qbtrace:pt, and the format it reads their trace in. A thread
     // traced only by whole-program recording (--record, monitor record
     // start) is not among them: gdb must not see its trace as its own
     // `record btrace`, or it would replay with its own target instead of
     // asking btstub with bs/bc.
-    std::set<pid_t> client_enabled;
+    std::map<pid_t, protocol::BtraceFormat> client_enabled;
   };
   BtraceReads btrace_reads;
   // Reverse execution (handlers_replay.cc). Breakpoint addresses inserted

@@ -4,8 +4,8 @@ against gdb's own `record full` as the reference, on
 tests/programs/record_walk.c at -O0 and -O2.
 
 One gdb script is run twice on the same program:
-  * against the server under test with `record btrace` (gdb tries pt, gets
-    btstub's error, falls back to bts), and
+  * against the server under test with `record btrace bts` (the pt format
+    is compared with this one by test_record_btrace_pt), and
   * natively (`gdb -batch` with `run`, gdb itself single-stepping) with
     `record full` over the same range (walk_begin -> walk_end).
 Checked: continue / next / step / finish while recording; `info record`
@@ -27,8 +27,8 @@ pcs that `record full`'s replay steps through (checked: "numbered 1..N",
 "instruction for instruction"). Instruction numbers differ by one between
 the two: record full calls the state before its first instruction 0,
 btrace calls that instruction 1; `record goto N` is compared accordingly.
-Errors: `record btrace pt` must name the missing hardware, a second
-`record btrace bts` gives gdb's "already being recorded" error.
+Errors: a second `record btrace bts` or `record btrace pt` gives gdb's
+"already being recorded" error; plain `record btrace` picks pt.
 At -O2 the btrace run is repeated with `--trace-stops=debugreg` (a debug
 register at each block end instead of int3s) where `btstub --probe` says
 debug registers trap, and says SKIP elsewhere.
@@ -77,7 +77,7 @@ def script(mode, first):
         # instructions; btstub does not offer range stepping anyway.
         s.add("set range-stepping off")
     ix["first"] = s.add(first)
-    ix["record"] = s.add("record " + mode)
+    ix["record"] = s.add("record " + ("btrace bts" if mode == "btrace" else mode))
     ix["next1"] = s.add("next")
     ix["next2"] = s.add("next")
     ix["step"] = s.add("step")
@@ -310,37 +310,40 @@ def check_opt(c, args, opt):
 
 
 def check_errors(c, args):
-    """record btrace pt names the missing hardware and leaves no recording;
-    a second record btrace bts gives gdb's "already" error; record stop and
-    a new record btrace start from an empty trace."""
+    """record btrace pt is accepted like bts; a second record btrace (either
+    format) gives gdb's "already" error; plain record btrace picks pt;
+    record stop and a new record btrace start from an empty trace."""
     if args.server == "gdbserver":
         print("SKIP errors: gdbserver cannot trace branches on this machine")
         return
     prog = program("record_walk", "O0")
     commands = ["break walk_begin", "continue", "record btrace pt",
-                "info record", "record btrace bts", "record btrace bts",
-                "record btrace", "next", "info record", "record stop",
-                "record btrace", "info record", "record stop", "delete",
-                "continue"]
+                "info record", "record stop", "record btrace bts",
+                "record btrace bts", "record btrace pt", "next",
+                "info record", "record stop", "record btrace", "info record",
+                "record stop", "delete", "continue"]
     r = run_gdb(commands, prog, stdio_target(args.server, prog, []))
-    c.matches("record btrace pt: clear error naming the missing hardware",
-              r.of(2), r"Could not enable branch tracing for .*: Intel PT is "
-              r"not available on this machine \(no intel_pt PMU\)",
-              r.transcript())
-    c.contains("record btrace pt: no recording left behind", r.of(3),
-               "No recording is currently active.")
-    c.equal("record btrace bts: accepted silently", "", r.of(4).strip())
-    for i in (5, 6):
-        c.contains("%s again: gdb's already error" % commands[i], r.of(i),
-                   'The process is already being recorded.  Use "record stop"'
-                   ' to stop recording first.')
-    count = recorded_count(c, "after next", r.of(8))
+    c.equal("record btrace pt: accepted silently", "", r.of(2).strip(),
+            r.transcript())
+    c.contains("record btrace pt: recording in Intel PT format", r.of(3),
+               "Recording format: Intel Processor Trace.")
+    c.contains("record stop after pt", r.of(4), "Process record is stopped")
+    c.equal("record btrace bts: accepted silently", "", r.of(5).strip())
+    for i in (6, 7):
+        c.contains("%s while recording: gdb's already error" % commands[i],
+                   r.of(i), 'The process is already being recorded.  Use '
+                   '"record stop" to stop recording first.')
+    count = recorded_count(c, "after next", r.of(9))
     c.true("recording went on through the failed attempts (count > 0)",
-           count and count > 0, r.of(8))
-    c.contains("record stop", r.of(9), "Process record is stopped")
-    c.contains("record btrace after stop: a fresh, empty trace", r.of(11),
+           count and count > 0, r.of(9))
+    c.contains("still bts after the failed attempts", r.of(9),
+               "Recording format: Branch Trace Store.")
+    c.contains("record stop", r.of(10), "Process record is stopped")
+    c.contains("plain record btrace picks pt", r.of(12),
+               "Recording format: Intel Processor Trace.")
+    c.contains("record btrace after stop: a fresh, empty trace", r.of(12),
                "Recorded 0 instructions in 0 functions (0 gaps)")
-    c.contains("errors: program exits normally", r.of(14), "exited normally",
+    c.contains("errors: program exits normally", r.of(15), "exited normally",
                r.transcript())
 
 

@@ -6,7 +6,6 @@
 
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
 
 #include "fake_process.h"
 #include "fake_trace_backend.h"
@@ -111,18 +110,46 @@ TEST_CASE("backend failures reach gdb as E. messages", "[btrace]") {
   CHECK(f.ask("Qbtrace:off") == "E.cannot stop tracing");
 }
 
-TEST_CASE("Qbtrace:pt fails naming the missing hardware so gdb falls back to bts", "[btrace]") {
+TEST_CASE("Qbtrace:pt enables the same backend's trace, sized by Qbtrace-conf:pt:size", "[btrace]") {
   Fixture f;
-  bool pmu = std::filesystem::exists("/sys/bus/event_source/devices/intel_pt");
-  CHECK(f.ask("Qbtrace:pt") == "E." + stub::session::btrace_pt_unavailable_message(pmu));
-  CHECK_FALSE(f.backend.enabled(100));
-  CHECK(f.ask("Qbtrace:bts") == "OK");
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t bts_size = f.backend.config().buffer_bytes;
+  CHECK(f.ask("Qbtrace-conf:pt:size=0x4001") == "OK");
+  CHECK(f.backend.config().buffer_bytes == bts_size);  // bts traces keep their size
+  CHECK(f.ask("Qbtrace:pt") == "OK");
+  CHECK(f.backend.enabled(100));
+  // Rounded up to a power-of-two number of pages, as gdbserver's perf AUX
+  // buffer is; it keeps a branch per 2 bytes (a bts buffer one per 24);
+  // the backend's size for other threads is untouched.
+  const uint64_t rounded = stub::session::bts_buffer_bytes(0x4001, page);
+  CHECK(f.backend.thread_config(100)->buffer_bytes == rounded / 2 * 24);
+  CHECK(f.backend.config().buffer_bytes == bts_size);
+  char size[32];
+  std::snprintf(size, sizeof size, "0x%llx", static_cast<unsigned long long>(rounded));
+  CHECK(f.ask("qXfer:btrace-conf:read::0,fff") ==
+        "l<!DOCTYPE btrace-conf SYSTEM \"btrace-conf.dtd\">\n<btrace-conf version=\"1.0\">\n"
+        "<pt size=\"" + std::string(size) + "\"/>\n</btrace-conf>\n<!-- btstub backend: fake -->\n");
   CHECK(f.ask("Qbtrace:pt") == "E.Btrace already enabled.");
+  CHECK(f.ask("Qbtrace:bts") == "E.Btrace already enabled.");
+  CHECK(f.ask("Qbtrace:off") == "OK");
+  CHECK_FALSE(f.backend.enabled(100));
+  // Off, then bts: the same thread reads BTS documents again.
+  CHECK(f.ask("Qbtrace:bts") == "OK");
+  CHECK(contains(f.ask("qXfer:btrace-conf:read::0,fff"), "<bts size="));
+}
 
-  CHECK(stub::session::btrace_pt_unavailable_message(false) ==
-        "Intel PT is not available on this machine (no intel_pt PMU); use bts");
-  CHECK(contains(stub::session::btrace_pt_unavailable_message(true), "use bts"));
-  CHECK_FALSE(contains(stub::session::btrace_pt_unavailable_message(true), "no intel_pt PMU"));
+TEST_CASE("Qbtrace:pt is refused where Qbtrace:bts is", "[btrace]") {
+  Fixture f;
+  f.backend.fail_next = "perf_event_open failed: Permission denied";
+  CHECK(f.ask("Qbtrace:pt") == "E.perf_event_open failed: Permission denied");
+  CHECK_FALSE(f.backend.enabled(100));
+  f.session.trace_backend = nullptr;
+  CHECK(f.ask("Qbtrace:pt") == "E.Target does not support branch tracing.");
+  CHECK(f.ask("Qbtrace-conf:pt:size=0x4000") == "E.Target does not support branch tracing.");
+  test::FakeTraceBackend backend;
+  stub::session::Session session{stub::session::SessionConfig{}, nullptr};
+  session.trace_backend = &backend;
+  CHECK(session.handle_packet("Qbtrace:pt").payload == "E.Must select a single thread.");
 }
 
 TEST_CASE("btrace packets act on the general thread", "[btrace]") {
@@ -155,7 +182,7 @@ TEST_CASE("Qbtrace-conf sets the size new traces get; btrace-conf reports the th
   // perf buffer is: that is the buffer used and reported.
   CHECK(f.ask("Qbtrace-conf:bts:size=0x800") == "OK");
   CHECK(f.backend.config().buffer_bytes == page);
-  CHECK(f.ask("Qbtrace-conf:pt:size=0x4000") == "OK");  // remembered; pt itself is refused
+  CHECK(f.ask("Qbtrace-conf:pt:size=0x4000") == "OK");  // for pt traces only
   CHECK(f.backend.config().buffer_bytes == page);
   CHECK(f.session.btrace_reads.pt_size == 0x4000);
   CHECK(f.ask("Qbtrace-conf:bts:size=0x100000000") == "E.Bad size value.");

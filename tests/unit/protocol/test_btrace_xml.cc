@@ -70,3 +70,16 @@ TEST_CASE("btrace-conf names the bts buffer size in hex", "[btrace_xml]") {
         "<bts size=\"0x10000\" />\n</btrace-conf>\n");
   CHECK(btrace_conf_bts_xml(0).find("<bts size=\"0x0\" />") != std::string::npos);
 }
+
+TEST_CASE("pt documents carry the packets as hex in raw, with no cpu in pt-config", "[btrace_xml]") {
+  CHECK(btrace_pt_xml({0x02, 0x82, 0xab, 0x0f}) ==
+        kHead + "<pt>\n<pt-config>\n</pt-config>\n<raw>\n0282ab0f</raw>\n</pt>\n" + kTail);
+  // No packets: no raw element (gdb's empty pt trace, as gdbserver sends it).
+  CHECK(btrace_pt_xml({}) == kHead + "<pt>\n<pt-config>\n</pt-config>\n</pt>\n" + kTail);
+}
+
+TEST_CASE("btrace-conf names the pt buffer size in hex", "[btrace_xml]") {
+  CHECK(btrace_conf_pt_xml(0x4000) ==
+        "<!DOCTYPE btrace-conf SYSTEM \"btrace-conf.dtd\">\n<btrace-conf version=\"1.0\">\n"
+        "<pt size=\"0x4000\"/>\n</btrace-conf>\n");
+}

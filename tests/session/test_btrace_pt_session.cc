@@ -1,0 +1,176 @@
+// qXfer:btrace for a thread enabled with Qbtrace:pt, through Session against
+// FakeProcess (code in its memory) and FakeTraceBackend: the <pt> documents
+// gdb reads, and what libipt's decoder makes of their packets.
+#include <catch2/catch.hpp>
+#include <intel-pt.h>
+
+#include <string>
+#include <vector>
+
+#include "fake_process.h"
+#include "fake_trace_backend.h"
+#include "stub/session/session.h"
+
+namespace {
+
+const std::string kHead = "<!DOCTYPE btrace SYSTEM \"btrace.dtd\">\n<btrace version=\"1.0\">\n";
+const std::string kPtHead = kHead + "<pt>\n<pt-config>\n</pt-config>\n";
+const std::string kPtTail = "</pt>\n</btrace>\n";
+
+struct Fixture {
+  test::FakeProcess process;
+  test::FakeTraceBackend backend;
+  stub::session::Session session{stub::session::SessionConfig{}, &process};
+
+  // 0x401000: nop; 0x401001: nop; 0x401002: jne 0x401000 (taken in the loop)
+  Fixture() {
+    session.trace_backend = &backend;
+    const uint8_t code[] = {0x90, 0x90, 0x75, 0xfc};
+    for (uint64_t i = 0; i < sizeof code; ++i) process.memory[0x401000 + i] = code[i];
+  }
+  std::string ask(std::string_view payload) {
+    auto reply = session.handle_packet(payload);
+    REQUIRE(reply.payload.has_value());
+    return *reply.payload;
+  }
+  void set_pc(uint64_t pc) { process.regs[100].set_u64(protocol::Amd64Reg::rip, pc); }
+  // Round the loop `times` times; the thread then stands at 0x401001.
+  void loop(int times) {
+    for (int i = 0; i < times; ++i) backend.trace_of(100).append(0x401002, 0x401000);
+    set_pc(0x401001);
+  }
+};
+
+std::vector<uint8_t> unhex(const std::string& hex) {
+  std::vector<uint8_t> out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+  return out;
+}
+
+// The packets of a `l<btrace>...<raw>HEX</raw>...` reply.
+std::vector<uint8_t> raw_of(const std::string& reply) {
+  const std::string open = "<raw>\n";
+  auto begin = reply.find(open);
+  auto end = reply.find("</raw>");
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  return unhex(reply.substr(begin + open.size(), end - begin - open.size()));
+}
+
+int read_fake(uint8_t* buffer, size_t size, const pt_asid*, uint64_t ip, void* context) {
+  auto* process = static_cast<test::FakeProcess*>(context);
+  auto bytes = process->read_memory(ip, size);
+  if (!bytes) return -pte_nomap;
+  std::copy(bytes->begin(), bytes->end(), buffer);
+  return static_cast<int>(bytes->size());
+}
+
+// The instructions libipt's decoder finds in `packets`, as gdb drives it.
+std::vector<uint64_t> decode(std::vector<uint8_t> packets, test::FakeProcess& process) {
+  std::vector<uint64_t> ips;
+  pt_config config;
+  pt_config_init(&config);
+  config.begin = packets.data();
+  config.end = packets.data() + packets.size();
+  pt_insn_decoder* dec = pt_insn_alloc_decoder(&config);
+  REQUIRE(dec != nullptr);
+  REQUIRE(pt_image_set_callback(pt_insn_get_image(dec), read_fake, &process) == 0);
+  int status = pt_insn_sync_forward(dec);
+  while (status >= 0) {
+    while (status >= 0 && (status & pts_event_pending)) {
+      pt_event ev;
+      status = pt_insn_event(dec, &ev, sizeof ev);
+    }
+    if (status < 0) break;
+    pt_insn insn;
+    status = pt_insn_next(dec, &insn, sizeof insn);
+    if (status >= 0) ips.push_back(insn.ip);
+  }
+  CHECK(status == -pte_eos);
+  pt_insn_free_decoder(dec);
+  return ips;
+}
+
+}  // namespace
+
+TEST_CASE("pt all: the whole trace as PT packets, up to the current pc", "[btrace]") {
+  Fixture f;
+  REQUIRE(f.ask("Qbtrace:pt") == "OK");
+  f.loop(2);
+  std::string reply = f.ask("qXfer:btrace:read:all:0,fffff");
+  REQUIRE(reply.rfind("l" + kPtHead + "<raw>\n", 0) == 0);
+  CHECK(reply.substr(reply.size() - kPtTail.size()) == kPtTail);
+  CHECK(decode(raw_of(reply), f.process) ==
+        std::vector<uint64_t>{0x401000, 0x401001, 0x401002, 0x401000, 0x401001, 0x401002, 0x401000});
+  // `all` does not depend on earlier reads.
+  CHECK(f.ask("qXfer:btrace:read:all:0,fffff") == reply);
+}
+
+TEST_CASE("pt has no delta (gdb then reads new); new is empty when nothing was added", "[btrace]") {
+  Fixture f;
+  REQUIRE(f.ask("Qbtrace:pt") == "OK");
+  f.loop(1);
+  CHECK(f.ask("qXfer:btrace:read:delta:0,fffff") == "E.Generic Error.");
+  const std::string first = f.ask("qXfer:btrace:read:new:0,fffff");
+  CHECK(decode(raw_of(first), f.process) == std::vector<uint64_t>{0x401000, 0x401001, 0x401002, 0x401000});
+  CHECK(f.ask("qXfer:btrace:read:new:0,fffff") == "l" + kPtHead + kPtTail);
+  // No branch, but the thread moved on: the stream ends elsewhere.
+  f.set_pc(0x401002);
+  CHECK(decode(raw_of(f.ask("qXfer:btrace:read:new:0,fffff")), f.process) ==
+        std::vector<uint64_t>{0x401000, 0x401001, 0x401002, 0x401000, 0x401001});
+  CHECK(f.ask("qXfer:btrace:read:new:0,fffff") == "l" + kPtHead + kPtTail);
+  f.loop(1);
+  const std::string second = f.ask("qXfer:btrace:read:new:0,fffff");
+  CHECK(decode(raw_of(second), f.process) ==
+        std::vector<uint64_t>{0x401000, 0x401001, 0x401002, 0x401000, 0x401001, 0x401002, 0x401000});
+}
+
+TEST_CASE("pt after the oldest branches were dropped starts in the middle of the loop", "[btrace]") {
+  Fixture f;
+  // A whole-program trace of two branches (a gdb wish is at least a page),
+  // adopted by Qbtrace:pt: its pt size is what two branches take.
+  stub::tracing::TraceConfig two = f.backend.config();
+  two.buffer_bytes = 2 * decoder::BlockTrace::kBtsRecordSize;
+  f.backend.set_config(two);
+  REQUIRE(f.backend.enable_all().ok());
+  REQUIRE(f.ask("Qbtrace:pt") == "OK");
+  CHECK(f.ask("qXfer:btrace-conf:read::0,fff").find("<pt size=\"0x4\"/>") != std::string::npos);
+  f.loop(5);
+  CHECK(decode(raw_of(f.ask("qXfer:btrace:read:all:0,fffff")), f.process) ==
+        std::vector<uint64_t>{0x401000, 0x401001, 0x401002, 0x401000, 0x401001, 0x401002, 0x401000});
+}
+
+TEST_CASE("a pt document is read in chunks from one snapshot", "[btrace]") {
+  Fixture f;
+  REQUIRE(f.ask("Qbtrace:pt") == "OK");
+  f.loop(3);
+  const std::string whole = f.ask("qXfer:btrace:read:new:0,fffff").substr(1);
+  REQUIRE(f.ask("Qbtrace:off") == "OK");
+  f.backend.replace_trace(100, decoder::BlockTrace(0x401000, 16));
+  f.set_pc(0x401000);
+  REQUIRE(f.ask("Qbtrace:pt") == "OK");
+  f.loop(3);
+  std::string got = f.ask("qXfer:btrace:read:new:0,20").substr(1);
+  f.loop(1);  // the thread moves on between chunks
+  for (uint64_t off = 0x20; off < whole.size(); off += 0x20) {
+    char packet[64];
+    std::snprintf(packet, sizeof packet, "qXfer:btrace:read:new:%llx,20", static_cast<unsigned long long>(off));
+    got += f.ask(packet).substr(1);
+  }
+  CHECK(got == whole);
+}
+
+TEST_CASE("whole-program recording adopted by Qbtrace:pt: gdb's history begins there", "[btrace]") {
+  Fixture f;
+  REQUIRE(f.backend.enable_all().ok());
+  f.loop(3);
+  CHECK(f.ask("qXfer:btrace-conf:read::0,fff") == "E.Btrace not enabled.");
+  REQUIRE(f.ask("Qbtrace:pt") == "OK");  // at 0x401001
+  f.loop(1);
+  // As a bts trace is through gdb's delta reads: from where gdb turned it on.
+  CHECK(decode(raw_of(f.ask("qXfer:btrace:read:all:0,fffff")), f.process) ==
+        std::vector<uint64_t>{0x401001, 0x401002, 0x401000});
+  CHECK(f.ask("qXfer:btrace-conf:read::0,fff").find("<pt size=") != std::string::npos);
+  REQUIRE(f.ask("Qbtrace:off") == "OK");
+  CHECK(f.backend.enabled(100));
+}
