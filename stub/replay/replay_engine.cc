@@ -49,48 +49,11 @@ std::optional<std::pair<uint64_t, uint64_t>> ProcMaps::read_only_range(uint64_t 
   return std::nullopt;
 }
 
-// Code bytes of the stopped program, a page at a time: decoding a history
-// reads the same few pages over and over, and a process read is a syscall.
-class ReplayEngine::CodeReader final : public decoder::CodeReader {
- public:
-  explicit CodeReader(Process& process) : process_(process) {}
-
-  std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) override {
-    std::size_t done = 0;
-    while (done < len) {
-      const uint64_t at = addr + done;
-      const std::vector<uint8_t>& page = page_at(at & ~kPageMask);
-      const std::size_t offset = static_cast<std::size_t>(at & kPageMask);
-      if (offset >= page.size()) break;
-      const std::size_t n = std::min(len - done, page.size() - offset);
-      std::copy_n(page.data() + offset, n, out + done);
-      done += n;
-      if (offset + n < kPageSize && page.size() < kPageSize) break;  // short page: end of mapping
-    }
-    return done;
-  }
-  void clear() { pages_.clear(); }
-
- private:
-  static constexpr uint64_t kPageSize = 4096;
-  static constexpr uint64_t kPageMask = kPageSize - 1;
-
-  const std::vector<uint8_t>& page_at(uint64_t page) {
-    auto it = pages_.find(page);
-    if (it != pages_.end()) return it->second;
-    auto bytes = process_.read_memory(page, kPageSize);
-    return pages_.emplace(page, bytes ? std::move(*bytes) : std::vector<uint8_t>{}).first->second;
-  }
-
-  Process& process_;
-  std::unordered_map<uint64_t, std::vector<uint8_t>> pages_;
-};
-
 ReplayEngine::ReplayEngine(Process& process, const TraceBackend& backend, std::unique_ptr<MappingInfo> maps)
     : process_(process),
       backend_(backend),
       maps_(std::move(maps)),
-      code_(std::make_unique<CodeReader>(process)) {
+      code_(std::make_unique<process::ProcessCode>(process)) {
   if (tracing::Checkpoints* checkpoints = backend_.checkpoints()) past_ = std::make_unique<PastState>(*checkpoints);
 }
 

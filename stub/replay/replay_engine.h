@@ -27,6 +27,7 @@
 #include "protocol/expected.h"
 #include "protocol/register_file.h"
 #include "stub/process/process.h"
+#include "stub/process/process_code.h"
 #include "stub/replay/past_state.h"
 #include "stub/replay/past_watch.h"
 #include "stub/tracing/trace_backend.h"
@@ -99,7 +100,6 @@ class ReplayEngine {
   void go_live();
 
  private:
-  class CodeReader;
   Expected<decoder::ReplayCursor*> cursor_for(pid_t tid);
   // The copy standing where `tid` replays, if one can.
   process::ProcessCopy* copy_at(pid_t tid, decoder::ReplayCursor& cursor);
@@ -113,7 +113,7 @@ class ReplayEngine {
   Process& process_;
   const TraceBackend& backend_;
   std::unique_ptr<MappingInfo> maps_;
-  std::unique_ptr<CodeReader> code_;
+  std::unique_ptr<process::ProcessCode> code_;
   std::optional<decoder::InstructionDecoder> decoder_;
   std::unique_ptr<decoder::BlockCache> cache_;
   std::map<pid_t, std::unique_ptr<decoder::ReplayCursor>> cursors_;
