@@ -117,12 +117,14 @@ Expected<BorrowedSite> borrow_syscall_site(pid_t tid) {
 // Single-steps `tid` until it stands right after the borrowed `syscall` at
 // `pc` (a step over it, or out of the event stop inside it); signals that
 // stop it first are added to `signals_met`. rax there, or NoProcess when
-// the program ended.
-Expected<long> step_past_syscall(pid_t tid, uint64_t pc, std::vector<int>& signals_met) {
+// the program ended (its wait status in `ended`, when given).
+Expected<long> step_past_syscall(pid_t tid, uint64_t pc, std::vector<int>& signals_met, int* ended = nullptr) {
   for (int steps = 0; steps < 64; ++steps) {
     if (auto r = do_ptrace(PTRACE_SINGLESTEP, tid, 0, nullptr); !r) return r.error();
     int status = 0;
-    if (wait_retry(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
+    const pid_t waited = wait_retry(tid, &status, __WALL);
+    if (waited != tid || !WIFSTOPPED(status)) {
+      if (waited == tid && ended != nullptr) *ended = status;
       return make_error(ErrorCode::NoProcess, "The program ended during a system call of btstub's");
     }
     if (WSTOPSIG(status) != SIGTRAP) signals_met.push_back(WSTOPSIG(status));
@@ -157,7 +159,7 @@ Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64
   return result;
 }
 
-Expected<InjectedClone> inject_clone(pid_t tid) {
+Expected<InjectedClone> inject_clone(pid_t tid, int* ended) {
   auto site = borrow_syscall_site(tid);
   if (!site) return site.error();
   user_regs_struct& saved = site->saved;
@@ -180,7 +182,9 @@ Expected<InjectedClone> inject_clone(pid_t tid) {
       site->put_back(tid);
       return make_error(ErrorCode::Internal, "The program did not run the copy's clone");
     }
-    if (wait_retry(tid, &status, __WALL) != tid || !WIFSTOPPED(status)) {
+    const pid_t waited = wait_retry(tid, &status, __WALL);
+    if (waited != tid || !WIFSTOPPED(status)) {
+      if (waited == tid && ended != nullptr) *ended = status;
       return make_error(ErrorCode::NoProcess, "The program ended while being copied");
     }
     if ((status >> 8) == (SIGTRAP | (PTRACE_EVENT_CLONE << 8))) break;
@@ -194,7 +198,7 @@ Expected<InjectedClone> inject_clone(pid_t tid) {
   result.child = static_cast<pid_t>(child);
   const int child_status = first_status_of_new_tracee(result.child);
   // Finish the system call: one step lands after the `syscall`.
-  auto finished = step_past_syscall(tid, pc, result.signals_met);
+  auto finished = step_past_syscall(tid, pc, result.signals_met, ended);
   if (!finished && finished.error().code == ErrorCode::NoProcess) {
     ::kill(result.child, SIGKILL);
     return make_error(ErrorCode::NoProcess, "The program ended while being copied");

@@ -35,7 +35,14 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
   // injected clone ends in a trap stop of its own, so the signal's siginfo
   // is put back for that delivery.
   auto siginfo = read_siginfo(tid);
-  auto injected = inject_clone(tid);
+  int ended = -1;
+  auto injected = inject_clone(tid, &ended);
+  if (ended != -1) {
+    // Killed from outside while being copied: its end was reaped on the
+    // way, so it is reported from here (the next wait would find nothing).
+    if (auto event = handle_status(tid, ended)) ended_while_stopping_ = event;
+    return injected.error();
+  }
   if (siginfo) (void)write_siginfo(tid, *siginfo);
   if (!injected) return injected.error();
   // One that came during the clone anyway is sent again, to be seen as if

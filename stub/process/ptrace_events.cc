@@ -162,15 +162,20 @@ Expected<ProcessEvent> PtraceProcess::wait_event() {
 }
 
 Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
-  if (ended_while_stopping_) {
-    ProcessEvent event = *ended_while_stopping_;
+  // The program's end, reaped while all threads were being stopped or while
+  // a checkpoint was being taken (fork_copy, possibly from inside a stop's
+  // handling below): reported before anything else.
+  auto take_ended = [this]() -> std::optional<ProcessEvent> {
+    std::optional<ProcessEvent> event = std::move(ended_while_stopping_);
     ended_while_stopping_.reset();
-    return std::optional<ProcessEvent>(event);
-  }
+    return event;
+  };
+  if (auto ended = take_ended()) return ended;
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
   if (auto event = take_pending()) return event;
   commit_deferred();
   for (;;) {
+    if (auto ended = take_ended()) return ended;
     if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
     // A specific pid keeps us from reaping children that are not ours;
     // with several threads any tracee may report, so wait for any.
@@ -184,6 +189,7 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
       return make_error(ErrorCode::NoProcess, std::string("waitpid: ") + std::strerror(err));
     }
     auto event = handle_status(tid, status);
+    if (auto ended = take_ended()) return ended;  // the stop's handling found the program gone
     if (!event && recheck_pending_) {
       // Threads held for a vfork start now, or report what they had.
       recheck_pending_ = false;

@@ -53,7 +53,10 @@ struct InjectedClone {
   pid_t child = 0;
   std::vector<int> signals_met;
 };
-btstub::Expected<InjectedClone> inject_clone(pid_t tid);
+// `ended` (when given) gets the wait status when the program ended on the
+// way (NoProcess): that status is reaped here, so only the caller can still
+// report the end.
+btstub::Expected<InjectedClone> inject_clone(pid_t tid, int* ended = nullptr);
 
 // Makes the stopped thread `tid` run one system call at its pc (as
 // inject_clone borrows two bytes), then puts its registers back. The
