@@ -14,9 +14,13 @@ around `gdb.execute`):
   rax`, bt, reverse-finish, bt
 and prints one row per length: the first of each kind and the median of
 the repeats. The history length comes from `monitor record status`.
+--thread: the program keeps a second thread waiting meanwhile, so btstub
+has no copies of it and reads the past from the history alone (registers
+other than rip/rsp/rbp are unavailable then; `info registers rax` is
+still timed).
 
     BTSTUB=build/btstub PROGRAMS_DIR=build/programs \\
-        python3 tests/bench/history_latency_bench.py [--lengths 1e3,1e5,1e6,1e7]
+        python3 tests/bench/history_latency_bench.py [--lengths 1e3,1e5,1e6,1e7] [--thread]
 """
 
 import argparse
@@ -54,12 +58,12 @@ for cmd in ["reverse-step", "reverse-step", "bt",
 '''
 
 
-def run(length):
+def run(length, thread):
     rounds = max(1, int(length) // BRANCHES_PER_ROUND)
     prog = harness.program("record_workload", "O2")
     size = max(64 * 1024, int(length * 1.2) * 24)
     target = "| " + shlex.join([harness.server_path("btstub"), "--record", "--trace-size=%d" % size,
-                                "-", prog, str(rounds)])
+                                "-", prog, str(rounds)] + (["thread"] if thread else []))
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(SCRIPT)
         script = f.name
@@ -85,13 +89,14 @@ def fmt(values, first=False):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lengths", default="1e3,1e5,1e6,1e7")
+    ap.add_argument("--thread", action="store_true")
     args = ap.parse_args()
     print("| history (branches held) | reverse-step, 1st / 2nd (ms) | bt, 1st (ms) | reverse-next, median of 3 (ms) "
           "| reverse-stepi, median of 3 (ms) | info registers rax, median of 6 (ms) | bt after (ms) "
           "| reverse-finish (ms) | bt last (ms) |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for text in args.lengths.split(","):
-        held, t = run(float(text))
+        held, t = run(float(text), args.thread)
         rs = t.get("reverse-step", [])
         bts = t.get("bt", [])
         print("| {:,} | {} / {} | {} | {} | {} | {} | {} | {} | {} |".format(

@@ -4,9 +4,15 @@
  * 100) rounds of small loops, calls and a data-dependent branch: about 2,000
  * instructions and a few hundred taken branches per round, deterministic,
  * no system calls. Exit code 0 after printing the checksum.
+ *
+ * With "thread" as argv[2] a second thread waits on a mutex through the
+ * whole range (btstub then has no copies of the program: the past shows
+ * what the history alone determines).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -31,12 +37,30 @@ NOINLINE unsigned round_work(unsigned seed) {
   return acc;
 }
 
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+
+static void *wait_at_gate(void *arg) {
+  pthread_mutex_lock(&gate);
+  pthread_mutex_unlock(&gate);
+  return arg;
+}
+
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 100;
+  int thread = argc > 2 && strcmp(argv[2], "thread") == 0;
+  pthread_t waiter;
+  if (thread) {
+    pthread_mutex_lock(&gate);
+    pthread_create(&waiter, 0, wait_at_gate, 0);
+  }
   unsigned acc = 1;
   bench_begin();
   for (int r = 0; r < rounds; r++) acc = round_work(acc + (unsigned)r);
   bench_end(acc);
+  if (thread) {
+    pthread_mutex_unlock(&gate);
+    pthread_join(waiter, 0);
+  }
   printf("checksum %u\n", acc);
   return 0;
 }
