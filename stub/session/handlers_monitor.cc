@@ -1,5 +1,6 @@
 // `monitor CMD` (qRcmd): a table of commands, each printing to gdb's console.
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "stub/session/handlers.h"
@@ -66,19 +67,27 @@ std::string record_status(Session& s, TraceBackend& backend) {
   return out.str();
 }
 
-// monitor record start|stop|status: whole-program recording, as --record.
+// Every thread's history bound (`record size`, `record start SIZE`); the
+// refusal to show, if any.
+std::optional<MonitorOutput> set_bound(Session& s, TraceBackend& backend, const std::string& text) {
+  auto bytes = tracing::parse_trace_size(text);
+  if (!bytes) return MonitorOutput{"Bad size '" + text + "': " + bytes.error().message + "\n", false};
+  // A smaller bound may drop the branches a replaying thread stands in,
+  // and going live would move it under the client's feet.
+  if (s.any_replaying()) return MonitorOutput{"Cannot resize while replaying: go forward to the end first.\n", false};
+  s.go_live();  // the engine lets go of the traces it read
+  if (auto r = backend.set_bound(*bytes); !r) return MonitorOutput{"Cannot resize: " + r.error().message + "\n", false};
+  return std::nullopt;
+}
+
+// monitor record start [SIZE]|stop|status|size SIZE: whole-program recording, as --record.
 MonitorOutput monitor_record(Session& s, const std::string& args) {
   TraceBackend* backend = s.trace_backend;
   if (backend == nullptr) return MonitorOutput{"Branch tracing is not available in this btstub.\n", false};
   if (args == "start" || args.rfind("start ", 0) == 0) {
     // `start SIZE`: the bound first, so the new traces get it.
     if (args != "start") {
-      const std::string text = args.substr(6);
-      auto bytes = tracing::parse_trace_size(text);
-      if (!bytes) return MonitorOutput{"Bad size '" + text + "': " + bytes.error().message + "\n", false};
-      if (s.any_replaying()) return MonitorOutput{"Cannot resize while replaying: go forward to the end first.\n", false};
-      s.go_live();
-      if (auto r = backend->set_bound(*bytes); !r) return MonitorOutput{"Cannot resize: " + r.error().message + "\n", false};
+      if (auto refused = set_bound(s, *backend, args.substr(6))) return *refused;
     }
     if (auto r = backend->enable_all(); !r) return MonitorOutput{"Cannot start recording: " + r.error().message + "\n", false};
     return MonitorOutput{"Recording the branches of every thread (" + std::string(backend->name()) + " backend, " +
@@ -95,14 +104,7 @@ MonitorOutput monitor_record(Session& s, const std::string& args) {
   }
   if (args == "status" || args.empty()) return MonitorOutput{record_status(s, *backend), false};
   if (args.rfind("size ", 0) == 0) {
-    const std::string text = args.substr(5);
-    auto bytes = tracing::parse_trace_size(text);
-    if (!bytes) return MonitorOutput{"Bad size '" + text + "': " + bytes.error().message + "\n", false};
-    // A smaller bound may drop the branches a replaying thread stands in,
-    // and going live would move it under the client's feet.
-    if (s.any_replaying()) return MonitorOutput{"Cannot resize while replaying: go forward to the end first.\n", false};
-    s.go_live();  // the engine lets go of the traces it read
-    if (auto r = backend->set_bound(*bytes); !r) return MonitorOutput{"Cannot resize: " + r.error().message + "\n", false};
+    if (auto refused = set_bound(s, *backend, args.substr(5))) return *refused;
     return MonitorOutput{"Every thread now keeps " + describe_config(backend->config()) + ".\n", false};
   }
   return MonitorOutput{"Usage: monitor record start [BYTES]|stop|status|size BYTES\n", false};
