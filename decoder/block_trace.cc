@@ -92,15 +92,16 @@ bool BlockTrace::append_branch(const Branch& branch, const StackSnapshot& stack)
   return true;
 }
 
+// A trace holds a branch from its first append on (drops and resizes
+// keep at least one), so only an empty one may take either form.
 bool BlockTrace::append(uint64_t from, uint64_t to) {
-  assert(!stacks_decided_ || !with_stacks_);
-  stacks_decided_ = true;
+  assert(size() == 0 || !with_stacks_);
   return append_branch(Branch{from, to}, StackSnapshot{});
 }
 
 bool BlockTrace::append(uint64_t from, uint64_t to, const StackSnapshot& at_from) {
-  assert(!stacks_decided_ || with_stacks_);
-  stacks_decided_ = with_stacks_ = true;
+  assert(size() == 0 || with_stacks_);
+  with_stacks_ = true;
   return append_branch(Branch{from, to}, at_from);
 }
 
@@ -169,7 +170,7 @@ void BlockTrace::clear(uint64_t origin) {
   forget_unpacked();
   open_previous_to_ = origin;
   first_sequence_ = next_sequence_;
-  with_stacks_ = stacks_decided_ = false;
+  with_stacks_ = false;
 }
 
 void BlockTrace::resize(std::size_t capacity_records) {

@@ -106,7 +106,7 @@ class BlockTrace {
   void drop_through(uint64_t sequence);  // drops every branch numbered < sequence
   void seal_open_chunk();
   bool append_branch(const Branch& branch, const StackSnapshot& stack);
-  const Unpacked& unpacked(uint64_t seq) const;  // the chunk holding `seq`, packed or open
+  const Unpacked& unpacked(uint64_t seq) const;  // the packed chunk holding `seq`, unpacked
   uint64_t open_first_sequence() const { return next_sequence_ - open_.size(); }
   void forget_unpacked() const;
 
@@ -120,8 +120,7 @@ class BlockTrace {
   uint64_t open_previous_to_ = 0;       // where open_'s first block begins
   uint64_t first_sequence_ = 0;         // the oldest retained branch
   uint64_t next_sequence_ = 0;
-  bool with_stacks_ = false;
-  bool stacks_decided_ = false;
+  bool with_stacks_ = false;  // set by the first append after construction or clear()
   OverflowPolicy policy_;
   uint64_t id_;
 };
