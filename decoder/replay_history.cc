@@ -86,9 +86,7 @@ void ReplayCursor::enter_newer() {
 uint64_t ReplayCursor::find_floor() {
   if (floor_) return *floor_;
   uint64_t k = validated_;
-  while (k > first_seq_ && decoded(k - 1).complete) --k;
-  validated_ = k;
-  floor_ = k;
+  while (!is_floor(k)) validated_ = --k;
   return k;
 }
 
