@@ -19,6 +19,11 @@ void Checkpoints::add(pid_t tid, HistoryPoint at, std::unique_ptr<process::Proce
   if (++added_since_measured_ >= std::max<std::size_t>(8, count() / 4)) keep_within_memory();
 }
 
+bool Checkpoints::Thread::barrier_between(HistoryPoint from, HistoryPoint to) const {
+  auto barrier = std::lower_bound(barriers.begin(), barriers.end(), from);
+  return barrier != barriers.end() && *barrier < to;
+}
+
 void Checkpoints::barrier(pid_t tid, HistoryPoint at) {
   Thread& thread = threads_[tid];
   if (!thread.barriers.empty() && at < thread.barriers.back()) thread.barriers.clear();  // history restarted
@@ -37,8 +42,7 @@ Expected<Checkpoints::Usable> Checkpoints::usable_for(pid_t tid, HistoryPoint at
     return make_error(ErrorCode::NotSupported, "no checkpoint this far back");
   }
   const Entry& entry = *std::prev(after);
-  auto barrier = std::lower_bound(thread.barriers.begin(), thread.barriers.end(), entry.at);
-  if (barrier != thread.barriers.end() && *barrier < at) {
+  if (thread.barrier_between(entry.at, at)) {
     return make_error(ErrorCode::NotSupported,
                       "no checkpoint since the last system call, signal or thread change before this point");
   }
@@ -101,8 +105,7 @@ void Checkpoints::drop_one() {
   std::size_t victim = 0;
   double best = std::numeric_limits<double>::infinity();
   for (std::size_t i = 1; i + 1 < entries.size(); ++i) {
-    auto barrier = std::lower_bound(most->barriers.begin(), most->barriers.end(), entries[i - 1].at);
-    if (barrier != most->barriers.end() && *barrier < entries[i].at) continue;
+    if (most->barrier_between(entries[i - 1].at, entries[i].at)) continue;
     const double span = static_cast<double>(entries[i + 1].at.sequence - entries[i - 1].at.sequence);
     const double age = static_cast<double>(newest - entries[i].at.sequence + 1);
     if (span / age < best) {

@@ -103,6 +103,8 @@ class Checkpoints {
   struct Thread {
     std::deque<Entry> entries;         // oldest first
     std::deque<HistoryPoint> barriers; // oldest first
+    // Whether a barrier lies in [from, to): no copy may run across it.
+    bool barrier_between(HistoryPoint from, HistoryPoint to) const;
   };
   void drop_one();  // past a limit: thins the history's checkpoints
 
