@@ -24,13 +24,11 @@ Expected<std::vector<PastWatch::Stretch>> PastWatch::stretches(HistoryPoint low,
   for (const auto& c : checkpoints_.all(tid_)) {
     if (first->at < c.at && c.at < high) starts.push_back(c);
   }
-  const std::vector<HistoryPoint> barriers = checkpoints_.barriers(tid_);
   std::vector<Stretch> out;
   for (std::size_t i = 0; i < starts.size(); ++i) {
     const HistoryPoint next = i + 1 < starts.size() ? starts[i + 1].at : high;
     Stretch stretch{starts[i], next, false, std::nullopt};
-    auto barrier = std::lower_bound(barriers.begin(), barriers.end(), starts[i].at);
-    if (barrier != barriers.end() && *barrier < next) {
+    if (auto barrier = checkpoints_.first_barrier(tid_, starts[i].at, next)) {
       stretch.end = *barrier;
       stretch.ends_at_call = true;
       const HistoryPoint after{barrier->sequence, barrier->pc + kSyscallSize};

@@ -19,9 +19,10 @@ void Checkpoints::add(pid_t tid, HistoryPoint at, std::unique_ptr<process::Proce
   if (++added_since_measured_ >= std::max<std::size_t>(8, count() / 4)) keep_within_memory();
 }
 
-bool Checkpoints::Thread::barrier_between(HistoryPoint from, HistoryPoint to) const {
+std::optional<HistoryPoint> Checkpoints::Thread::first_barrier(HistoryPoint from, HistoryPoint to) const {
   auto barrier = std::lower_bound(barriers.begin(), barriers.end(), from);
-  return barrier != barriers.end() && *barrier < to;
+  if (barrier == barriers.end() || !(*barrier < to)) return std::nullopt;
+  return *barrier;
 }
 
 void Checkpoints::barrier(pid_t tid, HistoryPoint at) {
@@ -42,7 +43,7 @@ Expected<Checkpoints::Usable> Checkpoints::usable_for(pid_t tid, HistoryPoint at
     return make_error(ErrorCode::NotSupported, "no checkpoint this far back");
   }
   const Entry& entry = *std::prev(after);
-  if (thread.barrier_between(entry.at, at)) {
+  if (thread.first_barrier(entry.at, at)) {
     return make_error(ErrorCode::NotSupported,
                       "no checkpoint since the last system call, signal or thread change before this point");
   }
@@ -57,10 +58,10 @@ std::vector<Checkpoints::Usable> Checkpoints::all(pid_t tid) const {
   return out;
 }
 
-std::vector<HistoryPoint> Checkpoints::barriers(pid_t tid) const {
+std::optional<HistoryPoint> Checkpoints::first_barrier(pid_t tid, HistoryPoint from, HistoryPoint to) const {
   auto found = threads_.find(tid);
-  if (found == threads_.end()) return {};
-  return {found->second.barriers.begin(), found->second.barriers.end()};
+  if (found == threads_.end()) return std::nullopt;
+  return found->second.first_barrier(from, to);
 }
 
 std::optional<HistoryPoint> Checkpoints::newest(pid_t tid) const {
@@ -105,7 +106,7 @@ void Checkpoints::drop_one() {
   std::size_t victim = 0;
   double best = std::numeric_limits<double>::infinity();
   for (std::size_t i = 1; i + 1 < entries.size(); ++i) {
-    if (most->barrier_between(entries[i - 1].at, entries[i].at)) continue;
+    if (most->first_barrier(entries[i - 1].at, entries[i].at)) continue;
     const double span = static_cast<double>(entries[i + 1].at.sequence - entries[i - 1].at.sequence);
     const double age = static_cast<double>(newest - entries[i].at.sequence + 1);
     if (span / age < best) {

@@ -27,6 +27,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,9 +74,10 @@ class Checkpoints {
   // The newest checkpoint of `tid` at or before `at` with no barrier in
   // [checkpoint, at); an error saying why there is none.
   Expected<Usable> usable_for(pid_t tid, HistoryPoint at) const;
-  // Every checkpoint of `tid` (oldest first) and every barrier.
+  // Every checkpoint of `tid`, oldest first.
   std::vector<Usable> all(pid_t tid) const;
-  std::vector<HistoryPoint> barriers(pid_t tid) const;
+  // The oldest barrier of `tid` in [from, to), if any.
+  std::optional<HistoryPoint> first_barrier(pid_t tid, HistoryPoint from, HistoryPoint to) const;
   // The newest checkpoint of `tid`, if any.
   std::optional<HistoryPoint> newest(pid_t tid) const;
 
@@ -103,8 +105,8 @@ class Checkpoints {
   struct Thread {
     std::deque<Entry> entries;         // oldest first
     std::deque<HistoryPoint> barriers; // oldest first
-    // Whether a barrier lies in [from, to): no copy may run across it.
-    bool barrier_between(HistoryPoint from, HistoryPoint to) const;
+    // The oldest barrier in [from, to), if any: no copy may run across it.
+    std::optional<HistoryPoint> first_barrier(HistoryPoint from, HistoryPoint to) const;
   };
   void drop_one();  // past a limit: thins the history's checkpoints
 
