@@ -19,11 +19,11 @@ AVX-512 string functions record full cannot record.
     python3 test_exit_stop.py [-v]
 """
 
-import os
 import shlex
 
 from harness import marker_line, program, run_gdb, run_test, server_path
-from test_past_exit import PROBE, TUNABLES
+from test_past_exit import PROBE
+from test_past_watch import own_recording_against_record_full
 
 
 def walk():
@@ -43,10 +43,8 @@ def probes(text):
 
 
 def main(args, c):
-    if args.server != "btstub":
-        c.true("btstub's own recording (skipped for %s)" % args.server, True)
+    if not own_recording_against_record_full(args, c):
         return
-    os.environ["GLIBC_TUNABLES"] = TUNABLES
     prog = program("exit_paths")
     reference = run_gdb([PROBE, "break main", "run", "record full"] + walk(), prog, timeout=120)
     target = "| " + shlex.join([server_path("btstub"), "--record", "-", prog])

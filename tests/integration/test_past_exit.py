@@ -30,12 +30,11 @@ the AVX-512 string functions record full cannot record.
     python3 test_past_exit.py [-v]
 """
 
-import os
 import re
 import shlex
 
 from harness import marker_line, program, run_gdb, run_test, server_path
-from test_past_watch import TUNABLES
+from test_past_watch import own_recording_against_record_full
 
 PROBE = ("python exec(\"def probe(tag, *exprs):\\n"
          "  f = gdb.selected_frame()\\n"
@@ -189,10 +188,8 @@ def record_start(c):
 
 
 def main(args, c):
-    if args.server != "btstub":
-        c.true("btstub's own recording (skipped for %s)" % args.server, True)
+    if not own_recording_against_record_full(args, c):
         return
-    os.environ["GLIBC_TUNABLES"] = TUNABLES
     for opt in ("O0", "O2"):
         exit_paths(c, opt)
     crash(c)

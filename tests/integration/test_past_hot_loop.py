@@ -24,12 +24,11 @@ int3 costs two stops per visit). Then no copy of the program may be left.
     python3 test_past_hot_loop.py [-v]
 """
 
-import os
 import re
 import shlex
 
 from harness import marker_line, program, run_gdb, run_test, server_path
-from test_past_watch import TUNABLES, leftovers
+from test_past_watch import leftovers, own_recording_against_record_full
 
 REGISTERS = "info registers rip rax rcx rdx rsi rdi eflags"
 STATUS = "monitor replay status"
@@ -73,10 +72,8 @@ def stops_per_visit(status):
 
 
 def main(args, c):
-    if args.server != "btstub":
-        c.true("btstub's own recording (skipped for %s)" % args.server, True)
+    if not own_recording_against_record_full(args, c):
         return
-    os.environ["GLIBC_TUNABLES"] = TUNABLES
     for opt in ("O0", "O2"):
         prog = program("past_hot_loop", opt)
         reference = run_gdb(["break main", "run", "record full", "set can-use-hw-watchpoints 0"] + walk(),

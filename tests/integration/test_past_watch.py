@@ -64,6 +64,16 @@ def leftovers(prog):
     return [l for l in ps.splitlines() if prog in l and "gdb" not in l and "btstub" not in l]
 
 
+def own_recording_against_record_full(args, c):
+    """btstub's own recording is compared with gdb's record full, both
+    sides under TUNABLES; gdbserver has no recording: False (skipped)."""
+    if args.server != "btstub":
+        c.true("btstub's own recording (skipped for %s)" % args.server, True)
+        return False
+    os.environ["GLIBC_TUNABLES"] = TUNABLES
+    return True
+
+
 def copies_die_with_the_program(c):
     """`kill` in the past, btstub staying (--multi): no copy may outlive the program."""
     prog = program("past_watch", "O0")
@@ -96,10 +106,8 @@ def stepped_over_call(c):
 
 
 def main(args, c):
-    if args.server != "btstub":
-        c.true("btstub's own recording (skipped for %s)" % args.server, True)
+    if not own_recording_against_record_full(args, c):
         return
-    os.environ["GLIBC_TUNABLES"] = TUNABLES
     for opt in ("O0", "O2"):
         prog = program("past_watch", opt)
         reference = run_gdb(["break main", "run", "record full", "set can-use-hw-watchpoints 0"] + walk(),
