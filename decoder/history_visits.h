@@ -36,6 +36,15 @@ std::optional<Block> history_block(const BlockTrace& trace, uint64_t sequence, u
 std::optional<uint64_t> visits_between(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
                                        HistoryPoint to, std::pair<uint64_t, uint64_t> avoid = {0, 0});
 
+// Whether a re-run from `from` through `to` may begin an instruction inside
+// [low, high) other than by running into it from below: it starts there
+// (`from`), or a block after `from` begins there (the target of a taken
+// branch). True when it cannot be told (outside the retained history).
+// What overwriting those bytes for the re-run needs to know
+// (decoder/counting_patch.h).
+bool enters_inside(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from, HistoryPoint to, uint64_t low,
+                   uint64_t high);
+
 // Where the instruction at `pc` runs for the `n`-th time counting from
 // `from` (included): the inverse of visits_between. nullopt when it does
 // not run that often before the live position.
