@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,10 +17,17 @@ struct MemoryMapping {
   bool writable = false;
   bool executable = false;
   bool shared = false;  // MAP_SHARED: other processes may see what is written here
+  bool stack = false;   // [stack]: grows down into the gap below it
 };
 
 // One entry per well-formed line, in the file's order (ascending).
 std::vector<MemoryMapping> parse_maps(const std::string& text);
+// A page-aligned page no mapping holds, within `reach` bytes of
+// `address` (its whole page), nearest first; not at the bottom of the
+// address space and not in the gap below the stack, which the stack grows
+// into. nullopt when there is none.
+std::optional<uint64_t> free_page_near(const std::vector<MemoryMapping>& maps, uint64_t address, uint64_t reach,
+                                       uint64_t page_size);
 // The maps of `pid`; empty when they cannot be read.
 std::vector<MemoryMapping> read_maps(pid_t pid);
 

@@ -1,0 +1,44 @@
+// stub/process/proc_maps.h: parsing /proc/PID/maps, and finding a free page
+// near an address for a copy's counting trampoline.
+#include <catch2/catch.hpp>
+
+#include "stub/process/proc_maps.h"
+
+using stub::process::free_page_near;
+using stub::process::parse_maps;
+
+namespace {
+
+const char* kMaps =
+    "555555554000-555555556000 r--p 00000000 08:01 1 /prog\n"
+    "555555556000-555555557000 r-xp 00002000 08:01 1 /prog\n"
+    "555555557000-555555559000 rw-p 00003000 08:01 1 /prog\n"
+    "555555600000-555555700000 rw-p 00000000 00:00 0 [heap]\n"
+    "7ffff7dd0000-7ffff7f00000 r-xp 00000000 08:01 2 /libc.so\n"
+    "7ffff7f00000-7ffff7f10000 rw-p 00000000 00:00 0\n"
+    "7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0 [stack]\n";
+
+}  // namespace
+
+TEST_CASE("maps keep permissions and which one is the stack", "[proc_maps]") {
+  auto maps = parse_maps(kMaps);
+  REQUIRE(maps.size() == 7);
+  CHECK(maps[1].executable);
+  CHECK_FALSE(maps[1].writable);
+  CHECK(maps[6].stack);
+  CHECK_FALSE(maps[3].stack);
+}
+
+TEST_CASE("a free page is the nearest one in reach, never below the stack", "[proc_maps]") {
+  auto maps = parse_maps(kMaps);
+  const uint64_t reach = (1ull << 31) - 2 * 4096;
+  // Right after the program's data, before the heap.
+  CHECK(free_page_near(maps, 0x555555556100, reach, 4096) == 0x555555559000u);
+  // libc's nearest gap is below it (the one above it lies under the stack).
+  CHECK(free_page_near(maps, 0x7ffff7f0ff00, reach, 4096) == 0x7ffff7dcf000u);
+  // Nothing in reach.
+  CHECK_FALSE(free_page_near(maps, 0x555555556100, 0x1000, 4096));
+  // A full address space around the address.
+  auto full = parse_maps("10000-7ffffffff000 r-xp 00000000 08:01 1 /all\n");
+  CHECK_FALSE(free_page_near(full, 0x400000, reach, 4096));
+}
