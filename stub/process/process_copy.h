@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -51,13 +52,23 @@ class ProcessCopy {
   // stays where it was.
   Expected<std::unique_ptr<ProcessCopy>> fork();
 
+  // Whether the stretch a run goes through may begin an instruction inside
+  // [low, high) other than by running into it from below
+  // (decoder::enters_inside).
+  using EntryCheck = std::function<bool(uint64_t low, uint64_t high)>;
+
   // Runs until the instruction at `pc` is about to execute for the
   // `hits`-th time (the instruction the copy stands at counts as the first
   // when it is at `pc`). An error, with the copy unusable, when it meets a
-  // system call, a signal or a fault first. It stops once per visit of
-  // `pc` (an execute breakpoint in a debug register the armed watches leave
-  // free), twice when the watches hold all four (an int3).
-  Expected<void> run_to(uint64_t pc, uint64_t hits);
+  // system call, a signal or a fault first. With `enters` given, no watch
+  // armed and enough visits, the copy counts them itself and stops once
+  // (decoder/counting_patch.h: a page of its own for the count, mapped and
+  // unmapped by injected system calls, and a jmp over the bytes at `pc`
+  // that `enters` says the run cannot land inside of). Otherwise it stops
+  // once per visit of `pc` (an execute breakpoint in a debug register the
+  // armed watches leave free), twice when the watches hold all four (an
+  // int3).
+  Expected<void> run_to(uint64_t pc, uint64_t hits, const EntryCheck& enters = {});
 
   // Arms the copy's debug registers with `watches` (execute slots left
   // out): later runs see them fire. A fresh copy has none armed.
@@ -107,7 +118,15 @@ class ProcessCopy {
   // the copy is unusable if that fails.
   Expected<void> pay_owed_bytes();
 
-  // run_to's two ways (ptrace_copy_run.cc): an execute breakpoint in a
+  // run_to counted in the copy (ptrace_copy_counting.cc); nullopt when it
+  // cannot be done here and nothing changed.
+  Expected<std::optional<uint64_t>> run_by_counting(uint64_t target, uint64_t hits, const EntryCheck& enters);
+  // The copy's page for the count at `page`, by an injected mmap; false
+  // when the kernel would not map it there (nothing changed).
+  Expected<bool> map_counting_page(uint64_t page);
+  Expected<void> unmap_counting_page(uint64_t page);
+
+  // run_to's two other ways (ptrace_copy_run.cc): an execute breakpoint in a
   // free debug register, or an int3 when the watches hold all four.
   Expected<uint64_t> run_by_breakpoint(uint64_t target, uint64_t hits, bool repeats);
   Expected<uint64_t> run_by_int3(uint64_t target, uint64_t hits, bool repeats, uint8_t original);

@@ -44,7 +44,15 @@ bool ProcessCopy::at_repeated_string_instruction(uint64_t pc) {
   return false;
 }
 
-Expected<void> ProcessCopy::run_to(uint64_t target, uint64_t hits) {
+Expected<void> ProcessCopy::run_to(uint64_t target, uint64_t hits, const EntryCheck& enters) {
+  // Below this many visits, stopping at each costs less than the page's
+  // two injected system calls.
+  constexpr uint64_t kCountingMinHits = 8;
+  if (enters && armed_.empty() && hits >= kCountingMinHits) {
+    auto counted = run_by_counting(target, hits, enters);
+    if (!counted) return counted.error();
+    if (*counted) return {};
+  }
   auto ran = run_to_counting(target, hits);
   if (!ran) return ran.error();
   return {};

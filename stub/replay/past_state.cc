@@ -26,9 +26,14 @@ Expected<void> PastState::run_copy(pid_t tid, const decoder::BlockTrace& trace, 
     return make_error(ErrorCode::NotSupported, "the history between the checkpoint and this point cannot be re-run");
   }
   last_run_ = LastRun{*hits, current_->copy->stops()};
+  // The copy counts the visits itself where the bytes at the pc can hold a
+  // jmp that nothing in the stretch jumps into the middle of.
+  auto enters = [&](uint64_t low, uint64_t high) {
+    return decoder::enters_inside(trace, live_pc, from, to, low, high);
+  };
   // The copy standing at a visit counts it as the first of the rest.
   while (*hits > kSnapshotHits) {
-    if (auto ran = current_->copy->run_to(to.pc, kSnapshotHits); !ran) return ran;
+    if (auto ran = current_->copy->run_to(to.pc, kSnapshotHits, enters); !ran) return ran;
     auto point = decoder::nth_visit(trace, live_pc, from, to.pc, kSnapshotHits);
     if (!point) return make_error(ErrorCode::Internal, "the history has fewer visits than counted");
     if (auto snapshot = current_->copy->fork()) {
@@ -38,7 +43,7 @@ Expected<void> PastState::run_copy(pid_t tid, const decoder::BlockTrace& trace, 
     from = *point;
     *hits -= kSnapshotHits - 1;
   }
-  auto ran = current_->copy->run_to(to.pc, *hits);
+  auto ran = current_->copy->run_to(to.pc, *hits, enters);
   last_run_.stops = current_->copy->stops() - last_run_.stops;
   return ran;
 }

@@ -18,8 +18,10 @@ differ) nor are r8-r15 (gdb 13's record full does not undo every write to
 them) must equal record full's natively.
 
 `monitor replay status` after each reverse-stepi in the loop must tell a
-copy that stopped once per visit of its pc (the execute breakpoint; an
-int3 costs two stops per visit). Then no copy of the program may be left.
+copy that counted the visits of its pc itself and stopped once per run
+(decoder/counting_patch.h; a copy left behind every 256 visits is a run of
+its own), where an execute breakpoint stops at every visit. Then no copy of
+the program may be left.
 
     python3 test_past_hot_loop.py [-v]
 """
@@ -88,9 +90,9 @@ def main(args, c):
         c.equal("%s: the stops and registers equal record full's" % opt, expected, stops(walked),
                 subject.transcript())
         runs = [stops_per_visit(out or "") for cmd, out in subject.outputs if cmd == STATUS]
-        c.true("%s: a re-run into the loop stopped the copy once per visit" % opt,
+        c.true("%s: a re-run into the loop stopped the copy once, not at every visit" % opt,
                all(r is not None for r in runs) and max(r[1] for r in runs) > 50 and
-               all(r[0] <= r[1] + 2 for r in runs), subject.transcript())
+               all(r[0] <= r[1] // 256 + 1 for r in runs), subject.transcript())
         c.equal("%s: no copy of the program is left" % opt, [], leftovers(prog))
 
 
