@@ -171,6 +171,27 @@ void BlockTrace::clear(uint64_t origin) {
   open_previous_to_ = origin;
   first_sequence_ = next_sequence_;
   with_stacks_ = false;
+  signals_.clear();
+}
+
+void BlockTrace::mark_signal(uint64_t sequence, uint64_t pc, int signal) {
+  // Marks of dropped blocks go here rather than at every drop: signals are
+  // few, branches many.
+  signals_.erase(signals_.begin(), signals_.lower_bound({first_sequence_, 0}));
+  if (sequence < first_sequence_ || sequence > next_sequence_) return;
+  signals_[{sequence, pc}] = signal;
+}
+
+int BlockTrace::signal_at(uint64_t sequence, uint64_t pc) const {
+  if (sequence < first_sequence_) return 0;
+  auto it = signals_.find({sequence, pc});
+  return it == signals_.end() ? 0 : it->second;
+}
+
+bool BlockTrace::signal_in(uint64_t sequence) const {
+  if (sequence < first_sequence_) return false;
+  auto it = signals_.lower_bound({sequence, 0});
+  return it != signals_.end() && it->first.first == sequence;
 }
 
 void BlockTrace::resize(std::size_t capacity_records) {

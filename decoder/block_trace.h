@@ -17,6 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "decoder/branch.h"
@@ -80,6 +82,17 @@ class BlockTrace {
   // Precondition: first_sequence() <= from_seq <= end_sequence().
   std::vector<Block> blocks(uint64_t from_seq, uint64_t current_pc) const;
 
+  // A signal delivered to the thread at the instruction at `pc` of block
+  // `sequence` (about to run it; the last instruction of the block when
+  // the signal sent the thread to a handler): replay reports the signal
+  // when it arrives there, in either direction, as gdb's record full does.
+  // Kept while the block is part of the history.
+  void mark_signal(uint64_t sequence, uint64_t pc, int signal);
+  // The signal delivered at that point, or 0.
+  int signal_at(uint64_t sequence, uint64_t pc) const;
+  // Whether a signal was delivered somewhere in block `sequence`.
+  bool signal_in(uint64_t sequence) const;
+
   // Drops everything; tracing goes on from `origin`.
   void clear(uint64_t origin);
   // New capacity; keeps the newest branches that fit.
@@ -120,6 +133,7 @@ class BlockTrace {
   uint64_t open_previous_to_ = 0;       // where open_'s first block begins
   uint64_t first_sequence_ = 0;         // the oldest retained branch
   uint64_t next_sequence_ = 0;
+  std::map<std::pair<uint64_t, uint64_t>, int> signals_;  // (sequence, pc) -> signal
   bool with_stacks_ = false;  // set by the first append after construction or clear()
   OverflowPolicy policy_;
   uint64_t id_;

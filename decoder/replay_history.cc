@@ -93,9 +93,10 @@ uint64_t ReplayCursor::find_floor() {
 ReplayStop ReplayCursor::step_back() {
   if (index_ > 0) {
     --index_;
-    return ReplayStop::Moved;
+  } else if (!enter_older()) {
+    return ReplayStop::HistoryBegin;
   }
-  return enter_older() ? ReplayStop::Moved : ReplayStop::HistoryBegin;
+  return signal() != 0 ? ReplayStop::Signal : ReplayStop::Moved;
 }
 
 ReplayStop ReplayCursor::step_forward() {
@@ -105,7 +106,8 @@ ReplayStop ReplayCursor::step_forward() {
   } else {
     enter_newer();
   }
-  return at_live_end() ? ReplayStop::HistoryEnd : ReplayStop::Moved;
+  if (at_live_end()) return ReplayStop::HistoryEnd;
+  return signal() != 0 ? ReplayStop::Signal : ReplayStop::Moved;
 }
 
 // True when block `seq` is the oldest of the history: the first retained,
@@ -129,6 +131,7 @@ ReplayStop ReplayCursor::continue_back(const std::vector<uint64_t>& breakpoints)
   };
   while (index_ > 0) {
     --index_;
+    if (signal() != 0) return ReplayStop::Signal;
     if (contains(breakpoints, pc())) return at_breakpoint();
   }
   // Older blocks, newest first. Each is checked to be part of the history
@@ -140,14 +143,17 @@ ReplayStop ReplayCursor::continue_back(const std::vector<uint64_t>& breakpoints)
   while (!is_floor(k)) {
     --k;
     validated_ = std::min(validated_, k);
-    if (!may_contain(breakpoints, block(k))) continue;
+    const bool signalled = trace_.signal_in(k);
+    if (!signalled && !may_contain(breakpoints, block(k))) continue;
     const DecodedBlock& d = decoded(k);
     for (std::size_t j = d.instructions.size(); j-- > 0;) {
-      if (contains(breakpoints, d.instructions[j].address)) {
+      const uint64_t address = d.instructions[j].address;
+      const bool signal_here = signalled && trace_.signal_at(k, address) != 0;
+      if (signal_here || contains(breakpoints, address)) {
         seq_ = k;
         cur_ = &d;
         index_ = static_cast<uint32_t>(j);
-        return at_breakpoint();
+        return signal_here ? ReplayStop::Signal : at_breakpoint();
       }
     }
   }
@@ -161,17 +167,23 @@ ReplayStop ReplayCursor::continue_forward(const std::vector<uint64_t>& breakpoin
   if (at_live_end()) return ReplayStop::HistoryEnd;
   while (index_ + 1 < cur_->instructions.size()) {
     ++index_;
+    if (signal() != 0 && !at_live_end()) return ReplayStop::Signal;
     if (contains(breakpoints, pc())) return ReplayStop::Breakpoint;
   }
   for (uint64_t k = seq_ + 1; k <= end_seq_; ++k) {
-    if (!may_contain(breakpoints, block(k))) continue;
+    const bool signalled = trace_.signal_in(k);
+    if (!signalled && !may_contain(breakpoints, block(k))) continue;
     const DecodedBlock& d = decoded(k);
     for (std::size_t j = 0; j < d.instructions.size(); ++j) {
-      if (contains(breakpoints, d.instructions[j].address)) {
+      const uint64_t address = d.instructions[j].address;
+      const bool signal_here = signalled && trace_.signal_at(k, address) != 0;
+      if (signal_here || contains(breakpoints, address)) {
         seq_ = k;
         cur_ = &d;
         index_ = static_cast<uint32_t>(j);
-        return ReplayStop::Breakpoint;
+        if (signal_here && !at_live_end()) return ReplayStop::Signal;
+        if (contains(breakpoints, address)) return ReplayStop::Breakpoint;
+        continue;
       }
     }
   }

@@ -36,6 +36,7 @@ enum class ReplayStop {
   Breakpoint,    // stopped at an instruction whose address is a breakpoint
   HistoryBegin,  // at the oldest position (did not move if already there)
   HistoryEnd,    // at the live position
+  Signal,        // at the point where a signal was delivered (signal())
 };
 
 // The thread as it is now: its pc and, when known, rsp/rbp.
@@ -58,6 +59,9 @@ class ReplayCursor {
   bool at_live_end() const { return position() == live_position(); }
   uint64_t live_pc() const { return live_.pc; }
   uint64_t pc() const { return cur_->instructions[index_].address; }
+  // The signal delivered at the position (BlockTrace::mark_signal), or 0.
+  // Every move stops on arriving at one, as gdb's record full does.
+  int signal() const { return trace_.signal_at(seq_, pc()); }
 
   ReplayStop step_back();
   ReplayStop step_forward();

@@ -330,3 +330,62 @@ TEST_CASE("summaries are forgotten for another trace") {
   summaries.use_for(other);
   CHECK(summaries.find(0) == nullptr);
 }
+
+TEST_CASE("moves stop where a signal was delivered, in both directions", "[signals]") {
+  replay_test::Fixture f;
+  auto trace = replay_test::trace(true);
+  const auto points = replay_test::oracle();
+  std::vector<std::size_t> at_pop, at_jne;  // oracle indices
+  for (std::size_t n = 0; n < points.size(); ++n) {
+    if (points[n].pc == 0x401026) at_pop.push_back(n);
+    if (points[n].pc == 0x401014) at_jne.push_back(n);
+  }
+  // A signal in the middle of a block (the second pop rax: no handler, it
+  // ran on) and one at a block's last instruction (the first jne, as a
+  // delivery to a handler ends a block).
+  const std::size_t newer = at_pop[1], older = at_jne[0];
+  REQUIRE(older < newer);
+  decoder::ReplayPosition newer_at, older_at;
+  {
+    ReplayCursor finder(trace, replay_test::live(), f.cache);
+    seek(finder, newer);
+    newer_at = finder.position();
+    seek(finder, older);
+    older_at = finder.position();
+  }
+  trace.mark_signal(newer_at.sequence, 0x401026, 14);
+  trace.mark_signal(older_at.sequence, 0x401014, 10);
+  CHECK(trace.signal_in(newer_at.sequence));
+  CHECK_FALSE(trace.signal_in(older_at.sequence + 1));
+
+  ReplayCursor cursor(trace, replay_test::live(), f.cache);
+  REQUIRE(cursor.continue_back({}) == ReplayStop::Signal);
+  CHECK(cursor.instruction_number().index == newer);
+  CHECK(cursor.signal() == 14);
+  REQUIRE(cursor.continue_back({}) == ReplayStop::Signal);
+  CHECK(cursor.instruction_number().index == older);
+  CHECK(cursor.signal() == 10);
+  REQUIRE(cursor.continue_back({}) == ReplayStop::HistoryBegin);
+  CHECK(cursor.signal() == 0);
+
+  REQUIRE(cursor.continue_forward({}) == ReplayStop::Signal);
+  CHECK(cursor.instruction_number().index == older);
+  // A breakpoint before the next signal stops first.
+  REQUIRE(cursor.continue_forward({0x401024}) == ReplayStop::Breakpoint);
+  CHECK(cursor.instruction_number().index == newer - 1);
+  REQUIRE(cursor.continue_forward({0x401024}) == ReplayStop::Signal);
+  CHECK(cursor.instruction_number().index == newer);
+  REQUIRE(cursor.continue_forward({0x401024}) == ReplayStop::Breakpoint);
+  REQUIRE(cursor.continue_forward({}) == ReplayStop::HistoryEnd);
+
+  // Steps arriving there say so too.
+  seek(cursor, newer + 1);
+  CHECK(cursor.step_back() == ReplayStop::Signal);
+  CHECK(cursor.step_back() == ReplayStop::Moved);
+  CHECK(cursor.step_forward() == ReplayStop::Signal);
+  CHECK(cursor.step_forward() == ReplayStop::Moved);
+
+  // Marks go with their blocks.
+  trace.clear(0x401030);
+  CHECK(trace.signal_at(newer_at.sequence, 0x401026) == 0);
+}
