@@ -188,6 +188,11 @@ Expected<ReplayStop> ReplayEngine::continue_forward(pid_t tid, std::vector<uint6
   return move_watching(tid, *it->second, false, forward_to, breakpoints);
 }
 
+int ReplayEngine::signal(pid_t tid) const {
+  auto it = cursors_.find(tid);
+  return it == cursors_.end() ? 0 : it->second->signal();
+}
+
 Expected<protocol::RegisterFile> ReplayEngine::registers(pid_t tid) {
   auto it = cursors_.find(tid);
   if (it == cursors_.end()) return process_.read_registers(tid);

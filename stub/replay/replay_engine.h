@@ -87,6 +87,10 @@ class ReplayEngine {
   // forward, just after it.
   std::optional<process::DebugHit> take_watch_hit() { return std::exchange(watch_hit_, std::nullopt); }
 
+  // The signal delivered where `tid` replays (a move that stopped with
+  // ReplayStop::Signal), or 0.
+  int signal(pid_t tid) const;
+
   // The thread's registers / memory: in the past while replaying, else live.
   Expected<protocol::RegisterFile> registers(pid_t tid);
   Expected<std::vector<uint8_t>> read_memory(pid_t tid, uint64_t addr, std::size_t len);

@@ -46,6 +46,13 @@ Reply replay_stop_reply(Session& s, pid_t tid, ReplayStop how) {
   protocol::StopReply stop;
   stop.kind = protocol::StopReply::Kind::Signal;
   stop.signal = 5;  // SIGTRAP
+  // Where the program was given a signal, the signal, as record full
+  // reports it: gdb stops or goes on as `handle` says.
+  if (how == ReplayStop::Signal) {
+    if (const int delivered = s.replay()->signal(tid); delivered != 0) {
+      stop.signal = protocol::host_signal_to_gdb(delivered);
+    }
+  }
   stop.thread = s.thread_id(tid);
   if (auto regs = s.thread_registers(tid)) {
     for (auto reg : {Amd64Reg::rbp, Amd64Reg::rsp, Amd64Reg::rip}) {

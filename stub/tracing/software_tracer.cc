@@ -59,6 +59,9 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
   if (signal != 0 && !t->frozen) {
     checkpoint_if_due(control, *t, tid, pc);
     note_unrepeatable(*t, tid, pc);
+    // Replay reports it here (the pc is the open block's last instruction
+    // so far; the branch to a handler, if any, will end the block there).
+    if (t->trace) t->trace->mark_signal(t->trace->end_sequence(), pc, signal);
   }
   // A debug-register trace stop fires before the instruction at its address
   // runs, unless the thread resumes from that very trap (the kernel then
