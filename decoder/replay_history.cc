@@ -1,6 +1,7 @@
 #include "decoder/replay_history.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace decoder {
 namespace {
@@ -43,6 +44,7 @@ ReplayPosition ReplayCursor::live_position() const {
 }
 
 void ReplayCursor::go_live_end() {
+  before_delivery_ = false;
   seq_ = end_seq_;
   cur_ = &live_block_;
   index_ = static_cast<uint32_t>(live_block_.instructions.size() - 1);
@@ -91,6 +93,11 @@ uint64_t ReplayCursor::find_floor() {
 }
 
 ReplayStop ReplayCursor::step_back() {
+  if (!before_delivery_ && signal() != 0) {
+    before_delivery_ = true;
+    return ReplayStop::Moved;
+  }
+  before_delivery_ = false;
   if (index_ > 0) {
     --index_;
   } else if (!enter_older()) {
@@ -101,13 +108,17 @@ ReplayStop ReplayCursor::step_back() {
 
 ReplayStop ReplayCursor::step_forward() {
   if (at_live_end()) return ReplayStop::HistoryEnd;
+  if (std::exchange(before_delivery_, false)) return ReplayStop::Signal;
   if (index_ + 1 < cur_->instructions.size()) {
     ++index_;
   } else {
     enter_newer();
   }
   if (at_live_end()) return ReplayStop::HistoryEnd;
-  return signal() != 0 ? ReplayStop::Signal : ReplayStop::Moved;
+  // Arriving by a step, the signal is not delivered yet: the next step
+  // delivers it.
+  before_delivery_ = signal() != 0;
+  return ReplayStop::Moved;
 }
 
 // True when block `seq` is the oldest of the history: the first retained,
@@ -129,6 +140,7 @@ ReplayStop ReplayCursor::continue_back(const std::vector<uint64_t>& breakpoints)
   auto at_breakpoint = [this] {
     return index_ == 0 && is_floor(seq_) ? ReplayStop::HistoryBegin : ReplayStop::Breakpoint;
   };
+  before_delivery_ = false;
   while (index_ > 0) {
     --index_;
     if (signal() != 0) return ReplayStop::Signal;
@@ -165,6 +177,7 @@ ReplayStop ReplayCursor::continue_back(const std::vector<uint64_t>& breakpoints)
 
 ReplayStop ReplayCursor::continue_forward(const std::vector<uint64_t>& breakpoints) {
   if (at_live_end()) return ReplayStop::HistoryEnd;
+  if (std::exchange(before_delivery_, false)) return ReplayStop::Signal;
   while (index_ + 1 < cur_->instructions.size()) {
     ++index_;
     if (signal() != 0 && !at_live_end()) return ReplayStop::Signal;

@@ -60,8 +60,13 @@ class ReplayCursor {
   uint64_t live_pc() const { return live_.pc; }
   uint64_t pc() const { return cur_->instructions[index_].address; }
   // The signal delivered at the position (BlockTrace::mark_signal), or 0.
-  // Every move stops on arriving at one, as gdb's record full does.
-  int signal() const { return trace_.signal_at(seq_, pc()); }
+  // As in gdb's record full, the delivery is a step of its own at that pc:
+  // in time order, the pc before the delivery, then the delivery (where
+  // signal() tells it and moves report ReplayStop::Signal), then whatever
+  // runs next. A forward step arrives before the delivery and the next one
+  // delivers it; a forward continue stops at the delivery; moving back,
+  // every move stops at the delivery, and a step from it goes to before it.
+  int signal() const { return before_delivery_ ? 0 : trace_.signal_at(seq_, pc()); }
 
   ReplayStop step_back();
   ReplayStop step_forward();
@@ -158,6 +163,7 @@ class ReplayCursor {
 
   uint64_t seq_ = 0;
   uint32_t index_ = 0;
+  bool before_delivery_ = false;  // at a signal's point, the delivery undone
   const DecodedBlock* cur_ = nullptr;
 };
 

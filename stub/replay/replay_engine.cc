@@ -118,6 +118,7 @@ bool seek(decoder::ReplayCursor& cursor, decoder::HistoryPoint target) {
     const decoder::HistoryPoint now = here(cursor);
     if (now == target) return true;
     const ReplayStop stop = now < target ? cursor.continue_forward(stop_at) : cursor.continue_back(stop_at);
+    if (stop == ReplayStop::Signal) continue;  // a signal's point on the way
     if (stop != ReplayStop::Breakpoint && here(cursor) != target) return false;
   }
 }

@@ -16,10 +16,13 @@ raises SIGUSR2 while it is blocked (delivered when unblocked).
 Both continue live to MARK done (stopping at the signals gdb's `handle`
 stops for), then go back with reverse-continue until the history's start,
 forward again with continue until its end, and back into on_usr1 by a
-breakpoint and reverse-stepi out of it. record full stops where each
-signal was delivered, in both directions, reporting it ("Program received
-signal"); each motion's output, the frame and rip after it must be the
-same. No process of the program may be left.
+breakpoint, reverse-stepi out of it to the delivery and on before it, and
+stepi forward into the handler again. record full stops where each signal
+was delivered, in both directions, reporting it ("Program received
+signal"), and takes the delivery as a step of its own (a reverse-stepi
+from there stays at the pc); each motion's output, the frame and rip, rsp
+and eflags after it must be the same. No process of the program may be
+left.
 
     python3 test_past_signals.py [--server gdbserver] [-v]
 """
@@ -59,7 +62,10 @@ def motions():
     back = [["reverse-continue"]] * 4
     forth = [["continue"]] * 4
     handler = [[brk("on_usr1")], ["reverse-continue"], ["reverse-continue"], ["reverse-continue"], ["delete"]]
-    return back + forth + handler + [["python back_out_of('on_usr1')"]] + [["stepi"]] * 2
+    # The delivery is a step of its own: the first reverse-stepi after it
+    # stays at the pc, a stepi from there delivers it again.
+    return (back + forth + handler + [["python back_out_of('on_usr1')"]] + [["reverse-stepi"]] * 2 +
+            [["stepi"]] * 4)
 
 
 def script(start):

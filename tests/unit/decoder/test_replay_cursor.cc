@@ -378,12 +378,35 @@ TEST_CASE("moves stop where a signal was delivered, in both directions", "[signa
   REQUIRE(cursor.continue_forward({0x401024}) == ReplayStop::Breakpoint);
   REQUIRE(cursor.continue_forward({}) == ReplayStop::HistoryEnd);
 
-  // Steps arriving there say so too.
+  // Steps arriving there say so too. The delivery is a step of its own,
+  // as in record full: back from there, the pc stays (before the
+  // delivery); forward again, the signal is delivered again.
   seek(cursor, newer + 1);
   CHECK(cursor.step_back() == ReplayStop::Signal);
+  CHECK(cursor.instruction_number().index == newer);
   CHECK(cursor.step_back() == ReplayStop::Moved);
+  CHECK(cursor.instruction_number().index == newer);
+  CHECK(cursor.signal() == 0);
   CHECK(cursor.step_forward() == ReplayStop::Signal);
+  CHECK(cursor.instruction_number().index == newer);
+  CHECK(cursor.signal() == 14);
   CHECK(cursor.step_forward() == ReplayStop::Moved);
+  CHECK(cursor.instruction_number().index == newer + 1);
+  CHECK(cursor.step_back() == ReplayStop::Signal);
+  CHECK(cursor.step_back() == ReplayStop::Moved);
+  CHECK(cursor.step_back() == ReplayStop::Moved);
+  CHECK(cursor.instruction_number().index == newer - 1);
+  // A forward step arrives before the delivery; the next step delivers it.
+  CHECK(cursor.step_forward() == ReplayStop::Moved);
+  CHECK(cursor.instruction_number().index == newer);
+  CHECK(cursor.signal() == 0);
+  CHECK(cursor.step_forward() == ReplayStop::Signal);
+  CHECK(cursor.signal() == 14);
+  // From before the delivery a continue delivers it first, too.
+  CHECK(cursor.step_back() == ReplayStop::Moved);
+  CHECK(cursor.continue_forward({}) == ReplayStop::Signal);
+  CHECK(cursor.instruction_number().index == newer);
+  CHECK(cursor.continue_forward({}) == ReplayStop::HistoryEnd);
 
   // Marks go with their blocks.
   trace.clear(0x401030);
