@@ -345,3 +345,35 @@ TEST_CASE("PT decode: an interrupt right at a branch target keeps the branch") {
   CHECK(dec.stats().errors == 0);
   CHECK(items == std::vector<PtItem>{{false, {B + 0x1e, B + 0x22}}});
 }
+
+TEST_CASE("PT decode: mangled streams, cut and lost anywhere, never crash, hang or pile up") {
+  Fixture f;
+  const auto bl = long_run();
+  const auto clean = f.encode(bl, {.psb_period = 64});
+  uint64_t seed = 0x9e3779b97f4a7c15ULL;
+  auto next = [&seed](uint64_t bound) {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed % bound;
+  };
+  for (int round = 0; round < 200; ++round) {
+    auto bytes = clean;
+    for (uint64_t n = next(8); n > 0; --n) bytes[next(bytes.size())] = static_cast<uint8_t>(next(256));
+    if (round % 4 == 0) {
+      for (auto& b : bytes) b = static_cast<uint8_t>(next(256));  // nothing but noise
+    }
+    decoder::PtStreamDecoder dec(B);
+    std::size_t items = 0;
+    for (std::size_t at = 0; at < bytes.size();) {
+      std::size_t len = 1 + next(200);
+      std::vector<PtPiece> pieces{piece(bytes, at, std::min(bytes.size(), at + len))};
+      if (next(10) == 0) pieces.push_back(PtPiece{true, {}});
+      items += dec.decode(pieces, f.code).size();
+      at += len;
+      REQUIRE(dec.pending_bytes() <= bytes.size());
+    }
+    // Never more than one item per instruction the stream could hold.
+    REQUIRE(items <= 2 * bl.size() + bytes.size());
+  }
+}
