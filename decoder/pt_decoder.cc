@@ -15,6 +15,9 @@ using WalkState = PtStreamDecoder::WalkState;
 constexpr std::size_t kMaxWalkPastData = 1 << 20;
 // A fresh stream with no PSB in this many bytes is not PT we can use.
 constexpr std::size_t kMaxBytesBeforePsb = 1 << 20;
+// An open segment this long has lost its next PSB (hardware sends one every
+// few KiB): it is given up as a loss rather than decoded again forever.
+constexpr std::size_t kMaxOpenBytes = 4 << 20;
 constexpr std::size_t kPsbBytes = 16;
 
 int read_code(uint8_t* buffer, size_t size, const pt_asid*, uint64_t ip, void* context) {
@@ -329,6 +332,15 @@ void PtStreamDecoder::decode_open(CodeReader& code, std::vector<PtItem>& out) {
     open_emitted_ = open.confirmed;
   }
   tail_gap_ = open.end.gap;
+  if (open_.size() > kMaxOpenBytes) {
+    stats_.skipped_bytes += open_.size();
+    state_ = WalkState{0, 0, 0, true, false};
+    open_.clear();
+    open_emitted_ = 0;
+    open_counted_ = Stats{};
+    fresh_ = true;
+    tail_gap_ = true;
+  }
 }
 
 }  // namespace decoder

@@ -70,8 +70,11 @@ perf_event_attr intel_bts_attr(uint32_t pmu_type) {
 // there says: with bit 0 set, BranchEn is taken from attr.config instead of
 // being forced on, so we set both and ask for branch tracing in so many
 // words. Everything else stays off (no cyc/mtc/tsc timing packets: only the
-// control flow is wanted), psb_period (config:24-27) stays at the
-// hardware's default, and return compression stays on (libipt undoes it).
+// control flow is wanted), and return compression stays on (libipt undoes
+// it). psb_period (config:24-27) stays 0: perf's intel-pt documentation
+// gives the period as 2^(value + 11) bytes and says 0 is always supported,
+// so a PSB comes every 2 KiB, which bounds what decoder/pt_decoder keeps
+// and decodes again between reads.
 // User space only: exclude_kernel, as for intel_bts (pt_config() sets
 // RTIT_CTL_OS only without it).
 constexpr uint64_t kIntelPtConfigPt = uint64_t{1} << 0;

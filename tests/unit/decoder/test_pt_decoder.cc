@@ -377,3 +377,14 @@ TEST_CASE("PT decode: mangled streams, cut and lost anywhere, never crash, hang 
     REQUIRE(items <= 2 * bl.size() + bytes.size());
   }
 }
+
+TEST_CASE("PT decode: an open segment that never meets its next PSB is given up as a gap") {
+  Fixture f;
+  Packets p;
+  p.psb_plus();
+  p.ip(ppt_tip_pge, B);
+  std::vector<uint8_t> pads(5 << 20, 0x00);  // PAD packets, and no PSB
+  decoder::PtStreamDecoder dec(B);
+  CHECK(dec.decode({PtPiece{false, p.bytes}, PtPiece{false, pads}}, f.code) == std::vector<PtItem>{{true, {0, 0}}});
+  CHECK(dec.pending_bytes() == 0);
+}
