@@ -232,3 +232,27 @@ TEST_CASE("probe: intel_pt first; where it is missing, --backend=intel-pt refuse
   REQUIRE(stub::server::parse_command_line({"--backend=intel-pt", ":0", "prog"})->trace_backend ==
           TraceBackendChoice::IntelPt);
 }
+
+TEST_CASE("intel-pt: a thread's exit reads its last packets; unreadable code is a gap, never a guess") {
+  Traced t;
+  auto ring = t.seam.ring_writer(t.fd);
+  auto cpu = t.seam.aux_writer(t.fd);
+  ring.aux(0, cpu.write_bytes(packets(kWhole)), 0);
+  t.backend.on_thread_exited(kTid);
+  REQUIRE_FALSE(t.seam.events.at(t.fd).open);
+  REQUIRE(t.seam.live_mappings.empty());
+  REQUIRE(t.backend.trace(kTid)->blocks(0, B + 0x2b) == kWhole);
+
+  // The same packets against code the decoder cannot read: no branch
+  // invented, and the trace says it lost the history.
+  Traced blind;
+  blind.control.code.clear();
+  auto ring2 = blind.seam.ring_writer(blind.fd);
+  auto cpu2 = blind.seam.aux_writer(blind.fd);
+  ring2.aux(0, cpu2.write_bytes(packets(kWhole)), 0);
+  const auto* trace = blind.backend.trace(kTid);
+  REQUIRE(trace->size() >= 1);
+  for (uint64_t s = trace->first_sequence(); s < trace->end_sequence(); ++s) {
+    REQUIRE(trace->at(s).from == stub::tracing::kGapAddress);
+  }
+}
