@@ -34,8 +34,9 @@ btstub::Expected<void> parse_trace_option(CommandLine& cl, const std::string& a)
     else if (value == "software") cl.trace_backend = TraceBackendChoice::Software;
     else if (value == "perf-bts") cl.trace_backend = TraceBackendChoice::PerfBts;
     else if (value == "intel-bts") cl.trace_backend = TraceBackendChoice::IntelBts;
+    else if (value == "intel-pt") cl.trace_backend = TraceBackendChoice::IntelPt;
     else return make_error(ErrorCode::InvalidArgument,
-                           "Bad --backend '" + value + "': expected auto, software, perf-bts or intel-bts");
+                           "Bad --backend '" + value + "': expected auto, software, perf-bts, intel-bts or intel-pt");
   } else if (starts_with(a, "--trace-size=")) {
     auto size = parse_trace_size(value);
     if (!size) return size.error();
@@ -116,9 +117,9 @@ std::string usage_text() {
          "Branch tracing:\n"
          "  --record              Trace the branches of every thread from PROG's first\n"
          "                        instruction (as `monitor record start` at once).\n"
-         "  --backend=auto|software|perf-bts|intel-bts\n"
-         "                        Branch-trace backend (default auto: intel-bts, else\n"
-         "                        perf-bts, else software; see --probe).\n"
+         "  --backend=auto|software|perf-bts|intel-bts|intel-pt\n"
+         "                        Branch-trace backend (default auto: intel-pt, else\n"
+         "                        intel-bts, else perf-bts, else software; see --probe).\n"
          "  --probe               Print what branch-trace hardware this machine has\n"
          "                        and which backend auto picks, then exit.\n"
          "  --trace-size=BYTES    Trace buffer per thread, in bytes as a BTS buffer (24\n"

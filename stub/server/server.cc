@@ -19,6 +19,7 @@ using process::LaunchOptions;
 using tracing::HardwareTrace;
 using tracing::TraceStops;
 using tracing::intel_bts_pmu_type;
+using tracing::intel_pt_pmu_type;
 using tracing::make_linux_perf_seam;
 using session::SessionConfig;
 using session::SessionHandover;
@@ -174,11 +175,15 @@ int Server::run() {
     }
   }
   auto choice = command_line_.trace_backend;
-  if (choice == TraceBackendChoice::PerfBts || choice == TraceBackendChoice::IntelBts) {
+  if (choice == TraceBackendChoice::PerfBts || choice == TraceBackendChoice::IntelBts ||
+      choice == TraceBackendChoice::IntelPt) {
     perf_seam_ = make_linux_perf_seam();
     PerfBackend::Options options;
-    options.kind = choice == TraceBackendChoice::IntelBts ? HardwareTrace::IntelBts : HardwareTrace::PerfBts;
+    options.kind = choice == TraceBackendChoice::IntelPt    ? HardwareTrace::IntelPt
+                   : choice == TraceBackendChoice::IntelBts ? HardwareTrace::IntelBts
+                                                            : HardwareTrace::PerfBts;
     options.intel_bts_type = intel_bts_pmu_type(*perf_seam_).value_or(0);
+    options.intel_pt_type = intel_pt_pmu_type(*perf_seam_).value_or(0);
     options.config = command_line_.trace_config;
     options.enable_all = command_line_.record;
     hardware_ = std::make_unique<PerfBackend>(*perf_seam_, options);

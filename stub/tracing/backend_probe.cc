@@ -35,6 +35,7 @@ void probe_cpu(PerfSeam& seam, ProbeFindings& f) {
   f.family = base_family == 0xf ? base_family + ((leaf1[0] >> 20) & 0xff) : base_family;
   f.model = base_family == 0x6 || base_family == 0xf ? base_model | (((leaf1[0] >> 16) & 0xf) << 4) : base_model;
   f.cpu_has_ds = (leaf1[3] >> 21) & 1;
+  if (leaf0[0] >= 7) f.cpu_has_pt = (seam.cpuid(7, 0)[1] >> 25) & 1;
 }
 
 // Opens `attr` for the calling thread and closes it again.
@@ -45,19 +46,30 @@ std::string trial_open(PerfSeam& seam, const perf_event_attr& attr) {
   return {};
 }
 
+// Why a PMU backend is not taken, for auto's reason.
+std::string pmu_absence(bool pmu, const char* name, const std::string& error, bool detail) {
+  if (!pmu) return std::string("no ") + name + " PMU";
+  return std::string(name) + " does not open" + (detail ? " (" + error + ")" : "");
+}
+
+// intel_pt first: it loses the least (a bit per conditional branch, the
+// CPU barely slowed), then intel_bts, then perf BTS, then software.
 void choose(ProbeFindings& f) {
-  if (f.intel_bts_pmu && f.intel_bts_error.empty()) {
+  const std::string pt_absent = pmu_absence(f.intel_pt_pmu, "intel_pt", f.intel_pt_error, true);
+  if (f.intel_pt_pmu && f.intel_pt_error.empty()) {
+    f.auto_choice = TraceBackendChoice::IntelPt;
+    f.auto_reason = "the intel_pt PMU opens for a thread";
+  } else if (f.intel_bts_pmu && f.intel_bts_error.empty()) {
     f.auto_choice = TraceBackendChoice::IntelBts;
-    f.auto_reason = "the intel_bts PMU opens for a thread";
+    f.auto_reason = pt_absent + ", but the intel_bts PMU opens for a thread";
   } else if (f.perf_bts_error.empty()) {
     f.auto_choice = TraceBackendChoice::PerfBts;
-    f.auto_reason = std::string(f.intel_bts_pmu ? "intel_bts does not open (" + f.intel_bts_error + ")"
-                                                : "no intel_bts PMU") +
+    f.auto_reason = pt_absent + ", " + pmu_absence(f.intel_bts_pmu, "intel_bts", f.intel_bts_error, true) +
                     ", but a perf BTS event opens for a thread";
   } else {
     f.auto_choice = TraceBackendChoice::Software;
-    f.auto_reason = "no branch-trace hardware: " +
-                    std::string(f.intel_bts_pmu ? "intel_bts does not open" : "no intel_bts PMU") +
+    f.auto_reason = "no branch-trace hardware: " + pmu_absence(f.intel_pt_pmu, "intel_pt", f.intel_pt_error, false) +
+                    ", " + pmu_absence(f.intel_bts_pmu, "intel_bts", f.intel_bts_error, false) +
                     " and perf_event_open(BTS) failed (" + f.perf_bts_error + ")";
   }
 }
@@ -74,6 +86,7 @@ std::string_view backend_name(TraceBackendChoice choice) {
     case TraceBackendChoice::Software: return "software";
     case TraceBackendChoice::PerfBts: return "perf-bts";
     case TraceBackendChoice::IntelBts: return "intel-bts";
+    case TraceBackendChoice::IntelPt: return "intel-pt";
   }
   return "?";
 }
@@ -84,11 +97,19 @@ std::optional<uint32_t> intel_bts_pmu_type(PerfSeam& seam) {
   return static_cast<uint32_t>(*type);
 }
 
+std::optional<uint32_t> intel_pt_pmu_type(PerfSeam& seam) {
+  auto type = read_integer(seam, std::string(kIntelPtPmuDir) + "/type");
+  if (!type || *type < 0 || *type > UINT32_MAX) return std::nullopt;
+  return static_cast<uint32_t>(*type);
+}
+
 ProbeFindings probe_backends(PerfSeam& seam) {
   ProbeFindings f;
   probe_cpu(seam, f);
   f.intel_bts_type = intel_bts_pmu_type(seam);
   f.intel_bts_pmu = f.intel_bts_type.has_value();
+  f.intel_pt_type = intel_pt_pmu_type(seam);
+  f.intel_pt_pmu = f.intel_pt_type.has_value();
   if (auto p = read_integer(seam, "/proc/sys/kernel/perf_event_paranoid")) f.paranoid = static_cast<int>(*p);
   if (auto kb = read_integer(seam, "/proc/sys/kernel/perf_event_mlock_kb"); kb && *kb >= 0) {
     f.mlock_kb = static_cast<uint64_t>(*kb);
@@ -97,6 +118,7 @@ ProbeFindings probe_backends(PerfSeam& seam) {
   f.perf_bts_error = trial_open(seam, perf_bts_attr());
   f.intel_bts_error = f.intel_bts_type ? trial_open(seam, intel_bts_attr(*f.intel_bts_type))
                                        : std::string("no such PMU");
+  f.intel_pt_error = f.intel_pt_type ? trial_open(seam, intel_pt_attr(*f.intel_pt_type)) : std::string("no such PMU");
   choose(f);
   return f;
 }
@@ -104,7 +126,11 @@ ProbeFindings probe_backends(PerfSeam& seam) {
 std::string format_probe(const ProbeFindings& f) {
   std::ostringstream out;
   out << "cpu: " << (f.vendor.empty() ? "unknown" : f.vendor) << " family " << f.family << " model " << f.model
-      << (f.cpu_has_ds ? " (Debug Store: yes)" : " (Debug Store: no)") << "\n";
+      << (f.cpu_has_ds ? " (Debug Store: yes" : " (Debug Store: no")
+      << (f.cpu_has_pt ? ", Processor Trace: yes)" : ", Processor Trace: no)") << "\n";
+  out << "intel_pt PMU: ";
+  if (f.intel_pt_pmu) out << "yes, type " << *f.intel_pt_type << "\n";
+  else out << "no (" << kIntelPtPmuDir << " does not exist)\n";
   out << "intel_bts PMU: ";
   if (f.intel_bts_pmu) out << "yes, type " << *f.intel_bts_type << "\n";
   else out << "no (" << kIntelBtsPmuDir << " does not exist)\n";
@@ -115,6 +141,8 @@ std::string format_probe(const ProbeFindings& f) {
       << (f.perf_bts_error.empty() ? std::string("opens") : "fails: " + f.perf_bts_error) << "\n";
   out << "intel-bts event for a thread: "
       << (f.intel_bts_error.empty() ? std::string("opens") : "fails: " + f.intel_bts_error) << "\n";
+  out << "intel-pt event for a thread: "
+      << (f.intel_pt_error.empty() ? std::string("opens") : "fails: " + f.intel_pt_error) << "\n";
   out << "auto picks: " << backend_name(f.auto_choice) << " (" << f.auto_reason << ")\n";
   return out.str();
 }
@@ -138,6 +166,10 @@ btstub::Expected<TraceBackendChoice> resolve_backend(const ProbeFindings& f, Tra
     case TraceBackendChoice::IntelBts:
       if (!f.intel_bts_pmu) return missing(std::string("no intel_bts PMU: ") + kIntelBtsPmuDir + " does not exist");
       if (!f.intel_bts_error.empty()) return missing("perf_event_open(intel_bts) failed: " + f.intel_bts_error);
+      return requested;
+    case TraceBackendChoice::IntelPt:
+      if (!f.intel_pt_pmu) return missing(std::string("no intel_pt PMU: ") + kIntelPtPmuDir + " does not exist");
+      if (!f.intel_pt_error.empty()) return missing("perf_event_open(intel_pt) failed: " + f.intel_pt_error);
       return requested;
   }
   return requested;

@@ -13,20 +13,25 @@
 namespace stub::tracing {
 
 inline constexpr const char* kIntelBtsPmuDir = "/sys/bus/event_source/devices/intel_bts";
+inline constexpr const char* kIntelPtPmuDir = "/sys/bus/event_source/devices/intel_pt";
 
 struct ProbeFindings {
   std::string vendor;       // cpuid leaf 0: "GenuineIntel", "AuthenticAMD", ...
   unsigned family = 0;      // display family and model (cpuid leaf 1)
   unsigned model = 0;
   bool cpu_has_ds = false;  // cpuid 1 edx bit 21: Debug Store, which BTS needs
+  bool cpu_has_pt = false;  // cpuid 7.0 ebx bit 25: Intel Processor Trace
   bool intel_bts_pmu = false;
   std::optional<uint32_t> intel_bts_type;
+  bool intel_pt_pmu = false;
+  std::optional<uint32_t> intel_pt_type;
   std::optional<int> paranoid;            // /proc/sys/kernel/perf_event_paranoid
   std::optional<uint64_t> mlock_kb;       // /proc/sys/kernel/perf_event_mlock_kb
   std::optional<uint64_t> memlock_limit;  // RLIMIT_MEMLOCK (nullopt: unlimited)
   // Trial opens for this thread: empty string = it opened.
   std::string perf_bts_error;
   std::string intel_bts_error;
+  std::string intel_pt_error;
   TraceBackendChoice auto_choice = TraceBackendChoice::Software;
   std::string auto_reason;
 };
@@ -34,6 +39,8 @@ struct ProbeFindings {
 ProbeFindings probe_backends(PerfSeam& seam);
 // The intel_bts PMU's perf type, when the PMU exists.
 std::optional<uint32_t> intel_bts_pmu_type(PerfSeam& seam);
+// The intel_pt PMU's perf type, when the PMU exists.
+std::optional<uint32_t> intel_pt_pmu_type(PerfSeam& seam);
 // The `btstub --probe` report.
 std::string format_probe(const ProbeFindings& findings);
 // The backend a --backend choice means here: auto resolves to the best one

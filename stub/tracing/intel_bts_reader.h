@@ -1,32 +1,18 @@
 #pragma once
-// The intel_bts PMU's buffers: the AUX area holds the raw 24-byte BTS
-// records the CPU writes (from, to, flags) with no copy by the kernel; the
-// small data ring tells which AUX bytes are new through PERF_RECORD_AUX
-// (aux_offset, aux_size, flags), and reports PERF_RECORD_LOST.
-//
-// Both areas are mapped writable: we own data_tail and aux_tail, so the
-// kernel never overwrites what we have not read. When the AUX area is full
-// the driver stops tracing and flags the chunk TRUNCATED; what ran until
-// we freed space is lost. Every such loss becomes a gap.
-#include <linux/perf_event.h>
-
+// The intel_bts PMU's buffers (stub/tracing/aux_ring.h): the AUX area holds
+// the raw 24-byte BTS records the CPU writes (from, to, flags). Every loss
+// the data ring reports (a TRUNCATED or overwritten chunk, PERF_RECORD_LOST,
+// AUX bytes never announced) becomes a gap.
 #include <cstdint>
-#include <functional>
 
+#include "stub/tracing/aux_ring.h"
 #include "stub/tracing/perf_trace_items.h"
 
 namespace stub::tracing {
 
 inline constexpr std::size_t kBtsRecordBytes = 24;
 
-struct IntelBtsBuffers {
-  perf_event_mmap_page* header = nullptr;  // data_tail / aux_tail written back
-  const uint8_t* data = nullptr;           // the data ring
-  uint64_t data_size = 0;                  // power of two
-  const uint8_t* aux = nullptr;            // the AUX area
-  uint64_t aux_size = 0;                   // power of two pages
-  std::function<uint64_t()> load_head;     // data_head (acquire); tests may replace it
-};
+using IntelBtsBuffers = AuxBuffers;
 
 class IntelBtsReader {
  public:

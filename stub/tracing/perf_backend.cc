@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "protocol/amd64_registers.h"
+#include "stub/tracing/thread_code.h"
 
 namespace stub::tracing {
 
@@ -63,6 +64,32 @@ perf_event_attr intel_bts_attr(uint32_t pmu_type) {
   return attr;
 }
 
+// The kernel's intel_pt driver (arch/x86/events/intel/pt.c) documents its
+// config bits as sysfs format attributes (.../intel_pt/format/*), which are
+// IA32_RTIT_CTL's: pt = config:0, branch = config:13 (BranchEn). pt_config()
+// there says: with bit 0 set, BranchEn is taken from attr.config instead of
+// being forced on, so we set both and ask for branch tracing in so many
+// words. Everything else stays off (no cyc/mtc/tsc timing packets: only the
+// control flow is wanted), and return compression stays on (libipt undoes
+// it). psb_period (config:24-27) stays 0: perf's intel-pt documentation
+// gives the period as 2^(value + 11) bytes and says 0 is always supported,
+// so a PSB comes every 2 KiB, which bounds what decoder/pt_decoder keeps
+// and decodes again between reads.
+// User space only: exclude_kernel, as for intel_bts (pt_config() sets
+// RTIT_CTL_OS only without it).
+constexpr uint64_t kIntelPtConfigPt = uint64_t{1} << 0;
+constexpr uint64_t kIntelPtConfigBranch = uint64_t{1} << 13;
+
+perf_event_attr intel_pt_attr(uint32_t pmu_type) {
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = pmu_type;
+  attr.config = kIntelPtConfigPt | kIntelPtConfigBranch;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  return attr;
+}
+
 std::size_t plan_buffer_pages(uint64_t bytes, std::size_t page_size, std::optional<uint64_t> mlock_kb,
                               std::optional<uint64_t> memlock_limit) {
   if (page_size == 0) return 1;
@@ -84,7 +111,12 @@ PerfBackend::~PerfBackend() {
 }
 
 std::string_view PerfBackend::name() const {
-  return options_.kind == HardwareTrace::IntelBts ? "intel-bts" : "perf-bts";
+  switch (options_.kind) {
+    case HardwareTrace::PerfBts: return "perf-bts";
+    case HardwareTrace::IntelBts: return "intel-bts";
+    case HardwareTrace::IntelPt: return "intel-pt";
+  }
+  return "?";
 }
 
 std::string PerfBackend::prefix(pid_t tid) const {
@@ -123,8 +155,10 @@ Expected<PerfBackend::Mapping> PerfBackend::map_halving(int fd, std::size_t page
 }
 
 Expected<void> PerfBackend::open_event(Thread& t, pid_t tid) {
-  bool intel = options_.kind == HardwareTrace::IntelBts;
-  perf_event_attr attr = intel ? intel_bts_attr(options_.intel_bts_type) : perf_bts_attr();
+  bool intel = uses_aux();
+  perf_event_attr attr = options_.kind == HardwareTrace::IntelPt    ? intel_pt_attr(options_.intel_pt_type)
+                         : options_.kind == HardwareTrace::IntelBts ? intel_bts_attr(options_.intel_bts_type)
+                                                                    : perf_bts_attr();
   auto fd = seam_.open_event(attr, tid);
   if (!fd) {
     return make_error(ErrorCode::NotSupported,
@@ -170,6 +204,8 @@ Expected<void> PerfBackend::start(Thread& t, pid_t tid, bool stopped) {
   close_event(t);
   t.perf_reader = PerfBtsReader{};
   t.intel_reader = IntelBtsReader{};
+  t.pt_reader = IntelPtReader{};
+  t.pt_decoder = decoder::PtStreamDecoder{};
   if (auto opened = open_event(t, tid); !opened) {
     t.enabled = false;
     last_error_ = opened.error().message;
@@ -190,6 +226,7 @@ void PerfBackend::learn_origin(Thread& t, pid_t tid, TracedThreadControl* contro
   auto regs = control->read_general_registers(tid);
   if (!regs) return;
   t.trace->clear(regs->get_u64(protocol::Amd64Reg::rip));
+  t.pt_decoder.set_origin(regs->get_u64(protocol::Amd64Reg::rip));
   t.origin_known = true;
 }
 
@@ -199,7 +236,17 @@ void PerfBackend::refresh(Thread& t) const {
   auto* header = static_cast<perf_event_mmap_page*>(t.ring.addr);
   auto* data = static_cast<const uint8_t*>(t.ring.addr) + page;
   TraceItems items;
-  if (options_.kind == HardwareTrace::IntelBts) {
+  if (options_.kind == HardwareTrace::IntelPt) {
+    AuxBuffers buffers{header, data, t.ring.length - page, static_cast<const uint8_t*>(t.aux.addr), t.aux.length, {}};
+    auto pieces = t.pt_reader.read(buffers);
+    if (pieces.empty()) return;
+    // The thread is stopped (the trace is asked for between stops): its
+    // code is what ran, unless it rewrote it (then decoding finds a gap).
+    ThreadCode code(control_);
+    for (const decoder::PtItem& item : t.pt_decoder.decode(pieces, code)) {
+      items.push_back(item.gap ? gap_item(item.branch.to) : branch_item(item.branch.from, item.branch.to));
+    }
+  } else if (options_.kind == HardwareTrace::IntelBts) {
     IntelBtsBuffers buffers{header, data, t.ring.length - page, static_cast<const uint8_t*>(t.aux.addr),
                             t.aux.length, {}};
     items = t.intel_reader.read(buffers);

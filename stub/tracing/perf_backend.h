@@ -1,6 +1,6 @@
 #pragma once
-// The hardware branch-trace backends, perf BTS and the intel_bts PMU, over
-// the PerfSeam: one perf event per traced thread (threads created later get
+// The hardware branch-trace backends, perf BTS and the intel_bts and
+// intel_pt PMUs, over the PerfSeam: one perf event per traced thread (threads created later get
 // theirs through the TraceHook), its buffers mapped, and the thread's
 // BlockTrace refreshed from them whenever the trace is asked for. The
 // thread runs at full speed: the hook never absorbs a stop.
@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "decoder/pt_decoder.h"
 #include "stub/tracing/intel_bts_reader.h"
+#include "stub/tracing/intel_pt_reader.h"
 #include "stub/tracing/perf_bts_reader.h"
 #include "stub/tracing/perf_seam.h"
 #include "stub/tracing/trace_backend.h"
@@ -29,11 +31,13 @@ using process::TracedThreadControl;
 enum class HardwareTrace {
   PerfBts,   // PERF_TYPE_HARDWARE branch instructions, period 1 (BTS underneath)
   IntelBts,  // the intel_bts PMU with an AUX area
+  IntelPt,   // the intel_pt PMU with an AUX area, decoded by decoder/pt_decoder
 };
 
 // The perf_event_attr each backend opens (user space only).
 perf_event_attr perf_bts_attr();
 perf_event_attr intel_bts_attr(uint32_t pmu_type);
+perf_event_attr intel_pt_attr(uint32_t pmu_type);
 
 // Buffer sizing: pages are a power of two (perf refuses anything else),
 // rounded up from `bytes`, then cut to what the locked-memory allowance
@@ -47,6 +51,7 @@ class PerfBackend final : public TraceHook, public TraceBackend {
   struct Options {
     HardwareTrace kind = HardwareTrace::PerfBts;
     uint32_t intel_bts_type = 0;  // the PMU's /sys/.../intel_bts/type
+    uint32_t intel_pt_type = 0;   // the PMU's /sys/.../intel_pt/type
     TraceConfig config;
     bool enable_all = false;      // --record
   };
@@ -102,11 +107,13 @@ class PerfBackend final : public TraceHook, public TraceBackend {
     bool origin_known = false;
     int fd = -1;
     Mapping ring;  // header page + data ring
-    Mapping aux;   // intel_bts only
+    Mapping aux;   // intel_bts and intel_pt
     TraceConfig config;  // buffer_bytes: as mapped
     std::unique_ptr<decoder::BlockTrace> trace;
     PerfBtsReader perf_reader;
     IntelBtsReader intel_reader;
+    IntelPtReader pt_reader;
+    decoder::PtStreamDecoder pt_decoder;
   };
 
   Expected<void> start(Thread& t, pid_t tid, bool stopped);
@@ -116,6 +123,7 @@ class PerfBackend final : public TraceHook, public TraceBackend {
                                 bool writable, const char* what, pid_t tid, __u64* size_field = nullptr);
   void close_event(Thread& t);
   void refresh(Thread& t) const;
+  bool uses_aux() const { return options_.kind != HardwareTrace::PerfBts; }
   void learn_origin(Thread& t, pid_t tid, TracedThreadControl* control);
   Thread* lazy_state(pid_t tid);
   std::string prefix(pid_t tid) const;

@@ -9,6 +9,11 @@ void push_gap(TraceItems& items) {
 void append_items(decoder::BlockTrace& trace, const TraceItems& items) {
   bool gap = false;
   for (const TraceItem& item : items) {
+    if (item.gap && item.branch.to != 0) {
+      trace.append(kGapAddress, item.branch.to);
+      gap = false;
+      continue;
+    }
     if (item.gap) {
       gap = true;
       continue;

@@ -11,14 +11,15 @@
 namespace stub::tracing {
 
 struct TraceItem {
-  bool gap = false;       // branches were lost here; `branch` is unused
+  bool gap = false;       // branches were lost here; branch.to: where execution
+                          // resumed when known (a PT decoder knows), else 0
   decoder::Branch branch;
   bool operator==(const TraceItem&) const = default;
 };
 using TraceItems = std::vector<TraceItem>;
 
 inline TraceItem branch_item(uint64_t from, uint64_t to) { return TraceItem{false, {from, to}}; }
-inline TraceItem gap_item() { return TraceItem{true, {}}; }
+inline TraceItem gap_item(uint64_t resumed_at = 0) { return TraceItem{true, {0, resumed_at}}; }
 
 // User space is the lower half of the canonical address space; BTS still
 // reports the returns from the kernel (sysret, iret) with a kernel `from`.
@@ -29,7 +30,9 @@ inline bool is_kernel_address(uint64_t addr) { return (addr >> 63) != 0; }
 // gdb's BTS decoder and our replay (decoder::BlockCache) treat as a gap, so
 // the blocks around the loss are never silently joined. A gap followed by a
 // branch b is stored as one record, (kGapAddress, b.from), then b: the block
-// [b.from, b.from] keeps the branch instruction itself.
+// [b.from, b.from] keeps the branch instruction itself. A gap that knows
+// where execution resumed (x) is stored as (kGapAddress, x): the block after
+// it begins there.
 inline constexpr uint64_t kGapAddress = 0;
 
 void append_items(decoder::BlockTrace& trace, const TraceItems& items);

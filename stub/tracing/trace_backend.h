@@ -1,6 +1,6 @@
 #pragma once
 // What the session asks of a branch-trace backend (software tracer, perf
-// BTS, intel_bts): per-thread on/off, configuration, and the trace itself.
+// BTS, intel_bts, intel_pt): per-thread on/off, configuration, and the trace itself.
 // Packet handlers and replay use only this interface, so they are tested
 // with a fake backend.
 #include <sys/types.h>
@@ -25,10 +25,11 @@ struct TraceConfig {
 // --backend: which branch-trace backend serves Qbtrace:bts. Here, not with
 // the options, because the backend probe resolves it too.
 enum class TraceBackendChoice {
-  Auto,      // the best available: intel-bts, then perf-bts, then software
+  Auto,      // the best available: intel-pt, intel-bts, perf-bts, then software
   Software,  // stub::tracing::SoftwareTracer
   PerfBts,   // stub::tracing::PerfBackend over a perf BTS sample ring
   IntelBts,  // stub::tracing::PerfBackend over the intel_bts PMU's AUX area
+  IntelPt,   // stub::tracing::PerfBackend over the intel_pt PMU's AUX area
 };
 
 class TraceBackend {

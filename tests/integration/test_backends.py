@@ -2,12 +2,12 @@
 """Branch-trace backends on a machine without tracing hardware (issue 6).
 
 1. `btstub --probe` exits 0 and reports this machine: the CPU vendor that
-   /proc/cpuinfo names, whether the intel_bts PMU exists (as sysfs says),
-   perf_event_paranoid (as procfs says), the trial perf BTS open, and that
-   auto picks software, with the reason.
-2. `--backend=perf-bts` and `--backend=intel-bts` refuse to start: a
-   non-zero exit and a message naming what is missing and the CPU, before
-   anything is launched or listened on.
+   /proc/cpuinfo names, whether the intel_pt and intel_bts PMUs exist (as
+   sysfs says), perf_event_paranoid (as procfs says), the trial perf BTS
+   open, and that auto picks software, with the reason.
+2. `--backend=perf-bts`, `--backend=intel-bts` and `--backend=intel-pt`
+   refuse to start: a non-zero exit and a message naming what is missing
+   and the CPU, before anything is launched or listened on.
 3. `--backend=auto` (and `software`) still serve gdb's `record btrace bts`
    through the software tracer: instructions are recorded, `monitor record
    status` and qXfer:btrace-conf:read (an XML comment, which gdb parses
@@ -27,6 +27,7 @@ import re
 from harness import Server, program, run_command, run_gdb, run_test, server_path
 
 INTEL_BTS = "/sys/bus/event_source/devices/intel_bts"
+INTEL_PT = "/sys/bus/event_source/devices/intel_pt"
 
 
 def cpu_vendor():
@@ -44,7 +45,7 @@ def read_int(path):
 
 
 def hardware_expected():
-    return os.path.exists(INTEL_BTS) or cpu_vendor() == "GenuineIntel"
+    return os.path.exists(INTEL_BTS) or os.path.exists(INTEL_PT) or cpu_vendor() == "GenuineIntel"
 
 
 def check_probe(path, c):
@@ -67,11 +68,15 @@ def check_probe(path, c):
         return
     c.contains("--probe: no intel_bts PMU", out,
                "intel_bts PMU: no (%s does not exist)" % INTEL_BTS)
+    c.contains("--probe: no intel_pt PMU", out,
+               "intel_pt PMU: no (%s does not exist)" % INTEL_PT)
+    c.contains("--probe: the intel_pt open is not tried", out,
+               "intel-pt event for a thread: fails: no such PMU")
     c.contains("--probe: the perf BTS open fails", out,
                "perf-bts event for a thread: fails: ")
     c.contains("--probe: auto picks software and says why", out,
-               "auto picks: software (no branch-trace hardware: no intel_bts PMU "
-               "and perf_event_open(BTS) failed (")
+               "auto picks: software (no branch-trace hardware: no intel_pt PMU, "
+               "no intel_bts PMU and perf_event_open(BTS) failed (")
     c.equal("--probe writes nothing on stderr", "", err)
 
 
@@ -81,6 +86,8 @@ def check_absent_hardware(path, c):
         ("perf-bts", "btstub: --backend=perf-bts: perf_event_open(BTS) failed: "),
         ("intel-bts", "btstub: --backend=intel-bts: no intel_bts PMU: %s does not exist"
          % INTEL_BTS),
+        ("intel-pt", "btstub: --backend=intel-pt: no intel_pt PMU: %s does not exist"
+         % INTEL_PT),
     ]
     for backend, message in cases:
         option = "--backend=" + backend

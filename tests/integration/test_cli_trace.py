@@ -22,7 +22,7 @@ def check_help(path, c):
 
 def check_bad_values(path, c):
     cases = [
-        ("--backend=bts", "Bad --backend 'bts': expected auto, software, perf-bts or intel-bts"),
+        ("--backend=bts", "Bad --backend 'bts': expected auto, software, perf-bts, intel-bts or intel-pt"),
         ("--trace-size=lots", "Bad --trace-size 'lots'"),
         ("--trace-size=8", "at least 24 bytes"),
         ("--trace-full=wrap", "Bad --trace-full 'wrap': expected drop or stop"),

@@ -71,7 +71,7 @@ TEST_CASE("--trace-stops picks int3s by default") {
 }
 
 TEST_CASE("bad tracing option values are clear errors") {
-  REQUIRE(parse_error({"--backend=bts", ":0", "prog"}) == "Bad --backend 'bts': expected auto, software, perf-bts or intel-bts");
+  REQUIRE(parse_error({"--backend=bts", ":0", "prog"}) == "Bad --backend 'bts': expected auto, software, perf-bts, intel-bts or intel-pt");
   REQUIRE(parse_error({"--trace-full=wrap", ":0", "prog"}) == "Bad --trace-full 'wrap': expected drop or stop");
   REQUIRE(parse_error({"--trace-size=lots", ":0", "prog"}).find("Bad --trace-size 'lots'") == 0);
 }

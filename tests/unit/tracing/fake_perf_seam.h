@@ -92,7 +92,8 @@ struct RingWriter {
   }
 };
 
-// The CPU side of an AUX area: raw BTS records at aux position `head`.
+// The CPU side of an AUX area: raw BTS records (or any bytes: a PT stream)
+// at aux position `head`.
 struct AuxWriter {
   uint8_t* aux;
   uint64_t size;
@@ -105,6 +106,11 @@ struct AuxWriter {
       head += 24;
     }
     return head - start;
+  }
+  uint64_t write_bytes(const std::vector<uint8_t>& bytes) {
+    ring_write(aux, size, head, bytes.data(), bytes.size());
+    head += bytes.size();
+    return bytes.size();
   }
 };
 
@@ -211,10 +217,13 @@ inline void set_cpu(FakePerfSeam& seam, const char* vendor, uint32_t leaf1_eax =
   seam.cpuid_leaves[1] = {leaf1_eax, 0, 0, leaf1_edx};
 }
 
-// Just enough process layer: each thread's pc.
+// Just enough process layer: each thread's pc, and code at `code_base`
+// (a PT trace is decoded against it; zeros around it in its pages).
 class PcControl final : public stub::process::TracedThreadControl {
  public:
   std::map<pid_t, uint64_t> pc;
+  uint64_t code_base = 0;
+  std::vector<uint8_t> code;
   btstub::Expected<protocol::RegisterFile> read_registers(pid_t tid) override {
     auto it = pc.find(tid);
     if (it == pc.end()) return btstub::make_error(btstub::ErrorCode::NoProcess, "no such thread");
@@ -222,8 +231,15 @@ class PcControl final : public stub::process::TracedThreadControl {
     regs.set_u64(protocol::Amd64Reg::rip, it->second);
     return regs;
   }
-  btstub::Expected<std::vector<uint8_t>> read_memory(uint64_t, std::size_t) override {
-    return btstub::make_error(btstub::ErrorCode::MemoryFault, "unmapped");
+  btstub::Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len) override {
+    if (code.empty() || addr >= code_base + code.size() || addr + len <= code_base) {
+      return btstub::make_error(btstub::ErrorCode::MemoryFault, "unmapped");
+    }
+    std::vector<uint8_t> out(len, 0);
+    for (std::size_t i = 0; i < len; ++i) {
+      if (addr + i >= code_base && addr + i < code_base + code.size()) out[i] = code[addr + i - code_base];
+    }
+    return out;
   }
   bool has_user_breakpoint(uint64_t) const override { return false; }
   btstub::Expected<void> set_trace_stop(pid_t, std::optional<uint64_t>) override { return {}; }

@@ -295,7 +295,7 @@ TEST_CASE("probe: intel_bts first, then perf-bts") {
   seam.open_errno_by_type[9] = EACCES;  // e.g. perf_event_paranoid
   f = stub::tracing::probe_backends(seam);
   REQUIRE(f.auto_choice == stub::tracing::TraceBackendChoice::PerfBts);
-  REQUIRE(f.auto_reason.find("intel_bts does not open (Permission denied)") == 0);
+  REQUIRE(f.auto_reason.find("no intel_pt PMU, intel_bts does not open (Permission denied)") == 0);
   REQUIRE(stub::tracing::resolve_backend(f, stub::tracing::TraceBackendChoice::IntelBts)
               .error()
               .message.find("Permission denied") != std::string::npos);
@@ -308,7 +308,7 @@ TEST_CASE("--backend accepts the hardware backends, --probe is a mode") {
           stub::tracing::TraceBackendChoice::IntelBts);
   REQUIRE(stub::server::parse_command_line({"--probe"})->mode == stub::server::CommandLine::Mode::Probe);
   REQUIRE(stub::server::parse_command_line({"--backend=bts", ":0", "prog"}).error().message ==
-          "Bad --backend 'bts': expected auto, software, perf-bts or intel-bts");
+          "Bad --backend 'bts': expected auto, software, perf-bts, intel-bts or intel-pt");
 }
 
 TEST_CASE("perf-bts: a thread created under enable_all whose event cannot open is named in problem()") {
