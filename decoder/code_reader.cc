@@ -13,4 +13,26 @@ std::size_t BufferReader::read(uint64_t addr, uint8_t* out, std::size_t len) {
   return n;
 }
 
+std::size_t PageCachedReader::read(uint64_t addr, uint8_t* out, std::size_t len) {
+  constexpr uint64_t kPageMask = kPageSize - 1;
+  std::size_t done = 0;
+  while (done < len) {
+    const uint64_t at = addr + done;
+    const std::vector<uint8_t>& page = page_at(at & ~kPageMask);
+    const std::size_t offset = static_cast<std::size_t>(at & kPageMask);
+    if (offset >= page.size()) break;
+    const std::size_t n = std::min(len - done, page.size() - offset);
+    std::copy_n(page.data() + offset, n, out + done);
+    done += n;
+    if (page.size() < kPageSize) break;  // a short page: the mapping ends there
+  }
+  return done;
+}
+
+const std::vector<uint8_t>& PageCachedReader::page_at(uint64_t page) {
+  auto it = pages_.find(page);
+  if (it != pages_.end()) return it->second;
+  return pages_.emplace(page, fetch_page(page)).first->second;
+}
+
 }  // namespace decoder

@@ -4,6 +4,8 @@
 // (breakpoint int3s removed), tests adapt them to plain buffers.
 #include <cstddef>
 #include <cstdint>
+#include <unordered_map>
+#include <vector>
 
 namespace decoder {
 
@@ -30,6 +32,24 @@ class BufferReader final : public CodeReader {
   uint64_t base_;
   const uint8_t* data_;
   std::size_t size_;
+};
+
+// A reader that fetches whole pages and keeps them: decoding a history
+// reads the same few pages for every instruction, and each fetch from a
+// program is a system call. Subclasses say how a page is fetched (short or
+// empty where the mapping ends); clear() when the program ran.
+class PageCachedReader : public CodeReader {
+ public:
+  static constexpr uint64_t kPageSize = 4096;
+  std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) final;
+  void clear() { pages_.clear(); }
+
+ protected:
+  virtual std::vector<uint8_t> fetch_page(uint64_t page) = 0;
+
+ private:
+  const std::vector<uint8_t>& page_at(uint64_t page);
+  std::unordered_map<uint64_t, std::vector<uint8_t>> pages_;
 };
 
 }  // namespace decoder
