@@ -180,7 +180,7 @@ ReplayStop ReplayCursor::continue_forward(const std::vector<uint64_t>& breakpoin
   if (std::exchange(before_delivery_, false)) return ReplayStop::Signal;
   while (index_ + 1 < cur_->instructions.size()) {
     ++index_;
-    if (signal() != 0 && !at_live_end()) return ReplayStop::Signal;
+    if (signal() != 0) return ReplayStop::Signal;
     if (contains(breakpoints, pc())) return ReplayStop::Breakpoint;
   }
   for (uint64_t k = seq_ + 1; k <= end_seq_; ++k) {
@@ -194,7 +194,7 @@ ReplayStop ReplayCursor::continue_forward(const std::vector<uint64_t>& breakpoin
         seq_ = k;
         cur_ = &d;
         index_ = static_cast<uint32_t>(j);
-        if (signal_here && !at_live_end()) return ReplayStop::Signal;
+        if (signal_here && signal() != 0) return ReplayStop::Signal;
         if (contains(breakpoints, address)) return ReplayStop::Breakpoint;
         continue;
       }

@@ -408,6 +408,16 @@ TEST_CASE("moves stop where a signal was delivered, in both directions", "[signa
   CHECK(cursor.instruction_number().index == newer);
   CHECK(cursor.continue_forward({}) == ReplayStop::HistoryEnd);
 
+  // A signal the thread is being given at its live pc (a crash held at
+  // its end) is not in the history yet: the first step back moves.
+  trace.mark_signal(trace.end_sequence(), replay_test::live().pc, 11);
+  {
+    ReplayCursor at_end(trace, replay_test::live(), f.cache);
+    CHECK(at_end.signal() == 0);
+    CHECK(at_end.step_back() == ReplayStop::Moved);
+    CHECK(at_end.instruction_number().index == points.size() - 2);
+  }
+
   // Marks go with their blocks.
   trace.clear(0x401030);
   CHECK(trace.signal_at(newer_at.sequence, 0x401026) == 0);
