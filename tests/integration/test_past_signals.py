@@ -31,6 +31,7 @@ import re
 import shlex
 
 from harness import marker_line, program, run_test, server_path
+from test_past_longjmp import native_start
 from test_past_values import environment_args, normalise, run_commands
 
 SOURCE = "past_signals.c"
@@ -83,8 +84,7 @@ def script(start):
 def run_side(mode, prog):
     if mode == "native":
         target = None
-        start = (["set startup-with-shell off", "unset environment"] +
-                 ["set environment " + kv for kv in environment_args()] + ["run", "record full"])
+        start = native_start() + ["record full"]
     else:
         server = [server_path(mode), "-", prog]
         if mode == "gdbserver":
@@ -100,9 +100,7 @@ def run_truth(prog):
     """Native, no recording: the live stop at MARK on_usr1 (its first run),
     where gdb 13's record full shows `sig` wrong (32767: it does not undo
     the signal frame's writes exactly); returns the probe's text."""
-    cmds = (["set sysroot /", "handle SIGUSR1 nostop noprint pass", "set startup-with-shell off",
-             "unset environment"] + ["set environment " + kv for kv in environment_args()] +
-            [brk("on_usr1"), "run"] + PROBE)
+    cmds = ["set sysroot /", "handle SIGUSR1 nostop noprint pass", brk("on_usr1")] + native_start() + PROBE
     result, left = run_commands(prog, None, cmds)
     return normalise("".join(result.of(i) for i in range(len(cmds) - len(PROBE), len(cmds)))), left
 

@@ -14,6 +14,7 @@
 #include "decoder/block_cache.h"
 #include "decoder/pt_decoder.h"
 #include "decoder/pt_encoder.h"
+#include "pt_program.h"
 
 namespace Catch {
 template <>
@@ -31,23 +32,11 @@ using decoder::Block;
 using decoder::Branch;
 using decoder::PtItem;
 using decoder::PtPiece;
+using pt_program::B;
+using pt_program::blocks;
+using pt_program::kCode;
 
 namespace {
-
-constexpr uint64_t B = 0x401000;
-// The program of test_pt_encoder.cc: a loop, call/ret, an indirect call and
-// jmp, ud2, a syscall, a je, and a signal handler ending in rt_sigreturn.
-const std::vector<uint8_t> kCode = {
-    0xb9, 0x03, 0x00, 0x00, 0x00, 0xff, 0xc9, 0x75, 0xfc, 0xe8, 0x1f, 0x00, 0x00, 0x00, 0x48, 0x8d,
-    0x15, 0x1e, 0x00, 0x00, 0x00, 0xff, 0xd2, 0x48, 0x8d, 0x05, 0x04, 0x00, 0x00, 0x00, 0xff, 0xe0,
-    0x0f, 0x0b, 0x0f, 0x05, 0x83, 0xf8, 0x00, 0x74, 0x01, 0x90, 0x90, 0x90, 0xf4, 0x85, 0xc9, 0x75,
-    0x01, 0xc3, 0xc3, 0xc3, 0x90, 0x90, 0xb8, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
-
-std::vector<Block> blocks(std::initializer_list<std::pair<uint64_t, uint64_t>> offsets) {
-  std::vector<Block> out;
-  for (auto [b, e] : offsets) out.push_back(Block{B + b, B + e});
-  return out;
-}
 
 // The run of test_pt_encoder.cc, the thread stopped at B+0x2b; the syscall
 // at B+0x22 runs inside a block (tracing off and on again around it).

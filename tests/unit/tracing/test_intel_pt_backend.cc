@@ -7,6 +7,7 @@
 
 #include "decoder/block_cache.h"
 #include "decoder/pt_encoder.h"
+#include "../decoder/pt_program.h"
 #include "fake_perf_seam.h"
 #include "stub/server/options.h"
 #include "stub/tracing/backend_probe.h"
@@ -14,6 +15,9 @@
 #include "stub/tracing/perf_backend.h"
 
 using decoder::Block;
+using pt_program::B;
+using pt_program::blocks;
+using pt_program::kCode;
 using fakeperf::FakePerfSeam;
 using fakeperf::kPage;
 using stub::tracing::HardwareTrace;
@@ -22,21 +26,7 @@ using stub::tracing::TraceBackendChoice;
 
 namespace {
 
-constexpr uint64_t B = 0x401000;
 const pid_t kTid = 4242;
-// The program of tests/unit/decoder/test_pt_encoder.cc.
-const std::vector<uint8_t> kCode = {
-    0xb9, 0x03, 0x00, 0x00, 0x00, 0xff, 0xc9, 0x75, 0xfc, 0xe8, 0x1f, 0x00, 0x00, 0x00, 0x48, 0x8d,
-    0x15, 0x1e, 0x00, 0x00, 0x00, 0xff, 0xd2, 0x48, 0x8d, 0x05, 0x04, 0x00, 0x00, 0x00, 0xff, 0xe0,
-    0x0f, 0x0b, 0x0f, 0x05, 0x83, 0xf8, 0x00, 0x74, 0x01, 0x90, 0x90, 0x90, 0xf4, 0x85, 0xc9, 0x75,
-    0x01, 0xc3, 0xc3, 0xc3, 0x90, 0x90, 0xb8, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
-
-std::vector<Block> blocks(std::initializer_list<std::pair<uint64_t, uint64_t>> offsets) {
-  std::vector<Block> out;
-  for (auto [b, e] : offsets) out.push_back(Block{B + b, B + e});
-  return out;
-}
-
 // The thread runs the loop, func, and stops at the indirect call (B+0x15);
 // resumed, it runs func2, the indirect jmp, the syscall, the je, and stops
 // at B+0x2b.
