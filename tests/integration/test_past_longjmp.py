@@ -156,17 +156,22 @@ def native_start():
             ["set environment " + kv for kv in environment_args()] + ["run"])
 
 
+def recording_side(mode, prog):
+    """(target, commands that start recording at the first breakpoint) of
+    one side: native record full, gdbserver with record full on gdb's
+    side, or btstub's own `monitor record start`."""
+    if mode == "native":
+        return None, native_start() + ["record full"]
+    server = [server_path(mode), "-", prog]
+    if mode == "gdbserver":
+        server[1:1] = ["--no-startup-with-shell"]
+    target = "| " + shlex.join(["env", "-i"] + environment_args() + server)
+    return target, ["continue", "record full" if mode == "gdbserver" else "monitor record start"]
+
+
 def run_side(mode, prog):
     """Runs one side; returns (GdbResult, leftover processes of the program)."""
-    target = None
-    if mode == "native":
-        start = native_start() + ["record full"]
-    else:
-        server = [server_path(mode), "-", prog]
-        if mode == "gdbserver":
-            server[1:1] = ["--no-startup-with-shell"]
-        target = "| " + shlex.join(["env", "-i"] + environment_args() + server)
-        start = ["continue", "record full" if mode == "gdbserver" else "monitor record start"]
+    target, start = recording_side(mode, prog)
     commands, points, live_start = script(start)
     result, left = run_commands(prog, target, commands)
     result.points, result.live_start = points, live_start

@@ -28,10 +28,9 @@ left.
 """
 
 import re
-import shlex
 
-from harness import marker_line, program, run_test, server_path
-from test_past_longjmp import native_start
+from harness import marker_line, program, run_test
+from test_past_longjmp import native_start, recording_side
 from test_past_values import environment_args, normalise, run_commands
 
 SOURCE = "past_signals.c"
@@ -82,15 +81,7 @@ def script(start):
 
 
 def run_side(mode, prog):
-    if mode == "native":
-        target = None
-        start = native_start() + ["record full"]
-    else:
-        server = [server_path(mode), "-", prog]
-        if mode == "gdbserver":
-            server[1:1] = ["--no-startup-with-shell"]
-        target = "| " + shlex.join(["env", "-i"] + environment_args() + server)
-        start = ["continue", "record full" if mode == "gdbserver" else "monitor record start"]
+    target, start = recording_side(mode, prog)
     commands, points = script(start)
     result, left = run_commands(prog, target, commands)
     return result, points, left
