@@ -30,7 +30,6 @@ bool enters_inside(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
                    uint64_t high) {
   auto inside = [&](uint64_t pc) { return pc >= low && pc < high; };
   if (to < from) return true;
-  if (inside(from.pc)) return true;
   for (uint64_t seq = from.sequence + 1; seq <= to.sequence; ++seq) {
     auto block = history_block(trace, seq, live_pc);
     if (!block || inside(block->begin)) return true;

@@ -36,10 +36,10 @@ std::optional<Block> history_block(const BlockTrace& trace, uint64_t sequence, u
 std::optional<uint64_t> visits_between(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
                                        HistoryPoint to, std::pair<uint64_t, uint64_t> avoid = {0, 0});
 
-// Whether a re-run from `from` through `to` may begin an instruction inside
-// [low, high) other than by running into it from below: it starts there
-// (`from`), or a block after `from` begins there (the target of a taken
-// branch). True when it cannot be told (outside the retained history).
+// Whether a re-run from `from` through `to` may jump into [low, high): a
+// block after `from`'s begins there (the target of a taken branch). Where
+// the run starts is the runner's to check. True when it cannot be told
+// (outside the retained history).
 // What overwriting those bytes for the re-run needs to know
 // (decoder/counting_patch.h).
 bool enters_inside(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from, HistoryPoint to, uint64_t low,

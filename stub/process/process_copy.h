@@ -52,9 +52,8 @@ class ProcessCopy {
   // stays where it was.
   Expected<std::unique_ptr<ProcessCopy>> fork();
 
-  // Whether the stretch a run goes through may begin an instruction inside
-  // [low, high) other than by running into it from below
-  // (decoder::enters_inside).
+  // Whether the stretch a run goes through may jump into [low, high)
+  // (decoder::enters_inside); where the copy stands is its own to check.
   using EntryCheck = std::function<bool(uint64_t low, uint64_t high)>;
 
   // Runs until the instruction at `pc` is about to execute for the

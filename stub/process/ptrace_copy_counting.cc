@@ -61,6 +61,14 @@ Expected<std::optional<uint64_t>> ProcessCopy::run_by_counting(uint64_t target, 
   if (!page) return std::optional<uint64_t>();
   auto patch = decoder::build_counting_patch(target, *code, *page, hits);
   if (!patch || enters(target + 1, target + patch->patch.size())) return std::optional<uint64_t>();
+  // Standing inside the bytes the jmp will cover (a checkpoint taken there),
+  // the copy first goes to its first visit of the target by breakpoint,
+  // which it then stands at and counts as the first.
+  auto at = pc();
+  if (!at) return at.error();
+  if (*at > target && *at < target + patch->patch.size()) {
+    if (auto first = run_to_counting(target, 1); !first) return first.error();
+  }
 
   auto mapped = map_counting_page(*page);
   if (!mapped) {
@@ -80,7 +88,7 @@ Expected<std::optional<uint64_t>> ProcessCopy::run_by_counting(uint64_t target, 
   const bool restored = write_memory(target, patch->original);
   if (!stop) return fail(stop.error());
   if (!restored) return fail(make_error(ErrorCode::MemoryFault, "Cannot restore the copy's code at " + hex(target)));
-  auto at = pc();
+  at = pc();
   if (!at) return fail(at.error());
   if (*at != patch->stop_pc) {
     return fail(make_error(ErrorCode::Internal,
