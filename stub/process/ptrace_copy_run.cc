@@ -1,9 +1,10 @@
 // Running a copy of the program (process_copy.h) forward along the recorded
 // path to the n-th visit of an instruction.
 //
-// run_to stops the copy at every visit of the target pc, and a first reverse
-// step into a hot loop means up to a checkpoint's worth of visits (2,000
-// branches). An execute breakpoint in a debug register stops there once per
+// Where it can, run_to lets the copy count the visits itself and stop once
+// (ptrace_copy_counting.cc). Otherwise (few visits, armed watches, code
+// that cannot be moved) it stops the copy at every visit of the target pc,
+// up to a checkpoint's worth of visits (700 branches). An execute breakpoint in a debug register stops there once per
 // visit and writes no memory: before an execute breakpoint's instruction the
 // kernel sets RF in the flags it returns with (hw_breakpoint_handler in
 // arch/x86/kernel/hw_breakpoint.c), so the next resume runs that instruction
