@@ -188,6 +188,13 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
       mark_gone();
       return make_error(ErrorCode::NoProcess, std::string("waitpid: ") + std::strerror(err));
     }
+    if (tid != streak_tid_) {
+      streak_tid_ = tid;
+      streak_ = 0;
+    } else if (++streak_ >= kFairnessStreak) {
+      streak_ = 0;
+      collect_other_statuses(tid);
+    }
     auto event = handle_status(tid, status);
     if (auto ended = take_ended()) return ended;  // the stop's handling found the program gone
     if (!event && recheck_pending_) {
@@ -210,6 +217,16 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
     }
     last_reported_ = event->tid;
     return event;
+  }
+}
+
+void PtraceProcess::collect_other_statuses(pid_t busy) {
+  if (threads_.size() < 2) return;
+  for (const auto& [tid, state] : threads_) {
+    if (tid == busy) continue;
+    if (std::any_of(replay_.begin(), replay_.end(), [&](const auto& r) { return r.first == tid; })) continue;
+    int status = 0;
+    if (wait_retry(tid, &status, __WALL | WNOHANG) == tid) replay_.emplace_back(tid, status);
   }
 }
 

@@ -269,6 +269,15 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   // Wait statuses reaped early (while holding threads for step_held), to be
   // handled as if waitpid returned them now.
   std::deque<std::pair<pid_t, int>> replay_;
+  // waitpid(-1) returns the first ready tracee in the kernel's list: a
+  // thread the tracer stops and resumes at once (a spin loop stepped
+  // through) is ready every time, and another thread's stop would wait
+  // forever behind it. After this many statuses of one thread in a row,
+  // the others' are collected into replay_ (ptrace_events.cc).
+  static constexpr int kFairnessStreak = 16;
+  pid_t streak_tid_ = 0;
+  int streak_ = 0;
+  void collect_other_statuses(pid_t busy);
   // Fork events (ptrace_fork.cc): whether to report them, and the child of
   // the last one, held stopped with the user int3s it inherited.
   struct HeldChild {
