@@ -222,9 +222,10 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
 
 void PtraceProcess::collect_other_statuses(pid_t busy) {
   if (threads_.size() < 2) return;
-  for (const auto& [tid, state] : threads_) {
+  for (const auto& entry : threads_) {
+    const pid_t tid = entry.first;
     if (tid == busy) continue;
-    if (std::any_of(replay_.begin(), replay_.end(), [&](const auto& r) { return r.first == tid; })) continue;
+    if (std::any_of(replay_.begin(), replay_.end(), [tid](const auto& r) { return r.first == tid; })) continue;
     int status = 0;
     if (wait_retry(tid, &status, __WALL | WNOHANG) == tid) replay_.emplace_back(tid, status);
   }
