@@ -76,6 +76,12 @@ Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepK
     thread.requested = kind;
     return {};
   }
+  if (thread.drops_injected_signal) {
+    // As the kernel would at this stop (gdbserver's answer: the signal is
+    // never delivered), before anything here resumes the thread.
+    signal = 0;
+    thread.drops_injected_signal = false;
+  }
   if (thread.owed_signal != 0) {
     if (signal != 0) {
       requeue_signal(tid, thread.owed_signal);
@@ -451,6 +457,7 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
   ProcessEvent event;
   event.tid = tid;
   event.signal = signal;
+  thread.drops_injected_signal = false;
 
   bool trace_hit = false;
   if (signal == SIGTRAP) {
@@ -545,6 +552,8 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
   int code = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info) ? info.si_code : 0;
   // si_code <= 0: SIGTRAP sent by kill/tkill/sigqueue, not by the CPU.
   bool from_kernel = code > 0;
+  // ptrace_notify(SIGTRAP), the stop after a step into a signal handler.
+  thread.drops_injected_signal = code == SIGTRAP;
   bool was_stepping = thread.stepping;
   thread.stepping = false;
 

@@ -158,6 +158,12 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     int last_signal = 0;                  // signal of the last stop (siginfo)
     int detach_signal = 0;                // deliver_on_detach
     int owed_signal = 0;                  // owe_signal: given on the next start
+    // The stop is a ptrace_notify stop (si_code SIGTRAP: a step that
+    // entered a signal handler), at which the kernel ignores a signal the
+    // resume injects. Dropped by us at the client's resume instead: a
+    // checkpoint or an emulated step taken meanwhile (under the tracer)
+    // would leave the thread at a stop that delivers it.
+    bool drops_injected_signal = false;
     std::vector<uint8_t> owed_siginfo;    // its siginfo, if it was the stop's own
     std::vector<uint64_t> trace_int3s;    // the tracer's int3s this thread holds a reference on
     // The tracer moved the pc (emulating a transfer) since the thread last
