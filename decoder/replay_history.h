@@ -88,6 +88,13 @@ class ReplayCursor {
   // byte: the caller decides (read-only mapping: the live bytes are right).
   std::vector<std::optional<uint8_t>> memory(uint64_t addr, std::size_t len);
 
+  // Sums up the whole runs of the history that the summaries lack, newest
+  // first, stopping at the first one they hold (older ones were summed up
+  // before it). Done at the live end of every stop, it spreads over the
+  // stops what the first read far back would otherwise do at once. Returns
+  // how many runs were summed up (0 without summaries).
+  std::size_t sum_up_runs();
+
   // "Instruction `index` of `total`" (0 = oldest), computed on demand:
   // O(blocks of history).
   struct Count {

@@ -80,6 +80,21 @@ const RunSummary& ReplayCursor::summary(uint64_t run) {
   return summaries_->put(run, s);
 }
 
+std::size_t ReplayCursor::sum_up_runs() {
+  if (summaries_ == nullptr) return 0;
+  const uint64_t n = summaries_->blocks_per_run();
+  std::size_t made = 0;
+  // Run r holds blocks [r*n, (r+1)*n); block k ends at branch k, so a run
+  // is whole once branch (r+1)*n-1 is recorded.
+  for (uint64_t whole = end_seq_ / n; whole > 0; --whole) {
+    const uint64_t run = whole - 1;
+    if (run * n < first_seq_ || summaries_->find(run) != nullptr) break;
+    summary(run);
+    ++made;
+  }
+  return made;
+}
+
 void ReplayCursor::pass_runs(BackwardWalk& walk, uint64_t addr, const std::vector<bool>& decided,
                              uint64_t& stale_below) {
   if (summaries_ == nullptr) return;

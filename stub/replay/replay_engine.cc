@@ -77,6 +77,15 @@ Expected<decoder::ReplayCursor*> ReplayEngine::cursor_for(pid_t tid) {
   if (it != cursors_.end()) return it->second.get();
   const decoder::BlockTrace* trace = backend_.trace(tid);
   if (trace == nullptr) return static_cast<decoder::ReplayCursor*>(nullptr);
+  if (cursors_.empty() && maps_) maps_->refresh();
+  auto cursor = make_cursor(tid, *trace);
+  if (!cursor) return cursor.error();
+  return cursors_.emplace(tid, std::move(*cursor)).first->second.get();
+}
+
+// A cursor at the thread's live end, sharing its summaries.
+Expected<std::unique_ptr<decoder::ReplayCursor>> ReplayEngine::make_cursor(pid_t tid,
+                                                                           const decoder::BlockTrace& trace) {
   if (!decoder_) {
     auto created = decoder::InstructionDecoder::create();
     if (!created) return created.error();
@@ -90,11 +99,36 @@ Expected<decoder::ReplayCursor*> ReplayEngine::cursor_for(pid_t tid) {
   live.pc = regs->get_u64(Amd64Reg::rip);
   if (regs->available(static_cast<unsigned>(Amd64Reg::rsp))) live.stack.rsp = regs->get_u64(Amd64Reg::rsp);
   if (regs->available(static_cast<unsigned>(Amd64Reg::rbp))) live.stack.rbp = regs->get_u64(Amd64Reg::rbp);
-  if (cursors_.empty() && maps_) maps_->refresh();
   decoder::HistorySummaries& summaries = summaries_[tid];
-  summaries.use_for(*trace);
-  auto cursor = std::make_unique<decoder::ReplayCursor>(*trace, live, *cache_, &summaries);
-  return cursors_.emplace(tid, std::move(cursor)).first->second.get();
+  summaries.use_for(trace);
+  return std::make_unique<decoder::ReplayCursor>(trace, live, *cache_, &summaries);
+}
+
+void ReplayEngine::sum_up_histories(const std::set<pid_t>& not_ours) {
+  if (any_replaying()) return;
+  const std::vector<pid_t> threads = process_.threads();
+  // One thread with checkpoints: its past is read from copies.
+  if (past_ && threads.size() <= 1) return;
+  bool decoded = false;
+  for (pid_t tid : threads) {
+    if (not_ours.count(tid) != 0) continue;
+    const decoder::BlockTrace* trace = backend_.trace(tid);
+    // Without stack snapshots no run can be passed: nothing to sum up.
+    if (trace == nullptr || !trace->has_stacks()) continue;
+    decoder::HistorySummaries& summaries = summaries_[tid];
+    summaries.use_for(*trace);
+    const uint64_t whole = trace->end_sequence() / summaries.blocks_per_run();
+    if (whole == 0 || summaries.find(whole - 1) != nullptr) continue;  // nothing new
+    auto cursor = make_cursor(tid, *trace);
+    if (!cursor) continue;  // a thread going away: its next stop tells
+    (*cursor)->sum_up_runs();
+    decoded = true;
+  }
+  // The program runs on after this stop: nothing read of it may stay.
+  if (decoded) {
+    if (cache_) cache_->clear();
+    code_->clear();
+  }
 }
 
 // A cursor back at the live end is dropped: the thread is live again.

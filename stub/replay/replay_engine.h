@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,8 +104,17 @@ class ReplayEngine {
   // Every thread back at its live end; caches dropped.
   void go_live();
 
+  // At a stop of the live program: sums up the runs of history recorded
+  // since the last stop (decoder/history_summaries.h) for every thread
+  // whose past is read from its history alone (the program has several
+  // threads, or no checkpoints), except `not_ours` (traces the client
+  // replays itself). The first read far back in a long history then costs
+  // what later ones do; each stop pays for the branches it recorded.
+  void sum_up_histories(const std::set<pid_t>& not_ours);
+
  private:
   Expected<decoder::ReplayCursor*> cursor_for(pid_t tid);
+  Expected<std::unique_ptr<decoder::ReplayCursor>> make_cursor(pid_t tid, const decoder::BlockTrace& trace);
   // The copy standing where `tid` replays, if one can.
   process::ProcessCopy* copy_at(pid_t tid, decoder::ReplayCursor& cursor);
   Expected<decoder::ReplayStop> finish(pid_t tid, decoder::ReplayStop stop);

@@ -337,7 +337,17 @@ std::optional<std::string> Session::on_process_event(const ProcessEvent& event) 
                    !event.software_breakpoint && !event.hw_stop && !event.exec_path && event.fork_child == 0 &&
                    !event.vfork_done;
   if (process_ended) forget_process(process);
+  if (event.kind == ProcessEvent::Kind::Stopped && process == program()) sum_up_past();
   return stop_reply_payload(*last_stop);
+}
+
+// Spreads over the stops what the first read far back in a long history
+// would do at once (ReplayEngine::sum_up_histories).
+void Session::sum_up_past() {
+  if (trace_backend == nullptr || any_replaying()) return;
+  std::set<pid_t> not_ours;
+  for (const auto& entry : btrace_reads.client_enabled) not_ours.insert(entry.first);
+  if (ReplayEngine* engine = replay()) engine->sum_up_histories(not_ours);
 }
 
 // One SIGINT is enough: its stop stops every other process too. It goes

@@ -228,6 +228,7 @@ class Session {
   void set_process(Process* process);
   std::string stop_reply_payload(const protocol::StopReply& stop) const;
   protocol::StopReply make_stop_reply(const ProcessEvent& event);
+  void sum_up_past();
   void set_hardware_reason(protocol::StopReply& stop, protocol::BreakpointType type, uint64_t address) const;
 
  private:

@@ -300,9 +300,19 @@ TEST_CASE("stack reads passing summed-up runs of history give what a walk gives"
   const std::size_t count = replay_test::oracle().size();
   std::vector<uint64_t> slots;
   for (uint64_t a = kR0 - 64; a <= kR0 + 16; a += 4) slots.push_back(a);
-  for (uint64_t run : {1u, 2u, 3u}) {
+  for (uint64_t run : {1u, 2u, 3u})
+  for (bool ahead : {false, true}) {
     decoder::HistorySummaries summaries(run);
     summaries.use_for(trace);
+    if (ahead) {
+      // As ReplayEngine::sum_up_histories does at a live stop: every whole
+      // run, before any read.
+      ReplayCursor live(trace, replay_test::live(), f.cache, &summaries);
+      CHECK(live.sum_up_runs() == trace.end_sequence() / run);
+      CHECK(live.sum_up_runs() == 0);
+      for (uint64_t r = 0; r < trace.end_sequence() / run; ++r) CHECK(summaries.find(r) != nullptr);
+      CHECK(summaries.find(trace.end_sequence() / run) == nullptr);  // not whole yet
+    }
     for (std::size_t n = count; n-- > 0;) {
       ReplayCursor summed(trace, replay_test::live(), f.cache, &summaries);
       seek(summed, n);
@@ -310,12 +320,30 @@ TEST_CASE("stack reads passing summed-up runs of history give what a walk gives"
       seek(walking, n);
       for (uint64_t addr : slots) {
         for (std::size_t len : {1u, 8u}) {
-          INFO("run " << run << " position " << n << " slot 0x" << std::hex << addr << " len " << len);
+          INFO("run " << run << (ahead ? " summed up ahead" : "") << " position " << n << " slot 0x" << std::hex
+                       << addr << " len " << len);
           CHECK(summed.memory(addr, len) == walking.memory(addr, len));
         }
       }
     }
   }
+}
+
+TEST_CASE("summing up runs stops at the newest run already summed up") {
+  replay_test::Fixture f;
+  auto trace = replay_test::trace(true);
+  decoder::HistorySummaries summaries(2);
+  summaries.use_for(trace);
+  const uint64_t whole = trace.end_sequence() / 2;
+  REQUIRE(whole >= 3);
+  // Summed up at an earlier stop: the runs up to whole - 2.
+  summaries.put(whole - 2, decoder::RunSummary{});
+  ReplayCursor live(trace, replay_test::live(), f.cache, &summaries);
+  CHECK(live.sum_up_runs() == 1);
+  CHECK(summaries.find(whole - 1) != nullptr);
+  CHECK(summaries.find(whole - 3) == nullptr);  // left to reads that need it
+  ReplayCursor without(trace, replay_test::live(), f.cache);
+  CHECK(without.sum_up_runs() == 0);
 }
 
 TEST_CASE("summaries are forgotten for another trace") {
