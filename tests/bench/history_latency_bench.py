@@ -46,7 +46,7 @@ def timed(cmd):
     ms = (time.perf_counter() - a) * 1000
     print("TIMED %s|%.2f|%s" % (cmd, ms, " ".join(out.split())[:120]))
 gdb.execute("break bench_end")
-gdb.execute("continue", to_string=True)
+timed("continue")
 print("STATUS " + " ".join(gdb.execute("monitor record status", to_string=True).split()))
 gdb.execute("delete")
 for cmd in ["reverse-step", "reverse-step", "bt",
@@ -91,16 +91,17 @@ def main():
     ap.add_argument("--lengths", default="1e3,1e5,1e6,1e7")
     ap.add_argument("--thread", action="store_true")
     args = ap.parse_args()
-    print("| history (branches held) | reverse-step, 1st / 2nd (ms) | bt, 1st (ms) | reverse-next, median of 3 (ms) "
+    print("| history (branches held) | continue recording it (s) | reverse-step, 1st / 2nd (ms) | bt, 1st (ms) | reverse-next, median of 3 (ms) "
           "| reverse-stepi, median of 3 (ms) | info registers rax, median of 6 (ms) | bt after (ms) "
           "| reverse-finish (ms) | bt last (ms) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for text in args.lengths.split(","):
         held, t = run(float(text), args.thread)
         rs = t.get("reverse-step", [])
         bts = t.get("bt", [])
-        print("| {:,} | {} / {} | {} | {} | {} | {} | {} | {} | {} |".format(
-            held, fmt(rs[:1]), fmt(rs[1:2]), fmt(bts[:1]), fmt(t.get("reverse-next")),
+        recording = t.get("continue", [])
+        print("| {:,} | {} | {} / {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            held, "%.2f" % (recording[0] / 1000) if recording else "?", fmt(rs[:1]), fmt(rs[1:2]), fmt(bts[:1]), fmt(t.get("reverse-next")),
             fmt(t.get("reverse-stepi")), fmt(t.get("info registers rax")), fmt(bts[1:2]),
             fmt(t.get("reverse-finish")), fmt(bts[2:3])), flush=True)
 
