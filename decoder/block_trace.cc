@@ -147,6 +147,23 @@ const BlockTrace::Unpacked& BlockTrace::unpacked(uint64_t seq) const {
   return u;
 }
 
+std::vector<BlockTrace::StoredSegment> BlockTrace::stored_segments(uint64_t from_seq) const {
+  std::vector<StoredSegment> out;
+  if (!codec_) return out;
+  for (std::size_t i = 0; i < chunks_.size(); ++i) {
+    const Chunk& chunk = chunks_[i];
+    if (!chunk.pt || chunk.first_sequence < std::max(from_seq, first_sequence_)) continue;
+    // Walked now, not taken from the unpacked cache: a reader decodes the
+    // packets with the code as it is now.
+    if (!codec_->unpack(chunk.bytes.data(), chunk.packet_bytes, chunk.code_hash, chunk.previous_to, chunk_end_to(i),
+                        kChunkBranches)) {
+      continue;
+    }
+    out.push_back({chunk.first_sequence, std::span<const uint8_t>(chunk.bytes.data(), chunk.packet_bytes)});
+  }
+  return out;
+}
+
 uint64_t BlockTrace::chunk_end_to(std::size_t index) const {
   return index + 1 < chunks_.size() ? chunks_[index + 1].previous_to : open_previous_to_;
 }

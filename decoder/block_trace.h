@@ -21,6 +21,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -60,6 +61,17 @@ class BlockTrace {
   // code again; if it changed under the chunk, its branches read as gaps
   // (from kGapAddress). Null: the explicit format only.
   void set_code(std::shared_ptr<CodeReader> code);
+  // A sealed PT chunk's packets as stored (a segment starting with PSB+;
+  // its last branch's packets end it), for a pt document to pass through.
+  struct StoredSegment {
+    uint64_t first_sequence = 0;  // its branches: [first_sequence, first_sequence + kChunkBranches)
+    std::span<const uint8_t> packets;
+  };
+  // The PT chunks whose branches are all at or after `from_seq`, oldest
+  // first, whose code is unchanged now (each is walked to know: packets
+  // over changed code would decode to other branches).
+  // Valid until the trace changes.
+  std::vector<StoredSegment> stored_segments(uint64_t from_seq) const;
   // Sealed chunks in each format (for tests and `monitor record status`).
   std::size_t pt_chunks() const { return pt_chunks_; }
   std::size_t explicit_chunks() const { return chunks_.size() - pt_chunks_; }

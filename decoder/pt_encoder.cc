@@ -296,6 +296,10 @@ Expected<PtStream> encode_pt(const std::vector<Block>& oldest_first, BlockCache&
     }
     const auto& insns = decoded.instructions;
     const bool last = i + 1 == oldest_first.size();
+    if (last && options.continues_at) {
+      if (auto done = encode_block(w, decoded, *options.continues_at, nullptr); !done) return done.error();
+      break;
+    }
     if (last || !code.get(oldest_first[i + 1]).complete) {
       // Tracing ends before the block's last instruction: the thread
       // stopped there (it has not run), or what follows cannot be walked
@@ -314,6 +318,7 @@ Expected<PtStream> encode_pt(const std::vector<Block>& oldest_first, BlockCache&
       if (auto done = w.psb_plus(true, to); !done) return done.error();
     }
   }
+  if (auto done = w.flush_tnt(); !done) return done.error();  // bits of a last transfer (continues_at)
   out.bytes = w.take();
   return out;
 }

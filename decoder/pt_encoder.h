@@ -46,6 +46,10 @@ struct PtEncodeOptions {
   // Bytes between two PSB+ (real hardware's smallest period is 2 KiB; its
   // default is 4 KiB). A decoder can start at any PSB.
   std::size_t psb_period = 4096;
+  // The last block is not where the thread stopped: execution went on to
+  // here, where a stored segment (encode_pt_segment) takes over. The
+  // stream then ends with the last block's transfer, not FUP + TIP.PGD.
+  std::optional<uint64_t> continues_at = std::nullopt;
 };
 
 struct PtStream {
