@@ -4,6 +4,7 @@
 #include <cassert>
 
 #include "decoder/branch_chunk.h"
+#include "decoder/pt_chunk.h"
 
 namespace decoder {
 
@@ -30,6 +31,11 @@ std::size_t BlockTrace::memory_bytes() const {
   return bytes;
 }
 
+void BlockTrace::set_code(std::shared_ptr<CodeReader> code) {
+  codec_ = code ? std::make_shared<PtChunkCodec>(std::move(code)) : nullptr;
+  forget_unpacked();  // PT chunks read through the new reader from now on
+}
+
 void BlockTrace::forget_unpacked() const {
   for (Unpacked& u : unpacked_) u = Unpacked{};
 }
@@ -43,6 +49,7 @@ void BlockTrace::drop_through(uint64_t sequence) {
   bool freed = false;
   while (!chunks_.empty() && chunks_.front().first_sequence + kChunkBranches <= first_sequence_) {
     chunk_bytes_ -= chunks_.front().bytes.size();
+    if (chunks_.front().pt) --pt_chunks_;
     chunks_.pop_front();
     freed = true;
   }
@@ -68,11 +75,27 @@ bool BlockTrace::make_room() {
 }
 
 void BlockTrace::seal_open_chunk() {
-  BranchChunkWriter writer(open_previous_to_, with_stacks_);
-  for (std::size_t i = 0; i < open_.size(); ++i) {
-    writer.add(open_[i], with_stacks_ ? open_stacks_[i] : StackSnapshot{});
+  Chunk chunk{open_first_sequence(), open_previous_to_, {}};
+  std::optional<PackedPtSegment> segment;
+  if (codec_) segment = codec_->pack(open_previous_to_, open_);
+  if (segment) {
+    chunk.pt = true;
+    chunk.code_hash = segment->code_hash;
+    chunk.packet_bytes = static_cast<uint32_t>(segment->bytes.size());
+    chunk.bytes = std::move(segment->bytes);
+    if (with_stacks_) {
+      const std::vector<uint8_t> stacks = encode_stack_stream(open_stacks_);
+      chunk.bytes.insert(chunk.bytes.end(), stacks.begin(), stacks.end());
+      chunk.bytes.shrink_to_fit();
+    }
+    ++pt_chunks_;
+  } else {
+    BranchChunkWriter writer(open_previous_to_, with_stacks_);
+    for (std::size_t i = 0; i < open_.size(); ++i) {
+      writer.add(open_[i], with_stacks_ ? open_stacks_[i] : StackSnapshot{});
+    }
+    chunk.bytes = writer.take();
   }
-  Chunk chunk{open_first_sequence(), open_previous_to_, writer.take()};
   chunk_bytes_ += chunk.bytes.size();
   open_previous_to_ = open_.back().to;
   chunks_.push_back(std::move(chunk));
@@ -111,20 +134,71 @@ const BlockTrace::Unpacked& BlockTrace::unpacked(uint64_t seq) const {
       !last.branches.empty() && seq >= last.first_sequence && seq - last.first_sequence < kChunkBranches) {
     return last;
   }
-  const Chunk& chunk = chunks_[static_cast<std::size_t>((seq - chunks_.front().first_sequence) / kChunkBranches)];
+  const std::size_t index = static_cast<std::size_t>((seq - chunks_.front().first_sequence) / kChunkBranches);
   for (std::size_t i = 0; i < std::size(unpacked_); ++i) {
-    if (unpacked_[i].first_sequence == chunk.first_sequence && !unpacked_[i].branches.empty()) {
+    if (unpacked_[i].first_sequence == chunks_[index].first_sequence && !unpacked_[i].branches.empty()) {
       last_unpacked_ = i;
       return unpacked_[i];
     }
   }
   last_unpacked_ = (last_unpacked_ + 1) % std::size(unpacked_);
   Unpacked& u = unpacked_[last_unpacked_];
-  const bool ok = decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, kChunkBranches, u.branches, u.stacks);
-  assert(ok);
-  (void)ok;
-  u.first_sequence = chunk.first_sequence;
+  unpack(index, u);
   return u;
+}
+
+std::vector<BlockTrace::StoredSegment> BlockTrace::stored_segments(uint64_t from_seq) const {
+  std::vector<StoredSegment> out;
+  if (!codec_) return out;
+  for (std::size_t i = 0; i < chunks_.size(); ++i) {
+    const Chunk& chunk = chunks_[i];
+    if (!chunk.pt || chunk.first_sequence < std::max(from_seq, first_sequence_)) continue;
+    // Walked now, not taken from the unpacked cache: a reader decodes the
+    // packets with the code as it is now.
+    if (!codec_->unpack(chunk.bytes.data(), chunk.packet_bytes, chunk.code_hash, chunk.previous_to, chunk_end_to(i),
+                        kChunkBranches)) {
+      continue;
+    }
+    out.push_back({chunk.first_sequence, std::span<const uint8_t>(chunk.bytes.data(), chunk.packet_bytes)});
+  }
+  return out;
+}
+
+uint64_t BlockTrace::chunk_end_to(std::size_t index) const {
+  return index + 1 < chunks_.size() ? chunks_[index + 1].previous_to : open_previous_to_;
+}
+
+void BlockTrace::unpack(std::size_t index, Unpacked& u) const {
+  const Chunk& chunk = chunks_[index];
+  u.first_sequence = chunk.first_sequence;
+  if (!chunk.pt) {
+    const bool ok = decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, kChunkBranches, u.branches,
+                                        u.stacks);
+    assert(ok);
+    (void)ok;
+    return;
+  }
+  const uint64_t end_to = chunk_end_to(index);
+  std::optional<std::vector<Branch>> branches;
+  if (codec_) {
+    branches = codec_->unpack(chunk.bytes.data(), chunk.packet_bytes, chunk.code_hash, chunk.previous_to, end_to,
+                              kChunkBranches);
+  }
+  if (branches) {
+    u.branches = std::move(*branches);
+  } else {
+    // The code under the chunk changed (or cannot be read): what ran there
+    // is unknown now. Gaps, never branches through code that was not run.
+    u.branches.assign(kChunkBranches, Branch{kGapAddress, kGapAddress});
+    u.branches.back().to = end_to;
+  }
+  u.stacks.clear();
+  if (with_stacks_) {
+    const bool ok = decode_stack_stream(chunk.bytes.data() + chunk.packet_bytes,
+                                        chunk.bytes.size() - chunk.packet_bytes, kChunkBranches, u.stacks);
+    assert(ok);
+    (void)ok;
+  }
 }
 
 Branch BlockTrace::at(uint64_t seq) const {
@@ -163,6 +237,7 @@ std::vector<Block> BlockTrace::blocks(uint64_t from_seq, uint64_t current_pc) co
 void BlockTrace::clear(uint64_t origin) {
   chunks_.clear();
   chunk_bytes_ = 0;
+  pt_chunks_ = 0;
   open_.clear();
   open_stacks_.clear();
   open_.shrink_to_fit();

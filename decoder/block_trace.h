@@ -5,7 +5,9 @@
 // here as on hardware. It is a bound, not an allocation: the store grows as
 // branches come, and costs a few bytes per branch (decoder/branch_chunk.h):
 // the newest branches are kept as plain structs until kChunkBranches of them
-// are packed into one chunk of bytes. Whatever the capacity, a thread's
+// are packed into one chunk of bytes: an Intel PT segment (decoder/pt_chunk.h)
+// when the trace has a code reader and the segment gives the branches back
+// exactly, the explicit format of decoder/branch_chunk.h otherwise. Whatever the capacity, a thread's
 // store never holds more than kMemoryCap bytes: beyond it the oldest chunk
 // goes (or, under the stop policy, the trace is full).
 //
@@ -18,12 +20,17 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include "decoder/branch.h"
+#include "decoder/code_reader.h"
 
 namespace decoder {
+
+class PtChunkCodec;
 
 enum class OverflowPolicy {
   DropOldest,  // ring: the newest branches win (BTS default)
@@ -49,6 +56,25 @@ class BlockTrace {
   // of its branches or for none: mixing the two forms is a caller bug.
   bool append(uint64_t from, uint64_t to, const StackSnapshot& at_from);
   bool has_stacks() const { return with_stacks_; }
+  // The thread's code, read as it is now: chunks sealed from then on are
+  // stored as PT segments where they can be. Reading a PT chunk walks the
+  // code again; if it changed under the chunk, its branches read as gaps
+  // (from kGapAddress). Null: the explicit format only.
+  void set_code(std::shared_ptr<CodeReader> code);
+  // A sealed PT chunk's packets as stored (a segment starting with PSB+;
+  // its last branch's packets end it), for a pt document to pass through.
+  struct StoredSegment {
+    uint64_t first_sequence = 0;  // its branches: [first_sequence, first_sequence + kChunkBranches)
+    std::span<const uint8_t> packets;
+  };
+  // The PT chunks whose branches are all at or after `from_seq`, oldest
+  // first, whose code is unchanged now (each is walked to know: packets
+  // over changed code would decode to other branches).
+  // Valid until the trace changes.
+  std::vector<StoredSegment> stored_segments(uint64_t from_seq) const;
+  // Sealed chunks in each format (for tests and `monitor record status`).
+  std::size_t pt_chunks() const { return pt_chunks_; }
+  std::size_t explicit_chunks() const { return chunks_.size() - pt_chunks_; }
   // Tells traces apart for the lifetime of the process (a new trace may
   // live at a dead one's address; its sequence numbers start again).
   uint64_t id() const { return id_; }
@@ -101,10 +127,15 @@ class BlockTrace {
  private:
   // kChunkBranches branches, packed; `previous_to` is where its first block
   // begins (the target of the branch before it, or the origin).
+  // A PT chunk's bytes are the segment's packets, then its snapshots
+  // (decoder/branch_chunk.h encode_stack_stream) when the trace has them.
   struct Chunk {
     uint64_t first_sequence = 0;
     uint64_t previous_to = 0;
     std::vector<uint8_t> bytes;
+    uint64_t code_hash = 0;     // PT: of the code its walk read
+    uint32_t packet_bytes = 0;  // PT: where the snapshots begin
+    bool pt = false;
   };
   // A chunk unpacked for reading; reads come in runs (a cursor walking
   // back, a document being built), so a couple of these serve them all.
@@ -120,11 +151,16 @@ class BlockTrace {
   void seal_open_chunk();
   bool append_branch(const Branch& branch, const StackSnapshot& stack);
   const Unpacked& unpacked(uint64_t seq) const;  // the packed chunk holding `seq`, unpacked
+  void unpack(std::size_t index, Unpacked& u) const;
+  // Where chunk `index`'s last branch went: the next one's first block begins there.
+  uint64_t chunk_end_to(std::size_t index) const;
   uint64_t open_first_sequence() const { return next_sequence_ - open_.size(); }
   void forget_unpacked() const;
 
   std::deque<Chunk> chunks_;            // oldest first, contiguous; may hold dropped branches
   std::size_t chunk_bytes_ = 0;         // sum of chunks_' bytes
+  std::size_t pt_chunks_ = 0;           // chunks_ in PT packets
+  std::shared_ptr<PtChunkCodec> codec_;  // null: no code reader
   std::vector<Branch> open_;            // the newest branches, after the last chunk
   std::vector<StackSnapshot> open_stacks_;  // parallel to open_, or empty
   mutable Unpacked unpacked_[2];

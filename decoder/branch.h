@@ -5,6 +5,11 @@
 
 namespace decoder {
 
+// Where a branch "comes from" when the trace lost what ran (a hardware
+// trace's gap, a sealed chunk whose code changed): no block ends at 0, so
+// readers (gdb's BTS decoder, BlockCache) see a gap, never joined blocks.
+inline constexpr uint64_t kGapAddress = 0;
+
 struct Branch {
   uint64_t from = 0;  // address of the branch instruction (or where the thread was interrupted)
   uint64_t to = 0;    // where execution continued

@@ -31,10 +31,10 @@ void put_varint(std::vector<uint8_t>& out, Wide value) {
   out.push_back(static_cast<uint8_t>(value));
 }
 
-bool get_varint(const std::vector<uint8_t>& in, std::size_t& pos, Wide& value) {
+bool get_varint(const uint8_t* in, std::size_t size, std::size_t& pos, Wide& value) {
   value = 0;
   for (unsigned shift = 0; shift < 70; shift += 7) {
-    if (pos >= in.size()) return false;
+    if (pos >= size) return false;
     const uint8_t byte = in[pos++];
     value |= static_cast<Wide>(byte & 0x7f) << shift;
     if ((byte & 0x80) == 0) return true;
@@ -42,10 +42,37 @@ bool get_varint(const std::vector<uint8_t>& in, std::size_t& pos, Wide& value) {
   return false;
 }
 
-bool get_u64(const std::vector<uint8_t>& in, std::size_t& pos, uint64_t& value) {
+bool get_varint(const std::vector<uint8_t>& in, std::size_t& pos, Wide& value) {
+  return get_varint(in.data(), in.size(), pos, value);
+}
+
+bool get_u64(const uint8_t* in, std::size_t size, std::size_t& pos, uint64_t& value) {
   Wide wide = 0;
-  if (!get_varint(in, pos, wide) || (wide >> 64) != 0) return false;
+  if (!get_varint(in, size, pos, wide) || (wide >> 64) != 0) return false;
   value = static_cast<uint64_t>(wide);
+  return true;
+}
+
+bool get_u64(const std::vector<uint8_t>& in, std::size_t& pos, uint64_t& value) {
+  return get_u64(in.data(), in.size(), pos, value);
+}
+
+// A snapshot's difference from the one before: rsp's, and rbp's if it changed.
+void put_stack_delta(std::vector<uint8_t>& out, const StackSnapshot& stack, const StackSnapshot& previous) {
+  const bool rbp_changed = stack.rbp != previous.rbp;
+  put_varint(out, static_cast<Wide>(zigzag(stack.rsp - previous.rsp)) << 1 | Wide{rbp_changed});
+  if (rbp_changed) put_varint(out, zigzag(stack.rbp - previous.rbp));
+}
+
+bool get_stack_delta(const uint8_t* in, std::size_t size, std::size_t& pos, StackSnapshot& stack) {
+  Wide rsp_head = 0;
+  if (!get_varint(in, size, pos, rsp_head) || (rsp_head >> 65) != 0) return false;
+  stack.rsp += unzigzag(static_cast<uint64_t>(rsp_head >> 1));
+  if (rsp_head & 1) {
+    uint64_t z = 0;
+    if (!get_u64(in, size, pos, z)) return false;
+    stack.rbp += unzigzag(z);
+  }
   return true;
 }
 
@@ -62,9 +89,7 @@ void BranchChunkWriter::add(const Branch& branch, const StackSnapshot& stack) {
                          Wide{to_predicted} << 1 | Wide{stack_same});
   if (!to_predicted) put_varint(bytes_, zigzag(branch.to - branch.from));
   if (!stack_same) {
-    const bool rbp_changed = stack.rbp != previous_stack_.rbp;
-    put_varint(bytes_, static_cast<Wide>(zigzag(stack.rsp - previous_stack_.rsp)) << 1 | Wide{rbp_changed});
-    if (rbp_changed) put_varint(bytes_, zigzag(stack.rbp - previous_stack_.rbp));
+    put_stack_delta(bytes_, stack, previous_stack_);
     previous_stack_ = stack;
   }
   predicted = branch;
@@ -101,15 +126,7 @@ bool decode_branch_chunk(const std::vector<uint8_t>& bytes, uint64_t previous_to
       branch.to = branch.from + unzigzag(z);
     }
     if (!(head & 1)) {
-      if (!with_stacks) return false;
-      Wide rsp_head = 0;
-      if (!get_varint(bytes, pos, rsp_head) || (rsp_head >> 65) != 0) return false;
-      stack.rsp += unzigzag(static_cast<uint64_t>(rsp_head >> 1));
-      if (rsp_head & 1) {
-        uint64_t z = 0;
-        if (!get_u64(bytes, pos, z)) return false;
-        stack.rbp += unzigzag(z);
-      }
+      if (!with_stacks || !get_stack_delta(bytes.data(), bytes.size(), pos, stack)) return false;
     }
     predicted = branch;
     previous_to = branch.to;
@@ -117,6 +134,41 @@ bool decode_branch_chunk(const std::vector<uint8_t>& bytes, uint64_t previous_to
     if (with_stacks) stacks.push_back(stack);
   }
   return pos == bytes.size();
+}
+
+std::vector<uint8_t> encode_stack_stream(const std::vector<StackSnapshot>& stacks) {
+  std::vector<uint8_t> out;
+  StackSnapshot previous;
+  std::size_t same = 0;
+  for (const StackSnapshot& stack : stacks) {
+    if (stack == previous) {
+      ++same;
+      continue;
+    }
+    put_varint(out, same);
+    put_stack_delta(out, stack, previous);
+    previous = stack;
+    same = 0;
+  }
+  out.shrink_to_fit();
+  return out;
+}
+
+bool decode_stack_stream(const uint8_t* bytes, std::size_t size, std::size_t count,
+                         std::vector<StackSnapshot>& stacks) {
+  stacks.clear();
+  stacks.reserve(count);
+  StackSnapshot stack;
+  std::size_t pos = 0;
+  while (pos < size) {
+    uint64_t same = 0;
+    if (!get_u64(bytes, size, pos, same) || same > count - stacks.size()) return false;
+    stacks.insert(stacks.end(), static_cast<std::size_t>(same), stack);
+    if (stacks.size() == count || !get_stack_delta(bytes, size, pos, stack)) return false;
+    stacks.push_back(stack);
+  }
+  stacks.resize(count, stack);
+  return true;
 }
 
 }  // namespace decoder

@@ -50,4 +50,15 @@ bool decode_branch_chunk(const std::vector<uint8_t>& bytes, uint64_t previous_to
                          std::size_t count, std::vector<Branch>& branches,
                          std::vector<StackSnapshot>& stacks);
 
+// The rsp/rbp snapshots of a chunk alone, for chunks whose branches are
+// stored elsewhere (PT packets, decoder/pt_chunk.h), with the same delta
+// varints: for each change, varint(branches since the last change with the
+// same snapshot), then the rsp and rbp differences as above. A loop whose
+// stack stays put costs nothing a branch.
+std::vector<uint8_t> encode_stack_stream(const std::vector<StackSnapshot>& stacks);
+// False when the bytes end early, hold garbage, or describe more than
+// `count` snapshots (a store bug, not user input).
+bool decode_stack_stream(const uint8_t* bytes, std::size_t size, std::size_t count,
+                         std::vector<StackSnapshot>& stacks);
+
 }  // namespace decoder

@@ -178,13 +178,16 @@ struct SegmentResult {
   std::vector<PtItem> items;
   std::size_t confirmed = 0;  // items[0, confirmed) cannot change with more data
   WalkState end;
+  bool reached_next = false;  // the walk stopped at `next`
+  uint64_t code_hash = kCodeHashStart;  // of every instruction walked, in order
 };
 
 // Decodes one segment from `start`. `next` (for a complete segment): where
 // the next segment's PSB+ says execution stood, where the walk past this
 // segment's last packet stops.
 SegmentResult decode_segment(const uint8_t* data, std::size_t size, const WalkState& start,
-                             const std::optional<uint64_t>* next, CodeReader& code) {
+                             const std::optional<uint64_t>* next, CodeReader& code,
+                             std::size_t max_past_data = kMaxWalkPastData) {
   SegmentResult out;
   PtStreamDecoder::Stats& stats = out.stats;
   Walk walk(start);
@@ -217,12 +220,24 @@ SegmentResult decode_segment(const uint8_t* data, std::size_t size, const WalkSt
     const bool past_data = (status & pts_eos) != 0;
     pt_insn insn;
     status = pt_insn_next(dec, &insn, sizeof insn);
-    if (status < 0) continue;
+    if (status < 0) {
+      // An instruction needing trace past the last packet (an indirect
+      // branch, a syscall) fails to decode, its ip still given.
+      if (past_data && next != nullptr && next->has_value() && insn.ip == **next) {
+        out.reached_next = true;
+        break;
+      }
+      continue;
+    }
     if (past_data) {
-      if (next != nullptr && next->has_value() && insn.ip == **next) break;  // the next segment goes on from here
-      if (++walked_past_data > kMaxWalkPastData) break;
+      if (next != nullptr && next->has_value() && insn.ip == **next) {
+        out.reached_next = true;
+        break;  // the next segment goes on from here
+      }
+      if (++walked_past_data > max_past_data) break;
     }
     walk.instruction(insn);
+    out.code_hash = code_hash(out.code_hash, insn.raw, insn.size);
     if ((status & pts_eos) == 0) confirmed = walk.items().size();
   }
   pt_insn_free_decoder(dec);
@@ -232,11 +247,37 @@ SegmentResult decode_segment(const uint8_t* data, std::size_t size, const WalkSt
   return out;
 }
 
+// A sealed segment's walk past its last packet runs to its end target
+// through straight code and direct branches only: a few blocks' worth.
+constexpr std::size_t kMaxSegmentWalkPastData = 1 << 16;
+
 void emit(const SegmentResult& result, std::size_t from, std::size_t to, std::vector<PtItem>& out) {
   for (std::size_t i = from; i < to && i < result.items.size(); ++i) out.push_back(result.items[i]);
 }
 
 }  // namespace
+
+std::optional<PtSegmentBranches> decode_pt_segment(const uint8_t* data, std::size_t size, uint64_t begin,
+                                                   uint64_t end, CodeReader& code) {
+  WalkState start;
+  start.expect = begin;
+  const std::optional<uint64_t> next = end;
+  SegmentResult result = decode_segment(data, size, start, &next, code, kMaxSegmentWalkPastData);
+  if (result.stats.errors != 0 || result.stats.overflows != 0 || !result.reached_next) return std::nullopt;
+  PtSegmentBranches out;
+  out.branches.reserve(result.items.size() + 1);
+  for (const PtItem& item : result.items) {
+    if (item.gap) return std::nullopt;
+    out.branches.push_back(item.branch);
+  }
+  // The branch into `end` is the next segment's to tell in a stream; here
+  // it ends this one.
+  const WalkState& s = result.end;
+  if (s.gap || s.last_insn == 0) return std::nullopt;
+  if (s.jumped || s.expect != end) out.branches.push_back(Branch{s.last_insn, end});
+  out.code_hash = result.code_hash;
+  return out;
+}
 
 // Adds what a decode of the open segment found beyond what earlier decodes
 // of it did.

@@ -105,4 +105,24 @@ class PtStreamDecoder {
   Stats open_counted_;          // what decodes of the open segment counted so far
 };
 
+// FNV-1a, 64-bit: the hash of the code bytes a segment's walk read, so a
+// store can tell that the code under a sealed segment changed since.
+inline constexpr uint64_t kCodeHashStart = 0xcbf29ce484222325ull;
+inline uint64_t code_hash(uint64_t hash, const uint8_t* bytes, std::size_t size) {
+  for (std::size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+  return hash;
+}
+
+// A segment written by encode_pt_segment (decoder/pt_encoder.h), decoded
+// alone: it starts at its PSB+ with execution at `begin`, and its last
+// branch goes to `end`. Gives its branches and the hash of the bytes of
+// every instruction walked, in order; nullopt when it does not decode
+// cleanly (a decode error, a gap, the walk never reaching `end`).
+struct PtSegmentBranches {
+  std::vector<Branch> branches;
+  uint64_t code_hash = kCodeHashStart;
+};
+std::optional<PtSegmentBranches> decode_pt_segment(const uint8_t* data, std::size_t size, uint64_t begin,
+                                                   uint64_t end, CodeReader& code);
+
 }  // namespace decoder

@@ -2,6 +2,8 @@
 
 #include <intel-pt.h>
 
+#include <algorithm>
+#include <array>
 #include <string>
 
 namespace decoder {
@@ -152,16 +154,59 @@ class PacketWriter {
 // (syscall, int3): user-only tracing stops at them and starts again there.
 bool enters_kernel(ControlKind kind) { return kind == ControlKind::Syscall || kind == ControlKind::Interrupt; }
 
+// PT's return compression, as libipt's decoder applies it: every near call
+// but a direct one to the next instruction (position-independent code's
+// `call; pop`) pushes its return address on a stack of the last 64; a ret
+// whose target is the top is one taken TNT bit and pops it; any other ret
+// is a TIP and leaves the stack. The encoder keeps the same stack so that
+// the bit means what the decoder will take it for. Only a stream decoded
+// from its own start can use it: a decoder starting at a later PSB has not
+// seen the calls.
+class ReturnStack {
+ public:
+  void call(const ReplayInstruction& insn) {
+    if (insn.kind == ControlKind::Call && insn.target == insn.next_address()) return;
+    entries_[top_] = insn.next_address();
+    top_ = (top_ + 1) % kSize;
+    depth_ = std::min(depth_ + 1, kSize);
+  }
+  // True (and popped) when a ret to `to` compresses.
+  bool compresses(uint64_t to) {
+    if (depth_ == 0) return false;
+    const std::size_t below = (top_ + kSize - 1) % kSize;
+    if (entries_[below] != to) return false;
+    top_ = below;
+    --depth_;
+    return true;
+  }
+
+ private:
+  static constexpr std::size_t kSize = 64;
+  std::array<uint64_t, kSize> entries_{};
+  std::size_t top_ = 0;
+  std::size_t depth_ = 0;
+};
+
+// The packets of a ret to `to`.
+Expected<void> encode_return(PacketWriter& w, ReturnStack* returns, uint64_t to) {
+  if (returns != nullptr && returns->compresses(to)) return w.tnt(true);
+  return w.ip_packet(ppt_tip, to);
+}
+
+bool is_call(ControlKind kind) { return kind == ControlKind::Call || kind == ControlKind::IndirectCall; }
+
 // Packets for an instruction inside a block: the thread went on to the next
-// instruction.
-Expected<void> encode_inside(PacketWriter& w, const ReplayInstruction& insn) {
+// instruction. `returns`: null without return compression.
+Expected<void> encode_inside(PacketWriter& w, const ReplayInstruction& insn, ReturnStack* returns) {
+  if (returns != nullptr && is_call(insn.kind)) returns->call(insn);
   switch (insn.kind) {
     case ControlKind::ConditionalJump:
     case ControlKind::Loop:
       return w.tnt(false);
+    case ControlKind::Return:
+      return encode_return(w, returns, insn.next_address());
     case ControlKind::IndirectJump:
     case ControlKind::IndirectCall:
-    case ControlKind::Return:
       return w.ip_packet(ppt_tip, insn.next_address());
     default:
       break;
@@ -175,22 +220,28 @@ Expected<void> encode_inside(PacketWriter& w, const ReplayInstruction& insn) {
 
 // Packets for the transfer from a block's last instruction (`insn`, at the
 // branch's `from`) to `to`.
-Expected<void> encode_transfer(PacketWriter& w, const ReplayInstruction& insn, uint64_t to) {
+Expected<void> encode_transfer(PacketWriter& w, const ReplayInstruction& insn, uint64_t to, ReturnStack* returns) {
   switch (insn.kind) {
     case ControlKind::ConditionalJump:
     case ControlKind::Loop:
       if (insn.target == to) return w.tnt(true);
       break;
     case ControlKind::Jump:
-    case ControlKind::Call:
       if (insn.target == to) return {};
       break;
-    case ControlKind::IndirectJump:
+    case ControlKind::Call:
+      if (insn.target != to) break;
+      if (returns != nullptr) returns->call(insn);
+      return {};
     case ControlKind::IndirectCall:
-    case ControlKind::Return:
+      if (returns != nullptr) returns->call(insn);
       return w.ip_packet(ppt_tip, to);
+    case ControlKind::IndirectJump:
+      return w.ip_packet(ppt_tip, to);
+    case ControlKind::Return:
+      return encode_return(w, returns, to);
     case ControlKind::Syscall:
-      if (to == insn.next_address()) return encode_inside(w, insn);
+      if (to == insn.next_address()) return encode_inside(w, insn, returns);
       // The kernel went on elsewhere (rt_sigreturn, execve): a far branch
       // to there, as with kernel tracing on and the kernel's part left
       // out. TIP.PGD + TIP.PGE would be a gap to gdb ("Non-contiguous").
@@ -201,6 +252,16 @@ Expected<void> encode_transfer(PacketWriter& w, const ReplayInstruction& insn, u
   // Not where the instruction goes: the thread was sent away before it ran.
   if (auto done = w.ip_packet(ppt_fup, insn.address); !done) return done;
   return w.ip_packet(ppt_tip, to);
+}
+
+// A walkable block's packets up to its last instruction, then the
+// transfer from there to `to`.
+Expected<void> encode_block(PacketWriter& w, const DecodedBlock& decoded, uint64_t to, ReturnStack* returns) {
+  const auto& insns = decoded.instructions;
+  for (std::size_t k = 0; k + 1 < insns.size(); ++k) {
+    if (auto done = encode_inside(w, insns[k], returns); !done) return done;
+  }
+  return encode_transfer(w, insns.back(), to, returns);
 }
 
 }  // namespace
@@ -234,27 +295,57 @@ Expected<PtStream> encode_pt(const std::vector<Block>& oldest_first, BlockCache&
       on = true;
     }
     const auto& insns = decoded.instructions;
-    for (std::size_t k = 0; k + 1 < insns.size(); ++k) {
-      if (auto done = encode_inside(w, insns[k]); !done) return done.error();
-    }
     const bool last = i + 1 == oldest_first.size();
+    if (last && options.continues_at) {
+      if (auto done = encode_block(w, decoded, *options.continues_at, nullptr); !done) return done.error();
+      break;
+    }
     if (last || !code.get(oldest_first[i + 1]).complete) {
       // Tracing ends before the block's last instruction: the thread
       // stopped there (it has not run), or what follows cannot be walked
       // (the decoder then shows a gap, "Non-contiguous trace").
+      for (std::size_t k = 0; k + 1 < insns.size(); ++k) {
+        if (auto done = encode_inside(w, insns[k], nullptr); !done) return done.error();
+      }
       if (auto done = w.ip_packet(ppt_fup, block.end); !done) return done.error();
       if (auto done = w.ip_packet(ppt_tip_pgd, 0, true); !done) return done.error();
       on = false;
       continue;
     }
     const uint64_t to = oldest_first[i + 1].begin;
-    if (auto done = encode_transfer(w, insns.back(), to); !done) return done.error();
+    if (auto done = encode_block(w, decoded, to, nullptr); !done) return done.error();
     if (w.since_psb() >= options.psb_period) {
       if (auto done = w.psb_plus(true, to); !done) return done.error();
     }
   }
+  if (auto done = w.flush_tnt(); !done) return done.error();  // bits of a last transfer (continues_at)
   out.bytes = w.take();
   return out;
+}
+
+}  // namespace decoder
+
+namespace decoder {
+
+Expected<std::optional<PtSegment>> encode_pt_segment(uint64_t begin, const std::vector<Branch>& branches,
+                                                     BlockCache& code) {
+  PtSegment out;
+  if (branches.empty()) return std::optional<PtSegment>{};
+  auto writer = PacketWriter::create();
+  if (!writer) return writer.error();
+  PacketWriter& w = *writer;
+  if (auto done = w.psb_plus(true, begin); !done) return done.error();
+  ReturnStack returns;
+  uint64_t block_begin = begin;
+  for (const Branch& branch : branches) {
+    const DecodedBlock& decoded = code.get(Block{block_begin, branch.from});
+    if (!decoded.complete) return std::optional<PtSegment>{};
+    if (auto done = encode_block(w, decoded, branch.to, &returns); !done) return done.error();
+    block_begin = branch.to;
+  }
+  if (auto done = w.flush_tnt(); !done) return done.error();
+  out.bytes = w.take();
+  return std::optional<PtSegment>{std::move(out)};
 }
 
 }  // namespace decoder

@@ -9,7 +9,8 @@
 //     block, 1 for the taken one ending it;
 //   - a direct jmp/call: nothing (the decoder knows the target);
 //   - an indirect jmp/call and ret: a TIP with the target (IP compressed
-//     against the last IP; returns are never compressed into TNT bits);
+//     against the last IP; in the stream of encode_pt returns are never
+//     compressed into TNT bits, in a segment they are, see below);
 //   - a syscall (or int n) the thread continues after: TIP.PGD (IP
 //     suppressed: the kernel is not traced) and TIP.PGE at the next
 //     instruction, which the decoder sees as tracing resumed where it
@@ -28,6 +29,7 @@
 //     thread stopped there: the instruction under the pc has not run).
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "decoder/block_cache.h"
@@ -44,6 +46,10 @@ struct PtEncodeOptions {
   // Bytes between two PSB+ (real hardware's smallest period is 2 KiB; its
   // default is 4 KiB). A decoder can start at any PSB.
   std::size_t psb_period = 4096;
+  // The last block is not where the thread stopped: execution went on to
+  // here, where a stored segment (encode_pt_segment) takes over. The
+  // stream then ends with the last block's transfer, not FUP + TIP.PGD.
+  std::optional<uint64_t> continues_at = std::nullopt;
 };
 
 struct PtStream {
@@ -56,5 +62,19 @@ struct PtStream {
 // Errors only when libipt refuses a packet (a bug) or runs out of memory.
 btstub::Expected<PtStream> encode_pt(const std::vector<Block>& oldest_first, BlockCache& code,
                                      const PtEncodeOptions& options = {});
+
+// One segment of a store (decoder/pt_chunk.h): the packets of `branches`
+// alone, with the rules above, decodable from its own start. It begins
+// with PSB+ (PSB, MODE.Exec, FUP at `begin`, where the first block begins,
+// PSBEND) and ends with the packets of the last branch; no TIP.PGE, no
+// current pc. Returns use PT's return compression: a ret to the return
+// address of a call earlier in the segment is one taken TNT bit (libipt's
+// decoder keeps the same return stack). nullopt when a block cannot be
+// walked (no segment can say it).
+struct PtSegment {
+  std::vector<uint8_t> bytes;
+};
+btstub::Expected<std::optional<PtSegment>> encode_pt_segment(uint64_t begin, const std::vector<Branch>& branches,
+                                                             BlockCache& code);
 
 }  // namespace decoder

@@ -217,6 +217,7 @@ Expected<void> PerfBackend::start(Thread& t, pid_t tid, bool stopped) {
   // The store holds what was asked for: reads accumulate in it.
   t.trace = std::make_unique<decoder::BlockTrace>(0, decoder::bts_records_for_bytes(config_.buffer_bytes),
                                                   decoder::OverflowPolicy::DropOldest);
+  t.trace->set_code(std::make_shared<LiveCode>(&control_));  // PT chunks
   if (stopped) learn_origin(t, tid, control_);
   return {};
 }

@@ -33,7 +33,7 @@ inline bool is_kernel_address(uint64_t addr) { return (addr >> 63) != 0; }
 // [b.from, b.from] keeps the branch instruction itself. A gap that knows
 // where execution resumed (x) is stored as (kGapAddress, x): the block after
 // it begins there.
-inline constexpr uint64_t kGapAddress = 0;
+inline constexpr uint64_t kGapAddress = decoder::kGapAddress;
 
 void append_items(decoder::BlockTrace& trace, const TraceItems& items);
 

@@ -3,6 +3,7 @@
 #include "stub/tracing/software_tracer.h"
 
 #include "protocol/amd64_registers.h"
+#include "stub/tracing/thread_code.h"
 
 namespace stub::tracing {
 
@@ -53,6 +54,7 @@ void SoftwareTracer::start_trace(ThreadState& t, pid_t tid, bool stopped) {
   if (checkpoints_) checkpoints_->forget(tid);
   t.trace = std::make_unique<decoder::BlockTrace>(0, decoder::bts_records_for_bytes(config_.buffer_bytes),
                                                   config_.overflow);
+  t.trace->set_code(std::make_shared<LiveCode>(&control_));  // PT chunks
   if (stopped && control_ != nullptr) {
     if (auto regs = control_->read_registers(tid)) ensure_origin(t, regs->get_u64(protocol::Amd64Reg::rip));
   }

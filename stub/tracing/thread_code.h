@@ -23,4 +23,17 @@ class ThreadCode final : public decoder::PageCachedReader {
   process::TracedThreadControl* control_;
 };
 
+// The program's code as it is at each read, uncached, through the
+// backend's control (`*control`, which the backend may replace or clear):
+// what a thread's BlockTrace reads its PT chunks with
+// (decoder::BlockTrace::set_code); the trace caches per pack and unpack.
+class LiveCode final : public decoder::CodeReader {
+ public:
+  explicit LiveCode(process::TracedThreadControl* const* control) : control_(control) {}
+  std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) override;
+
+ private:
+  process::TracedThreadControl* const* control_;
+};
+
 }  // namespace stub::tracing

@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 #include <intel-pt.h>
 
+#include <algorithm>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -173,4 +176,59 @@ TEST_CASE("whole-program recording adopted by Qbtrace:pt: gdb's history begins t
   CHECK(f.ask("qXfer:btrace-conf:read::0,fff").find("<pt size=") != std::string::npos);
   REQUIRE(f.ask("Qbtrace:off") == "OK");
   CHECK(f.backend.enabled(100));
+}
+
+namespace {
+
+// The fake program's code as a BlockTrace reads it (decoder::BlockTrace::set_code).
+class FakeCode final : public decoder::CodeReader {
+ public:
+  explicit FakeCode(test::FakeProcess& process) : process_(process) {}
+  std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) override {
+    std::size_t n = 0;
+    for (; n < len; ++n) {
+      auto byte = process_.read_memory(addr + n, 1);
+      if (!byte || byte->empty()) break;
+      out[n] = (*byte)[0];
+    }
+    return n;
+  }
+
+ private:
+  test::FakeProcess& process_;
+};
+
+bool contains(const std::vector<uint8_t>& haystack, std::span<const uint8_t> needle) {
+  return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
+}
+
+}  // namespace
+
+TEST_CASE("pt: the store's sealed PT chunks go into the document as stored", "[btrace]") {
+  Fixture f;
+  REQUIRE(f.ask("Qbtrace-conf:pt:size=0x100000") == "OK");
+  REQUIRE(f.ask("Qbtrace:pt") == "OK");
+  decoder::BlockTrace& trace = f.backend.trace_of(100);
+  trace.set_code(std::make_shared<FakeCode>(f.process));
+  const int rounds = 3 * static_cast<int>(decoder::BlockTrace::kChunkBranches) + 5;
+  f.loop(rounds);
+  REQUIRE(trace.pt_chunks() == 3);
+  const std::vector<uint8_t> raw = raw_of(f.ask("qXfer:btrace:read:all:0,fffff"));
+  // Sealed chunks 1 and 2 (chunk 0 begins where gdb's history does, and
+  // is encoded from the pc gdb turned tracing on at).
+  const auto stored = trace.stored_segments(0);
+  REQUIRE(stored.size() == 3);
+  CHECK(contains(raw, stored[1].packets));
+  CHECK(contains(raw, stored[2].packets));
+  std::vector<uint64_t> want;
+  for (int i = 0; i < rounds; ++i) want.insert(want.end(), {0x401000, 0x401001, 0x401002});
+  want.push_back(0x401000);
+  CHECK(decode(raw, f.process) == want);
+
+  // Code that changed under the chunks: their packets are not passed on;
+  // the document shows what the store reads (gaps).
+  f.process.memory[0x401001] = 0xfc;  // cld
+  CHECK(trace.stored_segments(0).empty());
+  const std::vector<uint8_t> changed = raw_of(f.ask("qXfer:btrace:read:all:0,fffff"));
+  for (const auto& segment : stored) CHECK_FALSE(contains(changed, segment.packets));
 }

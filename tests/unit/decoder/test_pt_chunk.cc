@@ -1,0 +1,191 @@
+// decoder/pt_chunk.h through BlockTrace: with a code reader, sealed chunks
+// are PT segments (return compression included) that read back exactly;
+// what a segment cannot say stays in the explicit format; code that changed
+// under a sealed segment reads as gaps, never as other branches.
+#include <catch2/catch.hpp>
+#include <intel-pt.h>
+
+#include <memory>
+#include <vector>
+
+#include "decoder/block_cache.h"
+#include "decoder/block_trace.h"
+#include "decoder/pt_decoder.h"
+#include "decoder/pt_encoder.h"
+#include "pt_program.h"
+
+using decoder::Block;
+using decoder::BlockTrace;
+using decoder::Branch;
+using decoder::StackSnapshot;
+using pt_program::B;
+using pt_program::blocks;
+
+namespace {
+
+// The program's code in a buffer the test can change after sealing.
+struct Code {
+  std::vector<uint8_t> bytes = pt_program::kCode;
+  std::shared_ptr<decoder::BufferReader> reader = std::make_shared<decoder::BufferReader>(B, bytes.data(), bytes.size());
+};
+
+std::vector<Branch> branches_of(const std::vector<Block>& bl) {
+  std::vector<Branch> out;
+  for (std::size_t i = 0; i + 1 < bl.size(); ++i) out.push_back({bl[i].end, bl[i + 1].begin});
+  return out;
+}
+
+// One pass of test_pt_encoder.cc's run with a signal: the loop (TNT bits),
+// call func / ret (compressed), call rdx / ret (an indirect call, then a
+// compressed ret), jmp rax (TIP), the syscall, a signal at B+0x24 (FUP +
+// TIP), the handler's rt_sigreturn back there (TIP), je; then sent back to
+// the start from B+0x2b (another asynchronous branch).
+std::vector<Branch> pass() {
+  std::vector<Branch> out = branches_of(blocks({{0x00, 0x07}, {0x05, 0x07}, {0x05, 0x09}, {0x2d, 0x31},
+                                                {0x0e, 0x15}, {0x33, 0x33}, {0x17, 0x1e}, {0x22, 0x24},
+                                                {0x34, 0x3b}, {0x24, 0x27}, {0x2a, 0x2b}}));
+  out.push_back({B + 0x2b, B});
+  return out;
+}
+
+std::size_t count_packets(const std::vector<uint8_t>& bytes, pt_packet_type type) {
+  pt_config config;
+  pt_config_init(&config);
+  config.begin = const_cast<uint8_t*>(bytes.data());
+  config.end = config.begin + bytes.size();
+  pt_packet_decoder* dec = pt_pkt_alloc_decoder(&config);
+  REQUIRE(dec != nullptr);
+  REQUIRE(pt_pkt_sync_forward(dec) >= 0);
+  std::size_t n = 0;
+  pt_packet packet;
+  while (pt_pkt_next(dec, &packet, sizeof packet) > 0) n += packet.type == type ? 1 : 0;
+  pt_pkt_free_decoder(dec);
+  return n;
+}
+
+StackSnapshot stack_for(uint64_t i) { return {0x7ffc0000 - (i % 5) * 8, 0x7ffc0100 + (i % 3 == 0 ? 16u : 0u)}; }
+
+// Appends `n` branches of repeated passes, with a stack that moves.
+std::vector<Branch> fill(BlockTrace& trace, std::size_t n, bool stacks) {
+  std::vector<Branch> all;
+  const std::vector<Branch> p = pass();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Branch b = p[i % p.size()];
+    all.push_back(b);
+    const StackSnapshot s = stack_for(i);
+    REQUIRE((stacks ? trace.append(b.from, b.to, s) : trace.append(b.from, b.to)));
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("PT chunk: a segment compresses returns to calls made in it into TNT bits") {
+  auto insns = decoder::InstructionDecoder::create().value();
+  Code code;
+  decoder::BlockCache cache(insns, *code.reader);
+  const auto run = blocks({{0x00, 0x07}, {0x05, 0x07}, {0x05, 0x09}, {0x2d, 0x31}, {0x0e, 0x15}, {0x33, 0x33},
+                           {0x17, 0x1e}, {0x22, 0x27}, {0x2a, 0x2b}});
+  auto segment = decoder::encode_pt_segment(B, branches_of(run), cache);
+  REQUIRE(segment.ok());
+  REQUIRE(segment->has_value());
+  const std::vector<uint8_t>& bytes = (*segment)->bytes;
+  // call rdx and jmp rax: TIPs; both rets: TNT bits.
+  CHECK(count_packets(bytes, ppt_tip) == 2);
+  auto decoded = decoder::decode_pt_segment(bytes.data(), bytes.size(), B, B + 0x2a, *code.reader);
+  REQUIRE(decoded.has_value());
+  CHECK(decoded->branches == branches_of(run));
+
+  // A segment that begins inside func has not seen its call: the ret is a TIP.
+  auto inside = decoder::encode_pt_segment(B + 0x2d, {{B + 0x31, B + 0x0e}}, cache);
+  REQUIRE(inside.ok());
+  REQUIRE(inside->has_value());
+  CHECK(count_packets((*inside)->bytes, ppt_tip) == 1);
+}
+
+TEST_CASE("PT chunk: sealed chunks are PT segments that read back exactly, with their stacks") {
+  for (bool stacks : {false, true}) {
+    CAPTURE(stacks);
+    Code code;
+    BlockTrace trace(B, 100000);
+    trace.set_code(code.reader);
+    const std::vector<Branch> all = fill(trace, 5 * BlockTrace::kChunkBranches + 100, stacks);
+    CHECK(trace.pt_chunks() == 5);
+    CHECK(trace.explicit_chunks() == 0);
+    for (uint64_t seq = 0; seq < all.size(); ++seq) {
+      REQUIRE(trace.at(seq) == all[seq]);
+      if (stacks) {
+        REQUIRE(trace.stack_at(seq) == stack_for(seq));
+      }
+    }
+    // Drops still go a branch at a time.
+    trace.resize(3000);
+    REQUIRE(trace.first_sequence() == all.size() - 3000);
+    REQUIRE(trace.oldest_begin() == all[all.size() - 3001].to);
+    for (uint64_t seq = trace.first_sequence(); seq < all.size(); ++seq) REQUIRE(trace.at(seq) == all[seq]);
+  }
+}
+
+TEST_CASE("PT chunk: a chunk with a hardware gap, or without a code reader, stays explicit") {
+  Code code;
+  BlockTrace trace(B, 100000);
+  trace.set_code(code.reader);
+  std::vector<Branch> all = fill(trace, 500, false);
+  REQUIRE(trace.append(decoder::kGapAddress, B));  // lost trace, resumed at B
+  all.push_back({decoder::kGapAddress, B});
+  for (const Branch& b : fill(trace, 2 * BlockTrace::kChunkBranches, false)) all.push_back(b);
+  // Sealed: [0, 1024) with the gap, [1024, 2048) without.
+  CHECK(trace.explicit_chunks() == 1);
+  CHECK(trace.pt_chunks() == 1);
+  for (uint64_t seq = 0; seq < all.size(); ++seq) REQUIRE(trace.at(seq) == all[seq]);
+
+  BlockTrace plain(B, 100000);
+  fill(plain, 2 * BlockTrace::kChunkBranches + 1, false);
+  CHECK(plain.pt_chunks() == 0);
+  CHECK(plain.explicit_chunks() == 2);
+}
+
+TEST_CASE("PT chunk: code that changed under a sealed chunk reads as gaps, never as other branches") {
+  Code code;
+  BlockTrace trace(B, 100000);
+  trace.set_code(code.reader);
+  const std::vector<Branch> all = fill(trace, 2 * BlockTrace::kChunkBranches + 10, true);
+  REQUIRE(trace.pt_chunks() == 2);
+  // The nop at B+0x2a becomes cld: the same path, other code.
+  code.bytes[0x2a] = 0xfc;
+  for (uint64_t seq = 0; seq < 2 * BlockTrace::kChunkBranches; ++seq) {
+    const Branch b = trace.at(seq);
+    REQUIRE(b.from == decoder::kGapAddress);
+    // The last of each chunk goes where the next chunk's first block begins.
+    REQUIRE(b.to == ((seq + 1) % BlockTrace::kChunkBranches == 0 ? all[seq].to : decoder::kGapAddress));
+    // The snapshots do not depend on the code.
+    REQUIRE(trace.stack_at(seq) == stack_for(seq));
+  }
+  for (uint64_t seq = 2 * BlockTrace::kChunkBranches; seq < all.size(); ++seq) REQUIRE(trace.at(seq) == all[seq]);
+  const std::vector<Block> bl = trace.blocks(trace.first_sequence(), B);
+  REQUIRE(bl.size() == all.size() + 1);
+  CHECK(bl[0] == Block{B, decoder::kGapAddress});
+
+  // Code that is not readable any more (unmapped) reads as gaps too.
+  trace.set_code(std::make_shared<decoder::BufferReader>(B, nullptr, 0));
+  CHECK(trace.at(5).from == decoder::kGapAddress);
+}
+
+TEST_CASE("PT chunk: a loop costs a fraction of a byte a branch") {
+  Code code;
+  BlockTrace loop(B, std::size_t{1} << 30);
+  loop.set_code(code.reader);
+  for (int i = 0; i < 1000000; ++i) loop.append(B + 0x07, B + 0x05, {0x7ffc0000, 0x7ffc0100});
+  CHECK(loop.pt_chunks() == 1000000 / BlockTrace::kChunkBranches);
+  // The open chunk's structs (32 KiB) plus about 2 bits a branch.
+  CHECK(loop.memory_bytes() < 1000000 / 3);
+
+  // The signal pass is PT's worst: 7 IP packets (3 bytes each) and a
+  // TIP.PGD/PGE pair in 12 branches. trace_memory_bench.py measures real
+  // programs (docs/performance.md).
+  BlockTrace mixed(B, std::size_t{1} << 30);
+  mixed.set_code(code.reader);
+  fill(mixed, 1000000, false);
+  CHECK(mixed.pt_chunks() == 1000000 / BlockTrace::kChunkBranches);
+  CHECK(mixed.memory_bytes() < 1000000 * 3);
+}
