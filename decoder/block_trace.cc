@@ -47,7 +47,7 @@ void BlockTrace::drop_through(uint64_t sequence) {
   if (sequence <= first_sequence_) return;
   first_sequence_ = sequence;
   bool freed = false;
-  while (!chunks_.empty() && chunks_.front().first_sequence + kChunkBranches <= first_sequence_) {
+  while (!chunks_.empty() && chunks_.front().first_sequence + chunks_.front().count <= first_sequence_) {
     chunk_bytes_ -= chunks_.front().bytes.size();
     if (chunks_.front().pt) --pt_chunks_;
     chunks_.pop_front();
@@ -70,12 +70,13 @@ bool BlockTrace::make_room() {
   if (has_room(1)) return true;
   if (policy_ == OverflowPolicy::Stop) return false;
   if (size() >= capacity_) drop_oldest();
-  while (!has_room(1) && !chunks_.empty()) drop_through(chunks_.front().first_sequence + kChunkBranches);
+  while (!has_room(1) && !chunks_.empty()) drop_through(chunks_.front().first_sequence + chunks_.front().count);
   return true;
 }
 
 void BlockTrace::seal_open_chunk() {
   Chunk chunk{open_first_sequence(), open_previous_to_, {}};
+  chunk.count = static_cast<uint32_t>(open_.size());
   std::optional<PackedPtSegment> segment;
   if (codec_) segment = codec_->pack(open_previous_to_, open_);
   if (segment) {
@@ -115,6 +116,59 @@ bool BlockTrace::append_branch(const Branch& branch, const StackSnapshot& stack)
   return true;
 }
 
+bool BlockTrace::append_pt_segment(std::span<const uint8_t> packets, const std::vector<Branch>& branches,
+                                   const std::vector<StackSnapshot>* stacks) {
+  if (branches.empty()) return true;
+  assert(size() == 0 || with_stacks_ == (stacks != nullptr));
+  assert(!stacks || stacks->size() == branches.size());
+  auto one_by_one = [&] {
+    for (std::size_t i = 0; i < branches.size(); ++i) {
+      const bool ok = stacks ? append(branches[i].from, branches[i].to, (*stacks)[i])
+                             : append(branches[i].from, branches[i].to);
+      if (!ok) return false;
+    }
+    return true;
+  };
+  // A segment longer than the buffer would be dropped in part at once:
+  // the ring keeps the newest branches, one by one.
+  if (!codec_ || branches.size() > capacity_ || branches.size() > UINT32_MAX) return one_by_one();
+  // The first block begins where the branch before it went.
+  const uint64_t previous_to = open_.empty() ? open_previous_to_ : open_.back().to;
+  std::optional<PackedPtSegment> adopted = codec_->adopt(previous_to, packets, branches);
+  if (!adopted) return one_by_one();
+  const std::size_t stack_bytes = stacks ? branches.size() * sizeof(StackSnapshot) : 0;
+  auto fits = [&] {
+    return size() + branches.size() <= capacity_ &&
+           chunk_bytes_ + adopted->bytes.size() + stack_bytes + open_.size() * kMaxBytesPerBranch <= kMemoryCap;
+  };
+  if (!fits()) {
+    if (policy_ == OverflowPolicy::Stop) return false;
+    if (size() + branches.size() > capacity_) drop_through(next_sequence_ + branches.size() - capacity_);
+    while (!fits() && !chunks_.empty()) drop_through(chunks_.front().first_sequence + chunks_.front().count);
+    if (!fits()) return one_by_one();
+  }
+  if (stacks) with_stacks_ = true;
+  // Chunks are contiguous: the open branches before the segment become a
+  // (shorter) chunk of their own.
+  if (!open_.empty()) seal_open_chunk();
+  Chunk chunk{next_sequence_, open_previous_to_, std::move(adopted->bytes)};
+  chunk.count = static_cast<uint32_t>(branches.size());
+  chunk.pt = true;
+  chunk.code_hash = adopted->code_hash;
+  chunk.packet_bytes = static_cast<uint32_t>(chunk.bytes.size());
+  if (stacks) {
+    const std::vector<uint8_t> encoded = encode_stack_stream(*stacks);
+    chunk.bytes.insert(chunk.bytes.end(), encoded.begin(), encoded.end());
+  }
+  chunk.bytes.shrink_to_fit();
+  chunk_bytes_ += chunk.bytes.size();
+  ++pt_chunks_;
+  open_previous_to_ = branches.back().to;
+  chunks_.push_back(std::move(chunk));
+  next_sequence_ += branches.size();
+  return true;
+}
+
 // A trace holds a branch from its first append on (drops and resizes
 // keep at least one), so only an empty one may take either form.
 bool BlockTrace::append(uint64_t from, uint64_t to) {
@@ -131,10 +185,14 @@ bool BlockTrace::append(uint64_t from, uint64_t to, const StackSnapshot& at_from
 const BlockTrace::Unpacked& BlockTrace::unpacked(uint64_t seq) const {
   // Reads come in runs: the chunk used last is the likely one.
   if (const Unpacked& last = unpacked_[last_unpacked_];
-      !last.branches.empty() && seq >= last.first_sequence && seq - last.first_sequence < kChunkBranches) {
+      !last.branches.empty() && seq >= last.first_sequence && seq - last.first_sequence < last.branches.size()) {
     return last;
   }
-  const std::size_t index = static_cast<std::size_t>((seq - chunks_.front().first_sequence) / kChunkBranches);
+  // Chunks hold different numbers of branches (a CPU's PT segment is one
+  // chunk): the one whose range holds `seq`.
+  auto it = std::upper_bound(chunks_.begin(), chunks_.end(), seq,
+                             [](uint64_t s, const Chunk& c) { return s < c.first_sequence; });
+  const std::size_t index = static_cast<std::size_t>(it - chunks_.begin()) - 1;
   for (std::size_t i = 0; i < std::size(unpacked_); ++i) {
     if (unpacked_[i].first_sequence == chunks_[index].first_sequence && !unpacked_[i].branches.empty()) {
       last_unpacked_ = i;
@@ -156,10 +214,11 @@ std::vector<BlockTrace::StoredSegment> BlockTrace::stored_segments(uint64_t from
     // Walked now, not taken from the unpacked cache: a reader decodes the
     // packets with the code as it is now.
     if (!codec_->unpack(chunk.bytes.data(), chunk.packet_bytes, chunk.code_hash, chunk.previous_to, chunk_end_to(i),
-                        kChunkBranches)) {
+                        chunk.count)) {
       continue;
     }
-    out.push_back({chunk.first_sequence, std::span<const uint8_t>(chunk.bytes.data(), chunk.packet_bytes)});
+    out.push_back(
+        {chunk.first_sequence, chunk.count, std::span<const uint8_t>(chunk.bytes.data(), chunk.packet_bytes)});
   }
   return out;
 }
@@ -172,7 +231,7 @@ void BlockTrace::unpack(std::size_t index, Unpacked& u) const {
   const Chunk& chunk = chunks_[index];
   u.first_sequence = chunk.first_sequence;
   if (!chunk.pt) {
-    const bool ok = decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, kChunkBranches, u.branches,
+    const bool ok = decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, chunk.count, u.branches,
                                         u.stacks);
     assert(ok);
     (void)ok;
@@ -182,20 +241,20 @@ void BlockTrace::unpack(std::size_t index, Unpacked& u) const {
   std::optional<std::vector<Branch>> branches;
   if (codec_) {
     branches = codec_->unpack(chunk.bytes.data(), chunk.packet_bytes, chunk.code_hash, chunk.previous_to, end_to,
-                              kChunkBranches);
+                              chunk.count);
   }
   if (branches) {
     u.branches = std::move(*branches);
   } else {
     // The code under the chunk changed (or cannot be read): what ran there
     // is unknown now. Gaps, never branches through code that was not run.
-    u.branches.assign(kChunkBranches, Branch{kGapAddress, kGapAddress});
+    u.branches.assign(chunk.count, Branch{kGapAddress, kGapAddress});
     u.branches.back().to = end_to;
   }
   u.stacks.clear();
   if (with_stacks_) {
     const bool ok = decode_stack_stream(chunk.bytes.data() + chunk.packet_bytes,
-                                        chunk.bytes.size() - chunk.packet_bytes, kChunkBranches, u.stacks);
+                                        chunk.bytes.size() - chunk.packet_bytes, chunk.count, u.stacks);
     assert(ok);
     (void)ok;
   }

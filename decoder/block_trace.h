@@ -56,6 +56,15 @@ class BlockTrace {
   // of its branches or for none: mixing the two forms is a caller bug.
   bool append(uint64_t from, uint64_t to, const StackSnapshot& at_from);
   bool has_stacks() const { return with_stacks_; }
+  // Appends the branches of one Intel PT segment a CPU wrote (PSB+ first),
+  // keeping `packets` unchanged as one chunk when they decode, over the
+  // code reader, to exactly `branches` from where the trace is now; else
+  // appends the branches one by one (stored as the software tracer's
+  // are). `stacks`: the snapshots, one a branch, when the trace has them.
+  // False only when full under OverflowPolicy::Stop (then some of the
+  // branches may have been appended).
+  bool append_pt_segment(std::span<const uint8_t> packets, const std::vector<Branch>& branches,
+                         const std::vector<StackSnapshot>* stacks = nullptr);
   // The thread's code, read as it is now: chunks sealed from then on are
   // stored as PT segments where they can be. Reading a PT chunk walks the
   // code again; if it changed under the chunk, its branches read as gaps
@@ -64,7 +73,8 @@ class BlockTrace {
   // A sealed PT chunk's packets as stored (a segment starting with PSB+;
   // its last branch's packets end it), for a pt document to pass through.
   struct StoredSegment {
-    uint64_t first_sequence = 0;  // its branches: [first_sequence, first_sequence + kChunkBranches)
+    uint64_t first_sequence = 0;  // its branches: [first_sequence, first_sequence + count)
+    std::size_t count = 0;
     std::span<const uint8_t> packets;
   };
   // The PT chunks whose branches are all at or after `from_seq`, oldest
@@ -125,7 +135,8 @@ class BlockTrace {
   void resize(std::size_t capacity_records);
 
  private:
-  // kChunkBranches branches, packed; `previous_to` is where its first block
+  // `count` branches (kChunkBranches from the software tracer; a CPU's PT
+  // segment whole; fewer when the open structs are sealed early), packed; `previous_to` is where its first block
   // begins (the target of the branch before it, or the origin).
   // A PT chunk's bytes are the segment's packets, then its snapshots
   // (decoder/branch_chunk.h encode_stack_stream) when the trace has them.
@@ -134,6 +145,7 @@ class BlockTrace {
     uint64_t previous_to = 0;
     std::vector<uint8_t> bytes;
     uint64_t code_hash = 0;     // PT: of the code its walk read
+    uint32_t count = 0;
     uint32_t packet_bytes = 0;  // PT: where the snapshots begin
     bool pt = false;
   };

@@ -41,6 +41,15 @@ std::optional<PackedPtSegment> PtChunkCodec::pack(uint64_t previous_to, const st
   return PackedPtSegment{std::move(bytes), decoded->code_hash};
 }
 
+std::optional<PackedPtSegment> PtChunkCodec::adopt(uint64_t previous_to, std::span<const uint8_t> packets,
+                                                   const std::vector<Branch>& branches) {
+  if (!code_ || branches.empty() || packets.empty()) return std::nullopt;
+  PageView view(*code_);
+  auto decoded = decode_pt_segment(packets.data(), packets.size(), previous_to, branches.back().to, view);
+  if (!decoded || decoded->branches != branches) return std::nullopt;
+  return PackedPtSegment{std::vector<uint8_t>(packets.begin(), packets.end()), decoded->code_hash};
+}
+
 std::optional<std::vector<Branch>> PtChunkCodec::unpack(const uint8_t* bytes, std::size_t size, uint64_t code_hash,
                                                         uint64_t previous_to, uint64_t end_to, std::size_t count) {
   if (!code_) return std::nullopt;

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "decoder/branch.h"
@@ -42,6 +43,10 @@ class PtChunkCodec {
   // The segment of `branches` (the first block begins at `previous_to`),
   // or nullopt when it would not give them back exactly.
   std::optional<PackedPtSegment> pack(uint64_t previous_to, const std::vector<Branch>& branches);
+  // `packets` kept as they are when they decode to exactly `branches` (the
+  // first block begins at `previous_to`): a CPU's segment; else nullopt.
+  std::optional<PackedPtSegment> adopt(uint64_t previous_to, std::span<const uint8_t> packets,
+                                       const std::vector<Branch>& branches);
   // The `count` branches of a segment packed from `previous_to` whose last
   // branch went to `end_to`; nullopt when the code changed or the walk fails.
   std::optional<std::vector<Branch>> unpack(const uint8_t* bytes, std::size_t size, uint64_t code_hash,

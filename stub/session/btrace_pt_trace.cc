@@ -72,7 +72,7 @@ btstub::Expected<std::vector<uint8_t>> pt_packets(process::Process& process, con
       if (auto done = encode_until(segment.first_sequence, false); !done) return done.error();
     }
     out.insert(out.end(), segment.packets.begin(), segment.packets.end());
-    cursor = segment.first_sequence + decoder::BlockTrace::kChunkBranches;
+    cursor = segment.first_sequence + segment.count;
   }
   if (auto done = encode_until(trace.end_sequence(), true); !done) return done.error();
   return out;

@@ -189,3 +189,82 @@ TEST_CASE("PT chunk: a loop costs a fraction of a byte a branch") {
   CHECK(mixed.pt_chunks() == 1000000 / BlockTrace::kChunkBranches);
   CHECK(mixed.memory_bytes() < 1000000 * 3);
 }
+
+TEST_CASE("PT chunk: whole segments of any length are chunks of their own, through drops, resize and reads") {
+  for (bool stacks : {false, true}) {
+    CAPTURE(stacks);
+    auto insns = decoder::InstructionDecoder::create().value();
+    Code code;
+    decoder::BlockCache cache(insns, *code.reader);
+    BlockTrace trace(B, 100000);
+    trace.set_code(code.reader);
+    const std::vector<Branch> p = pass();
+    std::vector<Branch> all;
+    std::vector<StackSnapshot> all_stacks;
+    std::size_t segments = 0;
+    // Segments of 1, 7, 12, 30, ... branches, with software-tracer
+    // branches between some of them (sealed early into short chunks).
+    for (std::size_t len : {std::size_t{1}, std::size_t{7}, std::size_t{12}, std::size_t{30}, std::size_t{500},
+                            std::size_t{2000}, std::size_t{3}}) {
+      const uint64_t begin = all.empty() ? B : all.back().to;
+      std::vector<Branch> seg;
+      std::vector<StackSnapshot> seg_stacks;
+      for (std::size_t i = 0; i < len; ++i) {
+        seg.push_back(p[(all.size() + i) % p.size()]);
+        seg_stacks.push_back(stack_for(all.size() + i));
+      }
+      auto encoded = decoder::encode_pt_segment(begin, seg, cache);
+      REQUIRE(encoded.ok());
+      REQUIRE(encoded->has_value());
+      const std::vector<uint8_t> bytes = (*encoded)->bytes;
+      REQUIRE(trace.append_pt_segment(bytes, seg, stacks ? &seg_stacks : nullptr));
+      ++segments;
+      // Stored as given.
+      const auto stored = trace.stored_segments(all.size());
+      REQUIRE(stored.size() == 1);
+      CHECK(stored[0].first_sequence == all.size());
+      CHECK(stored[0].count == len);
+      CHECK(std::vector<uint8_t>(stored[0].packets.begin(), stored[0].packets.end()) == bytes);
+      all.insert(all.end(), seg.begin(), seg.end());
+      all_stacks.insert(all_stacks.end(), seg_stacks.begin(), seg_stacks.end());
+      if (len == 12 || len == 500) {
+        for (std::size_t i = 0; i < 5; ++i) {
+          const Branch b = p[all.size() % p.size()];
+          const StackSnapshot s = stack_for(all.size());
+          REQUIRE((stacks ? trace.append(b.from, b.to, s) : trace.append(b.from, b.to)));
+          all.push_back(b);
+          all_stacks.push_back(s);
+        }
+      }
+    }
+    CHECK(trace.pt_chunks() >= segments);
+    auto check_reads = [&] {
+      // Backwards and forwards, as a cursor and a document read.
+      for (uint64_t seq = all.size(); seq-- > trace.first_sequence();) {
+        REQUIRE(trace.at(seq) == all[seq]);
+        if (stacks) REQUIRE(trace.stack_at(seq) == all_stacks[seq]);
+      }
+      for (uint64_t seq = trace.first_sequence(); seq < all.size(); ++seq) REQUIRE(trace.at(seq) == all[seq]);
+    };
+    check_reads();
+    // Packets that do not decode to the branches given: stored as branches.
+    const std::vector<Branch> wrong = {p[all.size() % p.size()]};
+    const std::vector<StackSnapshot> wrong_stacks = {stack_for(all.size())};
+    const std::size_t pt_before = trace.pt_chunks();
+    const std::vector<uint8_t> garbage(40, 0x55);
+    REQUIRE(trace.append_pt_segment(garbage, wrong, stacks ? &wrong_stacks : nullptr));
+    all.push_back(wrong[0]);
+    all_stacks.push_back(wrong_stacks[0]);
+    CHECK(trace.pt_chunks() == pt_before);
+    check_reads();
+    // Drops a branch at a time, into and through chunks of every size.
+    for (std::size_t keep : {std::size_t{2500}, std::size_t{2040}, std::size_t{530}, std::size_t{520}, std::size_t{4},
+                             std::size_t{1}}) {
+      CAPTURE(keep);
+      trace.resize(keep);
+      REQUIRE(trace.first_sequence() == all.size() - keep);
+      REQUIRE(trace.oldest_begin() == all[all.size() - keep - 1].to);
+      check_reads();
+    }
+  }
+}
