@@ -251,6 +251,18 @@ SegmentResult decode_segment(const uint8_t* data, std::size_t size, const WalkSt
 // through straight code and direct branches only: a few blocks' worth.
 constexpr std::size_t kMaxSegmentWalkPastData = 1 << 16;
 
+// Whether a complete segment can go to the store as its packets: it
+// decoded cleanly from a known place to the next PSB+'s FUP, and none of
+// its branches were handed out yet (by decodes while it was open).
+bool whole_segment(const SegmentResult& done, const WalkState& start, std::size_t emitted) {
+  if (emitted != 0 || start.gap || start.expect == 0 || !done.reached_next) return false;
+  if (done.stats.errors != 0 || done.stats.overflows != 0 || done.items.empty()) return false;
+  for (const PtItem& item : done.items) {
+    if (item.gap) return false;
+  }
+  return !done.end.gap && done.end.last_insn != 0;
+}
+
 void emit(const SegmentResult& result, std::size_t from, std::size_t to, std::vector<PtItem>& out) {
   for (std::size_t i = from; i < to && i < result.items.size(); ++i) out.push_back(result.items[i]);
 }
@@ -290,8 +302,10 @@ void PtStreamDecoder::set_origin(uint64_t origin) {
   if (open_.empty() && fresh_ && state_.last_insn == 0 && !state_.gap) state_.expect = origin;
 }
 
-std::vector<PtItem> PtStreamDecoder::decode(const std::vector<PtPiece>& pieces, CodeReader& code) {
+std::vector<PtItem> PtStreamDecoder::decode(const std::vector<PtPiece>& pieces, CodeReader& code,
+                                            std::vector<PtWholeSegment>* segments) {
   std::vector<PtItem> out;
+  segments_ = segments;
   bool fed = false;
   for (const PtPiece& piece : pieces) {
     if (piece.lost) {
@@ -313,6 +327,7 @@ std::vector<PtItem> PtStreamDecoder::decode(const std::vector<PtPiece>& pieces, 
     out.push_back({true, {0, 0}});
     gap_told_ = true;
   }
+  segments_ = nullptr;
   return out;
 }
 
@@ -357,7 +372,22 @@ void PtStreamDecoder::decode_open(CodeReader& code, std::vector<PtItem>& out) {
     if (mark.offset <= base) continue;
     if (!mark.complete) break;
     SegmentResult done = decode_segment(open_.data() + base, mark.offset - base, state_, &mark.fup, code);
-    emit(done, open_emitted_, done.items.size(), out);
+    if (segments_ != nullptr && whole_segment(done, state_, open_emitted_)) {
+      // The branch into the next PSB+'s FUP ends this segment (as
+      // decode_pt_segment reads it), so the next one starts there with
+      // nothing pending.
+      PtWholeSegment item;
+      item.at = out.size();
+      item.packets.assign(open_.begin() + static_cast<long>(base), open_.begin() + static_cast<long>(mark.offset));
+      for (const PtItem& b : done.items) item.branches.push_back(b.branch);
+      if (done.end.jumped || done.end.expect != *mark.fup) item.branches.push_back({done.end.last_insn, *mark.fup});
+      segments_->push_back(std::move(item));
+      done.end.expect = *mark.fup;
+      done.end.jumped = false;
+      done.end.stopped_at = 0;
+    } else {
+      emit(done, open_emitted_, done.items.size(), out);
+    }
     count(done.stats);
     open_counted_ = Stats{};
     state_ = done.end;

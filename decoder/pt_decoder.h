@@ -54,6 +54,17 @@ struct PtItem {
   bool operator==(const PtItem&) const = default;
 };
 
+// A whole PSB-to-PSB segment that decoded cleanly (no gap, error or OVF,
+// none of it handed out before), as the CPU wrote it, and its branches
+// (the last one into the next PSB+'s FUP); it comes before the item
+// numbered `at` of the same decode(). BlockTrace::append_pt_segment
+// stores it.
+struct PtWholeSegment {
+  std::size_t at = 0;
+  std::vector<uint8_t> packets;
+  std::vector<Branch> branches;
+};
+
 // One piece of the stream as read: bytes that continue it, or a loss.
 struct PtPiece {
   bool lost = false;
@@ -69,7 +80,10 @@ class PtStreamDecoder {
 
   // Adds `pieces` to the stream and returns what they complete, oldest
   // first. `code` must read the program's code as it was traced.
-  std::vector<PtItem> decode(const std::vector<PtPiece>& pieces, CodeReader& code);
+  // With `segments`, complete clean segments go there whole rather than
+  // into the items, so a store can keep the CPU's packets.
+  std::vector<PtItem> decode(const std::vector<PtPiece>& pieces, CodeReader& code,
+                             std::vector<PtWholeSegment>* segments = nullptr);
 
   struct Stats {
     uint64_t errors = 0;     // decode errors (each a gap)
@@ -101,6 +115,7 @@ class PtStreamDecoder {
   std::size_t open_emitted_ = 0;  // items of open_ already handed out
   bool tail_gap_ = false;       // the walk ends in a loss not resolved yet
   bool gap_told_ = false;       // ... and an unresolved gap item says so
+  std::vector<PtWholeSegment>* segments_ = nullptr;  // during decode()
   Stats stats_;
   Stats open_counted_;          // what decodes of the open segment counted so far
 };

@@ -244,7 +244,19 @@ void PerfBackend::refresh(Thread& t) const {
     // The thread is stopped (the trace is asked for between stops): its
     // code is what ran, unless it rewrote it (then decoding finds a gap).
     ThreadCode code(control_);
-    for (const decoder::PtItem& item : t.pt_decoder.decode(pieces, code)) {
+    // Clean segments: their packets go into the store as the CPU wrote
+    // them (when they decode to their branches there), in stream order.
+    std::vector<decoder::PtWholeSegment> segments;
+    const std::vector<decoder::PtItem> decoded = t.pt_decoder.decode(pieces, code, &segments);
+    std::size_t next_segment = 0;
+    for (std::size_t i = 0; i <= decoded.size(); ++i) {
+      for (; next_segment < segments.size() && segments[next_segment].at == i; ++next_segment) {
+        append_items(*t.trace, items);
+        items.clear();
+        t.trace->append_pt_segment(segments[next_segment].packets, segments[next_segment].branches);
+      }
+      if (i == decoded.size()) break;
+      const decoder::PtItem& item = decoded[i];
       items.push_back(item.gap ? gap_item(item.branch.to) : branch_item(item.branch.from, item.branch.to));
     }
   } else if (options_.kind == HardwareTrace::IntelBts) {

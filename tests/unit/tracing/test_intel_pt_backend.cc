@@ -246,3 +246,99 @@ TEST_CASE("intel-pt: a thread's exit reads its last packets; unreadable code is 
     REQUIRE(trace->at(s).from == stub::tracing::kGapAddress);
   }
 }
+
+namespace {
+
+// Where each PSB begins in `bytes` (the pattern is 02 82 eight times).
+std::vector<std::size_t> psb_offsets(const std::vector<uint8_t>& bytes) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i + 16 <= bytes.size(); ++i) {
+    bool psb = true;
+    for (std::size_t k = 0; k < 16 && psb; ++k) psb = bytes[i + k] == (k % 2 == 0 ? 0x02 : 0x82);
+    if (psb) {
+      out.push_back(i);
+      i += 15;
+    }
+  }
+  return out;
+}
+
+// The loop, func, func2, the indirect jmp, the syscall, je, sent back to
+// the start from B+0x2b: `passes` times, as the CPU writes it with a PSB+
+// every `period` bytes.
+std::vector<Block> passes(int n) {
+  std::vector<Block> out;
+  for (int i = 0; i < n; ++i) {
+    for (const Block& b : kWhole) out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("intel-pt: a clean PSB-to-PSB segment is stored as the CPU wrote it; a segment with a gap as branches") {
+  const std::vector<Block> run = passes(40);
+  auto insns = decoder::InstructionDecoder::create().value();
+  decoder::BufferReader code{B, kCode.data(), kCode.size()};
+  decoder::BlockCache cache{insns, code};
+  decoder::PtEncodeOptions opts;
+  opts.psb_period = 256;
+  auto stream = decoder::encode_pt(run, cache, opts);
+  REQUIRE(stream.ok());
+  const std::vector<uint8_t>& cpu_bytes = stream->bytes;
+  const std::vector<std::size_t> psbs = psb_offsets(cpu_bytes);
+  REQUIRE(psbs.size() >= 4);
+  REQUIRE(psbs.front() == 0);
+
+  SECTION("clean: every complete segment's bytes are a stored chunk, unchanged") {
+    Traced t;
+    auto ring = t.seam.ring_writer(t.fd);
+    auto cpu = t.seam.aux_writer(t.fd);
+    ring.aux(0, cpu.write_bytes(cpu_bytes), 0);
+    const auto* trace = t.backend.trace(kTid);
+    REQUIRE(trace->blocks(0, B + 0x2b) == run);  // the branches read back are the decoded ones
+    const auto stored = trace->stored_segments(0);
+    // Every segment but the last (open: no PSB after it) is stored whole.
+    REQUIRE(stored.size() == psbs.size() - 1);
+    for (std::size_t i = 0; i + 1 < psbs.size(); ++i) {
+      const std::vector<uint8_t> expected(cpu_bytes.begin() + static_cast<long>(psbs[i]),
+                                          cpu_bytes.begin() + static_cast<long>(psbs[i + 1]));
+      REQUIRE(std::vector<uint8_t>(stored[i].packets.begin(), stored[i].packets.end()) == expected);
+    }
+    REQUIRE(stored[1].first_sequence == stored[0].first_sequence + stored[0].count);
+    REQUIRE(trace->pt_chunks() == psbs.size() - 1);
+  }
+
+  SECTION("a segment whose bytes were partly lost is stored as branches, the rest as packets") {
+    Traced t;
+    auto ring = t.seam.ring_writer(t.fd);
+    auto cpu = t.seam.aux_writer(t.fd);
+    // The second segment loses 8 bytes in the middle (never announced).
+    const std::size_t cut = psbs[1] + (psbs[2] - psbs[1]) / 2;
+    std::vector<uint8_t> head(cpu_bytes.begin(), cpu_bytes.begin() + static_cast<long>(cut));
+    std::vector<uint8_t> tail(cpu_bytes.begin() + static_cast<long>(cut) + 8, cpu_bytes.end());
+    ring.aux(0, cpu.write_bytes(head), 0);
+    cpu.head += 8;
+    const uint64_t offset = cpu.head;
+    ring.aux(offset, cpu.write_bytes(tail), 0);
+    const auto* trace = t.backend.trace(kTid);
+    const auto stored = trace->stored_segments(0);
+    // The first segment whole; the cut one as branches and a gap; the
+    // segments after the loss resync at their PSB, then whole again.
+    REQUIRE(!stored.empty());
+    REQUIRE(std::vector<uint8_t>(stored[0].packets.begin(), stored[0].packets.end()) ==
+            std::vector<uint8_t>(cpu_bytes.begin(), cpu_bytes.begin() + static_cast<long>(psbs[1])));
+    REQUIRE(trace->explicit_chunks() + (trace->size() > 0 ? 1 : 0) >= 1);
+    bool gap = false;
+    for (uint64_t seq = trace->first_sequence(); seq < trace->end_sequence(); ++seq) {
+      gap = gap || trace->at(seq).from == stub::tracing::kGapAddress;
+    }
+    REQUIRE(gap);
+    for (const auto& s : stored) {
+      // No stored segment holds the gap.
+      for (uint64_t seq = s.first_sequence; seq < s.first_sequence + s.count; ++seq) {
+        REQUIRE(trace->at(seq).from != stub::tracing::kGapAddress);
+      }
+    }
+  }
+}
