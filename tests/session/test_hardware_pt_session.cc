@@ -1,0 +1,244 @@
+// gdb's `record btrace pt` over the intel-pt backend, through Session:
+// a fake intel_pt PMU (tests/unit/tracing/fake_perf_seam.h) whose AUX area
+// holds what a CPU writes, timing, paging and padding packets included.
+// Every complete PSB-to-PSB segment must reach gdb's <raw> byte for byte,
+// and libipt's decoder must find in the document what it finds in the
+// CPU's stream.
+#include <catch2/catch.hpp>
+#include <intel-pt.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "decoder/block_cache.h"
+#include "decoder/pt_encoder.h"
+#include "fake_process.h"
+#include "stub/session/session.h"
+#include "stub/tracing/perf_backend.h"
+#include "tests/unit/decoder/pt_program.h"
+#include "tests/unit/tracing/fake_perf_seam.h"
+
+namespace {
+
+using pt_program::B;
+using pt_program::kCode;
+
+// The program's loop, func, func2, the indirect jmp, the syscall and the
+// je, `n` times over (B+0x2b goes back to the start).
+std::vector<decoder::Block> passes(int n) {
+  const std::vector<decoder::Block> once = pt_program::blocks(
+      {{0x00, 0x07}, {0x05, 0x07}, {0x05, 0x09}, {0x2d, 0x31}, {0x0e, 0x15}, {0x33, 0x33}, {0x17, 0x1e},
+       {0x22, 0x27}, {0x2a, 0x2b}});
+  std::vector<decoder::Block> out;
+  for (int i = 0; i < n; ++i) out.insert(out.end(), once.begin(), once.end());
+  return out;
+}
+
+// `bytes` as a CPU would write them: the same packets, re-encoded one by
+// one by libipt, with TSC, CBR and PIP in every PSB+, and TSC, CBR and PAD
+// between the TNTs (packets that tell time and paging, not control flow).
+std::vector<uint8_t> with_cpu_packets(const std::vector<uint8_t>& bytes) {
+  std::vector<uint8_t> out(bytes.size() * 4 + 4096);
+  pt_config in;
+  pt_config_init(&in);
+  in.begin = const_cast<uint8_t*>(bytes.data());
+  in.end = in.begin + bytes.size();
+  pt_packet_decoder* dec = pt_pkt_alloc_decoder(&in);
+  REQUIRE(dec != nullptr);
+  REQUIRE(pt_pkt_sync_set(dec, 0) == 0);
+  pt_config oc;
+  pt_config_init(&oc);
+  oc.begin = out.data();
+  oc.end = out.data() + out.size();
+  pt_encoder* enc = pt_alloc_encoder(&oc);
+  REQUIRE(enc != nullptr);
+  uint64_t tsc = 0x1000;
+  int tnts = 0;
+  auto put = [&](pt_packet p) { REQUIRE(pt_enc_next(enc, &p) > 0); };
+  auto timing = [&] {
+    pt_packet p{};
+    p.type = ppt_tsc;
+    p.payload.tsc.tsc = tsc += 0x777;
+    put(p);
+    p = pt_packet{};
+    p.type = ppt_cbr;
+    p.payload.cbr.ratio = 0x20;
+    put(p);
+  };
+  for (;;) {
+    pt_packet p;
+    const int status = pt_pkt_next(dec, &p, sizeof p);
+    if (status == -pte_eos) break;
+    REQUIRE(status >= 0);
+    put(p);
+    if (p.type == ppt_psb) {
+      timing();
+      pt_packet pip{};
+      pip.type = ppt_pip;
+      pip.payload.pip.cr3 = 0x1234000;
+      put(pip);
+    } else if (p.type == ppt_tnt_8 || p.type == ppt_tnt_64) {
+      if (++tnts % 3 == 0) timing();
+      pt_packet pad{};
+      pad.type = ppt_pad;
+      put(pad);
+    }
+  }
+  uint64_t offset = 0;
+  REQUIRE(pt_enc_get_offset(enc, &offset) == 0);
+  pt_free_encoder(enc);
+  pt_pkt_free_decoder(dec);
+  out.resize(offset);
+  return out;
+}
+
+// Where each PSB begins in `bytes` (02 82, eight times).
+std::vector<std::size_t> psb_offsets(const std::vector<uint8_t>& bytes) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i + 16 <= bytes.size(); ++i) {
+    bool psb = true;
+    for (std::size_t k = 0; k < 16 && psb; ++k) psb = bytes[i + k] == (k % 2 == 0 ? 0x02 : 0x82);
+    if (psb) {
+      out.push_back(i);
+      i += 15;
+    }
+  }
+  return out;
+}
+
+std::vector<uint8_t> unhex(const std::string& hex) {
+  std::vector<uint8_t> out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+  }
+  return out;
+}
+
+std::vector<uint8_t> raw_of(const std::string& reply) {
+  const std::string open = "<raw>\n";
+  const auto begin = reply.find(open);
+  const auto end = reply.find("</raw>");
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  return unhex(reply.substr(begin + open.size(), end - begin - open.size()));
+}
+
+int read_code(uint8_t* buffer, size_t size, const pt_asid*, uint64_t ip, void*) {
+  if (ip < B || ip >= B + kCode.size()) return -pte_nomap;
+  const std::size_t n = std::min<std::size_t>(size, B + kCode.size() - ip);
+  std::copy_n(kCode.begin() + static_cast<long>(ip - B), n, buffer);
+  return static_cast<int>(n);
+}
+
+// The instructions libipt's decoder finds in `packets`, as gdb drives it.
+std::vector<uint64_t> instructions(std::vector<uint8_t> packets) {
+  std::vector<uint64_t> ips;
+  pt_config config;
+  pt_config_init(&config);
+  config.begin = packets.data();
+  config.end = packets.data() + packets.size();
+  pt_insn_decoder* dec = pt_insn_alloc_decoder(&config);
+  REQUIRE(dec != nullptr);
+  REQUIRE(pt_image_set_callback(pt_insn_get_image(dec), read_code, nullptr) == 0);
+  int status = pt_insn_sync_forward(dec);
+  while (status >= 0) {
+    while (status >= 0 && (status & pts_event_pending)) {
+      pt_event ev;
+      status = pt_insn_event(dec, &ev, sizeof ev);
+    }
+    if (status < 0) break;
+    pt_insn insn;
+    status = pt_insn_next(dec, &insn, sizeof insn);
+    if (status >= 0) ips.push_back(insn.ip);
+  }
+  CHECK(status == -pte_eos);
+  pt_insn_free_decoder(dec);
+  return ips;
+}
+
+bool contains(const std::vector<uint8_t>& haystack, const std::vector<uint8_t>& needle) {
+  return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
+}
+
+const pid_t kTid = 100;  // FakeProcess's thread
+
+struct HardwareFixture {
+  test::FakeProcess process;
+  fakeperf::FakePerfSeam seam;
+  fakeperf::PcControl control;
+  stub::tracing::PerfBackend backend{seam, [] {
+                                       stub::tracing::PerfBackend::Options o;
+                                       o.kind = stub::tracing::HardwareTrace::IntelPt;
+                                       o.intel_pt_type = 8;
+                                       o.config.buffer_bytes = 16 * fakeperf::kPage;
+                                       return o;
+                                     }()};
+  stub::session::Session session{stub::session::SessionConfig{}, &process};
+
+  HardwareFixture() {
+    for (std::size_t i = 0; i < kCode.size(); ++i) process.memory[B + i] = kCode[i];
+    control.code_base = B;
+    control.code = kCode;
+    set_pc(B);
+    backend.set_control(&control);
+    session.trace_backend = &backend;
+  }
+  void set_pc(uint64_t pc) {
+    control.pc[kTid] = pc;
+    process.regs[kTid].set_u64(protocol::Amd64Reg::rip, pc);
+  }
+  std::string ask(std::string_view payload) {
+    auto reply = session.handle_packet(payload);
+    REQUIRE(reply.payload.has_value());
+    return *reply.payload;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("pt over intel-pt: the CPU's segments reach gdb byte for byte, timing and paging packets included",
+          "[btrace]") {
+  HardwareFixture f;
+  REQUIRE(f.ask("Qbtrace:pt") == "OK");
+  const int fd = f.backend.event_fd(kTid);
+  REQUIRE(fd >= 0);
+
+  // The CPU's stream: 40 passes, a PSB+ every 256 bytes, tracing off at
+  // B+0x2b where the thread stopped.
+  const std::vector<decoder::Block> run = passes(40);
+  auto insns = decoder::InstructionDecoder::create().value();
+  decoder::BufferReader code{B, kCode.data(), kCode.size()};
+  decoder::BlockCache cache{insns, code};
+  decoder::PtEncodeOptions options;
+  options.psb_period = 256;
+  auto encoded = decoder::encode_pt(run, cache, options);
+  REQUIRE(encoded.ok());
+  const std::vector<uint8_t> cpu_bytes = with_cpu_packets(encoded->bytes);
+  const std::vector<std::size_t> psbs = psb_offsets(cpu_bytes);
+  REQUIRE(psbs.size() >= 4);
+  REQUIRE(psbs.front() == 0);
+
+  auto ring = f.seam.ring_writer(fd);
+  auto aux = f.seam.aux_writer(fd);
+  ring.aux(0, aux.write_bytes(cpu_bytes), 0);
+  f.set_pc(B + 0x2b);
+
+  const std::vector<uint8_t> raw = raw_of(f.ask("qXfer:btrace:read:all:0,fffff"));
+  // Every complete segment (all but the last, which no PSB closes) is in
+  // the document as the CPU wrote it; but the first: gdb's history begins
+  // at the pc it turned tracing on at, so the document encodes its own
+  // start there (stub/session/btrace_pt_trace.cc).
+  const auto* trace = f.backend.trace(kTid);
+  REQUIRE(trace != nullptr);
+  CHECK(trace->pt_chunks() == psbs.size() - 1);
+  for (std::size_t i = 1; i + 1 < psbs.size(); ++i) {
+    const std::vector<uint8_t> segment(cpu_bytes.begin() + static_cast<long>(psbs[i]),
+                                       cpu_bytes.begin() + static_cast<long>(psbs[i + 1]));
+    INFO("segment " << i);
+    CHECK(contains(raw, segment));
+  }
+  // gdb decodes the same instructions from the document as from the CPU's
+  // stream.
+  CHECK(instructions(raw) == instructions(cpu_bytes));
+}
