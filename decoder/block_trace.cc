@@ -74,34 +74,77 @@ bool BlockTrace::make_room() {
   return true;
 }
 
-void BlockTrace::seal_open_chunk() {
+void BlockTrace::seal_open_chunk(std::size_t count) {
+  if (count == 0) return;
+  // Sealing short of all the open structs (a hold keeps the newest) packs
+  // a copy of the oldest ones.
+  std::vector<Branch> head;
+  std::vector<StackSnapshot> head_stacks;
+  const bool all = count == open_.size();
+  if (!all) {
+    head.assign(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(count));
+    if (with_stacks_) {
+      head_stacks.assign(open_stacks_.begin(), open_stacks_.begin() + static_cast<std::ptrdiff_t>(count));
+    }
+  }
+  const std::vector<Branch>& branches = all ? open_ : head;
+  const std::vector<StackSnapshot>& stacks = all ? open_stacks_ : head_stacks;
   Chunk chunk{open_first_sequence(), open_previous_to_, {}};
-  chunk.count = static_cast<uint32_t>(open_.size());
+  chunk.count = static_cast<uint32_t>(count);
   std::optional<PackedPtSegment> segment;
-  if (codec_) segment = codec_->pack(open_previous_to_, open_);
+  if (codec_) segment = codec_->pack(open_previous_to_, branches);
   if (segment) {
     chunk.pt = true;
     chunk.code_hash = segment->code_hash;
     chunk.packet_bytes = static_cast<uint32_t>(segment->bytes.size());
     chunk.bytes = std::move(segment->bytes);
     if (with_stacks_) {
-      const std::vector<uint8_t> stacks = encode_stack_stream(open_stacks_);
-      chunk.bytes.insert(chunk.bytes.end(), stacks.begin(), stacks.end());
+      const std::vector<uint8_t> encoded = encode_stack_stream(stacks);
+      chunk.bytes.insert(chunk.bytes.end(), encoded.begin(), encoded.end());
       chunk.bytes.shrink_to_fit();
     }
     ++pt_chunks_;
   } else {
     BranchChunkWriter writer(open_previous_to_, with_stacks_);
-    for (std::size_t i = 0; i < open_.size(); ++i) {
-      writer.add(open_[i], with_stacks_ ? open_stacks_[i] : StackSnapshot{});
-    }
+    for (std::size_t i = 0; i < count; ++i) writer.add(branches[i], with_stacks_ ? stacks[i] : StackSnapshot{});
     chunk.bytes = writer.take();
   }
   chunk_bytes_ += chunk.bytes.size();
-  open_previous_to_ = open_.back().to;
+  open_previous_to_ = branches[count - 1].to;
   chunks_.push_back(std::move(chunk));
-  open_.clear();
-  open_stacks_.clear();
+  if (all) {
+    open_.clear();
+    open_stacks_.clear();
+    // A hold can have grown them far past a chunk: that room goes back.
+    if (open_.capacity() > 2 * kChunkBranches) {
+      open_.shrink_to_fit();
+      open_stacks_.shrink_to_fit();
+    }
+  } else {
+    open_.erase(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(count));
+    if (with_stacks_) {
+      open_stacks_.erase(open_stacks_.begin(), open_stacks_.begin() + static_cast<std::ptrdiff_t>(count));
+    }
+  }
+}
+
+// The open structs hold kChunkBranches: they are sealed, but for those a
+// hold keeps (at most kMaxHeldBranches, so that memory stays bounded by a
+// segment that never completes).
+void BlockTrace::seal_for_room() {
+  const uint64_t open_first = open_first_sequence();
+  if (hold_ && *hold_ < open_first) hold_.reset();  // sealed or dropped meanwhile: nothing to keep
+  if (!hold_ || *hold_ >= next_sequence_) {
+    seal_open_chunk();
+    return;
+  }
+  if (next_sequence_ - *hold_ >= kMaxHeldBranches) {
+    hold_.reset();
+    seal_open_chunk();
+    return;
+  }
+  const std::size_t before = static_cast<std::size_t>(*hold_ - open_first);
+  if (before >= kChunkBranches) seal_open_chunk(before);
 }
 
 bool BlockTrace::append_branch(const Branch& branch, const StackSnapshot& stack) {
@@ -109,20 +152,26 @@ bool BlockTrace::append_branch(const Branch& branch, const StackSnapshot& stack)
   // Sealing needs the open structs to start a chunk: only when every
   // retained branch before them is packed (always, unless the capacity is
   // below a chunk, when the open structs are the whole ring).
-  if (open_.size() >= kChunkBranches) seal_open_chunk();
+  if (open_.size() >= kChunkBranches) seal_for_room();
   open_.push_back(branch);
   if (with_stacks_) open_stacks_.push_back(stack);
   ++next_sequence_;
   return true;
 }
 
+bool BlockTrace::newest_open_are(const std::vector<Branch>& branches, std::size_t count) const {
+  if (count > open_.size() || count > branches.size()) return false;
+  return std::equal(open_.end() - static_cast<std::ptrdiff_t>(count), open_.end(), branches.begin());
+}
+
 bool BlockTrace::append_pt_segment(std::span<const uint8_t> packets, const std::vector<Branch>& branches,
-                                   const std::vector<StackSnapshot>* stacks) {
+                                   const std::vector<StackSnapshot>* stacks, std::size_t handed_out) {
   if (branches.empty()) return true;
   assert(size() == 0 || with_stacks_ == (stacks != nullptr));
   assert(!stacks || stacks->size() == branches.size());
+  // The branches not in the trace yet, one by one.
   auto one_by_one = [&] {
-    for (std::size_t i = 0; i < branches.size(); ++i) {
+    for (std::size_t i = std::min(handed_out, branches.size()); i < branches.size(); ++i) {
       const bool ok = stacks ? append(branches[i].from, branches[i].to, (*stacks)[i])
                              : append(branches[i].from, branches[i].to);
       if (!ok) return false;
@@ -130,34 +179,60 @@ bool BlockTrace::append_pt_segment(std::span<const uint8_t> packets, const std::
     return true;
   };
   // A segment longer than the buffer would be dropped in part at once:
-  // the ring keeps the newest branches, one by one.
-  if (!codec_ || branches.size() > capacity_ || branches.size() > UINT32_MAX) return one_by_one();
-  // The first block begins where the branch before it went.
-  const uint64_t previous_to = open_.empty() ? open_previous_to_ : open_.back().to;
+  // the ring keeps the newest branches, one by one. Handed-out branches
+  // that were sealed, dropped or are not the segment's stay as they are.
+  if (!codec_ || branches.size() > capacity_ || branches.size() > UINT32_MAX ||
+      !newest_open_are(branches, handed_out)) {
+    return one_by_one();
+  }
+  // The first block begins where the branch before the segment went.
+  const std::size_t before = open_.size() - handed_out;
+  const uint64_t previous_to = before == 0 ? open_previous_to_ : open_[before - 1].to;
   std::optional<PackedPtSegment> adopted = codec_->adopt(previous_to, packets, branches);
   if (!adopted) return one_by_one();
+  const std::size_t added = branches.size() - handed_out;
   const std::size_t stack_bytes = stacks ? branches.size() * sizeof(StackSnapshot) : 0;
   auto fits = [&] {
-    return size() + branches.size() <= capacity_ &&
-           chunk_bytes_ + adopted->bytes.size() + stack_bytes + open_.size() * kMaxBytesPerBranch <= kMemoryCap;
+    // The handed-out structs give way to the chunk.
+    const std::size_t open_bytes = (open_.size() - handed_out) * kMaxBytesPerBranch;
+    return size() + added <= capacity_ &&
+           chunk_bytes_ + adopted->bytes.size() + stack_bytes + open_bytes <= kMemoryCap;
   };
+  const uint64_t first = next_sequence_ - handed_out;  // the segment's first branch
   if (!fits()) {
-    if (policy_ == OverflowPolicy::Stop) return false;
-    if (size() + branches.size() > capacity_) drop_through(next_sequence_ + branches.size() - capacity_);
+    if (policy_ == OverflowPolicy::Stop) return handed_out == 0 ? false : one_by_one();
+    if (size() + added > capacity_) {
+      // Drops must not reach the handed-out branches the segment replaces.
+      const uint64_t through = next_sequence_ + added - capacity_;
+      if (through > first) return one_by_one();
+      drop_through(through);
+    }
     while (!fits() && !chunks_.empty()) drop_through(chunks_.front().first_sequence + chunks_.front().count);
     if (!fits()) return one_by_one();
   }
   if (stacks) with_stacks_ = true;
-  // Chunks are contiguous: the open branches before the segment become a
-  // (shorter) chunk of their own.
-  if (!open_.empty()) seal_open_chunk();
-  Chunk chunk{next_sequence_, open_previous_to_, std::move(adopted->bytes)};
+  std::vector<StackSnapshot> segment_stacks;
+  if (stacks) {
+    // The handed-out branches keep the snapshots taken when they came.
+    segment_stacks.assign(open_stacks_.end() - static_cast<std::ptrdiff_t>(handed_out), open_stacks_.end());
+    segment_stacks.insert(segment_stacks.end(), stacks->begin() + static_cast<std::ptrdiff_t>(handed_out),
+                          stacks->end());
+  }
+  // The segment takes the handed-out branches' place; chunks are
+  // contiguous: the open branches before them become a (shorter) chunk of
+  // their own.
+  open_.resize(open_.size() - handed_out);
+  if (with_stacks_) open_stacks_.resize(open_.size());
+  next_sequence_ = first;  // the open structs end there now
+  seal_open_chunk();
+  hold_.reset();
+  Chunk chunk{first, open_previous_to_, std::move(adopted->bytes)};
   chunk.count = static_cast<uint32_t>(branches.size());
   chunk.pt = true;
   chunk.code_hash = adopted->code_hash;
   chunk.packet_bytes = static_cast<uint32_t>(chunk.bytes.size());
   if (stacks) {
-    const std::vector<uint8_t> encoded = encode_stack_stream(*stacks);
+    const std::vector<uint8_t> encoded = encode_stack_stream(segment_stacks);
     chunk.bytes.insert(chunk.bytes.end(), encoded.begin(), encoded.end());
   }
   chunk.bytes.shrink_to_fit();
@@ -165,7 +240,7 @@ bool BlockTrace::append_pt_segment(std::span<const uint8_t> packets, const std::
   ++pt_chunks_;
   open_previous_to_ = branches.back().to;
   chunks_.push_back(std::move(chunk));
-  next_sequence_ += branches.size();
+  next_sequence_ = first + branches.size();
   return true;
 }
 
@@ -304,6 +379,7 @@ void BlockTrace::clear(uint64_t origin) {
   forget_unpacked();
   open_previous_to_ = origin;
   first_sequence_ = next_sequence_;
+  hold_.reset();
   with_stacks_ = false;
   signals_.clear();
 }

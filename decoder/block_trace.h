@@ -5,6 +5,7 @@
 // here as on hardware. It is a bound, not an allocation: the store grows as
 // branches come, and costs a few bytes per branch (decoder/branch_chunk.h):
 // the newest branches are kept as plain structs until kChunkBranches of them
+// (more while a hardware PT segment in progress holds them: hold_open)
 // are packed into one chunk of bytes: an Intel PT segment (decoder/pt_chunk.h)
 // when the trace has a code reader and the segment gives the branches back
 // exactly, the explicit format of decoder/branch_chunk.h otherwise. Whatever the capacity, a thread's
@@ -21,6 +22,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -61,10 +63,23 @@ class BlockTrace {
   // code reader, to exactly `branches` from where the trace is now; else
   // appends the branches one by one (stored as the software tracer's
   // are). `stacks`: the snapshots, one a branch, when the trace has them.
-  // False only when full under OverflowPolicy::Stop (then some of the
-  // branches may have been appended).
+  // `handed_out`: the first so many of `branches` were appended before,
+  // while the segment was open (a reader may hold their sequence numbers).
+  // The segment replaces them, keeping their numbers and snapshots, only
+  // when they are still the trace's newest branches, unsealed (see
+  // hold_open) and equal to those; else only the rest is appended, one
+  // by one. False only when full under OverflowPolicy::Stop (then some of
+  // the branches may have been appended).
   bool append_pt_segment(std::span<const uint8_t> packets, const std::vector<Branch>& branches,
-                         const std::vector<StackSnapshot>* stacks = nullptr);
+                         const std::vector<StackSnapshot>* stacks = nullptr, std::size_t handed_out = 0);
+  // Branches numbered `from_seq` and after stay plain structs rather than
+  // being sealed every kChunkBranches: a PT segment still open holds them,
+  // and append_pt_segment can replace them by the segment when it
+  // completes. At most kMaxHeldBranches are held (a segment that never
+  // completes): beyond, the hold ends and they are sealed as any others.
+  // nullopt: no hold.
+  void hold_open(std::optional<uint64_t> from_seq) { hold_ = from_seq; }
+  static constexpr std::size_t kMaxHeldBranches = std::size_t{1} << 16;
   // The thread's code, read as it is now: chunks sealed from then on are
   // stored as PT segments where they can be. Reading a PT chunk walks the
   // code again; if it changed under the chunk, its branches read as gaps
@@ -160,7 +175,14 @@ class BlockTrace {
   bool make_room();
   void drop_oldest();
   void drop_through(uint64_t sequence);  // drops every branch numbered < sequence
-  void seal_open_chunk();
+  // Packs the oldest `count` open structs into a chunk.
+  void seal_open_chunk(std::size_t count);
+  void seal_open_chunk() { seal_open_chunk(open_.size()); }
+  // Sealing when the open structs reach kChunkBranches, short of a hold.
+  void seal_for_room();
+  // Whether the trace's newest `count` branches are open structs equal to
+  // the first `count` of `branches`.
+  bool newest_open_are(const std::vector<Branch>& branches, std::size_t count) const;
   bool append_branch(const Branch& branch, const StackSnapshot& stack);
   const Unpacked& unpacked(uint64_t seq) const;  // the packed chunk holding `seq`, unpacked
   void unpack(std::size_t index, Unpacked& u) const;
@@ -181,6 +203,7 @@ class BlockTrace {
   uint64_t open_previous_to_ = 0;       // where open_'s first block begins
   uint64_t first_sequence_ = 0;         // the oldest retained branch
   uint64_t next_sequence_ = 0;
+  std::optional<uint64_t> hold_;        // hold_open()
   std::map<std::pair<uint64_t, uint64_t>, int> signals_;  // (sequence, pc) -> signal
   bool with_stacks_ = false;  // set by the first append after construction or clear()
   OverflowPolicy policy_;

@@ -17,6 +17,7 @@
 using decoder::Block;
 using decoder::BlockTrace;
 using decoder::Branch;
+using decoder::OverflowPolicy;
 using decoder::StackSnapshot;
 using pt_program::B;
 using pt_program::blocks;
@@ -267,4 +268,166 @@ TEST_CASE("PT chunk: whole segments of any length are chunks of their own, throu
       check_reads();
     }
   }
+}
+
+namespace {
+
+// A trace with `before` branches of passes, then a PT segment of `length`
+// branches whose first `handed_out` are appended one by one first (what
+// the hardware backend hands out at a stop in the middle of the segment).
+struct HandedOut {
+  bool stacks = false;
+  Code code;
+  decoder::InstructionDecoder insns = decoder::InstructionDecoder::create().value();
+  decoder::BlockCache cache{insns, *code.reader};
+  BlockTrace trace;
+  std::vector<Branch> all;
+  std::vector<StackSnapshot> all_stacks;
+  std::vector<Branch> segment;
+  std::vector<StackSnapshot> segment_stacks;
+  std::vector<uint8_t> bytes;
+  uint64_t first = 0;  // the segment's first sequence
+
+  HandedOut(bool with_stacks, std::size_t capacity, OverflowPolicy policy = OverflowPolicy::DropOldest)
+      : stacks(with_stacks), trace(B, capacity, policy) {
+    trace.set_code(code.reader);
+  }
+  void add(const Branch& b, const StackSnapshot& s) {
+    REQUIRE((stacks ? trace.append(b.from, b.to, s) : trace.append(b.from, b.to)));
+    all.push_back(b);
+    all_stacks.push_back(s);
+  }
+  void build(std::size_t before, std::size_t length) {
+    const std::vector<Branch> p = pass();
+    for (std::size_t i = 0; i < before; ++i) add(p[i % p.size()], stack_for(i));
+    first = all.size();
+    for (std::size_t i = 0; i < length; ++i) {
+      segment.push_back(p[(first + i) % p.size()]);
+      segment_stacks.push_back(stack_for(first + i));
+    }
+    auto encoded = decoder::encode_pt_segment(all.empty() ? B : all.back().to, segment, cache);
+    REQUIRE(encoded.ok());
+    REQUIRE(encoded->has_value());
+    bytes = (*encoded)->bytes;
+  }
+  void hand_out(std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) add(segment[i], segment_stacks[i]);
+  }
+  bool complete(std::size_t handed_out, std::span<const uint8_t> packets) {
+    const bool ok = trace.append_pt_segment(packets, segment, stacks ? &segment_stacks : nullptr, handed_out);
+    for (std::size_t i = handed_out; i < segment.size() && all.size() < trace.end_sequence(); ++i) {
+      all.push_back(segment[i]);
+      all_stacks.push_back(segment_stacks[i]);
+    }
+    return ok;
+  }
+  // Every branch has the number it was given, once.
+  void check_reads() {
+    REQUIRE(trace.end_sequence() == all.size());
+    for (uint64_t seq = all.size(); seq-- > trace.first_sequence();) {
+      REQUIRE(trace.at(seq) == all[seq]);
+      if (stacks) REQUIRE(trace.stack_at(seq) == all_stacks[seq]);
+    }
+  }
+  bool stored_whole() const {
+    const auto stored = trace.stored_segments(first);
+    return !stored.empty() && stored[0].first_sequence == first && stored[0].count == segment.size() &&
+           std::vector<uint8_t>(stored[0].packets.begin(), stored[0].packets.end()) == bytes;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("PT chunk: a segment completed after its first branches were handed out replaces them, same numbers") {
+  for (bool stacks : {false, true}) {
+    CAPTURE(stacks);
+    SECTION("held open: the whole segment, longer than a chunk, takes the handed-out branches' place") {
+      HandedOut h(stacks, 100000);
+      h.build(10, 3000);
+      h.trace.hold_open(h.first);
+      h.hand_out(2500);  // past kChunkBranches: the hold keeps them unsealed
+      REQUIRE(h.trace.pt_chunks() == 0);
+      REQUIRE(h.complete(2500, h.bytes));
+      CHECK(h.stored_whole());
+      // The 10 before it, sealed as a chunk of their own, and the segment.
+      CHECK(h.trace.pt_chunks() == 2);
+      CHECK(h.trace.explicit_chunks() == 0);
+      h.check_reads();
+      // Software branches after it go on from its end.
+      h.add(pass()[h.all.size() % pass().size()], stack_for(h.all.size()));
+      h.check_reads();
+      CHECK(h.trace.oldest_begin() == B);
+    }
+    SECTION("the ring drops older branches to make room, never the handed-out ones") {
+      HandedOut h(stacks, 3005);
+      h.build(10, 3000);
+      h.trace.hold_open(h.first);
+      h.hand_out(2000);
+      REQUIRE(h.complete(2000, h.bytes));
+      CHECK(h.stored_whole());
+      CHECK(h.trace.first_sequence() == 5);
+      h.check_reads();
+    }
+    SECTION("sealed meanwhile (no hold): the rest is appended as branches") {
+      HandedOut h(stacks, 100000);
+      h.build(10, 3000);
+      h.hand_out(2500);
+      REQUIRE(h.trace.pt_chunks() + h.trace.explicit_chunks() == 2);
+      REQUIRE(h.complete(2500, h.bytes));
+      CHECK_FALSE(h.stored_whole());
+      h.check_reads();
+    }
+    SECTION("handed-out branches that are not the segment's: the rest is appended as branches") {
+      HandedOut h(stacks, 100000);
+      h.build(10, 300);
+      h.trace.hold_open(h.first);
+      h.hand_out(50);
+      h.add({h.segment[50].from, B}, h.segment_stacks[50]);  // the store holds another branch there
+      for (std::size_t i = 51; i < 100; ++i) h.add(h.segment[i], h.segment_stacks[i]);
+      REQUIRE(h.complete(100, h.bytes));
+      CHECK(h.trace.stored_segments(h.first).empty());
+      h.check_reads();
+    }
+    SECTION("packets that do not decode to the branches: the rest is appended as branches") {
+      HandedOut h(stacks, 100000);
+      h.build(10, 300);
+      h.trace.hold_open(h.first);
+      h.hand_out(100);
+      const std::vector<uint8_t> garbage(40, 0x55);
+      REQUIRE(h.complete(100, garbage));
+      CHECK(h.trace.stored_segments(0).empty());
+      h.check_reads();
+      // More handed out than the segment has: nothing appended, nothing lost.
+      const uint64_t end = h.trace.end_sequence();
+      const std::vector<StackSnapshot> one_stack = {h.segment_stacks[0]};
+      REQUIRE(h.trace.append_pt_segment(h.bytes, {h.segment[0]}, stacks ? &one_stack : nullptr, 5));
+      CHECK(h.trace.end_sequence() == end);
+    }
+    SECTION("full under the stop policy: as many of the rest as fit, as branches") {
+      HandedOut h(stacks, 10 + 200, OverflowPolicy::Stop);
+      h.build(10, 300);
+      h.trace.hold_open(h.first);
+      h.hand_out(100);
+      REQUIRE_FALSE(h.complete(100, h.bytes));
+      CHECK(h.trace.end_sequence() == 210);
+      CHECK(h.trace.stored_segments(0).empty());
+      h.check_reads();
+    }
+  }
+}
+
+TEST_CASE("PT chunk: a hold keeps at most kMaxHeldBranches open, then they are sealed as any others") {
+  Code code;
+  BlockTrace trace(B, 1000000);
+  trace.set_code(code.reader);
+  fill(trace, 100, false);
+  trace.hold_open(100);
+  const std::vector<Branch> all = fill(trace, BlockTrace::kMaxHeldBranches + 10, false);
+  // Sealed again once the hold went past its bound: the open structs are
+  // below a chunk's worth.
+  CHECK(trace.pt_chunks() > 0);
+  // ... and their room is given back: the store is its chunks and about
+  // a chunk's worth of structs again.
+  CHECK(trace.memory_bytes() < BlockTrace::kMaxHeldBranches * sizeof(Branch));
+  for (uint64_t seq = 100; seq < trace.end_sequence(); ++seq) REQUIRE(trace.at(seq) == all[seq - 100]);
 }
