@@ -252,10 +252,11 @@ SegmentResult decode_segment(const uint8_t* data, std::size_t size, const WalkSt
 constexpr std::size_t kMaxSegmentWalkPastData = 1 << 16;
 
 // Whether a complete segment can go to the store as its packets: it
-// decoded cleanly from a known place to the next PSB+'s FUP, and none of
-// its branches were handed out yet (by decodes while it was open).
+// decoded cleanly from a known place to the next PSB+'s FUP. Items handed
+// out while it was open (`emitted`) are its first ones: the store checks
+// they are the same before it replaces them.
 bool whole_segment(const SegmentResult& done, const WalkState& start, std::size_t emitted) {
-  if (emitted != 0 || start.gap || start.expect == 0 || !done.reached_next) return false;
+  if (emitted > done.items.size() || start.gap || start.expect == 0 || !done.reached_next) return false;
   if (done.stats.errors != 0 || done.stats.overflows != 0 || done.items.empty()) return false;
   for (const PtItem& item : done.items) {
     if (item.gap) return false;
@@ -378,6 +379,7 @@ void PtStreamDecoder::decode_open(CodeReader& code, std::vector<PtItem>& out) {
       // nothing pending.
       PtWholeSegment item;
       item.at = out.size();
+      item.handed_out = open_emitted_;
       item.packets.assign(open_.begin() + static_cast<long>(base), open_.begin() + static_cast<long>(mark.offset));
       for (const PtItem& b : done.items) item.branches.push_back(b.branch);
       if (done.end.jumped || done.end.expect != *mark.fup) item.branches.push_back({done.end.last_insn, *mark.fup});

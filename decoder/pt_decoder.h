@@ -54,15 +54,18 @@ struct PtItem {
   bool operator==(const PtItem&) const = default;
 };
 
-// A whole PSB-to-PSB segment that decoded cleanly (no gap, error or OVF,
-// none of it handed out before), as the CPU wrote it, and its branches
-// (the last one into the next PSB+'s FUP); it comes before the item
-// numbered `at` of the same decode(). BlockTrace::append_pt_segment
-// stores it.
+// A whole PSB-to-PSB segment that decoded cleanly (no gap, error or OVF),
+// as the CPU wrote it, and all its branches (the last one into the next
+// PSB+'s FUP); it comes before the item numbered `at` of the same decode().
+// The first `handed_out` branches were handed out as items by earlier
+// decode() calls, while the segment was open (a stop read the trace in its
+// middle): the store has them already, and BlockTrace::append_pt_segment
+// replaces them by the segment when it still can.
 struct PtWholeSegment {
   std::size_t at = 0;
   std::vector<uint8_t> packets;
   std::vector<Branch> branches;
+  std::size_t handed_out = 0;
 };
 
 // One piece of the stream as read: bytes that continue it, or a loss.
@@ -94,6 +97,11 @@ class PtStreamDecoder {
   const Stats& stats() const { return stats_; }
   // Bytes kept for the open segment (at most a PSB period, normally).
   std::size_t pending_bytes() const { return open_.size(); }
+  // Items of the open segment handed out so far: the newest ones handed
+  // out, when the open segment is clean so far (no gap after them). A
+  // store keeps them unsealed (BlockTrace::hold_open) so that the whole
+  // segment can replace them when it completes.
+  std::size_t open_handed_out() const { return tail_gap_ ? 0 : open_emitted_; }
 
   // Where the walk stands between segments.
   struct WalkState {

@@ -245,7 +245,8 @@ void PerfBackend::refresh(Thread& t) const {
     // code is what ran, unless it rewrote it (then decoding finds a gap).
     ThreadCode code(control_);
     // Clean segments: their packets go into the store as the CPU wrote
-    // them (when they decode to their branches there), in stream order.
+    // them (when they decode to their branches there), in stream order,
+    // also those whose first branches an earlier stop handed out.
     std::vector<decoder::PtWholeSegment> segments;
     const std::vector<decoder::PtItem> decoded = t.pt_decoder.decode(pieces, code, &segments);
     std::size_t next_segment = 0;
@@ -253,12 +254,20 @@ void PerfBackend::refresh(Thread& t) const {
       for (; next_segment < segments.size() && segments[next_segment].at == i; ++next_segment) {
         append_items(*t.trace, items);
         items.clear();
-        t.trace->append_pt_segment(segments[next_segment].packets, segments[next_segment].branches);
+        const decoder::PtWholeSegment& segment = segments[next_segment];
+        t.trace->append_pt_segment(segment.packets, segment.branches, nullptr, segment.handed_out);
       }
       if (i == decoded.size()) break;
       const decoder::PtItem& item = decoded[i];
       items.push_back(item.gap ? gap_item(item.branch.to) : branch_item(item.branch.from, item.branch.to));
     }
+    append_items(*t.trace, items);
+    items.clear();
+    // What the open segment handed out now are the newest branches: kept
+    // unsealed, so that the segment, once complete, can take their place.
+    const std::size_t held = t.pt_decoder.open_handed_out();
+    t.trace->hold_open(held > 0 && held <= t.trace->size() ? std::optional<uint64_t>(t.trace->end_sequence() - held)
+                                                           : std::nullopt);
   } else if (options_.kind == HardwareTrace::IntelBts) {
     IntelBtsBuffers buffers{header, data, t.ring.length - page, static_cast<const uint8_t*>(t.aux.addr),
                             t.aux.length, {}};

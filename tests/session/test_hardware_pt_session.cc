@@ -242,3 +242,53 @@ TEST_CASE("pt over intel-pt: the CPU's segments reach gdb byte for byte, timing 
   // stream.
   CHECK(instructions(raw) == instructions(cpu_bytes));
 }
+
+TEST_CASE("pt over intel-pt: segments a stop read in the middle of still reach gdb byte for byte", "[btrace]") {
+  HardwareFixture f;
+  REQUIRE(f.ask("Qbtrace:pt") == "OK");
+  const int fd = f.backend.event_fd(kTid);
+  REQUIRE(fd >= 0);
+  const std::vector<decoder::Block> run = passes(40);
+  auto insns = decoder::InstructionDecoder::create().value();
+  decoder::BufferReader code{B, kCode.data(), kCode.size()};
+  decoder::BlockCache cache{insns, code};
+  decoder::PtEncodeOptions options;
+  options.psb_period = 256;
+  auto encoded = decoder::encode_pt(run, cache, options);
+  REQUIRE(encoded.ok());
+  const std::vector<uint8_t> cpu_bytes = with_cpu_packets(encoded->bytes);
+  const std::vector<std::size_t> psbs = psb_offsets(cpu_bytes);
+  REQUIRE(psbs.size() >= 4);
+
+  // The thread stops in the middle of every segment, and gdb reads the
+  // document there (as `record instruction-history` after a step would).
+  auto ring = f.seam.ring_writer(fd);
+  auto aux = f.seam.aux_writer(fd);
+  std::size_t done = 0;
+  for (std::size_t i = 0; i < psbs.size(); ++i) {
+    const std::size_t end = i + 1 < psbs.size() ? psbs[i + 1] : cpu_bytes.size();
+    const std::size_t cut = psbs[i] + (end - psbs[i]) / 2;
+    const std::vector<uint8_t> piece(cpu_bytes.begin() + static_cast<long>(done),
+                                     cpu_bytes.begin() + static_cast<long>(cut));
+    const uint64_t offset = aux.head;
+    ring.aux(offset, aux.write_bytes(piece), 0);
+    done = cut;
+    (void)raw_of(f.ask("qXfer:btrace:read:all:0,fffff"));
+  }
+  const std::vector<uint8_t> rest(cpu_bytes.begin() + static_cast<long>(done), cpu_bytes.end());
+  const uint64_t offset = aux.head;
+  ring.aux(offset, aux.write_bytes(rest), 0);
+  f.set_pc(B + 0x2b);
+
+  const std::vector<uint8_t> raw = raw_of(f.ask("qXfer:btrace:read:all:0,fffff"));
+  // Every complete segment after the first (gdb's history begins at the
+  // pc tracing began at: the document encodes its own start) as the CPU
+  // wrote it.
+  for (std::size_t i = 1; i + 1 < psbs.size(); ++i) {
+    const std::vector<uint8_t> segment(cpu_bytes.begin() + static_cast<long>(psbs[i]),
+                                       cpu_bytes.begin() + static_cast<long>(psbs[i + 1]));
+    INFO("segment " << i);
+    CHECK(contains(raw, segment));
+  }
+  CHECK(instructions(raw) == instructions(cpu_bytes));
+}

@@ -59,9 +59,9 @@ PerfBackend::Options options(uint64_t bytes = 4 * kPage) {
 struct Traced {
   FakePerfSeam seam;
   fakeperf::PcControl control;
-  PerfBackend backend{seam, options()};
+  PerfBackend backend;
   int fd = -1;
-  Traced() {
+  explicit Traced(uint64_t bytes = 4 * kPage) : backend(seam, options(bytes)) {
     control.pc[kTid] = B;
     control.code_base = B;
     control.code = kCode;
@@ -339,6 +339,67 @@ TEST_CASE("intel-pt: a clean PSB-to-PSB segment is stored as the CPU wrote it; a
       for (uint64_t seq = s.first_sequence; seq < s.first_sequence + s.count; ++seq) {
         REQUIRE(trace->at(seq).from != stub::tracing::kGapAddress);
       }
+    }
+  }
+}
+
+TEST_CASE("intel-pt: segments the thread stopped in the middle of are still stored as the CPU wrote them") {
+  // A stop reads the AUX area wherever the CPU is: in the middle of a
+  // segment, whose confirmed branches are handed out then (replay needs
+  // them). With a PSB every 256 bytes a segment is shorter than a store
+  // chunk; every 4 KiB (the hardware's default), longer.
+  for (std::size_t period : {std::size_t{256}, std::size_t{4096}}) {
+    CAPTURE(period);
+    const std::vector<Block> run = passes(period == 256 ? 40 : 1500);
+    auto insns = decoder::InstructionDecoder::create().value();
+    decoder::BufferReader code{B, kCode.data(), kCode.size()};
+    decoder::BlockCache cache{insns, code};
+    decoder::PtEncodeOptions opts;
+    opts.psb_period = period;
+    auto stream = decoder::encode_pt(run, cache, opts);
+    REQUIRE(stream.ok());
+    const std::vector<uint8_t>& cpu_bytes = stream->bytes;
+    const std::vector<std::size_t> psbs = psb_offsets(cpu_bytes);
+    REQUIRE(psbs.size() >= 4);
+    // Cut in the middle of every segment, and 3 bytes into some of them
+    // (inside their PSB+).
+    std::vector<std::size_t> cuts;
+    for (std::size_t i = 0; i < psbs.size(); ++i) {
+      const std::size_t end = i + 1 < psbs.size() ? psbs[i + 1] : cpu_bytes.size();
+      if (i % 3 == 1) cuts.push_back(psbs[i] + 3);
+      cuts.push_back(psbs[i] + (end - psbs[i]) / 2);
+    }
+    cuts.push_back(cpu_bytes.size());
+
+    Traced t(256 * kPage);  // room for the whole run
+    auto ring = t.seam.ring_writer(t.fd);
+    auto cpu = t.seam.aux_writer(t.fd);
+    std::size_t done = 0;
+    uint64_t handed_out = 0;
+    for (std::size_t cut : cuts) {
+      const std::vector<uint8_t> piece(cpu_bytes.begin() + static_cast<long>(done),
+                                       cpu_bytes.begin() + static_cast<long>(cut));
+      const uint64_t offset = cpu.head;
+      ring.aux(offset, cpu.write_bytes(piece), 0);
+      done = cut;
+      const auto* trace = t.backend.trace(kTid);  // a stop
+      REQUIRE(trace->first_sequence() == 0);
+      // Sequence numbers once handed out stay: the blocks so far are the run's.
+      REQUIRE(trace->end_sequence() >= handed_out);
+      handed_out = trace->end_sequence();
+      const std::vector<Block> now = trace->blocks(0, 0);
+      for (std::size_t i = 0; i + 1 < now.size(); ++i) REQUIRE(now[i] == run[i]);
+    }
+    const auto* trace = t.backend.trace(kTid);
+    REQUIRE(trace->blocks(0, B + 0x2b) == run);
+    const auto stored = trace->stored_segments(0);
+    REQUIRE(stored.size() == psbs.size() - 1);
+    for (std::size_t i = 0; i + 1 < psbs.size(); ++i) {
+      INFO("segment " << i);
+      const std::vector<uint8_t> expected(cpu_bytes.begin() + static_cast<long>(psbs[i]),
+                                          cpu_bytes.begin() + static_cast<long>(psbs[i + 1]));
+      REQUIRE(std::vector<uint8_t>(stored[i].packets.begin(), stored[i].packets.end()) == expected);
+      if (i > 0) REQUIRE(stored[i].first_sequence == stored[i - 1].first_sequence + stored[i - 1].count);
     }
   }
 }
