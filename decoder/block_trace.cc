@@ -4,6 +4,7 @@
 #include <cassert>
 
 #include "decoder/branch_chunk.h"
+#include "decoder/chunk_packer.h"
 #include "decoder/pt_chunk.h"
 
 namespace decoder {
@@ -74,8 +75,60 @@ bool BlockTrace::make_room() {
   return true;
 }
 
+void BlockTrace::set_packer(std::shared_ptr<ChunkPacker> packer) {
+  packer_ = std::move(packer);
+  inbox_ = packer_ ? std::make_shared<PackInbox>() : nullptr;
+}
+
+bool BlockTrace::hand_to_packer(const Chunk& chunk, const std::vector<Branch>& branches,
+                                const std::vector<StackSnapshot>& stacks) {
+  if (!packer_ || !codec_ || inbox_->pending() >= kMaxPendingPacks) return false;
+  auto code = CodeSnapshot::take(codec_->code(), chunk.previous_to, branches, kMaxPackPages);
+  if (!code) return false;
+  PackJob job{chunk.first_sequence, chunk.previous_to, branches, with_stacks_ ? stacks : std::vector<StackSnapshot>{},
+              std::move(code)};
+  inbox_->expect_one();
+  packer_->submit(inbox_, std::move(job));
+  return true;
+}
+
+void BlockTrace::collect_packed() {
+  if (!inbox_) return;
+  for (PackResult& packed : inbox_->take()) {
+    if (!packed.segment) continue;
+    // The chunk, unless its branches were dropped since.
+    auto it = std::lower_bound(chunks_.begin(), chunks_.end(), packed.first_sequence,
+                               [](const Chunk& c, uint64_t seq) { return c.first_sequence < seq; });
+    if (it == chunks_.end() || it->first_sequence != packed.first_sequence) continue;
+    put_packed(static_cast<std::size_t>(it - chunks_.begin()), packed);
+  }
+}
+
+void BlockTrace::wait_packed() {
+  if (!inbox_) return;
+  inbox_->wait_idle();
+  collect_packed();
+}
+
+// The same branches as the explicit chunk `index` holds, as a PT segment
+// (as sealing in place keeps them): reads give the same either way (the
+// unpacked cache stays good). Not where it would pass the memory cap.
+void BlockTrace::put_packed(std::size_t index, PackResult& packed) {
+  Chunk& chunk = chunks_[index];
+  if (chunk.pt || chunk.count != packed.count) return;
+  if (chunk_bytes_ - chunk.bytes.size() + packed.segment->bytes.size() > kMemoryCap) return;
+  chunk_bytes_ -= chunk.bytes.size();
+  chunk.bytes = std::move(packed.segment->bytes);
+  chunk.code_hash = packed.segment->code_hash;
+  chunk.packet_bytes = packed.packet_bytes;
+  chunk.pt = true;
+  chunk_bytes_ += chunk.bytes.size();
+  ++pt_chunks_;
+}
+
 void BlockTrace::seal_open_chunk(std::size_t count) {
   if (count == 0) return;
+  collect_packed();
   // Sealing short of all the open structs (a hold keeps the newest) packs
   // a copy of the oldest ones.
   std::vector<Branch> head;
@@ -92,7 +145,8 @@ void BlockTrace::seal_open_chunk(std::size_t count) {
   Chunk chunk{open_first_sequence(), open_previous_to_, {}};
   chunk.count = static_cast<uint32_t>(count);
   std::optional<PackedPtSegment> segment;
-  if (codec_) segment = codec_->pack(open_previous_to_, branches);
+  const bool handed = hand_to_packer(chunk, branches, stacks);
+  if (codec_ && !handed) segment = codec_->pack(open_previous_to_, branches);
   if (segment) {
     chunk.pt = true;
     chunk.code_hash = segment->code_hash;
@@ -382,6 +436,7 @@ void BlockTrace::clear(uint64_t origin) {
   hold_.reset();
   with_stacks_ = false;
   signals_.clear();
+  if (packer_) inbox_ = std::make_shared<PackInbox>();  // what was handed over before is dropped
 }
 
 void BlockTrace::mark_signal(uint64_t sequence, uint64_t pc, int signal) {

@@ -33,6 +33,9 @@
 namespace decoder {
 
 class PtChunkCodec;
+class ChunkPacker;
+class PackInbox;
+struct PackResult;
 
 enum class OverflowPolicy {
   DropOldest,  // ring: the newest branches win (BTS default)
@@ -85,6 +88,22 @@ class BlockTrace {
   // code again; if it changed under the chunk, its branches read as gaps
   // (from kGapAddress). Null: the explicit format only.
   void set_code(std::shared_ptr<CodeReader> code);
+  // Packing off the caller's path (decoder/chunk_packer.h): chunks sealed
+  // from now on stay in the explicit format until `packer` has packed
+  // them and collect_packed() puts the segments in. Null: packed where
+  // sealed (as without a packer).
+  void set_packer(std::shared_ptr<ChunkPacker> packer);
+  // Puts in the segments the packer finished (sealing does too); cheap
+  // when there are none.
+  void collect_packed();
+  // Waits until the packer finished every chunk handed to it, then
+  // collects (tests and benchmarks).
+  void wait_packed();
+  // At most this many chunks wait for the packer; beyond, a chunk is
+  // packed where it is sealed (the packer fell behind).
+  static constexpr std::size_t kMaxPendingPacks = 8;
+  // At most this many pages of code go with one chunk to the packer.
+  static constexpr std::size_t kMaxPackPages = 32;
   // A sealed PT chunk's packets as stored (a segment starting with PSB+;
   // its last branch's packets end it), for a pt document to pass through.
   struct StoredSegment {
@@ -183,6 +202,11 @@ class BlockTrace {
   // Whether the trace's newest `count` branches are open structs equal to
   // the first `count` of `branches`.
   bool newest_open_are(const std::vector<Branch>& branches, std::size_t count) const;
+  // Hands `branches` (and their `stacks`) to the packer as chunk `chunk`
+  // (explicit until then); false when they must be packed here.
+  bool hand_to_packer(const Chunk& chunk, const std::vector<Branch>& branches,
+                      const std::vector<StackSnapshot>& stacks);
+  void put_packed(std::size_t index, PackResult& packed);
   bool append_branch(const Branch& branch, const StackSnapshot& stack);
   const Unpacked& unpacked(uint64_t seq) const;  // the packed chunk holding `seq`, unpacked
   void unpack(std::size_t index, Unpacked& u) const;
@@ -195,6 +219,8 @@ class BlockTrace {
   std::size_t chunk_bytes_ = 0;         // sum of chunks_' bytes
   std::size_t pt_chunks_ = 0;           // chunks_ in PT packets
   std::shared_ptr<PtChunkCodec> codec_;  // null: no code reader
+  std::shared_ptr<ChunkPacker> packer_;  // null: chunks are packed where sealed
+  std::shared_ptr<PackInbox> inbox_;     // the packer's results for this trace
   std::vector<Branch> open_;            // the newest branches, after the last chunk
   std::vector<StackSnapshot> open_stacks_;  // parallel to open_, or empty
   mutable Unpacked unpacked_[2];

@@ -23,15 +23,11 @@ class PageView final : public PageCachedReader {
 
 }  // namespace
 
-std::optional<PackedPtSegment> PtChunkCodec::pack(uint64_t previous_to, const std::vector<Branch>& branches) {
-  if (!code_ || branches.empty()) return std::nullopt;
-  if (!insns_) {
-    auto created = InstructionDecoder::create();
-    if (!created) return std::nullopt;
-    insns_.emplace(std::move(*created));
-  }
-  PageView view(*code_);
-  BlockCache blocks(*insns_, view);
+std::optional<PackedPtSegment> pack_pt_segment(InstructionDecoder& insns, CodeReader& code, uint64_t previous_to,
+                                               const std::vector<Branch>& branches) {
+  if (branches.empty()) return std::nullopt;
+  PageView view(code);
+  BlockCache blocks(insns, view);
   auto segment = encode_pt_segment(previous_to, branches, blocks);
   if (!segment || !segment->has_value()) return std::nullopt;
   std::vector<uint8_t>& bytes = (*segment)->bytes;
@@ -39,6 +35,16 @@ std::optional<PackedPtSegment> PtChunkCodec::pack(uint64_t previous_to, const st
   if (!decoded || decoded->branches != branches) return std::nullopt;
   bytes.shrink_to_fit();
   return PackedPtSegment{std::move(bytes), decoded->code_hash};
+}
+
+std::optional<PackedPtSegment> PtChunkCodec::pack(uint64_t previous_to, const std::vector<Branch>& branches) {
+  if (!code_ || branches.empty()) return std::nullopt;
+  if (!insns_) {
+    auto created = InstructionDecoder::create();
+    if (!created) return std::nullopt;
+    insns_.emplace(std::move(*created));
+  }
+  return pack_pt_segment(*insns_, *code_, previous_to, branches);
 }
 
 std::optional<PackedPtSegment> PtChunkCodec::adopt(uint64_t previous_to, std::span<const uint8_t> packets,

@@ -36,6 +36,11 @@ struct PackedPtSegment {
   uint64_t code_hash = 0;
 };
 
+// The segment of `branches` (the first block begins at `previous_to`)
+// over `code`, or nullopt when it would not give them back exactly.
+std::optional<PackedPtSegment> pack_pt_segment(InstructionDecoder& insns, CodeReader& code, uint64_t previous_to,
+                                               const std::vector<Branch>& branches);
+
 class PtChunkCodec {
  public:
   explicit PtChunkCodec(std::shared_ptr<CodeReader> code) : code_(std::move(code)) {}
@@ -51,6 +56,8 @@ class PtChunkCodec {
   // branch went to `end_to`; nullopt when the code changed or the walk fails.
   std::optional<std::vector<Branch>> unpack(const uint8_t* bytes, std::size_t size, uint64_t code_hash,
                                             uint64_t previous_to, uint64_t end_to, std::size_t count);
+  // The reader packing goes through (for a snapshot of the code to pack elsewhere).
+  CodeReader& code() { return *code_; }
 
  private:
   std::shared_ptr<CodeReader> code_;

@@ -112,6 +112,7 @@ TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedS
                                !stop.single_stepped && stop.signal == SIGTRAP;
   if (t == nullptr) return TraceVerdict::Report;
   ++stats_.stops;
+  if (t->trace) t->trace->collect_packed();  // segments the packer finished
   if (t->disarm_pending || !t->enabled || t->frozen) {
     // A trace stop armed before tracing ended: swallow it, never show it.
     arm(control, *t, stop.tid, std::nullopt);

@@ -231,6 +231,8 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   bool untraced_met_ = false;   // since the last enable: an untraced thread met a kept int3
   TracedThreadControl* control_ = nullptr;
   std::map<pid_t, ThreadState> threads_;
+  // Packs every trace's chunks on a worker thread (made with the first trace).
+  std::shared_ptr<decoder::ChunkPacker> packer_;
   // Plans by entry transfer address (null: it gets a stop of its own),
   // shared with the threads following them (plans are made per stop).
   // Decided once, so that no int3 is ever put on a transfer some plan runs

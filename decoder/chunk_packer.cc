@@ -1,0 +1,113 @@
+#include "decoder/chunk_packer.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "decoder/branch_chunk.h"
+
+namespace decoder {
+
+namespace {
+
+// Blocks longer than this are not walked from a snapshot (nor, in
+// practice, at all: no straight-line run of code is that long).
+constexpr uint64_t kMaxBlockBytes = 1 << 16;
+// The longest x86 instruction: one starting at a block's end may reach
+// into the next page.
+constexpr uint64_t kMaxInstructionBytes = 15;
+
+}  // namespace
+
+std::shared_ptr<const CodeSnapshot> CodeSnapshot::take(CodeReader& code, uint64_t previous_to,
+                                                       const std::vector<Branch>& branches, std::size_t max_pages) {
+  std::set<uint64_t> pages;
+  auto cover = [&](uint64_t begin, uint64_t end) {
+    if (end < begin || end - begin > kMaxBlockBytes || end > UINT64_MAX - kMaxInstructionBytes) return false;
+    for (uint64_t page = begin & ~(kPageSize - 1); page <= end + kMaxInstructionBytes; page += kPageSize) {
+      pages.insert(page);
+      if (pages.size() > max_pages) return false;
+    }
+    return true;
+  };
+  uint64_t begin = previous_to;
+  for (const Branch& b : branches) {
+    if (!cover(begin, b.from)) return nullptr;
+    begin = b.to;
+  }
+  if (!branches.empty() && !cover(begin, begin)) return nullptr;
+  auto snapshot = std::make_shared<CodeSnapshot>();
+  for (uint64_t page : pages) {
+    std::vector<uint8_t> bytes(kPageSize);
+    bytes.resize(code.read(page, bytes.data(), bytes.size()));
+    snapshot->pages_.emplace(page, std::move(bytes));
+  }
+  return snapshot;
+}
+
+std::size_t CodeSnapshot::read(uint64_t addr, uint8_t* out, std::size_t len) {
+  return static_cast<const CodeSnapshot*>(this)->read(addr, out, len);
+}
+
+std::size_t CodeSnapshot::read(uint64_t addr, uint8_t* out, std::size_t len) const {
+  std::size_t n = 0;
+  while (n < len) {
+    const uint64_t at = addr + n;
+    auto page = pages_.find(at & ~(kPageSize - 1));
+    if (page == pages_.end()) break;
+    const std::size_t offset = static_cast<std::size_t>(at - page->first);
+    if (offset >= page->second.size()) break;
+    const std::size_t take = std::min(len - n, page->second.size() - offset);
+    std::copy_n(page->second.begin() + static_cast<std::ptrdiff_t>(offset), take, out + n);
+    n += take;
+  }
+  return n;
+}
+
+PackResult run_pack_job(const PackJob& job, InstructionDecoder& insns) {
+  PackResult result;
+  result.first_sequence = job.first_sequence;
+  result.count = static_cast<uint32_t>(job.branches.size());
+  if (!job.code) return result;
+  // CodeReader::read is not const, but a snapshot's read changes nothing.
+  auto& code = const_cast<CodeSnapshot&>(*job.code);
+  result.segment = pack_pt_segment(insns, code, job.previous_to, job.branches);
+  if (result.segment) {
+    result.packet_bytes = static_cast<uint32_t>(result.segment->bytes.size());
+    if (!job.stacks.empty()) {
+      const std::vector<uint8_t> stacks = encode_stack_stream(job.stacks);
+      result.segment->bytes.insert(result.segment->bytes.end(), stacks.begin(), stacks.end());
+      result.segment->bytes.shrink_to_fit();
+    }
+  }
+  return result;
+}
+
+void PackInbox::expect_one() {
+  std::lock_guard lock(mutex_);
+  ++pending_;
+}
+
+void PackInbox::put(PackResult result) {
+  std::lock_guard lock(mutex_);
+  done_.push_back(std::move(result));
+  if (pending_ > 0) --pending_;
+  if (pending_ == 0) idle_.notify_all();
+}
+
+std::vector<PackResult> PackInbox::take() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(done_, {});
+}
+
+std::size_t PackInbox::pending() const {
+  std::lock_guard lock(mutex_);
+  return pending_;
+}
+
+void PackInbox::wait_idle() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return pending_ == 0; });
+}
+
+}  // namespace decoder

@@ -1,0 +1,64 @@
+#include "stub/tracing/background_packer.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+namespace stub::tracing {
+
+BackgroundPacker::BackgroundPacker() {
+  // The worker inherits the mask it is created with.
+  sigset_t all, before;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &before);
+  worker_ = std::thread([this] { work(); });
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
+}
+
+BackgroundPacker::~BackgroundPacker() {
+  std::deque<std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob>> left;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    left.swap(jobs_);
+  }
+  wake_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  for (auto& [inbox, job] : left) {
+    decoder::PackResult unpacked;
+    unpacked.first_sequence = job.first_sequence;
+    unpacked.count = static_cast<uint32_t>(job.branches.size());
+    inbox->put(std::move(unpacked));
+  }
+}
+
+void BackgroundPacker::submit(std::shared_ptr<decoder::PackInbox> inbox, decoder::PackJob job) {
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.emplace_back(std::move(inbox), std::move(job));
+  }
+  wake_.notify_one();
+}
+
+void BackgroundPacker::work() {
+  auto insns = decoder::InstructionDecoder::create();
+  for (;;) {
+    std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob> next;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (stopping_) return;
+      next = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    decoder::PackResult result;
+    if (insns) {
+      result = decoder::run_pack_job(next.second, *insns);
+    } else {
+      result.first_sequence = next.second.first_sequence;
+      result.count = static_cast<uint32_t>(next.second.branches.size());
+    }
+    next.first->put(std::move(result));
+  }
+}
+
+}  // namespace stub::tracing

@@ -1,0 +1,189 @@
+// decoder/chunk_packer.h through BlockTrace: with a packer, a sealed chunk
+// is explicit until its PT segment comes back and is collected; the
+// branches and stacks read the same all along; a result for branches
+// dropped (or a history cleared) meanwhile is ignored; past
+// kMaxPendingPacks chunks are packed in place. The snapshot holds the code
+// as it was when the chunk was sealed. Also the threaded packer
+// (stub/tracing/background_packer.h).
+#include <catch2/catch.hpp>
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "decoder/block_trace.h"
+#include "decoder/chunk_packer.h"
+#include "pt_program.h"
+#include "stub/tracing/background_packer.h"
+
+using decoder::BlockTrace;
+using decoder::Branch;
+using decoder::StackSnapshot;
+using pt_program::B;
+
+namespace {
+
+// The program's loop, func and back: B+0x07 jne B+0x05 twice, then out,
+// call func, ret, and from B+0x0e back to B.
+std::vector<Branch> pass() {
+  return {{B + 0x07, B + 0x05}, {B + 0x07, B + 0x05}, {B + 0x09, B + 0x2d}, {B + 0x31, B + 0x0e},
+          {B + 0x0e, B}};
+}
+
+StackSnapshot stack_for(uint64_t i) { return {0x7ffc0000 - (i % 5) * 8, 0x7ffc0100}; }
+
+std::vector<Branch> fill(BlockTrace& trace, std::size_t n, bool stacks, std::size_t first = 0) {
+  std::vector<Branch> all;
+  const std::vector<Branch> p = pass();
+  for (std::size_t i = first; i < first + n; ++i) {
+    const Branch b = p[i % p.size()];
+    all.push_back(b);
+    REQUIRE((stacks ? trace.append(b.from, b.to, stack_for(i)) : trace.append(b.from, b.to)));
+  }
+  return all;
+}
+
+// Keeps the jobs until the test runs them.
+class HeldPacker final : public decoder::ChunkPacker {
+ public:
+  void submit(std::shared_ptr<decoder::PackInbox> inbox, decoder::PackJob job) override {
+    jobs.emplace_back(std::move(inbox), std::move(job));
+  }
+  void run_all() {
+    auto insns = decoder::InstructionDecoder::create().value();
+    for (auto& [inbox, job] : jobs) inbox->put(decoder::run_pack_job(job, insns));
+    jobs.clear();
+  }
+  std::deque<std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob>> jobs;
+};
+
+struct Code {
+  std::vector<uint8_t> bytes = pt_program::kCode;
+  std::shared_ptr<decoder::BufferReader> reader =
+      std::make_shared<decoder::BufferReader>(B, bytes.data(), bytes.size());
+};
+
+}  // namespace
+
+TEST_CASE("chunk packer: chunks are explicit until packed and collected, and read the same all along") {
+  for (bool stacks : {false, true}) {
+    CAPTURE(stacks);
+    Code code;
+    auto packer = std::make_shared<HeldPacker>();
+    BlockTrace trace(B, 100000);
+    trace.set_code(code.reader);
+    trace.set_packer(packer);
+    const std::vector<Branch> all = fill(trace, 3 * BlockTrace::kChunkBranches + 10, stacks);
+    REQUIRE(packer->jobs.size() == 3);
+    CHECK(trace.pt_chunks() == 0);
+    CHECK(trace.explicit_chunks() == 3);
+    auto check = [&] {
+      for (uint64_t seq = 0; seq < all.size(); ++seq) {
+        REQUIRE(trace.at(seq) == all[seq]);
+        if (stacks) REQUIRE(trace.stack_at(seq) == stack_for(seq));
+      }
+    };
+    check();
+    // The code changes after sealing: the snapshot packs what ran.
+    code.bytes[0x31] = 0x90;
+    packer->run_all();
+    code.bytes[0x31] = 0xc3;
+    CHECK(trace.pt_chunks() == 0);  // not collected yet
+    trace.collect_packed();
+    CHECK(trace.pt_chunks() == 3);
+    CHECK(trace.explicit_chunks() == 0);
+    check();
+    // The stored segments are what packing in place makes.
+    BlockTrace in_place(B, 100000);
+    in_place.set_code(code.reader);
+    (void)fill(in_place, all.size(), stacks);
+    const auto got = trace.stored_segments(0);
+    const auto want = in_place.stored_segments(0);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CHECK(std::vector<uint8_t>(got[i].packets.begin(), got[i].packets.end()) ==
+            std::vector<uint8_t>(want[i].packets.begin(), want[i].packets.end()));
+    }
+  }
+}
+
+TEST_CASE("chunk packer: results for dropped branches or a cleared history are ignored") {
+  Code code;
+  auto packer = std::make_shared<HeldPacker>();
+  BlockTrace trace(B, 2 * BlockTrace::kChunkBranches);
+  trace.set_code(code.reader);
+  trace.set_packer(packer);
+  std::vector<Branch> all = fill(trace, 4 * BlockTrace::kChunkBranches + 3, false);
+  packer->run_all();
+  trace.collect_packed();
+  // Four chunks went to the packer; the two the ring still holds were
+  // replaced, the results for the dropped ones found no chunk.
+  REQUIRE(trace.first_sequence() == all.size() - 2 * BlockTrace::kChunkBranches);
+  CHECK(trace.pt_chunks() == 2);
+  CHECK(trace.explicit_chunks() == 0);
+  for (uint64_t seq = trace.first_sequence(); seq < trace.end_sequence(); ++seq) REQUIRE(trace.at(seq) == all[seq]);
+
+  // A history cleared while its chunks were with the packer.
+  const uint64_t before = trace.end_sequence();
+  (void)fill(trace, BlockTrace::kChunkBranches + 1, false, before);
+  REQUIRE(packer->jobs.size() == 1);
+  trace.clear(B);
+  std::vector<Branch> fresh = fill(trace, BlockTrace::kChunkBranches + 1, false);
+  packer->run_all();
+  trace.collect_packed();
+  CHECK(trace.pt_chunks() == 1);  // the fresh chunk; the old result went to the old inbox
+  for (uint64_t seq = trace.first_sequence(); seq < trace.end_sequence(); ++seq) {
+    REQUIRE(trace.at(seq) == fresh[seq - trace.first_sequence()]);
+  }
+}
+
+TEST_CASE("chunk packer: past kMaxPendingPacks waiting chunks, chunks are packed in place") {
+  Code code;
+  auto packer = std::make_shared<HeldPacker>();
+  BlockTrace trace(B, 100000);
+  trace.set_code(code.reader);
+  trace.set_packer(packer);
+  const std::size_t chunks = BlockTrace::kMaxPendingPacks + 3;
+  (void)fill(trace, chunks * BlockTrace::kChunkBranches + 1, false);
+  CHECK(packer->jobs.size() == BlockTrace::kMaxPendingPacks);
+  CHECK(trace.pt_chunks() == 3);
+  CHECK(trace.explicit_chunks() == BlockTrace::kMaxPendingPacks);
+}
+
+TEST_CASE("chunk packer: a snapshot reads the pages under the blocks, and refuses a block it cannot walk") {
+  Code code;
+  auto snapshot = decoder::CodeSnapshot::take(*code.reader, B, pass(), 32);
+  REQUIRE(snapshot != nullptr);
+  uint8_t bytes[4] = {};
+  CHECK(snapshot->read(B + 0x05, bytes, 4) == 4);
+  CHECK(bytes[0] == 0xff);
+  CHECK(snapshot->read(B + code.bytes.size(), bytes, 4) == 0);  // past the code: as the reader
+  // A block that ends before it begins (a gap's address), or too wide.
+  CHECK(decoder::CodeSnapshot::take(*code.reader, B + 0x40, {{B + 0x07, B + 0x05}}, 32) == nullptr);
+  CHECK(decoder::CodeSnapshot::take(*code.reader, B, {{B + 0x100000, B}}, 32) == nullptr);
+}
+
+TEST_CASE("chunk packer: the background packer packs on its own thread; wait_packed collects all") {
+  Code code;
+  auto packer = std::make_shared<stub::tracing::BackgroundPacker>();
+  BlockTrace trace(B, 100000);
+  trace.set_code(code.reader);
+  trace.set_packer(packer);
+  const std::vector<Branch> all = fill(trace, 6 * BlockTrace::kChunkBranches + 1, true);
+  trace.wait_packed();
+  CHECK(trace.pt_chunks() == 6);
+  for (uint64_t seq = 0; seq < all.size(); ++seq) {
+    REQUIRE(trace.at(seq) == all[seq]);
+    REQUIRE(trace.stack_at(seq) == stack_for(seq));
+  }
+  // Going away with jobs queued: the traces keep their chunks explicit.
+  BlockTrace other(B, 100000);
+  other.set_code(code.reader);
+  {
+    auto short_lived = std::make_shared<stub::tracing::BackgroundPacker>();
+    other.set_packer(short_lived);
+    (void)fill(other, 4 * BlockTrace::kChunkBranches + 1, false);
+    other.set_packer(nullptr);
+  }
+  for (uint64_t seq = 0; seq < other.end_sequence(); ++seq) REQUIRE(other.at(seq) == pass()[seq % pass().size()]);
+}
