@@ -1,7 +1,9 @@
 #include "stub/tracing/background_packer.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <unistd.h>
 
 namespace stub::tracing {
 
@@ -39,7 +41,28 @@ void BackgroundPacker::submit(std::shared_ptr<decoder::PackInbox> inbox, decoder
   wake_.notify_one();
 }
 
+namespace {
+
+// The server pins itself and the program to one CPU (stub/server/
+// cpu_affinity.h), where they take turns at every ptrace stop; the worker
+// inherits that CPU and would only take turns with them. It runs on the
+// others instead, where there are any.
+void move_off_current_cpu() {
+  const int here = sched_getcpu();
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (here < 0 || cpus <= 1) return;
+  cpu_set_t others;
+  CPU_ZERO(&others);
+  for (long cpu = 0; cpu < cpus && cpu < CPU_SETSIZE; ++cpu) {
+    if (cpu != here) CPU_SET(static_cast<int>(cpu), &others);
+  }
+  (void)sched_setaffinity(0, sizeof others, &others);
+}
+
+}  // namespace
+
 void BackgroundPacker::work() {
+  move_off_current_cpu();
   auto insns = decoder::InstructionDecoder::create();
   for (;;) {
     std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob> next;
