@@ -161,6 +161,33 @@ bool contains(const std::vector<uint8_t>& haystack, const std::vector<uint8_t>& 
   return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
 }
 
+// The CPU's stream: 40 passes, a PSB+ every 256 bytes, tracing off at
+// B+0x2b where the thread stopped; with the CPU's other packets.
+std::vector<uint8_t> cpu_stream() {
+  auto insns = decoder::InstructionDecoder::create().value();
+  decoder::BufferReader code{B, kCode.data(), kCode.size()};
+  decoder::BlockCache cache{insns, code};
+  decoder::PtEncodeOptions options;
+  options.psb_period = 256;
+  auto encoded = decoder::encode_pt(passes(40), cache, options);
+  REQUIRE(encoded.ok());
+  return with_cpu_packets(encoded->bytes);
+}
+
+// Every complete segment of `cpu_bytes` (starting at `psbs`) but the
+// first is in `raw` as the CPU wrote it. The last has no PSB after it;
+// the first is re-encoded on purpose: gdb's history begins at the pc it
+// turned tracing on at (stub/session/btrace_pt_trace.cc).
+void check_segments_after_first(const std::vector<uint8_t>& raw, const std::vector<uint8_t>& cpu_bytes,
+                                const std::vector<std::size_t>& psbs) {
+  for (std::size_t i = 1; i + 1 < psbs.size(); ++i) {
+    const std::vector<uint8_t> segment(cpu_bytes.begin() + static_cast<long>(psbs[i]),
+                                       cpu_bytes.begin() + static_cast<long>(psbs[i + 1]));
+    INFO("segment " << i);
+    CHECK(contains(raw, segment));
+  }
+}
+
 const pid_t kTid = 100;  // FakeProcess's thread
 
 struct HardwareFixture {
@@ -204,17 +231,7 @@ TEST_CASE("pt over intel-pt: the CPU's segments reach gdb byte for byte, timing 
   const int fd = f.backend.event_fd(kTid);
   REQUIRE(fd >= 0);
 
-  // The CPU's stream: 40 passes, a PSB+ every 256 bytes, tracing off at
-  // B+0x2b where the thread stopped.
-  const std::vector<decoder::Block> run = passes(40);
-  auto insns = decoder::InstructionDecoder::create().value();
-  decoder::BufferReader code{B, kCode.data(), kCode.size()};
-  decoder::BlockCache cache{insns, code};
-  decoder::PtEncodeOptions options;
-  options.psb_period = 256;
-  auto encoded = decoder::encode_pt(run, cache, options);
-  REQUIRE(encoded.ok());
-  const std::vector<uint8_t> cpu_bytes = with_cpu_packets(encoded->bytes);
+  const std::vector<uint8_t> cpu_bytes = cpu_stream();
   const std::vector<std::size_t> psbs = psb_offsets(cpu_bytes);
   REQUIRE(psbs.size() >= 4);
   REQUIRE(psbs.front() == 0);
@@ -225,19 +242,10 @@ TEST_CASE("pt over intel-pt: the CPU's segments reach gdb byte for byte, timing 
   f.set_pc(B + 0x2b);
 
   const std::vector<uint8_t> raw = raw_of(f.ask("qXfer:btrace:read:all:0,fffff"));
-  // Every complete segment (all but the last, which no PSB closes) is in
-  // the document as the CPU wrote it; but the first: gdb's history begins
-  // at the pc it turned tracing on at, so the document encodes its own
-  // start there (stub/session/btrace_pt_trace.cc).
   const auto* trace = f.backend.trace(kTid);
   REQUIRE(trace != nullptr);
   CHECK(trace->pt_chunks() == psbs.size() - 1);
-  for (std::size_t i = 1; i + 1 < psbs.size(); ++i) {
-    const std::vector<uint8_t> segment(cpu_bytes.begin() + static_cast<long>(psbs[i]),
-                                       cpu_bytes.begin() + static_cast<long>(psbs[i + 1]));
-    INFO("segment " << i);
-    CHECK(contains(raw, segment));
-  }
+  check_segments_after_first(raw, cpu_bytes, psbs);
   // gdb decodes the same instructions from the document as from the CPU's
   // stream.
   CHECK(instructions(raw) == instructions(cpu_bytes));
@@ -248,17 +256,10 @@ TEST_CASE("pt over intel-pt: segments a stop read in the middle of still reach g
   REQUIRE(f.ask("Qbtrace:pt") == "OK");
   const int fd = f.backend.event_fd(kTid);
   REQUIRE(fd >= 0);
-  const std::vector<decoder::Block> run = passes(40);
-  auto insns = decoder::InstructionDecoder::create().value();
-  decoder::BufferReader code{B, kCode.data(), kCode.size()};
-  decoder::BlockCache cache{insns, code};
-  decoder::PtEncodeOptions options;
-  options.psb_period = 256;
-  auto encoded = decoder::encode_pt(run, cache, options);
-  REQUIRE(encoded.ok());
-  const std::vector<uint8_t> cpu_bytes = with_cpu_packets(encoded->bytes);
+  const std::vector<uint8_t> cpu_bytes = cpu_stream();
   const std::vector<std::size_t> psbs = psb_offsets(cpu_bytes);
   REQUIRE(psbs.size() >= 4);
+  REQUIRE(psbs.front() == 0);
 
   // The thread stops in the middle of every segment, and gdb reads the
   // document there (as `record instruction-history` after a step would).
@@ -281,14 +282,6 @@ TEST_CASE("pt over intel-pt: segments a stop read in the middle of still reach g
   f.set_pc(B + 0x2b);
 
   const std::vector<uint8_t> raw = raw_of(f.ask("qXfer:btrace:read:all:0,fffff"));
-  // Every complete segment after the first (gdb's history begins at the
-  // pc tracing began at: the document encodes its own start) as the CPU
-  // wrote it.
-  for (std::size_t i = 1; i + 1 < psbs.size(); ++i) {
-    const std::vector<uint8_t> segment(cpu_bytes.begin() + static_cast<long>(psbs[i]),
-                                       cpu_bytes.begin() + static_cast<long>(psbs[i + 1]));
-    INFO("segment " << i);
-    CHECK(contains(raw, segment));
-  }
+  check_segments_after_first(raw, cpu_bytes, psbs);
   CHECK(instructions(raw) == instructions(cpu_bytes));
 }
