@@ -30,9 +30,12 @@ std::size_t PageCachedReader::read(uint64_t addr, uint8_t* out, std::size_t len)
 }
 
 const std::vector<uint8_t>& PageCachedReader::page_at(uint64_t page) {
+  if (last_ != nullptr && last_page_ == page) return *last_;
   auto it = pages_.find(page);
-  if (it != pages_.end()) return it->second;
-  return pages_.emplace(page, fetch_page(page)).first->second;
+  if (it == pages_.end()) it = pages_.emplace(page, fetch_page(page)).first;
+  last_page_ = page;
+  last_ = &it->second;
+  return *last_;
 }
 
 }  // namespace decoder

@@ -13,13 +13,14 @@ namespace {
 class FakePages final : public decoder::PageCachedReader {
  public:
   std::map<uint64_t, int> fetches;
+  int shift = 0;  // added to every byte: the program wrote its code
 
  private:
   std::vector<uint8_t> fetch_page(uint64_t page) override {
     ++fetches[page];
     if (page < 0x1000 || page > 0x3000) return {};
     std::vector<uint8_t> bytes(page == 0x3000 ? 16 : kPageSize);
-    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>((page + i) & 0xff);
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>((page + i + shift) & 0xff);
     return bytes;
   }
 };
@@ -40,4 +41,18 @@ TEST_CASE("a page-cached reader fetches each page once and stops where the mappi
   pages.clear();
   CHECK(pages.read(0x1000, out, 8) == 8);
   CHECK(pages.fetches[0x1000] == 2);
+}
+
+TEST_CASE("a page-cached reader reads the page read last again after clear(), as it is now", "[code_reader]") {
+  FakePages pages;
+  uint8_t out[4] = {};
+  CHECK(pages.read(0x1004, out, 4) == 4);
+  CHECK(pages.read(0x2004, out, 4) == 4);
+  CHECK(pages.read(0x2008, out, 4) == 4);  // the same page as before: no fetch
+  CHECK(pages.fetches[0x2000] == 1);
+  pages.shift = 1;
+  pages.clear();
+  CHECK(pages.read(0x2008, out, 4) == 4);
+  CHECK(pages.fetches[0x2000] == 2);
+  CHECK(out[0] == 0x09);
 }
