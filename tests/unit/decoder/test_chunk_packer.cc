@@ -7,6 +7,7 @@
 // (stub/tracing/background_packer.h).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -161,6 +162,40 @@ TEST_CASE("chunk packer: a snapshot reads the pages under the blocks, and refuse
   // A block that ends before it begins (a gap's address), or too wide.
   CHECK(decoder::CodeSnapshot::take(*code.reader, B + 0x40, {{B + 0x07, B + 0x05}}, 32) == nullptr);
   CHECK(decoder::CodeSnapshot::take(*code.reader, B, {{B + 0x100000, B}}, 32) == nullptr);
+}
+
+namespace {
+
+// Any address reads as nops; the pages asked for are logged.
+struct PageLog final : decoder::CodeReader {
+  std::vector<uint64_t> reads;
+  std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) override {
+    reads.push_back(addr);
+    std::fill_n(out, len, uint8_t{0x90});
+    return len;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("chunk packer: a snapshot reads each page once, however often the blocks come back to it") {
+  constexpr uint64_t P = 0x400000, Q = 0x403000;
+  const std::vector<Branch> branches = {
+      {P + 0x10, Q + 0x10}, {Q + 0x20, P + 0x10}, {P + 0x20, Q + 0x10}, {Q + 0x20, P + 0x100}};
+  PageLog log;
+  REQUIRE(decoder::CodeSnapshot::take(log, P, branches, 2) != nullptr);
+  CHECK(log.reads == std::vector<uint64_t>{P, Q});
+  CHECK(decoder::CodeSnapshot::take(log, P, branches, 1) == nullptr);  // more pages than allowed
+  // A block near the page's end takes the next page too (an instruction
+  // there may reach into it).
+  log.reads.clear();
+  REQUIRE(decoder::CodeSnapshot::take(log, P, {{P + 0xff8, Q}}, 32) != nullptr);
+  CHECK(log.reads == std::vector<uint64_t>{P, P + 0x1000, Q});
+  // The top page of the address space: its walk must not wrap to page 0.
+  constexpr uint64_t Top = 0xfffffffffffff000;
+  log.reads.clear();
+  REQUIRE(decoder::CodeSnapshot::take(log, Top, {{Top + 0xf00, Top + 0x10}}, 32) != nullptr);
+  CHECK(log.reads == std::vector<uint64_t>{Top});
 }
 
 TEST_CASE("chunk packer: the background packer packs on its own thread; wait_packed collects all") {
