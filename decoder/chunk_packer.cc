@@ -104,12 +104,15 @@ void PackInbox::expect_one() {
 void PackInbox::put(PackResult result) {
   std::lock_guard lock(mutex_);
   done_.push_back(std::move(result));
+  has_done_.store(true, std::memory_order_release);
   if (pending_ > 0) --pending_;
   if (pending_ == 0) idle_.notify_all();
 }
 
 std::vector<PackResult> PackInbox::take() {
+  if (!has_done_.load(std::memory_order_acquire)) return {};
   std::lock_guard lock(mutex_);
+  has_done_.store(false, std::memory_order_relaxed);
   return std::exchange(done_, {});
 }
 

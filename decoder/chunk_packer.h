@@ -15,6 +15,7 @@
 //
 // The packer runs jobs where it likes: stub/tracing/background_packer.h
 // runs them on a worker thread, while the tracer waits for the program.
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -81,6 +82,9 @@ class PackInbox {
   mutable std::mutex mutex_;
   std::condition_variable idle_;
   std::vector<PackResult> done_;
+  // done_ is not empty. The trace looks at every trace stop, mostly to
+  // find nothing: that look takes no lock.
+  std::atomic<bool> has_done_{false};
   std::size_t pending_ = 0;
 };
 
