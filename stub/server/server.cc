@@ -163,6 +163,8 @@ Expected<std::unique_ptr<SoftwareTracer>> Server::make_software_tracer() const {
     limits->memory_bytes = command_line_.checkpoint_memory;
   }
   (*tracer)->set_checkpoint_limits(limits);
+  // Packing there takes no turns with the tracer and the program.
+  (*tracer)->set_packer_cpus(spare_cpus_);
   return tracer;
 }
 
@@ -172,6 +174,8 @@ int Server::run() {
     // Programs started later inherit the binding (see cpu_affinity.h).
     if (auto pinned = pin_to_current_cpu(); !pinned) {
       std::fprintf(stderr, "btstub: warning: %s; running unpinned\n", pinned.error().message.c_str());
+    } else {
+      spare_cpus_ = std::move(pinned->others);
     }
   }
   auto choice = command_line_.trace_backend;

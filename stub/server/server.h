@@ -4,6 +4,7 @@
 // also the sessions' ProcessFactory: vRun/vAttach/R replace the one program
 // it holds.
 #include <memory>
+#include <vector>
 
 #include "stub/server/options.h"
 #include "stub/tracing/perf_backend.h"
@@ -57,6 +58,8 @@ class Server final : public ProcessFactory {
   Expected<std::unique_ptr<SoftwareTracer>> make_software_tracer() const;
 
   CommandLine command_line_;
+  // The CPUs btstub may use but the one it pinned itself to (run()).
+  std::vector<int> spare_cpus_;
   // Destroyed last: the terminal goes back to its owner once every program
   // is gone.
   TerminalLender terminal_;

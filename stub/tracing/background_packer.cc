@@ -3,11 +3,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <unistd.h>
 
 namespace stub::tracing {
 
-BackgroundPacker::BackgroundPacker() {
+BackgroundPacker::BackgroundPacker(std::vector<int> cpus) : cpus_(std::move(cpus)) {
   // The worker inherits the mask it is created with.
   sigset_t all, before;
   sigfillset(&all);
@@ -43,26 +42,20 @@ void BackgroundPacker::submit(std::shared_ptr<decoder::PackInbox> inbox, decoder
 
 namespace {
 
-// The server pins itself and the program to one CPU (stub/server/
-// cpu_affinity.h), where they take turns at every ptrace stop; the worker
-// inherits that CPU and would only take turns with them. It runs on the
-// others instead, where there are any.
-void move_off_current_cpu() {
-  const int here = sched_getcpu();
-  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  if (here < 0 || cpus <= 1) return;
-  cpu_set_t others;
-  CPU_ZERO(&others);
-  for (long cpu = 0; cpu < cpus && cpu < CPU_SETSIZE; ++cpu) {
-    if (cpu != here) CPU_SET(static_cast<int>(cpu), &others);
+void run_on(const std::vector<int>& cpus) {
+  if (cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) {
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
   }
-  (void)sched_setaffinity(0, sizeof others, &others);
+  (void)sched_setaffinity(0, sizeof set, &set);  // else it stays where it was started
 }
 
 }  // namespace
 
 void BackgroundPacker::work() {
-  move_off_current_cpu();
+  run_on(cpus_);
   auto insns = decoder::InstructionDecoder::create();
   for (;;) {
     std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob> next;

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "decoder/chunk_packer.h"
 
@@ -18,7 +19,8 @@ namespace stub::tracing {
 
 class BackgroundPacker final : public decoder::ChunkPacker {
  public:
-  BackgroundPacker();
+  // The worker runs on `cpus` (empty: where the thread creating it may).
+  explicit BackgroundPacker(std::vector<int> cpus = {});
   // Jobs not started are put back unpacked (their chunks stay explicit);
   // the one running finishes first.
   ~BackgroundPacker() override;
@@ -30,6 +32,7 @@ class BackgroundPacker final : public decoder::ChunkPacker {
  private:
   void work();
 
+  std::vector<int> cpus_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob>> jobs_;

@@ -93,6 +93,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // Checkpoints under whole-program recording (stub/tracing/checkpoints.h);
   // nullopt takes none.
   void set_checkpoint_limits(std::optional<Checkpoints::Limits> limits);
+  // Where the packing worker runs (BackgroundPacker), if set before the
+  // first trace starts: CPUs the tracer and the program are not on.
+  void set_packer_cpus(std::vector<int> cpus) { packer_cpus_ = std::move(cpus); }
   // Forgets decoded code (e.g. after the client wrote into code).
   void invalidate_code() { forget_code(); }
 
@@ -233,6 +236,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   std::map<pid_t, ThreadState> threads_;
   // Packs every trace's chunks on a worker thread (made with the first trace).
   std::shared_ptr<decoder::ChunkPacker> packer_;
+  std::vector<int> packer_cpus_;
   // Plans by entry transfer address (null: it gets a stop of its own),
   // shared with the threads following them (plans are made per stop).
   // Decided once, so that no int3 is ever put on a transfer some plan runs

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""btstub binds itself and its program to one CPU (stub/server/
+cpu_affinity.h); the software tracer's packing worker (stub/tracing/
+background_packer.h) runs on the other CPUs btstub was allowed, and never
+outside the set it was started with.
+
+record_workload at -O2, 300 rounds (about 40 chunks sealed and packed),
+under `btstub --record`, run by gdb to bench_end through `target remote |
+taskset -c CPUS btstub ...`. There gdb's python reads the CPUs every
+thread of the program and of btstub (its parent) may run on:
+- CPUS = every CPU this test may use: the program and btstub's first
+  thread on one CPU of them; the worker on all the others (needs two);
+- CPUS = one CPU: everything, the worker too, on that CPU.
+
+Runs against btstub only (gdbserver starts no threads and pins nothing).
+
+    python3 test_cpu_affinity.py [-v]
+"""
+
+import os
+import shlex
+
+from harness import program, run_gdb, run_test, server_path
+
+# One line a thread: "<program|btstub> <pid> <tid> <Cpus_allowed_list>".
+SHOW_THREADS = (
+    "python import os, re; pid = gdb.selected_inferior().pid; "
+    "ppid = int(re.search(r'PPid:\\s+(\\d+)', open('/proc/%d/status' % pid).read()).group(1)); "
+    "print('\\n'.join('THREAD %s %d %s %s' % (who, p, t, re.search(r'Cpus_allowed_list:\\s+(\\S+)', "
+    "open('/proc/%d/task/%s/status' % (p, t)).read()).group(1)) "
+    "for who, p in (('program', pid), ('btstub', ppid)) for t in os.listdir('/proc/%d/task' % p)))")
+
+
+def cpu_list(text):
+    cpus = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def threads_under(cpus):
+    prog = program("record_workload", "O2")
+    target = "| " + shlex.join(["taskset", "-c", ",".join(map(str, sorted(cpus))),
+                                server_path("btstub"), "--record", "-", prog, "300"])
+    r = run_gdb(["break bench_end", "continue", SHOW_THREADS, "kill"], prog, target, timeout=120)
+    threads = []
+    for line in (r.of(2) or "").splitlines():
+        fields = line.split()
+        if len(fields) == 5 and fields[0] == "THREAD":
+            threads.append((fields[1], int(fields[2]), int(fields[3]), cpu_list(fields[4])))
+    return r, threads
+
+
+def check_all_cpus(c, allowed):
+    r, threads = threads_under(allowed)
+    ctx = r.transcript()
+    c.contains("the program stops at bench_end", r.of(1), "Breakpoint 1, ", ctx)
+    program_threads = [t for t in threads if t[0] == "program"]
+    main = [t for t in threads if t[0] == "btstub" and t[1] == t[2]]
+    workers = [t for t in threads if t[0] == "btstub" and t[1] != t[2]]
+    c.true("the program's threads and btstub's are listed", program_threads and main, ctx)
+    if not (program_threads and main):
+        return
+    pinned = main[0][3]
+    c.true("btstub's first thread is on one CPU of those allowed",
+           len(pinned) == 1 and pinned <= allowed, ctx)
+    c.true("the program is on that CPU", all(t[3] == pinned for t in program_threads), ctx)
+    c.equal("btstub has one more thread: the packing worker", len(workers), 1, ctx)
+    for _, _, tid, cpus in workers:
+        c.equal("the worker (thread %d) runs on every allowed CPU but btstub's" % tid,
+                sorted(cpus), sorted(allowed - pinned), ctx)
+
+
+def check_one_cpu(c, cpu):
+    r, threads = threads_under({cpu})
+    ctx = r.transcript()
+    c.contains("the program stops at bench_end", r.of(1), "Breakpoint 1, ", ctx)
+    c.true("btstub has its worker thread", sum(1 for t in threads if t[0] == "btstub") == 2, ctx)
+    for who, _, tid, cpus in threads:
+        c.equal("%s thread %d stays on CPU %d, as taskset asked" % (who, tid, cpu), sorted(cpus), [cpu], ctx)
+
+
+def main(args, c):
+    if args.server != "btstub":
+        c.true("only btstub pins and packs (skipped for %s)" % args.server, True)
+        return
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) >= 2:
+        check_all_cpus(c, allowed)
+    else:
+        c.true("one CPU only: the worker cannot be elsewhere (skipped)", True)
+    # The last CPU: not where the shell that started the test runs, most often.
+    check_one_cpu(c, max(allowed))
+
+
+if __name__ == "__main__":
+    run_test("test_cpu_affinity", main)
