@@ -113,14 +113,18 @@ Expected<void> PtraceProcess::set_trace_breakpoints(pid_t tid, const std::vector
 }
 
 std::shared_ptr<const ProgramBytes> PtraceProcess::inserted_int3s() const {
-  std::map<uint64_t, uint8_t> all = breakpoints_;
+  // Checkpoints come often and the int3s seldom change between them: one
+  // list serves them all (thousands of int3s under --record), made again
+  // only when either map changed.
+  const std::pair<uint64_t, uint64_t> changes{breakpoints_.changes(), trace_int3s_.changes()};
+  if (last_inserted_int3s_ && last_inserted_changes_ == changes) return last_inserted_int3s_;
+  std::map<uint64_t, uint8_t> all = breakpoints_.get();
   for (const auto& [addr, int3] : trace_int3s_) all[addr] = int3.original;
   ProgramBytes bytes(all.begin(), all.end());
-  // Checkpoints come often and the int3s seldom change between them: one
-  // list serves them all (thousands of int3s under --record).
   if (!last_inserted_int3s_ || *last_inserted_int3s_ != bytes) {
     last_inserted_int3s_ = std::make_shared<const ProgramBytes>(std::move(bytes));
   }
+  last_inserted_changes_ = changes;
   return last_inserted_int3s_;
 }
 
@@ -141,7 +145,7 @@ Expected<void> PtraceProcess::add_trace_int3(uint64_t addr) {
       if (auto r = raw_write(addr, {kInt3}); !r) return r;
     }
   }
-  trace_int3s_[addr] = TraceInt3{original, 1};
+  trace_int3s_.edit()[addr] = TraceInt3{original, 1};
   retired_int3s_.insert(addr);
   return {};
 }
@@ -151,7 +155,7 @@ void PtraceProcess::drop_trace_int3(uint64_t addr) {
   if (it == trace_int3s_.end() || it->second.refs == 0 || --it->second.refs > 0) return;
   if (keep_trace_int3s_) return;
   const uint8_t original = it->second.original;
-  trace_int3s_.erase(it);
+  trace_int3s_.edit().erase(it);
   if (breakpoints_.count(addr) == 0 && alive_) (void)raw_write(addr, {original});
 }
 
@@ -159,13 +163,14 @@ void PtraceProcess::keep_trace_breakpoints(bool keep) {
   if (keep_trace_int3s_ == keep) return;
   keep_trace_int3s_ = keep;
   if (keep) return;
-  for (auto it = trace_int3s_.begin(); it != trace_int3s_.end();) {
+  auto& int3s = trace_int3s_.edit();
+  for (auto it = int3s.begin(); it != int3s.end();) {
     if (it->second.refs > 0) {
       ++it;
       continue;
     }
     if (breakpoints_.count(it->first) == 0 && alive_) (void)raw_write(it->first, {it->second.original});
-    it = trace_int3s_.erase(it);
+    it = int3s.erase(it);
   }
 }
 
@@ -180,7 +185,7 @@ void PtraceProcess::remove_all_trace_int3s() {
   for (const auto& [addr, int3] : trace_int3s_) {
     if (breakpoints_.count(addr) == 0 && alive_) (void)raw_write(addr, {int3.original});
   }
-  trace_int3s_.clear();
+  trace_int3s_.edit().clear();
   for (auto& [tid, thread] : threads_) thread.trace_int3s.clear();
 }
 

@@ -634,8 +634,8 @@ void PtraceProcess::handle_exec() {
   }
   threads_.clear();
   threads_[pid_] = ThreadState{};
-  breakpoints_.clear();
-  trace_int3s_.clear();
+  breakpoints_.edit().clear();
+  trace_int3s_.edit().clear();
   retired_int3s_.clear();
   vfork_parent_ = 0;  // the vfork parent was another thread: gone with the old memory
   WaitRoutes::instance().forget_unclaimed_of(this);

@@ -79,7 +79,7 @@ std::optional<ProcessEvent> PtraceProcess::handle_fork(pid_t parent, bool vfork)
         for (const auto& [addr, int3] : trace_int3s_) (void)write_child_memory(child, addr, int3.original);
       }
       if (report) {
-        held_child_ = HeldChild{child, vfork, vfork ? std::map<uint64_t, uint8_t>{} : breakpoints_};
+        held_child_ = HeldChild{child, vfork, vfork ? std::map<uint64_t, uint8_t>{} : breakpoints_.get()};
         event = ProcessEvent{};
         event->tid = parent;
         event->signal = SIGTRAP;
@@ -210,7 +210,7 @@ Expected<void> PtraceProcess::follow_fork_child() {
   ended_while_stopping_.reset();
   threads_.clear();
   threads_[child.pid] = ThreadState{};
-  breakpoints_ = child.int3s;
+  breakpoints_.edit() = child.int3s;
   last_reported_ = 0;
   open_memory();
   return {};
@@ -225,7 +225,7 @@ Expected<std::unique_ptr<Process>> PtraceProcess::adopt_fork_child() {
   held_child_.reset();
   std::unique_ptr<PtraceProcess> process(new PtraceProcess(child.pid, attached_));
   process->threads_[child.pid] = ThreadState{};
-  process->breakpoints_ = child.int3s;
+  process->breakpoints_.edit() = child.int3s;
   process->pass_signals_ = pass_signals_;
   process->thread_events_ = thread_events_;
   process->fork_events_ = fork_events_;

@@ -318,8 +318,8 @@ void PtraceProcess::open_memory() {
 void PtraceProcess::mark_gone() {
   alive_ = false;
   threads_.clear();
-  breakpoints_.clear();
-  trace_int3s_.clear();
+  breakpoints_.edit().clear();
+  trace_int3s_.edit().clear();
   vfork_parent_ = 0;
   recheck_pending_ = false;
   replay_.clear();
@@ -490,8 +490,17 @@ Expected<void> PtraceProcess::write_memory(uint64_t addr, const std::vector<uint
   }
   if (auto r = raw_write(addr, data); !r) return r;
   // The program's new byte becomes the one to restore; our int3 stays.
-  for (auto it = first; it != last; ++it) it->second = bytes[it->first - addr];
-  for (auto it = trace_first; it != trace_last; ++it) it->second.original = bytes[it->first - addr];
+  const uint64_t end = addr + bytes.size();
+  if (first != last) {
+    auto& user = breakpoints_.edit();
+    for (auto it = user.lower_bound(addr); it != user.end() && it->first < end; ++it) it->second = bytes[it->first - addr];
+  }
+  if (trace_first != trace_last) {
+    auto& trace = trace_int3s_.edit();
+    for (auto it = trace.lower_bound(addr); it != trace.end() && it->first < end; ++it) {
+      it->second.original = bytes[it->first - addr];
+    }
+  }
   return {};
 }
 
@@ -503,7 +512,7 @@ Expected<void> PtraceProcess::insert_breakpoint(uint64_t addr) {
     if (!trace_int3_written(addr)) {
       if (auto r = raw_write(addr, {kInt3}); !r) return r;
     }
-    breakpoints_[addr] = trace->second.original;
+    breakpoints_.edit()[addr] = trace->second.original;
     return {};
   }
   std::vector<uint8_t> original = raw_read(addr, 1);
@@ -512,7 +521,7 @@ Expected<void> PtraceProcess::insert_breakpoint(uint64_t addr) {
                                                   ": cannot access memory");
   }
   if (auto r = raw_write(addr, {kInt3}); !r) return r;
-  breakpoints_[addr] = original[0];
+  breakpoints_.edit()[addr] = original[0];
   return {};
 }
 
@@ -522,7 +531,7 @@ Expected<void> PtraceProcess::remove_breakpoint(uint64_t addr) {
     return make_error(ErrorCode::InvalidArgument, "No breakpoint at " + hex(addr));
   }
   uint8_t original = it->second;
-  breakpoints_.erase(it);
+  breakpoints_.edit().erase(it);
   bool lifted = false;
   for (auto& [tid, state] : threads_) {
     if (state.reinsert_at == addr) {
@@ -622,8 +631,8 @@ Expected<void> PtraceProcess::detach() {
   for (const auto& [addr, original] : breakpoints_) (void)raw_write(addr, {original});
   for (const auto& [addr, int3] : trace_int3s_) (void)raw_write(addr, {int3.original});
   for (auto& [tid, state] : threads_) state.reinsert_at.reset();
-  breakpoints_.clear();
-  trace_int3s_.clear();
+  breakpoints_.edit().clear();
+  trace_int3s_.edit().clear();
   Expected<void> result = detach_threads();
   if (!attached_) detached_children().push_back(pid_);
   mark_gone();

@@ -27,10 +27,12 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <utility>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "stub/process/counted_map.h"
 #include "stub/process/debug_registers.h"
 #include "stub/process/process.h"
 #include "stub/process/trace_hook.h"
@@ -179,7 +181,10 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   };
   struct TraceInt3 {
     uint8_t original = 0;
-    int refs = 0;
+    // Who holds it: bookkeeping, not the program's bytes, so changed
+    // without trace_int3s_.edit() (the tracer takes and lets go of int3s
+    // at every stop; inserted_int3s() need not be rebuilt for that).
+    mutable int refs = 0;
   };
 
   PtraceProcess(pid_t pid, bool attached);
@@ -259,15 +264,18 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   bool ending_ = false;
   int mem_fd_ = -1;
   std::map<pid_t, ThreadState> threads_;
-  std::map<uint64_t, uint8_t> breakpoints_;  // address -> original byte
+  CountedMap<uint64_t, uint8_t> breakpoints_;  // address -> original byte
   bool stopping_all_ = false;          // inside stop_all_threads
   std::set<int> pass_signals_;
   bool thread_events_ = false;
   TraceHook* hook_ = nullptr;
   DebugRegisterState user_debug_;      // Z1-Z4, the same on every thread
   pid_t last_reported_ = 0;            // fairness among pending events
-  std::map<uint64_t, TraceInt3> trace_int3s_;  // the tracer's int3s by address (refs 0: kept)
-  mutable std::shared_ptr<const ProgramBytes> last_inserted_int3s_;  // inserted_int3s(), shared by checkpoints
+  CountedMap<uint64_t, TraceInt3> trace_int3s_;  // the tracer's int3s by address (refs 0: kept)
+  // inserted_int3s(), shared by checkpoints, and the two maps' change
+  // counts when it was made.
+  mutable std::shared_ptr<const ProgramBytes> last_inserted_int3s_;
+  mutable std::pair<uint64_t, uint64_t> last_inserted_changes_{0, 0};
   bool keep_trace_int3s_ = false;
   // Every address that ever held one of the tracer's int3s: a thread that
   // hit one just before it was removed reports the trap afterwards.

@@ -215,6 +215,43 @@ TEST_CASE("breakpoints are hidden from reads and restore the original bytes", "[
   }
 }
 
+TEST_CASE("the list of int3s and the bytes they hide follows every change, shared while none comes", "[ptrace]") {
+  using Bytes = stub::process::ProgramBytes;
+  auto process = launch({"/bin/true"});
+  const pid_t pid = process->pid();
+  const uint64_t entry = auxv_value(*process, kAtEntry);
+  auto before = process->read_memory(entry, 2);
+  REQUIRE(before.ok());
+  const uint8_t b0 = (*before)[0], b1 = (*before)[1];
+  CHECK(process->inserted_int3s()->empty());
+
+  REQUIRE(process->insert_breakpoint(entry).ok());
+  auto user = process->inserted_int3s();
+  CHECK(*user == Bytes{{entry, b0}});
+  CHECK(process->inserted_int3s() == user);  // the same list, not a new one
+
+  REQUIRE(process->set_trace_breakpoint(pid, entry + 1).ok());
+  CHECK(*process->inserted_int3s() == Bytes{{entry, b0}, {entry + 1, b1}});
+  REQUIRE(process->set_trace_breakpoint(pid, std::nullopt).ok());  // let go: removed
+  CHECK(*process->inserted_int3s() == Bytes{{entry, b0}});
+
+  process->keep_trace_breakpoints(true);
+  REQUIRE(process->set_trace_breakpoint(pid, entry + 1).ok());
+  REQUIRE(process->set_trace_breakpoint(pid, std::nullopt).ok());  // let go: kept
+  auto kept = process->inserted_int3s();
+  CHECK(*kept == Bytes{{entry, b0}, {entry + 1, b1}});
+  REQUIRE(process->set_trace_breakpoint(pid, entry + 1).ok());  // held again: nothing changed
+  CHECK(process->inserted_int3s() == kept);
+
+  REQUIRE(process->write_memory(entry, {0x90, 0x91}).ok());  // the program's new bytes hide under them
+  CHECK(*process->inserted_int3s() == Bytes{{entry, 0x90}, {entry + 1, 0x91}});
+  REQUIRE(process->remove_breakpoint(entry).ok());
+  CHECK(*process->inserted_int3s() == Bytes{{entry + 1, 0x91}});
+  process->keep_trace_breakpoints(false);
+  REQUIRE(process->set_trace_breakpoint(pid, std::nullopt).ok());
+  CHECK(process->inserted_int3s()->empty());
+}
+
 TEST_CASE("a breakpoint is hit, reported with pc rewound, and stepped over", "[ptrace]") {
   auto process = launch({"/bin/true"});
   pid_t pid = process->pid();
