@@ -8,13 +8,17 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fake_process.h"
 #include "fake_trace_backend.h"
 #include "stub/session/session.h"
+#include "tests/common/pt_packets.h"
 
 namespace {
+
+using pt_packets::raw_of;
 
 const std::string kHead = "<!DOCTYPE btrace SYSTEM \"btrace.dtd\">\n<btrace version=\"1.0\">\n";
 const std::string kPtHead = kHead + "<pt>\n<pt-config>\n</pt-config>\n";
@@ -44,22 +48,6 @@ struct Fixture {
   }
 };
 
-std::vector<uint8_t> unhex(const std::string& hex) {
-  std::vector<uint8_t> out;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
-  return out;
-}
-
-// The packets of a `l<btrace>...<raw>HEX</raw>...` reply.
-std::vector<uint8_t> raw_of(const std::string& reply) {
-  const std::string open = "<raw>\n";
-  auto begin = reply.find(open);
-  auto end = reply.find("</raw>");
-  REQUIRE(begin != std::string::npos);
-  REQUIRE(end != std::string::npos);
-  return unhex(reply.substr(begin + open.size(), end - begin - open.size()));
-}
-
 int read_fake(uint8_t* buffer, size_t size, const pt_asid*, uint64_t ip, void* context) {
   auto* process = static_cast<test::FakeProcess*>(context);
   auto bytes = process->read_memory(ip, size);
@@ -68,30 +56,9 @@ int read_fake(uint8_t* buffer, size_t size, const pt_asid*, uint64_t ip, void* c
   return static_cast<int>(bytes->size());
 }
 
-// The instructions libipt's decoder finds in `packets`, as gdb drives it.
+// The instructions libipt's decoder finds in `packets` over the fake's code.
 std::vector<uint64_t> decode(std::vector<uint8_t> packets, test::FakeProcess& process) {
-  std::vector<uint64_t> ips;
-  pt_config config;
-  pt_config_init(&config);
-  config.begin = packets.data();
-  config.end = packets.data() + packets.size();
-  pt_insn_decoder* dec = pt_insn_alloc_decoder(&config);
-  REQUIRE(dec != nullptr);
-  REQUIRE(pt_image_set_callback(pt_insn_get_image(dec), read_fake, &process) == 0);
-  int status = pt_insn_sync_forward(dec);
-  while (status >= 0) {
-    while (status >= 0 && (status & pts_event_pending)) {
-      pt_event ev;
-      status = pt_insn_event(dec, &ev, sizeof ev);
-    }
-    if (status < 0) break;
-    pt_insn insn;
-    status = pt_insn_next(dec, &insn, sizeof insn);
-    if (status >= 0) ips.push_back(insn.ip);
-  }
-  CHECK(status == -pte_eos);
-  pt_insn_free_decoder(dec);
-  return ips;
+  return pt_packets::instructions(std::move(packets), read_fake, &process);
 }
 
 }  // namespace

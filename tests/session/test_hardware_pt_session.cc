@@ -16,6 +16,7 @@
 #include "fake_process.h"
 #include "stub/session/session.h"
 #include "stub/tracing/perf_backend.h"
+#include "tests/common/pt_packets.h"
 #include "tests/unit/decoder/pt_program.h"
 #include "tests/unit/tracing/fake_perf_seam.h"
 
@@ -23,6 +24,8 @@ namespace {
 
 using pt_program::B;
 using pt_program::kCode;
+using pt_packets::psb_offsets;
+using pt_packets::raw_of;
 
 // The program's loop, func, func2, the indirect jmp, the syscall and the
 // je, `n` times over (B+0x2b goes back to the start).
@@ -93,37 +96,6 @@ std::vector<uint8_t> with_cpu_packets(const std::vector<uint8_t>& bytes) {
   return out;
 }
 
-// Where each PSB begins in `bytes` (02 82, eight times).
-std::vector<std::size_t> psb_offsets(const std::vector<uint8_t>& bytes) {
-  std::vector<std::size_t> out;
-  for (std::size_t i = 0; i + 16 <= bytes.size(); ++i) {
-    bool psb = true;
-    for (std::size_t k = 0; k < 16 && psb; ++k) psb = bytes[i + k] == (k % 2 == 0 ? 0x02 : 0x82);
-    if (psb) {
-      out.push_back(i);
-      i += 15;
-    }
-  }
-  return out;
-}
-
-std::vector<uint8_t> unhex(const std::string& hex) {
-  std::vector<uint8_t> out;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
-  }
-  return out;
-}
-
-std::vector<uint8_t> raw_of(const std::string& reply) {
-  const std::string open = "<raw>\n";
-  const auto begin = reply.find(open);
-  const auto end = reply.find("</raw>");
-  REQUIRE(begin != std::string::npos);
-  REQUIRE(end != std::string::npos);
-  return unhex(reply.substr(begin + open.size(), end - begin - open.size()));
-}
-
 int read_code(uint8_t* buffer, size_t size, const pt_asid*, uint64_t ip, void*) {
   if (ip < B || ip >= B + kCode.size()) return -pte_nomap;
   const std::size_t n = std::min<std::size_t>(size, B + kCode.size() - ip);
@@ -131,30 +103,9 @@ int read_code(uint8_t* buffer, size_t size, const pt_asid*, uint64_t ip, void*) 
   return static_cast<int>(n);
 }
 
-// The instructions libipt's decoder finds in `packets`, as gdb drives it.
+// The instructions libipt's decoder finds in `packets` over the program.
 std::vector<uint64_t> instructions(std::vector<uint8_t> packets) {
-  std::vector<uint64_t> ips;
-  pt_config config;
-  pt_config_init(&config);
-  config.begin = packets.data();
-  config.end = packets.data() + packets.size();
-  pt_insn_decoder* dec = pt_insn_alloc_decoder(&config);
-  REQUIRE(dec != nullptr);
-  REQUIRE(pt_image_set_callback(pt_insn_get_image(dec), read_code, nullptr) == 0);
-  int status = pt_insn_sync_forward(dec);
-  while (status >= 0) {
-    while (status >= 0 && (status & pts_event_pending)) {
-      pt_event ev;
-      status = pt_insn_event(dec, &ev, sizeof ev);
-    }
-    if (status < 0) break;
-    pt_insn insn;
-    status = pt_insn_next(dec, &insn, sizeof insn);
-    if (status >= 0) ips.push_back(insn.ip);
-  }
-  CHECK(status == -pte_eos);
-  pt_insn_free_decoder(dec);
-  return ips;
+  return pt_packets::instructions(std::move(packets), read_code, nullptr);
 }
 
 bool contains(const std::vector<uint8_t>& haystack, const std::vector<uint8_t>& needle) {

@@ -13,6 +13,7 @@
 #include "stub/tracing/backend_probe.h"
 #include "stub/tracing/intel_pt_reader.h"
 #include "stub/tracing/perf_backend.h"
+#include "tests/common/pt_packets.h"
 
 using decoder::Block;
 using pt_program::B;
@@ -20,6 +21,7 @@ using pt_program::blocks;
 using pt_program::kCode;
 using fakeperf::FakePerfSeam;
 using fakeperf::kPage;
+using pt_packets::psb_offsets;
 using stub::tracing::HardwareTrace;
 using stub::tracing::PerfBackend;
 using stub::tracing::TraceBackendChoice;
@@ -248,20 +250,6 @@ TEST_CASE("intel-pt: a thread's exit reads its last packets; unreadable code is 
 }
 
 namespace {
-
-// Where each PSB begins in `bytes` (the pattern is 02 82 eight times).
-std::vector<std::size_t> psb_offsets(const std::vector<uint8_t>& bytes) {
-  std::vector<std::size_t> out;
-  for (std::size_t i = 0; i + 16 <= bytes.size(); ++i) {
-    bool psb = true;
-    for (std::size_t k = 0; k < 16 && psb; ++k) psb = bytes[i + k] == (k % 2 == 0 ? 0x02 : 0x82);
-    if (psb) {
-      out.push_back(i);
-      i += 15;
-    }
-  }
-  return out;
-}
 
 // The loop, func, func2, the indirect jmp, the syscall, je, sent back to
 // the start from B+0x2b: `passes` times, as the CPU writes it with a PSB+
