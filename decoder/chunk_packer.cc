@@ -18,8 +18,8 @@ constexpr uint64_t kMaxInstructionBytes = 15;
 
 }  // namespace
 
-std::shared_ptr<const CodeSnapshot> CodeSnapshot::take(CodeReader& code, uint64_t previous_to,
-                                                       const std::vector<Branch>& branches, std::size_t max_pages) {
+std::shared_ptr<CodeSnapshot> CodeSnapshot::take(CodeReader& code, uint64_t previous_to,
+                                                 const std::vector<Branch>& branches, std::size_t max_pages) {
   // Sorted, at most max_pages (32): a search is a few compares, and a
   // chunk's thousand blocks mostly lie on the pages the block before it
   // covered (a std::set here cost the tracer 1% of its time).
@@ -59,10 +59,6 @@ std::shared_ptr<const CodeSnapshot> CodeSnapshot::take(CodeReader& code, uint64_
 }
 
 std::size_t CodeSnapshot::read(uint64_t addr, uint8_t* out, std::size_t len) {
-  return static_cast<const CodeSnapshot*>(this)->read(addr, out, len);
-}
-
-std::size_t CodeSnapshot::read(uint64_t addr, uint8_t* out, std::size_t len) const {
   std::size_t n = 0;
   while (n < len) {
     const uint64_t at = addr + n;
@@ -82,9 +78,7 @@ PackResult run_pack_job(const PackJob& job, InstructionDecoder& insns) {
   result.first_sequence = job.first_sequence;
   result.count = static_cast<uint32_t>(job.branches.size());
   if (!job.code) return result;
-  // CodeReader::read is not const, but a snapshot's read changes nothing.
-  auto& code = const_cast<CodeSnapshot&>(*job.code);
-  result.segment = pack_pt_segment(insns, code, job.previous_to, job.branches);
+  result.segment = pack_pt_segment(insns, *job.code, job.previous_to, job.branches);
   if (result.segment) {
     result.packet_bytes = static_cast<uint32_t>(result.segment->bytes.size());
     if (!job.stacks.empty()) {

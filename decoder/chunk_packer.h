@@ -39,10 +39,9 @@ class CodeSnapshot final : public CodeReader {
   // `previous_to`) and at the last branch's target, read through `code`;
   // null when that is more than `max_pages` pages (a block that cannot be
   // walked, or a wide one: such a chunk is packed in place).
-  static std::shared_ptr<const CodeSnapshot> take(CodeReader& code, uint64_t previous_to,
-                                                  const std::vector<Branch>& branches, std::size_t max_pages);
-  std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) override;
-  std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) const;
+  static std::shared_ptr<CodeSnapshot> take(CodeReader& code, uint64_t previous_to,
+                                            const std::vector<Branch>& branches, std::size_t max_pages);
+  std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) override;  // changes nothing
 
  private:
   static constexpr uint64_t kPageSize = 4096;
@@ -54,7 +53,7 @@ struct PackJob {
   uint64_t previous_to = 0;
   std::vector<Branch> branches;
   std::vector<StackSnapshot> stacks;  // one a branch, or none when the trace keeps none
-  std::shared_ptr<const CodeSnapshot> code;
+  std::shared_ptr<CodeSnapshot> code;  // the job's own: read by whoever runs it
 };
 
 struct PackResult {
