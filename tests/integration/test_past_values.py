@@ -300,7 +300,8 @@ def varying(result):
 
 
 def value_patterns(v):
-    return [r"(?<![\w.])%d(?![\w.])" % v, r"(?i)0x0*%x(?![\w.])" % v]
+    # Not after a backslash: gdb's octal escapes in strings ("\377").
+    return [r"(?<![\w.\\])%d(?![\w.])" % v, r"(?i)0x0*%x(?![\w.])" % v]
 
 
 def tokenise(text, vary):
