@@ -300,8 +300,10 @@ def varying(result):
 
 
 def value_patterns(v):
-    # Not after a backslash: gdb's octal escapes in strings ("\377").
-    return [r"(?<![\w.\\])%d(?![\w.])" % v, r"(?i)0x0*%x(?![\w.])" % v]
+    # Not after a backslash: gdb's octal escapes in strings ("\377"); not
+    # after a dollar: value history numbers ("$412 = 7"), which the TSC's
+    # high half (a few hundred) matched.
+    return [r"(?<![\w.\\$])%d(?![\w.])" % v, r"(?i)0x0*%x(?![\w.])" % v]
 
 
 def tokenise(text, vary):
