@@ -8,7 +8,11 @@ right: a check that fails against gdbserver is a bug in the test.
 
 Environment:
   BTSTUB        path of the btstub executable (set by CTest)
-  GDBSERVER     path of gdbserver (default /usr/bin/gdbserver)
+  GDBSERVER     path of gdbserver (default /usr/bin/gdbserver); the tests
+                start it through the launcher built from
+                tests/reference/gdbserver.in, with the xstate shim
+  XSTATE_SHIM   the shim preloaded into gdb and gdbserver, which makes them
+                sound references on CPUs with AMX (set by CTest; reference.py)
   PROGRAMS_DIR  directory holding the built test programs (NAME_O0, NAME_O2)
   GDB           path of gdb (default: gdb on PATH)
 
@@ -32,7 +36,9 @@ import sys
 import threading
 import time
 
+import reference
 from checker import Checker, normalise, unified_diff  # noqa: F401 (re-exported)
+from reference import BrokenReference  # noqa: F401 (re-exported)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -65,7 +71,11 @@ VERBOSE = False
 
 def server_path(kind):
     if kind == "gdbserver":
+        # The launcher runs GDBSERVER with the xstate shim (reference.py).
         path = os.environ.get("GDBSERVER", "/usr/bin/gdbserver")
+        launcher = reference.gdbserver_launcher(reference.find_shim())
+        if launcher and os.access(path, os.X_OK):
+            path = launcher
     else:
         path = os.environ.get("BTSTUB", "")
         if not path:
@@ -264,6 +274,7 @@ class Server:
             stderr=subprocess.PIPE, start_new_session=True)
         self._out = _LineCollector(self.proc.stdout)
         self._err = _LineCollector(self.proc.stderr)
+        self._counted = False
         self.port = None
         self.inferior_pid = None
         if wait_listening:
@@ -297,7 +308,12 @@ class Server:
 
     @property
     def stderr(self):
-        return self._err.text()
+        """Its stderr; a reference gdbserver's without its xstate warning
+        lines (reference.py; counted once, when it stops)."""
+        text = self._err.text()
+        if self.kind == "gdbserver":
+            text, _ = reference.without_gdbserver_warnings(text)
+        return text
 
     def wait_exit(self, timeout=10.0):
         """Waits for the server to exit on its own; returns its status or None."""
@@ -315,6 +331,16 @@ class Server:
             pass
         self._out.join()
         self._err.join()
+        if not self._counted:
+            self._counted = True
+            text = self._err.text()
+            if self.kind == "gdbserver":
+                _, removed = reference.without_gdbserver_warnings(text)
+                TALLY.warnings_removed += removed
+                TALLY.warning_runs += 1 if removed else 0
+            else:
+                TALLY.subject_runs += 1
+                TALLY.subject_messages += reference.xstate_messages(text)
 
     def __enter__(self):
         return self
@@ -406,13 +432,15 @@ class GdbResult:
 
 
 def run_gdb(commands, program_path=None, target=None, timeout=GDB_TIMEOUT,
-            extra_init=(), markers=True):
+            extra_init=(), markers=True, raw=False):
     """Runs gdb -batch: prelude, `target ...`, then commands.
 
     target is the argument of `target remote` (e.g. "127.0.0.1:1234" or
     "| /path/btstub - prog args"). Each command is preceded by an echo of a
     marker so the output can be cut per command (GdbResult.outputs), unless
     markers is False (then only .output is meaningful).
+    raw: the transcript exactly as gdb printed it, without checked_result's
+    handling of references (for tests of that handling itself).
     """
     argv = [gdb_path(), "-batch", "-nx", "-q",
             "-iex", "set debuginfod enabled off"]
@@ -428,7 +456,8 @@ def run_gdb(commands, program_path=None, target=None, timeout=GDB_TIMEOUT,
         argv += ["-ex", cmd]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True,
+                            env=gdb_environment())
     try:
         out, _ = proc.communicate(timeout=timeout)
         status = proc.returncode
@@ -437,10 +466,37 @@ def run_gdb(commands, program_path=None, target=None, timeout=GDB_TIMEOUT,
         out, _ = proc.communicate()
         status = None
     kill_session(proc.pid)
-    result = GdbResult(argv, list(commands), out.decode("utf-8", "replace"),
-                       status)
+    if raw:
+        return GdbResult(argv, list(commands), out.decode("utf-8", "replace"), status)
+    return checked_result(argv, commands, out.decode("utf-8", "replace"), status, target)
+
+
+def gdb_environment():
+    """The environment every gdb a test runs gets (reference.py)."""
+    return reference.gdb_environment(SHIM)
+
+
+def checked_result(argv, commands, output, status, target):
+    """The GdbResult of a run, its references made sound (reference.py): a
+    reference's gdbserver warning lines are removed, a broken reference
+    raises BrokenReference; a subject run's XSAVE messages are kept for
+    run_test to fail on."""
+    if reference.is_reference_target(target):
+        output, removed = reference.without_gdbserver_warnings(output)
+        TALLY.warnings_removed += removed
+        TALLY.warning_runs += 1 if removed else 0
+        result = GdbResult(argv, list(commands), output, status)
+        if VERBOSE:
+            print(result.transcript())
+        problem = reference.reference_problem(output)
+        if problem:
+            raise BrokenReference(problem, result)
+        return result
+    result = GdbResult(argv, list(commands), output, status)
     if VERBOSE:
         print(result.transcript())
+    TALLY.subject_runs += 1
+    TALLY.subject_messages += reference.xstate_messages(output)
     return result
 
 
@@ -506,19 +562,47 @@ def _sanitizer_reports(log_dir):
     return reports
 
 
+# What this test's references needed (reference.py), and the shim's path.
+TALLY = reference.Tally()
+SHIM = None
+
+
 def run_test(name, main):
     """Parses options, calls main(args, checker), prints the summary, exits.
 
     A HarnessError (server did not start, ...) counts as one failed check,
-    and so does any sanitizer report written meanwhile."""
+    and so does any sanitizer report written meanwhile. A BrokenReference
+    that main lets through is one skip (the checks after it are not run);
+    an XSAVE fault message in a transcript of the server under test is a
+    failure. The last lines say what the references needed."""
+    global SHIM
     args = parse_args(name)
     checker = Checker(name, args.server)
     log_dir = _sanitizer_logs_begin()
+    SHIM = reference.begin(TALLY)
     try:
         main(args, checker)
     except HarnessError as e:
         checker.true("harness", False, str(e))
+    except BrokenReference as e:
+        skip_broken_reference(checker, "the rest of %s" % name, e)
     reports = _sanitizer_reports(log_dir)
     if reports:
         checker.true("no sanitizer reports", False, "\n".join(reports))
+    if TALLY.subject_messages:
+        checker.true("%s's transcripts hold no XSAVE fault message" % args.server, False,
+                     "\n".join(TALLY.subject_messages))
+    print(TALLY.summary(SHIM), flush=True)
+    reference.end(TALLY)
     checker.finish()
+
+
+def skip_broken_reference(checker, what, error):
+    """Counts `what` as skipped because its reference broke (reason printed)."""
+    TALLY.broken.append(error.problem)
+    checker.skip(what, "reference broken: %s" % error.problem)
+
+
+def live_fallback():
+    """Counts one comparison that used a live stop for a broken reference."""
+    TALLY.live_fallbacks += 1

@@ -24,6 +24,7 @@ the live end the same way, and the live program runs on to its normal exit.
     python3 test_reverse_walk.py [--server gdbserver] [-v]
 """
 
+import harness
 from harness import (GDB_PRELUDE, Server, gdb_path, marker_line, program,
                      run_command, run_test)
 
@@ -115,8 +116,11 @@ def run_script(commands, prog, target=None):
         argv += ["-ex", "target remote " + target]
     for cmd in commands:
         argv += ["-ex", cmd]
-    status, out, err = run_command(argv, timeout=240)
-    return status, out + err
+    status, out, err = run_command(argv, timeout=240, env=harness.gdb_environment())
+    # A reference run that shows gdb 13.1's XSAVE fault raises
+    # BrokenReference here (reference.py).
+    result = harness.checked_result(argv, [], out + err, status, target)
+    return status, result.output
 
 
 def probes(text):
