@@ -29,7 +29,9 @@ std::string hex(uint64_t value) {
 std::vector<std::pair<uint64_t, uint64_t>> read_only_ranges(const std::vector<MemoryMapping>& maps) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
   for (const MemoryMapping& m : maps) {
-    if (m.readable && !m.writable) out.emplace_back(m.begin, m.end);
+    // A shared mapping the program cannot write may still change: another
+    // process, or the program through another mapping, writes it.
+    if (m.readable && !m.writable && !m.shared) out.emplace_back(m.begin, m.end);
   }
   std::sort(out.begin(), out.end());
   return out;

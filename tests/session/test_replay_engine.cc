@@ -152,13 +152,16 @@ TEST_CASE("replay engine: go_live drops every position") {
   CHECK(f.engine->registers(100)->get_u64(Amd64Reg::rip) == 0x401017);
 }
 
-TEST_CASE("read-only ranges come from /proc/PID/maps text") {
+// A shared mapping the program cannot write is not read-only in time:
+// another process or another mapping of the file changes it.
+TEST_CASE("read-only ranges come from /proc/PID/maps text, shared mappings left out") {
   const std::string maps =
       "00400000-00401000 r--p 00000000 08:01 1 /bin/prog\n"
       "00401000-00402000 r-xp 00001000 08:01 1 /bin/prog\n"
       "00403000-00404000 rw-p 00003000 08:01 1 /bin/prog\n"
       "7ffe0000-7fff0000 rw-p 00000000 00:00 0 [stack]\n"
       "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n"
+      "7f0000000000-7f0000001000 r--s 00000000 08:01 2 /tmp/db-shm\n"
       "garbage line\n";
   auto ranges = stub::replay::parse_read_only_maps(maps);
   REQUIRE(ranges.size() == 2);
