@@ -232,6 +232,21 @@ TEST_CASE("monitor replay status tells each thread's position", "[replay]") {
   CHECK(contains(help.console, "replay"));
 }
 
+// gdb's record btrace begins in the present: enabling it in the past would
+// have moved the thread there without a word (issue 27, item 3).
+TEST_CASE("switching tracing on in the past is refused and the thread stays there", "[replay]") {
+  Fixture f;
+  REQUIRE(contains(f.ask("bs"), pc_field(0x401016)));
+  REQUIRE(f.session.replaying(100));
+  for (const char* packet : {"Qbtrace:bts", "Qbtrace:pt"}) {
+    const std::string reply = f.ask(packet);
+    CHECK(reply.rfind("E.", 0) == 0);
+    CHECK(contains(reply, "starts only in the present"));
+    CHECK(f.session.replaying(100));
+    CHECK(f.ask("p10") == le_hex(0x401016));
+  }
+}
+
 TEST_CASE("switching tracing off ends a replay first", "[replay]") {
   Fixture f;
   // The thread is traced already; gdb's record btrace adopts that trace.
