@@ -254,7 +254,8 @@ std::optional<ProcessEvent> PtraceProcess::take_pending() {
     if (!thread.pending || !thread.deferred) continue;
     ProcessEvent event = *thread.pending;
     auto pc = read_pc(tid);
-    bool stale = !pc || pending_is_stale(event, thread.pending_pc, *pc, breakpoints_.count(*pc) != 0,
+    bool stale = !pc || pending_is_stale(event, thread.pending_pc, *pc,
+                                         breakpoints_.count(*pc) != 0 || client_int3s_.count(*pc) != 0,
                                          *thread.deferred);
     if (stale) {
       thread.pending.reset();
@@ -539,7 +540,7 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
     defer_set_registers(tid, gregs);
   };
   if (have_regs && !thread.stepping && thread.written.dr7 == 0 && trace_int3s_.count(int3_at) != 0 &&
-      breakpoints_.count(int3_at) == 0) {
+      breakpoints_.count(int3_at) == 0 && client_int3s_.count(int3_at) == 0) {
     // Most stops of a traced program are the tracer's int3s. A thread that
     // was not stepping, with no debug register armed, found just past one
     // executed it (a SIGTRAP sent meanwhile merges with that trap), so the
@@ -579,7 +580,7 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
     return event;
   }
   if (have_regs && from_kernel && (code == SI_KERNEL || code == TRAP_BRKPT)) {
-    const bool user = breakpoints_.count(int3_at) != 0;
+    const bool user = breakpoints_.count(int3_at) != 0 || client_int3s_.count(int3_at) != 0;
     const bool trace = trace_int3s_.count(int3_at) != 0 || was_trace_int3(int3_at);
     if (user || trace) {
       rewind();
@@ -634,6 +635,7 @@ void PtraceProcess::handle_exec() {
   }
   threads_.clear();
   threads_[pid_] = ThreadState{};
+  client_int3s_.clear();  // the old memory's
   breakpoints_.edit().clear();
   trace_int3s_.edit().clear();
   retired_int3s_.clear();

@@ -318,6 +318,7 @@ void PtraceProcess::open_memory() {
 void PtraceProcess::mark_gone() {
   alive_ = false;
   threads_.clear();
+  client_int3s_.clear();
   breakpoints_.edit().clear();
   trace_int3s_.edit().clear();
   vfork_parent_ = 0;
@@ -475,10 +476,33 @@ Expected<std::vector<uint8_t>> PtraceProcess::read_memory(uint64_t addr, std::si
   return out;
 }
 
+// Which bytes of a client's write are int3s it writes over another byte of
+// the program's (under our own int3s, the byte they keep), and which
+// replace one it wrote before.
+void PtraceProcess::note_client_int3s(uint64_t addr, const std::vector<uint8_t>& bytes) {
+  const uint64_t end = addr + bytes.size();
+  const bool writes_int3 = std::find(bytes.begin(), bytes.end(), kInt3) != bytes.end();
+  if (!writes_int3 && client_int3s_.lower_bound(addr) == client_int3s_.lower_bound(end)) return;
+  std::vector<uint8_t> before = writes_int3 ? raw_read(addr, bytes.size()) : std::vector<uint8_t>{};
+  for (uint64_t at = addr; at < end; ++at) {
+    const uint8_t byte = bytes[at - addr];
+    if (byte != kInt3) {
+      client_int3s_.erase(at);
+      continue;
+    }
+    if (at - addr >= before.size()) continue;  // unreadable: the write fails too
+    uint8_t program_byte = before[at - addr];
+    if (auto user = breakpoints_.find(at); user != breakpoints_.end()) program_byte = user->second;
+    if (auto trace = trace_int3s_.find(at); trace != trace_int3s_.end()) program_byte = trace->second.original;
+    if (program_byte != kInt3) client_int3s_.insert(at);
+  }
+}
+
 Expected<void> PtraceProcess::write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) {
   if (bytes.empty()) return {};
   if (!alive_) return memory_fault(addr);
   if (addr + bytes.size() < addr) return memory_fault(addr);
+  note_client_int3s(addr, bytes);
   std::vector<uint8_t> data = bytes;
   auto first = breakpoints_.lower_bound(addr);
   auto last = breakpoints_.lower_bound(addr + bytes.size());

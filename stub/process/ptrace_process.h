@@ -228,6 +228,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   void release_vfork_held(bool start);
   bool held_for_vfork(pid_t tid) const { return vfork_parent_ != 0 && tid != vfork_parent_; }
   // Whether the tracer's int3 at `addr` is in the program's memory now.
+  void note_client_int3s(uint64_t addr, const std::vector<uint8_t>& bytes);
   bool trace_int3_written(uint64_t addr) const { return vfork_parent_ == 0 && trace_int3s_.count(addr) != 0; }
   void mark_gone();
   void stop_running_thread(pid_t tid, bool send_sigstop);
@@ -265,6 +266,11 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   int mem_fd_ = -1;
   std::map<pid_t, ThreadState> threads_;
   CountedMap<uint64_t, uint8_t> breakpoints_;  // address -> original byte
+  // int3s the client wrote into memory itself (M/X: gdb with Z packets off
+  // writes its breakpoints), where the program had another byte: their
+  // traps are reported as breakpoints (swbreak, pc on the int3), as
+  // gdbserver does. The program's own int3s stay its SIGTRAPs.
+  std::set<uint64_t> client_int3s_;
   bool stopping_all_ = false;          // inside stop_all_threads
   std::set<int> pass_signals_;
   bool thread_events_ = false;

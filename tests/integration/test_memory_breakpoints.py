@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Breakpoints gdb writes into memory itself are reported as breakpoints,
+as gdbserver reports them (issue 27, item 1).
+
+With `set remote Z-packet off` or `set remote software-breakpoint-packet
+off` gdb inserts its breakpoints by writing an int3 with `X`/`M`. btstub
+advertised `swbreak+` but reported their traps as a plain SIGTRAP with the
+pc one past the int3, so gdb said "Program received signal SIGTRAP" (in
+ld.so, at its shared-library breakpoint) where gdbserver's gdb says
+"Breakpoint 1, factorial (n=5)". An int3 that was in the program's code
+before (own_int3.c) is still the program's: a SIGTRAP, as under gdbserver.
+
+basic.c at -O0 (factorial's recursion hits its breakpoint again and again)
+and own_int3.c at -O0 and -O2 (its own int3, then a breakpoint after it),
+each way of turning Z0 off: the normalised transcript must equal
+gdbserver's.
+
+    python3 test_memory_breakpoints.py [--server gdbserver] [-v]
+"""
+
+import shlex
+
+from harness import normalise, program, run_gdb, run_test, server_path, unified_diff
+
+SETTINGS = ["set remote Z-packet off", "set remote software-breakpoint-packet off"]
+
+
+def session(kind, prog, args, commands):
+    target = "| " + shlex.join([server_path(kind), "-", prog] + args)
+    result = run_gdb(commands, prog, target, timeout=60)
+    lines = []
+    for command, output in result.outputs:
+        lines += ["(gdb) " + command] + normalise(output or "<not reached>")
+    return lines, result
+
+
+def compare(c, label, kind, prog, args, commands, must_contain):
+    ref, _ = session("gdbserver", prog, args, commands)
+    got, result = session(kind, prog, args, commands)
+    c.true("%s: the same transcript as gdbserver's" % label, ref == got,
+           unified_diff(ref, got, "gdbserver", kind))
+    for needle in must_contain:
+        c.contains("%s: %s" % (label, needle), "\n".join(got), needle, result.transcript())
+
+
+def main(args, c):
+    for setting in SETTINGS:
+        # At -O2 factorial(5) is computed at compile time: -O0 only.
+        basic = [setting, "break factorial", "continue", "continue", "continue", "bt 2", "info registers rip",
+                 "delete", "continue"]
+        compare(c, "O0, basic, %s" % setting, args.server, program("basic", "O0"), ["alpha", "beta"],
+                basic, ["Breakpoint 1, factorial (n=5)", "Breakpoint 1, factorial (n=3)", "exited with code 07"])
+        for opt in ("O0", "O2"):
+            own = [setting, "break after_trap", "continue", "info registers rip", "continue", "continue",
+                   "continue", "continue"]
+            compare(c, "%s, own int3, %s" % (opt, setting), args.server, program("own_int3", opt), [], own,
+                    ["Program received signal SIGTRAP", "Breakpoint 1, after_trap (v=", "exited normally"])
+
+
+if __name__ == "__main__":
+    run_test("test_memory_breakpoints", main)
