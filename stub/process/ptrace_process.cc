@@ -476,6 +476,11 @@ Expected<std::vector<uint8_t>> PtraceProcess::read_memory(uint64_t addr, std::si
   return out;
 }
 
+bool PtraceProcess::recording() const {
+  if (hook_ == nullptr) return false;
+  return std::any_of(threads_.begin(), threads_.end(), [&](const auto& entry) { return hook_->traces(entry.first); });
+}
+
 // Which bytes of a client's write are int3s it writes over another byte of
 // the program's (under our own int3s, the byte they keep), and which
 // replace one it wrote before.
@@ -502,7 +507,17 @@ Expected<void> PtraceProcess::write_memory(uint64_t addr, const std::vector<uint
   if (bytes.empty()) return {};
   if (!alive_) return memory_fault(addr);
   if (addr + bytes.size() < addr) return memory_fault(addr);
+  const std::set<uint64_t> before = client_int3s_;
   note_client_int3s(addr, bytes);
+  // The software tracer decodes the program's code from its memory: an
+  // int3 the client wrote there would be taken for code, and the program
+  // faulted. Refused, saying what works, until the tracer hides them.
+  if (client_int3s_ != before && recording()) {
+    client_int3s_ = before;
+    return make_error(ErrorCode::NotSupported,
+                      "btstub records this program: a breakpoint written into its memory would be taken for its "
+                      "code; use breakpoint packets (set remote Z-packet on)");
+  }
   std::vector<uint8_t> data = bytes;
   auto first = breakpoints_.lower_bound(addr);
   auto last = breakpoints_.lower_bound(addr + bytes.size());

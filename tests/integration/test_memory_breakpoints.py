@@ -56,6 +56,25 @@ def main(args, c):
             compare(c, "%s, own int3, %s" % (opt, setting), args.server, program("own_int3", opt), [], own,
                     ["Program received signal SIGTRAP", "Breakpoint 1, after_trap (v=", "exited normally"])
 
+    if args.server == "btstub":
+        check_recording(c)
+
+
+def check_recording(c):
+    """Under recording the tracer would take the client's int3 for code
+    (the program faulted in ld.so): the write is refused, gdb says it
+    cannot insert the breakpoint, and the program runs on unharmed."""
+    prog = program("basic", "O0")
+    target = "| " + shlex.join([server_path("btstub"), "--record", "-", prog, "alpha", "beta"])
+    r = run_gdb(["set remote Z-packet off", "break factorial", "continue", "delete", "set remote Z-packet on",
+                 "break add_one", "continue", "delete", "continue", "continue", "continue"], prog, target, timeout=60)
+    c.contains("--record: a breakpoint written into memory is refused", r.of_command("continue"),
+               "Cannot insert breakpoint 1", r.transcript())
+    c.contains("--record: with Z packets on again the next breakpoint is hit", r.of_command("continue", 1),
+               "Breakpoint 2, add_one", r.transcript())
+    c.not_contains("--record: the program never faults", r.output, "SIGSEGV", r.transcript())
+    c.contains("--record: and ends with its exit code", r.output, "exited with code 07", r.transcript())
+
 
 if __name__ == "__main__":
     run_test("test_memory_breakpoints", main)
