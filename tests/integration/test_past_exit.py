@@ -102,7 +102,7 @@ def exit_paths(c, opt):
 
 def crash(c):
     prog = program("crash", "O0")
-    reference = run_gdb(["continue", "continue"], prog, "| " + shlex.join(["gdbserver", "-", prog]), timeout=60)
+    reference = run_gdb(["continue", "continue"], prog, "| " + shlex.join([server_path("gdbserver"), "-", prog]), timeout=60)
     target = "| " + shlex.join([server_path("btstub"), "--record", "-", prog])
     subject = run_gdb([PROBE, "continue", "python probe('signal', 'v')", "continue", "python probe('held', 'v')",
                        "reverse-step", "python probe('back', 'v')", "continue", "continue"], prog, target,
@@ -137,7 +137,7 @@ def crash(c):
 
 def threads(c, mode, held, back=True):
     prog = program("thread_ends", "O0")
-    reference = run_gdb(["continue"], prog, "| " + shlex.join(["gdbserver", "-", prog, mode]), timeout=60)
+    reference = run_gdb(["continue"], prog, "| " + shlex.join([server_path("gdbserver"), "-", prog, mode]), timeout=60)
     target = "| " + shlex.join([server_path("btstub"), "--record", "-", prog, mode])
     # The exit_group stop first; then, held, the end (and, back, a step
     # back and forward again to the end of history) and the exit.
