@@ -57,6 +57,7 @@ Reply handle(Session&, const XferRead&);
 Reply handle(Session&, const FileOpen&);
 Reply handle(Session&, const FileClose&);
 Reply handle(Session&, const FilePread&);
+Reply handle(Session&, const FilePwrite&);
 Reply handle(Session&, const FileFstat&);
 Reply handle(Session&, const FileSetFs&);
 Reply handle(Session&, const FileReadlink&);
