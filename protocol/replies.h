@@ -38,7 +38,9 @@ std::string reply_thread_list(const std::vector<ThreadId>& ids, bool multiproces
 std::string reply_attached(bool attached);    // "1" / "0"
 // qRcmd: console output as "O" + hex(text), in as many packets as
 // PacketSize needs (whole lines kept together where they fit); none for an
-// empty text. The final reply is reply_ok().
+// empty text. The final reply is reply_ok(), or reply_error_code(1) for a
+// command that failed (gdbserver's E01; gdb: "Protocol error with Rcmd"):
+// gdb decodes any other final reply, an E.text too, as hex output.
 std::vector<std::string> reply_console_output(std::string_view text);
 // qXfer read of `object` (whole document) at offset/length: "m"+chunk when more
 // follows, "l"+chunk for the last part; chunk is binary-escaped.

@@ -65,6 +65,9 @@ Reply handle(Session&, const FileUnlink&);
 
 // handlers_monitor.cc
 Reply handle(Session&, const MonitorCommand&);
+// A qRcmd that does not parse: its message as console output, then E01
+// (an E.text would reach gdb as "Invalid hex digit").
+Reply monitor_failure(const std::string& message);
 
 // handlers_extended.cc
 Reply handle(Session&, const ExtendedMode&);
