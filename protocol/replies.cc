@@ -171,7 +171,20 @@ std::string reply_thread_list(const std::vector<ThreadId>& ids, bool multiproces
 
 std::string reply_attached(bool attached) { return attached ? "1" : "0"; }
 
-std::string reply_console_output(std::string_view text) { return "O" + hex_encode(text); }
+std::vector<std::string> reply_console_output(std::string_view text) {
+  const std::size_t budget = (RspLink::kMaxPayload - 1) / 2;  // text bytes after the 'O'
+  std::vector<std::string> packets;
+  while (!text.empty()) {
+    std::size_t take = text.size();
+    if (take > budget) {
+      std::size_t line_end = text.rfind('\n', budget - 1);
+      take = line_end == std::string_view::npos ? budget : line_end + 1;
+    }
+    packets.push_back("O" + hex_encode(text.substr(0, take)));
+    text.remove_prefix(take);
+  }
+  return packets;
+}
 
 std::string reply_xfer_chunk(std::string_view object, uint64_t offset, uint64_t length) {
   if (offset >= object.size()) return "l";

@@ -36,8 +36,12 @@ std::string reply_current_thread(const ThreadId& id, bool multiprocess);  // "QC
 // qfThreadInfo/qsThreadInfo: "m" + comma-separated ids, or "l" when `ids` is empty.
 std::string reply_thread_list(const std::vector<ThreadId>& ids, bool multiprocess);
 std::string reply_attached(bool attached);    // "1" / "0"
-// qRcmd: console output as "O" + hex(text). The final reply is reply_ok().
-std::string reply_console_output(std::string_view text);
+// qRcmd: console output as "O" + hex(text), in as many packets as
+// PacketSize needs (whole lines kept together where they fit); none for an
+// empty text. The final reply is reply_ok(), or reply_error_code(1) for a
+// command that failed (gdbserver's E01; gdb: "Protocol error with Rcmd"):
+// gdb decodes any other final reply, an E.text too, as hex output.
+std::vector<std::string> reply_console_output(std::string_view text);
 // qXfer read of `object` (whole document) at offset/length: "m"+chunk when more
 // follows, "l"+chunk for the last part; chunk is binary-escaped.
 std::string reply_xfer_chunk(std::string_view object, uint64_t offset, uint64_t length);

@@ -90,6 +90,21 @@ Expected<Request> parse_vfile_pread(std::string_view args) {
   return Request{FilePread{*fd, *count, *offset}};
 }
 
+// The data is binary (escaped) and may hold ',' and ':': only the first two
+// commas separate fields.
+Expected<Request> parse_vfile_pwrite(std::string_view args) {
+  auto fd_rest = split_once(args, ',');
+  if (!fd_rest) return bad_packet("vFile:pwrite: expected FD,OFFSET,DATA");
+  auto offset_data = split_once(fd_rest->second, ',');
+  if (!offset_data) return bad_packet("vFile:pwrite: expected FD,OFFSET,DATA");
+  auto fd = parse_fd(fd_rest->first);
+  auto offset = parse_hex_u64(offset_data->first);
+  if (!fd || !offset) return bad_packet("vFile:pwrite: bad fd or offset");
+  auto data = unescape_binary(offset_data->second);
+  if (!data) return bad_packet("vFile:pwrite: bad escape in data");
+  return Request{FilePwrite{*fd, *offset, std::move(*data)}};
+}
+
 }  // namespace
 
 Expected<Request> parse_registers(std::string_view payload) {
@@ -136,6 +151,7 @@ Expected<Request> parse_vfile(std::string_view payload) {
   auto [op, args] = *op_args;
   if (op == "open") return parse_vfile_open(args);
   if (op == "pread") return parse_vfile_pread(args);
+  if (op == "pwrite") return parse_vfile_pwrite(args);
   if (op == "close" || op == "fstat") {
     auto fd = parse_fd(args);
     if (!fd) return bad_packet("vFile:" + std::string(op) + ": bad fd");

@@ -72,6 +72,7 @@ struct Detach { std::optional<int64_t> pid; };  // D, D;pid
 struct FileOpen { std::string path; int flags = 0; int mode = 0; };   // vFile:open:hexpath,flags,mode
 struct FileClose { int fd = -1; };                                     // vFile:close:fd
 struct FilePread { int fd = -1; uint64_t count = 0; uint64_t offset = 0; };  // vFile:pread:fd,count,offset
+struct FilePwrite { int fd = -1; uint64_t offset = 0; std::string data; };   // vFile:pwrite:fd,offset,escaped data
 struct FileFstat { int fd = -1; };                                     // vFile:fstat:fd
 struct FileSetFs { int64_t pid = 0; };                                 // vFile:setfs:pid
 struct FileReadlink { std::string path; };                             // vFile:readlink:hexpath
@@ -107,7 +108,7 @@ using Request = std::variant<
     ReadMemory, WriteMemory,
     InsertBreakpoint, RemoveBreakpoint,
     Resume, Kill, Detach,
-    FileOpen, FileClose, FilePread, FileFstat, FileSetFs, FileReadlink, FileUnlink,
+    FileOpen, FileClose, FilePread, FilePwrite, FileFstat, FileSetFs, FileReadlink, FileUnlink,
     RunProgram, AttachProcess, Restart, ExtendedMode, SetThreadEvents,
     BtraceControl, BtraceConfigure,
     UnknownPacket>;

@@ -66,6 +66,18 @@ std::string HostFiles::pread(int fd, uint64_t count, uint64_t offset) {
   return protocol::reply_file_data(n, data);
 }
 
+std::string HostFiles::pwrite(int fd, uint64_t offset, std::string_view data) {
+  auto it = fds_.find(fd);
+  if (it == fds_.end()) return fail(EBADF);
+  if (offset > static_cast<uint64_t>(std::numeric_limits<off_t>::max())) return fail(EINVAL);
+  ssize_t n;
+  do {
+    n = ::pwrite(it->second, data.data(), data.size(), static_cast<off_t>(offset));
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return fail(errno);
+  return protocol::reply_file_result(n);
+}
+
 std::string HostFiles::fstat(int fd) {
   auto it = fds_.find(fd);
   if (it == fds_.end()) return fail(EBADF);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "protocol/expected.h"
 #include "protocol/replies.h"
@@ -24,6 +25,9 @@ class HostFiles {
   std::string open(const std::string& path, int fileio_flags, int mode);
   std::string close(int fd);
   std::string pread(int fd, uint64_t count, uint64_t offset);
+  // One pwrite(2): the reply holds the count written, which gdb's `remote
+  // put` compares with what it sent and continues from.
+  std::string pwrite(int fd, uint64_t offset, std::string_view data);
   std::string fstat(int fd);
   std::string readlink(const std::string& path);
   std::string unlink(const std::string& path);

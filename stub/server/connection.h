@@ -206,7 +206,8 @@ class Connection {
       const std::string& payload = std::get<protocol::InboundPacket>(*inbound).payload;
       if (remote_debug_) std::fprintf(stderr, "getpkt (\"%s\")\n", payload.c_str());
       Reply reply = session_.handle_packet(payload);
-      if (!reply.console.empty()) send(protocol::reply_console_output(reply.console));
+      if (reply.packet_log) remote_debug_ = *reply.packet_log;
+      for (const std::string& output : protocol::reply_console_output(reply.console)) send(output);
       if (reply.payload) send(*reply.payload);
       if (payload == "QStartNoAckMode" && reply.payload == protocol::reply_ok()) link_.set_no_ack_mode(true);
       if (reply.exit_server) result_.exit_server = true;

@@ -57,6 +57,7 @@ Reply handle(Session&, const XferRead&);
 Reply handle(Session&, const FileOpen&);
 Reply handle(Session&, const FileClose&);
 Reply handle(Session&, const FilePread&);
+Reply handle(Session&, const FilePwrite&);
 Reply handle(Session&, const FileFstat&);
 Reply handle(Session&, const FileSetFs&);
 Reply handle(Session&, const FileReadlink&);
@@ -64,6 +65,9 @@ Reply handle(Session&, const FileUnlink&);
 
 // handlers_monitor.cc
 Reply handle(Session&, const MonitorCommand&);
+// A qRcmd that does not parse: its message as console output, then E01
+// (an E.text would reach gdb as "Invalid hex digit").
+Reply monitor_failure(const std::string& message);
 
 // handlers_extended.cc
 Reply handle(Session&, const ExtendedMode&);

@@ -79,7 +79,11 @@ Reply Session::handle_packet(std::string_view payload) {
     return Reply::now(protocol::reply_empty());
   }
   auto request = protocol::parse_request(payload);
-  if (!request) return Reply::now(protocol::reply_error(request.error()));
+  if (!request) {
+    // gdb reads a qRcmd's replies as console output and OK/Enn only.
+    if (protocol::packet_name(payload) == "qRcmd") return monitor_failure(request.error().message);
+    return Reply::now(protocol::reply_error(request.error()));
+  }
   return handle(*request);
 }
 

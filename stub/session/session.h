@@ -79,6 +79,7 @@ struct Reply {
   bool close_connection = false;       // after sending payload (kill, detach)
   bool exit_server = false;            // monitor exit
   std::string console;                 // text for gdb's console, sent as O packets first
+  std::optional<bool> packet_log;      // monitor set debug/remote-debug: the connection's packet log on stderr
 
   static Reply now(std::string p) {
     Reply r;

@@ -7,6 +7,12 @@
 //  - For every request with a canonical wire form, writing the parsed value
 //    back out and parsing that again gives the same value (checked by
 //    comparing canonical forms: canon(parse(canon(r))) == canon(r)).
+//    vFile:pwrite's binary data and vFile:unlink's hex path included.
+//  - qRcmd: what gdb is shown (the decoded command as console text, or for a
+//    qRcmd that does not parse its error message, which the session sends
+//    as console text before E01) goes out as O packets within PacketSize
+//    that decode back to exactly that text; never as an E.text, which gdb
+//    would decode as hex.
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -79,10 +85,27 @@ std::optional<std::string> canon(const Request& r) {
   }
   if (auto* f = std::get_if<FilePread>(&r))
     return "vFile:pread:" + hex(static_cast<uint64_t>(f->fd)) + "," + hex(f->count) + "," + hex(f->offset);
+  if (auto* f = std::get_if<FilePwrite>(&r))
+    return "vFile:pwrite:" + hex(static_cast<uint64_t>(f->fd)) + "," + hex(f->offset) + "," + escape_binary(f->data);
+  if (auto* f = std::get_if<FileUnlink>(&r)) return "vFile:unlink:" + hex_encode(f->path);
   if (auto* f = std::get_if<FileOpen>(&r))
     return "vFile:open:" + hex_encode(f->path) + "," + hex(static_cast<uint32_t>(f->flags)) + "," +
            hex(static_cast<uint32_t>(f->mode));
   return std::nullopt;
+}
+
+// The console packets of `text` carry exactly it, each a well-formed O
+// packet (never "OK", which would end the command) within PacketSize.
+void check_console(std::string_view text, std::string_view payload) {
+  std::string decoded;
+  for (const std::string& packet : reply_console_output(text)) {
+    fuzz::check(packet.size() <= RspLink::kMaxPayload, "console packet over PacketSize", payload);
+    fuzz::check(packet.size() > 1 && packet.front() == 'O' && packet != "OK", "not an O packet", payload);
+    auto bytes = hex_decode(std::string_view(packet).substr(1));
+    fuzz::check(bytes.has_value(), "console packet is not hex", payload);
+    decoded.append(bytes->begin(), bytes->end());
+  }
+  fuzz::check(decoded == text, "console packets do not carry the text", payload);
 }
 
 }  // namespace
@@ -99,8 +122,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     const auto& e = request.error();
     fuzz::check(!e.message.empty(), "error without a message", payload);
     fuzz::check(reply_error(e).size() <= RspLink::kMaxPayload, "error reply over PacketSize", payload);
+    if (name == "qRcmd") check_console(e.message + "\n", payload);
     return 0;
   }
+  if (auto* m = std::get_if<MonitorCommand>(&*request)) check_console(m->command, payload);
   if (auto* w = std::get_if<WriteMemory>(&*request)) {
     // M and X carry their length twice; the parser must have compared them.
     auto comma = payload.find(',');

@@ -22,8 +22,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
 
 
+# The C escapes gdb's debug output writes for control bytes.
+C_ESCAPES = {"a": 0x07, "b": 0x08, "t": 0x09, "n": 0x0A, "v": 0x0B, "f": 0x0C, "r": 0x0D, "e": 0x1B}
+
+
 def unprintable(text):
-    """Undoes gdb's debug-output escaping: \\ooo octal and \\\\."""
+    """Undoes gdb's debug-output escaping: \\ooo octal, C escapes (\\n,
+    \\t, \\e, ...) and \\\\."""
     out = bytearray()
     i = 0
     while i < len(text):
@@ -31,6 +36,10 @@ def unprintable(text):
         if c == "\\" and i + 1 < len(text):
             if text[i + 1] == "\\":
                 out.append(0x5C)
+                i += 2
+                continue
+            if text[i + 1] in C_ESCAPES:
+                out.append(C_ESCAPES[text[i + 1]])
                 i += 2
                 continue
             m = re.match(r"[0-7]{3}", text[i + 1:i + 4])
@@ -89,6 +98,8 @@ def rsp_link_seeds(sent):
         b"$" + b"a" * 16384 + b"#00",       # exactly PacketSize: bad checksum only
         b"$" + b"a" * 16385 + b"#00$?#3f",  # oversize, then a good packet
         b"$" + b"b" * 17000 + b"$?#3f",     # oversize and unterminated, then a packet
+        frame(b"vFile:pwrite:3,0,}]}\x03}\x04}\x0a,:"),  # remote put's escaped data
+        frame(b"qRcmd,66726f626e6963617465"),  # monitor frobnicate
     ]
     for i, e in enumerate(edge):
         write("fuzz_rsp_link", bytes([i * 37 % 256]) + e)
@@ -113,7 +124,16 @@ def main(logs):
     for extra in [b"bc", b"bs", b"vCont;c:p1.-1;s:p1.2;t", b"vCont;C0b:p1f.20", b"Z2,1000,8",
                   b"vRun;;6172673120;", b"vAttach;4d2", b"Qbtrace:off", b"R00", b"!", b"QThreadEvents:1",
                   b"X1000,3:}]}\x03}\x04", b"M1000,2:abcd", b"P10=0010400000000000", b"D;1f", b"vKill;1f",
-                  b"vFile:unlink:2f746d70", b"vFile:readlink:2f70726f632f73656c662f657865"]:
+                  b"vFile:unlink:2f746d70", b"vFile:readlink:2f70726f632f73656c662f657865",
+                  # remote put's data: escapes, ',' and ':' and NUL are data; empty; a lone '}'
+                  b"vFile:pwrite:6,0,new contents\n", b"vFile:pwrite:a,4000,}\x03}\x04}]}\x0a,:\x00z",
+                  b"vFile:pwrite:1,ff,", b"vFile:pwrite:1,0,abc}", b"vFile:pwrite:1,ffffffffffffffff,x",
+                  b"vFile:unlink:2f00", b"vFile:unlink:",
+                  # monitor: unknown, bare, gdbserver's set debug, btstub's own, not hex
+                  b"qRcmd,66726f626e6963617465", b"qRcmd,", b"qRcmd,7365742064656275672031",
+                  b"qRcmd,7365742072656d6f74652d64656275672030", b"qRcmd,7265636f72642073697a65206c6f7473",
+                  b"qRcmd,7265706c617920737461747573", b"qRcmd,zz", b"qRcmd,6", b"qRcmd",
+                  b"qRcmd," + b"41" * 8000 + b"0a" * 190]:
         write("fuzz_requests", extra)
     rsp_link_seeds(unique)
 

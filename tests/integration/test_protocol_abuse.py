@@ -388,6 +388,13 @@ def vfile_cases(t):
         ("vFile:setfs:zz", error_empty_or_f_error),
         ("vFile:readlink:zz", error_empty_or_f_error),
         ("vFile:unlink:%s" % hexs("/no/such/file"), error_empty_or_f_error),
+        ("vFile:unlink:zz", error_empty_or_f_error),
+        ("vFile:unlink:", error_empty_or_f_error),
+        ("vFile:pwrite:999,0,abc", error_empty_or_f_error),
+        ("vFile:pwrite:-1,0,abc", error_empty_or_f_error),
+        ("vFile:pwrite:zz,0,abc", error_empty_or_f_error),
+        ("vFile:pwrite:1", error_empty_or_f_error),
+        ("vFile:pwrite:1,ffffffffffffffffff,abc", error_empty_or_f_error),
         ("vFile:nosuch:1", error_empty_or_f_error),
     ]
 

@@ -48,6 +48,7 @@ TEST_CASE("monitor record start with a size sets the bound of every trace", "[se
   Fixture f;
   auto bad = f.monitor("record start lots");
   CHECK(contains(bad.console, "Bad size 'lots': expected a number of bytes"));
+  CHECK(bad.payload == std::optional<std::string>("E01"));
   CHECK_FALSE(f.tracer->all_enabled());
   auto start = f.monitor("record start 1m");
   CHECK(contains(start.console, "1048576-byte buffers (43690 branches)"));
@@ -73,11 +74,14 @@ TEST_CASE("monitor record status counts a thread's branches", "[session][monitor
 
 TEST_CASE("monitor record without a backend or with a bad argument explains itself", "[session][monitor]") {
   Fixture f;
-  CHECK(contains(f.monitor("record frob").console, "Usage: monitor record start [BYTES]|stop|status"));
+  auto frob = f.monitor("record frob");
+  CHECK(contains(frob.console, "Usage: monitor record start [BYTES]|stop|status"));
+  CHECK(frob.payload == std::optional<std::string>("E01"));  // gdb: "Protocol error with Rcmd"
   CHECK(contains(f.monitor("help").console, "record"));
+  CHECK(f.monitor("record status").payload == std::optional<std::string>("OK"));
   f.session.trace_backend = nullptr;
   auto none = f.monitor("record start");
-  CHECK(none.payload == std::optional<std::string>("OK"));
+  CHECK(none.payload == std::optional<std::string>("E01"));
   CHECK(contains(none.console, "not available"));
 }
 

@@ -217,10 +217,61 @@ TEST_CASE("monitor commands print to the console; exit ends the server", "[sessi
   auto help = f.session.handle_packet("qRcmd," + protocol::hex_encode(std::string_view("help")));
   CHECK(help.payload == std::optional<std::string>("OK"));
   CHECK(contains(help.console, "exit"));
-  auto bad = f.session.handle_packet("qRcmd," + protocol::hex_encode(std::string_view("frobnicate")));
-  CHECK(bad.payload->rfind("E.", 0) == 0);
   auto exit = f.session.handle_packet("qRcmd," + protocol::hex_encode(std::string_view("exit")));
   CHECK(exit.exit_server);
+}
+
+// gdb reads a qRcmd's replies as O console packets, then OK or Enn; any
+// other reply, an E.text too, it decodes as hex ("Invalid hex digit 46").
+TEST_CASE("monitor errors reach gdb as console text and E01, as gdbserver's", "[session]") {
+  Fixture f;
+  auto monitor = [&](std::string_view command) {
+    return f.session.handle_packet("qRcmd," + protocol::hex_encode(command));
+  };
+  for (std::string_view unknown : {"frobnicate", "", "set", "set debug-hw-points 1", "set debug 1 2"}) {
+    INFO("monitor '" << unknown << "'");
+    auto bad = monitor(unknown);
+    CHECK(bad.payload == std::optional<std::string>("E01"));
+    bool usage = unknown.rfind("set", 0) == 0;  // a `set` of another kind: its usage line
+    if (usage) {
+      CHECK(bad.console == "Usage: monitor set debug <0|1> | set remote-debug <0|1>\n");
+    } else {
+      CHECK(bad.console.rfind("Unknown monitor command.\n\nbtstub monitor commands:\n", 0) == 0);
+      CHECK(contains(bad.console, "  exit -- "));
+    }
+    CHECK_FALSE(bad.exit_server);
+    CHECK_FALSE(bad.packet_log.has_value());
+  }
+  // A packet gdb would never send still gets text, not E.text.
+  for (std::string_view malformed : {"qRcmd,zz", "qRcmd,6", "qRcmd"}) {
+    INFO(malformed);
+    auto bad = f.session.handle_packet(malformed);
+    CHECK(bad.payload == std::optional<std::string>("E01"));
+    CHECK(contains(bad.console, "qRcmd: "));
+    CHECK(bad.console.back() == '\n');
+  }
+}
+
+TEST_CASE("monitor set debug and set remote-debug switch the packet log, in gdbserver's words", "[session]") {
+  Fixture f;
+  auto monitor = [&](std::string_view command) {
+    return f.session.handle_packet("qRcmd," + protocol::hex_encode(command));
+  };
+  struct Case {
+    std::string_view command, text;
+    bool on;
+  };
+  for (const Case& c : {Case{"set debug 1", "Debug output enabled.\n", true},
+                        Case{"set debug 0", "Debug output disabled.\n", false},
+                        Case{"set remote-debug 1", "Protocol debug output enabled.\n", true},
+                        Case{"set remote-debug 0", "Protocol debug output disabled.\n", false}}) {
+    INFO(c.command);
+    auto r = monitor(c.command);
+    CHECK(r.payload == std::optional<std::string>("OK"));
+    CHECK(r.console == c.text);
+    CHECK(r.packet_log == std::optional<bool>(c.on));
+  }
+  CHECK_FALSE(monitor("help").packet_log.has_value());
 }
 
 TEST_CASE("qXfer serves target.xml and the exec file in chunks", "[session]") {

@@ -66,10 +66,43 @@ TEST_CASE("query replies", "[replies]") {
   CHECK(reply_thread_list({}, true) == "l");
   CHECK(reply_attached(true) == "1");
   CHECK(reply_attached(false) == "0");
-  CHECK(reply_console_output("hi\n") == "O68690a");
+  CHECK(reply_console_output("hi\n") == std::vector<std::string>{"O68690a"});
+  CHECK(reply_console_output("").empty());
   CHECK(reply_vcont_supported(";c;C;s;S;t") == "vCont;c;C;s;S;t");
   CHECK(reply_vcont_supported("c;C;s;S") == "vCont;c;C;s;S");
   CHECK(reply_vcont_supported("vCont;c;s") == "vCont;c;s");
+}
+
+TEST_CASE("console output for qRcmd fits PacketSize, whole lines together", "[replies]") {
+  constexpr std::size_t kText = (RspLink::kMaxPayload - 1) / 2;  // text bytes a packet holds
+  auto decode = [](const std::vector<std::string>& packets) {
+    std::string text;
+    for (const auto& p : packets) {
+      REQUIRE(p.size() <= RspLink::kMaxPayload);
+      REQUIRE(p.size() > 1);
+      REQUIRE(p.front() == 'O');
+      auto bytes = hex_decode(std::string_view(p).substr(1));
+      REQUIRE(bytes);
+      text.append(bytes->begin(), bytes->end());
+    }
+    return text;
+  };
+  // 300 lines of 60 bytes: 18,000 bytes in three packets, each ending a line.
+  std::string lines;
+  for (int i = 0; i < 300; ++i) lines += std::string(59, static_cast<char>('a' + i % 26)) + "\n";
+  auto packets = reply_console_output(lines);
+  CHECK(packets.size() == 3);
+  CHECK(decode(packets) == lines);
+  for (std::size_t i = 0; i + 1 < packets.size(); ++i) CHECK(packets[i].substr(packets[i].size() - 2) == "0a");
+  // One line longer than a packet is cut at the packet's end.
+  std::string long_line(kText * 2 + 10, 'x');
+  auto cut = reply_console_output(long_line);
+  CHECK(cut.size() == 3);
+  CHECK(cut[0].size() == 1 + 2 * kText);
+  CHECK(decode(cut) == long_line);
+  // Exactly one packet's worth stays one packet.
+  CHECK(reply_console_output(std::string(kText, 'y')).size() == 1);
+  CHECK(reply_console_output(std::string(kText + 1, 'y')).size() == 2);
 }
 
 TEST_CASE("qXfer chunks", "[replies]") {

@@ -186,3 +186,35 @@ TEST_CASE("vFile operations", "[requests]") {
                           "vFile:setfs:-1", "vFile:readlink:", "vFile:unlink:2g"})
     require_bad(bad);
 }
+
+TEST_CASE("vFile:pwrite carries escaped binary data", "[requests]") {
+  auto w = parse_as<FilePwrite>("vFile:pwrite:6,0,new contents\n");
+  CHECK(w.fd == 6);
+  CHECK(w.offset == 0);
+  CHECK(w.data == "new contents\n");
+  // '}' escapes (the bytes '#', '$', '}', '*' come as '}' + byte ^ 0x20);
+  // ',' and ':' and NUL in the data are data.
+  auto escaped = parse_as<FilePwrite>(std::string("vFile:pwrite:a,4000,}\x03}\x04}]}\x0a,:") + '\0' + "z");
+  CHECK(escaped.fd == 10);
+  CHECK(escaped.offset == 0x4000);
+  CHECK(escaped.data == std::string("#$}*,:\0z", 8));
+  // gdb never sends an empty write, gdbserver writes 0 bytes; so do we.
+  CHECK(parse_as<FilePwrite>("vFile:pwrite:1,ff,").data.empty());
+  CHECK(parse_as<FilePwrite>("vFile:pwrite:1,ffffffffffffffff,x").offset == 0xffffffffffffffffu);
+
+  for (const char* bad : {"vFile:pwrite", "vFile:pwrite:", "vFile:pwrite:1", "vFile:pwrite:1,0",
+                          "vFile:pwrite:,0,x", "vFile:pwrite:1,,x", "vFile:pwrite:-1,0,x", "vFile:pwrite:q,0,x",
+                          "vFile:pwrite:1,10000000000000000,x", "vFile:pwrite:1,-1,x", "vFile:pwrite:1,0,abc}",
+                          "vFile:pwrite:100000000,0,x"})
+    require_bad(bad);
+}
+
+TEST_CASE("vFile:unlink takes one hex path", "[requests]") {
+  CHECK(parse_as<FileUnlink>("vFile:unlink:2f746d702f76662f6578697374696e672e747874").path == "/tmp/vf/existing.txt");
+  CHECK(parse_as<FileUnlink>("vFile:unlink:2E").path == ".");
+  // No path, odd digits, an embedded NUL (the OS would cut the path there),
+  // anything after the path.
+  for (const char* bad : {"vFile:unlink", "vFile:unlink:", "vFile:unlink:2", "vFile:unlink:2f00",
+                          "vFile:unlink:2f,0", "vFile:unlink:2f2g", "vFile:unlink:2f:"})
+    require_bad(bad);
+}
