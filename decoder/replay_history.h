@@ -102,6 +102,9 @@ class ReplayCursor {
     uint64_t total = 0;
   };
   Count instruction_number();
+  // "Branch `index` of `total`" (0 = the trace's oldest block), in O(1):
+  // what a status can tell at once of any history.
+  Count branch_number() const { return {seq_ - first_seq_, end_seq_ - first_seq_}; }
 
  private:
   Block block(uint64_t seq) const;

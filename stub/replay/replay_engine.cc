@@ -284,10 +284,18 @@ Expected<void> ReplayEngine::check_writable(pid_t tid) const {
                     "go forward to the live end first");
 }
 
-std::string ReplayEngine::status() {
+std::string ReplayEngine::status(uint64_t counted_branches) {
   if (cursors_.empty()) return "Not replaying: all threads are live.\n";
   std::string out;
   for (auto& [tid, cursor] : cursors_) {
+    const auto branches = cursor->branch_number();
+    if (branches.total > counted_branches) {
+      out += "Thread " + std::to_string(tid) + ": replaying at branch " + std::to_string(branches.index + 1) +
+             " of " + std::to_string(branches.total + 1) + " (pc " + hex(cursor->pc()) +
+             "; instructions are counted in histories of up to " + std::to_string(counted_branches) +
+             " branches)\n";
+      continue;
+    }
     const auto count = cursor->instruction_number();
     out += "Thread " + std::to_string(tid) + ": replaying at instruction " + std::to_string(count.index + 1) +
            " of " + std::to_string(count.total) + " (pc " + hex(cursor->pc()) + ")\n";

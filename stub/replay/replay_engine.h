@@ -98,8 +98,12 @@ class ReplayEngine {
   // An error while `tid` replays (writes would change the past), else ok.
   Expected<void> check_writable(pid_t tid) const;
 
-  // For `monitor replay status`: one line per replaying thread.
-  std::string status();
+  // For `monitor replay status`: one line per replaying thread. The
+  // instruction number decodes the whole history: told for histories of up
+  // to `counted_branches` branches; past that, the branch number (at once:
+  // gdb gives up on a reply after 2 seconds).
+  static constexpr uint64_t kCountedBranches = 100'000;
+  std::string status(uint64_t counted_branches = kCountedBranches);
 
   // Every thread back at its live end; caches dropped.
   void go_live();

@@ -82,6 +82,12 @@ TEST_CASE("replay engine: registers in the past are rip/rsp/rbp, the rest unavai
   CHECK_FALSE(regs->available(static_cast<unsigned>(Amd64Reg::rax)));
   CHECK_FALSE(regs->available(static_cast<unsigned>(Amd64Reg::eflags)));
   CHECK(f.engine->status().find("instruction 27 of 34") != std::string::npos);
+  // Past the bound the status tells the branch at once, not the
+  // instruction (which decodes the whole history: seconds at millions).
+  const std::string quick = f.engine->status(2);
+  CHECK(quick.find("replaying at branch ") != std::string::npos);
+  CHECK(quick.find("instructions are counted in histories of up to 2 branches") != std::string::npos);
+  CHECK(quick.find("instruction 27") == std::string::npos);
 }
 
 TEST_CASE("replay engine: memory in the past") {
