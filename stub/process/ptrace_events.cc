@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 
@@ -19,6 +20,10 @@
 
 namespace stub::process {
 namespace {
+
+// How long a non-blocking poll_event may absorb the tracer's stops before
+// the event loop gets a turn (the client's packets, Ctrl-C, disconnect).
+constexpr std::chrono::milliseconds kAbsorbingTurn{20};
 
 using namespace ptrace_detail;
 using btstub::ErrorCode;
@@ -180,6 +185,14 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
   if (auto event = take_pending()) return event;
   commit_deferred();
+  // A recorded program stops every few branches, and most stops are the
+  // tracer's own, absorbed below: unbounded, a non-blocking poll ran as long
+  // as the program did, and the client's Ctrl-C or disconnect waited for
+  // its next reportable stop (seconds; a client that came meanwhile got the
+  // replies of the one before). The poll gives the event loop a turn every
+  // kAbsorbingTurn; the stops it leaves raise SIGCHLD, which brings it back.
+  const auto turn_ends = std::chrono::steady_clock::now() + kAbsorbingTurn;
+  uint32_t absorbed = 0;
   for (;;) {
     if (auto ended = take_ended()) return ended;
     if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
@@ -215,7 +228,12 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
       // that thread run to its next stop now, which the next reap then
       // finds, instead of a round through the event loop (epoll, signalfd
       // read, re-arm) per stop. Costs nothing when nobody else is runnable.
-      if (!block) ::sched_yield();
+      if (!block) {
+        if (++absorbed % 64 == 0 && std::chrono::steady_clock::now() >= turn_ends) {
+          return std::optional<ProcessEvent>{};
+        }
+        ::sched_yield();
+      }
       continue;
     }
     if (event->kind == ProcessEvent::Kind::Stopped || event->kind == ProcessEvent::Kind::ThreadExited) {
