@@ -240,6 +240,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   void leader_exited();
   void reap_ended_threads(pid_t except);
   Expected<void> detach_threads();
+  void reap_killed_while_detaching(pid_t tid);
   void keep_while_stopping(pid_t tid, int status);
 
   // Debug registers (ptrace_debug.cc).

@@ -125,6 +125,22 @@ std::vector<pid_t> PtraceProcess::threads() const {
 // the stop without us: a SIGKILL from outside, which ends every thread.
 // There is nothing left to let go then, and gdbserver answers OK too; the
 // dead threads are reaped so that no zombie stays behind.
+// A thread that was stopped and now refuses PTRACE_DETACH (ESRCH) was
+// killed meanwhile: a thread let go before it ran exit_group, or exit, and
+// ended the whole program while the rest were still ours (gdb's
+// process-dies-while-detaching). It stays our tracee, a zombie the program's
+// parent never sees end until we reap it: without this its waitpid hung for
+// as long as btstub lived. gdbserver reaps it the same way (detach_one_lwp).
+// A stop that comes first (PTRACE_EVENT_EXIT while recording) is let go.
+void PtraceProcess::reap_killed_while_detaching(pid_t tid) {
+  for (int round = 0; round < 4; ++round) {
+    int status = 0;
+    if (reap(tid, &status, __WALL) != tid) return;  // reaped before, or not ours
+    if (!WIFSTOPPED(status)) return;                 // exited: the zombie is gone
+    if (do_ptrace(PTRACE_DETACH, tid, 0, nullptr)) return;
+  }
+}
+
 Expected<void> PtraceProcess::detach_threads() {
   Expected<void> result;
   std::size_t detached = 0;
@@ -147,6 +163,7 @@ Expected<void> PtraceProcess::detach_threads() {
       ++detached;
     } else if (r.error().code == btstub::ErrorCode::NoProcess) {
       ++gone;
+      if (tid != pid_) reap_killed_while_detaching(tid);
     } else if (tid == pid_) {
       result = r.error();
     }

@@ -17,7 +17,14 @@ program's own output must be the same.
    btstub reports the exit ("exited with code 03"); gdbserver answers `N`
    there too, then fails to remove its breakpoints from the dead process,
    and the test states that difference.
-4. detach: SIGKILL from outside while the program is stopped at a
+4. leader exec (gdb.threads/step-over-exec.exp, execr_thread=leader): main
+   starts a thread and execs itself. With only a conditional breakpoint
+   (`if 0`, evaluated by gdb: gdbserver 13.1 asserts otherwise) on the way
+   gdb shows no stop before the exec, never numbers the second thread, and
+   prints "Breakpoint 1, after_exec" without "Thread ... hit"; with a
+   shown stop first it prints "Thread 1 ... hit Breakpoint 1". Both
+   transcripts equal gdbserver's: gdb's own rule, not the server's.
+5. detach: SIGKILL from outside while the program is stopped at a
    breakpoint, then `detach`: "[Inferior 1 (process N) detached]", not
    "Can't detach process.", and a --once server ends.
 
@@ -60,6 +67,24 @@ KILL_AND_WAIT = (
     "deadline = time.time() + 20; "
     "[time.sleep(0.01) for _ in iter(lambda: state() not in 'ZX' and time.time() < deadline, False)]; "
     "print('killed state', state())")
+
+LEADER_EXEC_UNSEEN = [
+    "set breakpoint condition-evaluation host",
+    "break after_exec",
+    "break before_exec if 0",
+    "continue",
+    "info threads",
+    "continue",
+]
+
+LEADER_EXEC_SEEN = [
+    "break after_exec",
+    "break before_exec",
+    "continue",
+    "continue",
+    "info threads",
+    "continue",
+]
 
 DETACH_COMMANDS = [
     "break at_rest",
@@ -146,6 +171,29 @@ def check_group_exit(args, c):
     c.equal("group exit: program output", "in thread 4\n", server.stdout, ctx)
 
 
+def check_leader_exec(args, c):
+    (ref, ref_server), (test, test_server) = both(args, "leader-exec",
+                                                  LEADER_EXEC_UNSEEN)
+    ctx = "\n" + test.transcript()
+    c.contains("leader exec: new program announced", test.of(3),
+               "is executing new program", ctx)
+    c.contains("leader exec, thread unseen: plain breakpoint line", test.of(3),
+               "\nBreakpoint 1, after_exec (n=2)", ctx)
+    same(c, "leader exec, thread unseen: same transcript as gdbserver",
+         transcript_lines(ref), transcript_lines(test), args.server, ctx)
+    c.equal("leader exec, thread unseen: same program output",
+            ref_server.stdout, test_server.stdout, ctx)
+    (ref, ref_server), (test, test_server) = both(args, "leader-exec",
+                                                  LEADER_EXEC_SEEN)
+    ctx = "\n" + test.transcript()
+    c.contains("leader exec, thread seen: the thread hit is named", test.of(3),
+               "hit Breakpoint 1, after_exec (n=2)", ctx)
+    same(c, "leader exec, thread seen: same transcript as gdbserver",
+         transcript_lines(ref), transcript_lines(test), args.server, ctx)
+    c.equal("leader exec, thread seen: same program output",
+            ref_server.stdout, test_server.stdout, ctx)
+
+
 def check_detach_killed(args, c):
     (ref, ref_server), (test, test_server) = both(args, "stopped",
                                                   DETACH_COMMANDS)
@@ -166,6 +214,7 @@ def main(args, c):
     check_leader(args, c)
     check_alone(args, c)
     check_group_exit(args, c)
+    check_leader_exec(args, c)
     check_detach_killed(args, c)
 
 

@@ -13,6 +13,9 @@
  *   stopped main calls at_rest() and exits 0 (the test kills it there).
  *   running main starts a thread that sleeps in a loop, waits until it
  *           runs, and exits with code 6 while it does.
+ *   leader-exec main starts a thread that sleeps in a loop, waits until it
+ *           runs, calls before_exec() and execs /proc/self/exe "after"
+ *           itself (the leader execs; the kernel ends the thread).
  * Prints one line per step; exit code 0, 2 on a bad argument.
  */
 #define _GNU_SOURCE
@@ -42,6 +45,10 @@ int joined(int n) {
 
 int at_rest(int n) {
   return n + 5; /* MARK: at_rest */
+}
+
+int before_exec(int n) {
+  return n + 6; /* MARK: before_exec */
 }
 
 static void *exec_thread(void *arg) {
@@ -107,10 +114,18 @@ int main(int argc, char **argv) {
     printf("leaving while a thread runs\n");
     exit(6);
   }
+  if (strcmp(mode, "leader-exec") == 0) {
+    pthread_create(&thread, NULL, sleeper_thread, NULL);
+    while (!sleeper_started) usleep(1000);
+    printf("leader execs %d\n", before_exec(1));
+    execl("/proc/self/exe", "thread_ends", "after", (char *)NULL);
+    perror("execl");
+    return 1;
+  }
   if (strcmp(mode, "stopped") == 0) {
     printf("at rest %d\n", at_rest(1));
     return 0;
   }
-  fprintf(stderr, "usage: thread_ends exec|leader|alone|group|running|stopped\n");
+  fprintf(stderr, "usage: thread_ends exec|leader|alone|group|running|stopped|leader-exec\n");
   return 2;
 }
