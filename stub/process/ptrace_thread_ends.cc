@@ -12,6 +12,7 @@
 #include <sys/ptrace.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -132,12 +133,23 @@ std::vector<pid_t> PtraceProcess::threads() const {
 // parent never sees end until we reap it: without this its waitpid hung for
 // as long as btstub lived. gdbserver reaps it the same way (detach_one_lwp).
 // A stop that comes first (PTRACE_EVENT_EXIT while recording) is let go.
+// Bounded: a thread that refused for another reason (not stopped after
+// all) must not hang btstub: after 2 s it is left as it is.
 void PtraceProcess::reap_killed_while_detaching(pid_t tid) {
-  for (int round = 0; round < 4; ++round) {
+  constexpr int kReapWaitMs = 2000;
+  int rounds = 0;
+  for (int waited = 0; waited < kReapWaitMs && rounds < 4;) {
     int status = 0;
-    if (reap(tid, &status, __WALL) != tid) return;  // reaped before, or not ours
-    if (!WIFSTOPPED(status)) return;                 // exited: the zombie is gone
+    const pid_t got = reap(tid, &status, __WALL | WNOHANG);
+    if (got == 0) {
+      ::usleep(1000);
+      ++waited;
+      continue;
+    }
+    if (got != tid) return;           // reaped before, or not ours
+    if (!WIFSTOPPED(status)) return;  // exited: the zombie is gone
     if (do_ptrace(PTRACE_DETACH, tid, 0, nullptr)) return;
+    ++rounds;
   }
 }
 
