@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -481,39 +482,34 @@ bool PtraceProcess::recording() const {
   return std::any_of(threads_.begin(), threads_.end(), [&](const auto& entry) { return hook_->traces(entry.first); });
 }
 
-// Which bytes of a client's write are int3s it writes over another byte of
-// the program's (under our own int3s, the byte they keep), and which
-// replace one it wrote before.
-void PtraceProcess::note_client_int3s(uint64_t addr, const std::vector<uint8_t>& bytes) {
-  const uint64_t end = addr + bytes.size();
-  const bool writes_int3 = std::find(bytes.begin(), bytes.end(), kInt3) != bytes.end();
-  if (!writes_int3 && client_int3s_.lower_bound(addr) == client_int3s_.lower_bound(end)) return;
-  std::vector<uint8_t> before = writes_int3 ? raw_read(addr, bytes.size()) : std::vector<uint8_t>{};
-  for (uint64_t at = addr; at < end; ++at) {
-    const uint8_t byte = bytes[at - addr];
-    if (byte != kInt3) {
-      client_int3s_.erase(at);
-      continue;
-    }
-    if (at - addr >= before.size()) continue;  // unreadable: the write fails too
-    uint8_t program_byte = before[at - addr];
+// The int3s a client's write puts over another byte of the program's
+// (under our own int3s, the byte they keep): gdb's breakpoints written into
+// memory. An int3 written over an int3 is the program's own, or one the
+// client wrote before.
+std::vector<uint64_t> PtraceProcess::new_client_int3s(uint64_t addr, const std::vector<uint8_t>& bytes) {
+  std::vector<uint64_t> added;
+  if (std::find(bytes.begin(), bytes.end(), kInt3) == bytes.end()) return added;
+  const std::vector<uint8_t> before = raw_read(addr, bytes.size());  // shorter: the write fails too
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    if (bytes[i] != kInt3) continue;
+    const uint64_t at = addr + i;
+    uint8_t program_byte = before[i];
     if (auto user = breakpoints_.find(at); user != breakpoints_.end()) program_byte = user->second;
     if (auto trace = trace_int3s_.find(at); trace != trace_int3s_.end()) program_byte = trace->second.original;
-    if (program_byte != kInt3) client_int3s_.insert(at);
+    if (program_byte != kInt3) added.push_back(at);
   }
+  return added;
 }
 
 Expected<void> PtraceProcess::write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) {
   if (bytes.empty()) return {};
   if (!alive_) return memory_fault(addr);
   if (addr + bytes.size() < addr) return memory_fault(addr);
-  const std::set<uint64_t> before = client_int3s_;
-  note_client_int3s(addr, bytes);
+  const std::vector<uint64_t> added = new_client_int3s(addr, bytes);
   // The software tracer decodes the program's code from its memory: an
   // int3 the client wrote there would be taken for code, and the program
   // faulted. Refused, saying what works, until the tracer hides them.
-  if (client_int3s_ != before && recording()) {
-    client_int3s_ = before;
+  if (!added.empty() && recording()) {
     return make_error(ErrorCode::NotSupported,
                       "btstub records this program: a breakpoint written into its memory would be taken for its "
                       "code; use breakpoint packets (set remote Z-packet on)");
@@ -530,6 +526,11 @@ Expected<void> PtraceProcess::write_memory(uint64_t addr, const std::vector<uint
   if (auto r = raw_write(addr, data); !r) return r;
   // The program's new byte becomes the one to restore; our int3 stays.
   const uint64_t end = addr + bytes.size();
+  // Another byte over a client's int3 ends it (gdb removing its breakpoint).
+  for (auto it = client_int3s_.lower_bound(addr); it != client_int3s_.end() && *it < end;) {
+    it = bytes[*it - addr] != kInt3 ? client_int3s_.erase(it) : std::next(it);
+  }
+  client_int3s_.insert(added.begin(), added.end());
   if (first != last) {
     auto& user = breakpoints_.edit();
     for (auto it = user.lower_bound(addr); it != user.end() && it->first < end; ++it) it->second = bytes[it->first - addr];

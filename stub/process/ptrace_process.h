@@ -227,10 +227,10 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   std::optional<ProcessEvent> handle_vfork_done(pid_t tid, ThreadState& thread);
   void release_vfork_held(bool start);
   bool held_for_vfork(pid_t tid) const { return vfork_parent_ != 0 && tid != vfork_parent_; }
-  // Whether the tracer's int3 at `addr` is in the program's memory now.
-  void note_client_int3s(uint64_t addr, const std::vector<uint8_t>& bytes);
+  std::vector<uint64_t> new_client_int3s(uint64_t addr, const std::vector<uint8_t>& bytes);
   // Whether the tracer traces any thread of the program.
   bool recording() const;
+  // Whether the tracer's int3 at `addr` is in the program's memory now.
   bool trace_int3_written(uint64_t addr) const { return vfork_parent_ == 0 && trace_int3s_.count(addr) != 0; }
   void mark_gone();
   void stop_running_thread(pid_t tid, bool send_sigstop);
