@@ -2,9 +2,7 @@
 // (stub/process/process_copy.h).
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/ptrace.h>
 #include <sys/syscall.h>
-#include <sys/user.h>
 
 #include <algorithm>
 #include <iterator>
@@ -127,12 +125,12 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
   // is put back for that delivery.
   const std::vector<MemoryMapping> maps = read_maps(pid_);
   if (maps.empty()) return make_error(ErrorCode::Internal, "Cannot read the program's memory maps");
-  user_regs_struct regs{};
-  if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &regs); !r) return r.error();
+  auto pc = read_pc(tid);
+  if (!pc) return pc.error();
   // The clone borrows the bytes at the pc for its `syscall`, and so would
   // every system call injected into the copy: in shared code other
   // processes would see them.
-  if (in_shared_mapping(maps, regs.rip)) {
+  if (in_shared_mapping(maps, *pc)) {
     return make_error(ErrorCode::NotSupported, "No copies while the program runs code in shared memory");
   }
   auto siginfo = read_siginfo(tid);
