@@ -243,6 +243,17 @@ std::vector<std::string> btrace_supported_features(const Session& s) {
 }
 
 Reply handle(Session& s, const BtraceControl& req) {
+  // gdb's record btrace starts in the present: while a thread stands in
+  // btstub's recorded past, going live here would move it to the present
+  // without a word (gdb would go on from there). Refused, saying how to
+  // leave. Qbtrace:off ends a replay first: it discards the traces a
+  // replay cursor may stand in (gdb sends it only for its own recording,
+  // which it replays itself).
+  if (req.op != BtraceOp::Off && s.any_replaying()) {
+    return error_reply("the thread is in btstub's recorded past; branch tracing starts only in the present. "
+                       "Go forward to the end of the history first (until \"No more reverse-execution history\")");
+  }
+  s.go_live();
   auto tid = btrace_thread(s);
   if (!tid) return Reply::now(reply_error(tid.error()));
   switch (req.op) {

@@ -56,21 +56,6 @@ Reply Session::handle(const protocol::Request& request) {
   if (step_ahead.active() && !leaves_step_ahead(request)) {
     if (Process* owner = program()) step_ahead.undo(*owner);
   }
-  if (const auto* control = std::get_if<protocol::BtraceControl>(&request)) {
-    // gdb's record btrace starts in the present: while a thread stands in
-    // btstub's recorded past, going live here would move it to the present
-    // without a word (gdb would go on from there). Refused, saying how to
-    // leave. Qbtrace:off ends a replay first: it discards the traces a
-    // replay cursor may stand in (gdb sends it only for its own recording,
-    // which it replays itself).
-    if (control->op != protocol::BtraceOp::Off && any_replaying()) {
-      return Reply::now(protocol::reply_error(btstub::make_error(
-          btstub::ErrorCode::InvalidArgument,
-          "the thread is in btstub's recorded past; branch tracing starts only in the present. "
-          "Go forward to the end of the history first (until \"No more reverse-execution history\")")));
-    }
-    go_live();
-  }
   return std::visit([this](const auto& typed) { return stub::session::handle(*this, typed); }, request);
 }
 
