@@ -335,12 +335,9 @@ class Server:
             self._counted = True
             text = self._err.text()
             if self.kind == "gdbserver":
-                _, removed = reference.without_gdbserver_warnings(text)
-                TALLY.warnings_removed += removed
-                TALLY.warning_runs += 1 if removed else 0
+                TALLY.removed(reference.without_gdbserver_warnings(text)[1])
             else:
-                TALLY.subject_runs += 1
-                TALLY.subject_messages += reference.xstate_messages(text)
+                TALLY.subject(text)
 
     def __enter__(self):
         return self
@@ -483,8 +480,7 @@ def checked_result(argv, commands, output, status, target):
     run_test to fail on."""
     if reference.is_reference_target(target):
         output, removed = reference.without_gdbserver_warnings(output)
-        TALLY.warnings_removed += removed
-        TALLY.warning_runs += 1 if removed else 0
+        TALLY.removed(removed)
         result = GdbResult(argv, list(commands), output, status)
         if VERBOSE:
             print(result.transcript())
@@ -495,8 +491,7 @@ def checked_result(argv, commands, output, status, target):
     result = GdbResult(argv, list(commands), output, status)
     if VERBOSE:
         print(result.transcript())
-    TALLY.subject_runs += 1
-    TALLY.subject_messages += reference.xstate_messages(output)
+    TALLY.subject(output)
     return result
 
 
