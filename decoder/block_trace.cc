@@ -352,6 +352,27 @@ std::vector<BlockTrace::StoredSegment> BlockTrace::stored_segments(uint64_t from
   return out;
 }
 
+std::optional<BlockTrace::StoredSegment> BlockTrace::stored_segment_at(uint64_t seq) const {
+  if (!codec_ || seq < first_sequence_) return std::nullopt;
+  auto it = std::lower_bound(chunks_.begin(), chunks_.end(), seq,
+                             [](const Chunk& c, uint64_t s) { return c.first_sequence < s; });
+  if (it == chunks_.end() || it->first_sequence != seq || !it->pt) return std::nullopt;
+  const auto index = static_cast<std::size_t>(it - chunks_.begin());
+  if (!codec_->unpack(it->bytes.data(), it->packet_bytes, it->code_hash, it->previous_to, chunk_end_to(index),
+                      it->count)) {
+    return std::nullopt;
+  }
+  return StoredSegment{it->first_sequence, it->count, std::span<const uint8_t>(it->bytes.data(), it->packet_bytes)};
+}
+
+uint64_t BlockTrace::next_chunk_start(uint64_t seq) const {
+  auto it = std::upper_bound(chunks_.begin(), chunks_.end(), seq,
+                             [](uint64_t s, const Chunk& c) { return s < c.first_sequence; });
+  if (it != chunks_.end()) return it->first_sequence;
+  const uint64_t open_first = open_first_sequence();
+  return seq < open_first ? open_first : end_sequence();
+}
+
 uint64_t BlockTrace::chunk_end_to(std::size_t index) const {
   return index + 1 < chunks_.size() ? chunks_[index + 1].previous_to : open_previous_to_;
 }

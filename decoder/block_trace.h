@@ -116,6 +116,13 @@ class BlockTrace {
   // over changed code would decode to other branches).
   // Valid until the trace changes.
   std::vector<StoredSegment> stored_segments(uint64_t from_seq) const;
+  // The same one chunk at a time, for a reader that walks a long trace in
+  // pieces: the PT chunk that begins at branch `seq`, if its code is
+  // unchanged (walked to know) and none of its branches was dropped.
+  std::optional<StoredSegment> stored_segment_at(uint64_t seq) const;
+  // Where the chunk after the one holding branch `seq` begins (the open
+  // branches count as one): end_sequence() when there is none.
+  uint64_t next_chunk_start(uint64_t seq) const;
   // Sealed chunks in each format (for tests and `monitor record status`).
   std::size_t pt_chunks() const { return pt_chunks_; }
   std::size_t explicit_chunks() const { return chunks_.size() - pt_chunks_; }

@@ -27,6 +27,17 @@ std::optional<BtraceRead> parse_btrace_annex(std::string_view annex) {
   return std::nullopt;
 }
 
+std::string_view btrace_xml_header() { return kBtraceHeader; }
+std::string_view btrace_xml_footer() { return kBtraceFooter; }
+
+void append_btrace_block(std::string& out, const BtraceBlock& block) {
+  out += "<block begin=\"0x";
+  out += hex(block.begin);
+  out += "\" end=\"0x";
+  out += hex(block.end);
+  out += "\"/>\n";
+}
+
 std::string btrace_bts_xml(std::vector<BtraceBlock> oldest_first, BtraceRead kind) {
   if (!oldest_first.empty()) {
     if (kind == BtraceRead::Delta) {
@@ -36,9 +47,7 @@ std::string btrace_bts_xml(std::vector<BtraceBlock> oldest_first, BtraceRead kin
     }
   }
   std::string out(kBtraceHeader);
-  std::for_each(oldest_first.rbegin(), oldest_first.rend(), [&](const BtraceBlock& b) {
-    out += "<block begin=\"0x" + hex(b.begin) + "\" end=\"0x" + hex(b.end) + "\"/>\n";
-  });
+  std::for_each(oldest_first.rbegin(), oldest_first.rend(), [&](const BtraceBlock& b) { append_btrace_block(out, b); });
   out += kBtraceFooter;
   return out;
 }
@@ -50,21 +59,28 @@ std::string btrace_conf_bts_xml(uint64_t size) {
          "<bts size=\"0x" + hex(size) + "\" />\n</btrace-conf>\n";
 }
 
-std::string btrace_pt_xml(const std::vector<uint8_t>& packets) {
+std::string btrace_pt_xml_head() { return std::string(kBtraceHeader) + "<pt>\n<pt-config>\n</pt-config>\n"; }
+std::string_view btrace_pt_raw_open() { return "<raw>\n"; }
+std::string_view btrace_pt_raw_close() { return "</raw>\n"; }
+std::string btrace_pt_xml_tail() { return "</pt>\n" + std::string(kBtraceFooter); }
+
+void append_pt_hex(std::string& out, const uint8_t* bytes, std::size_t count) {
   static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(kBtraceHeader);
-  out += "<pt>\n<pt-config>\n</pt-config>\n";
-  if (!packets.empty()) {
-    out += "<raw>\n";
-    out.reserve(out.size() + 2 * packets.size() + 32);
-    for (uint8_t byte : packets) {
-      out += kDigits[byte >> 4];
-      out += kDigits[byte & 0xf];
-    }
-    out += "</raw>\n";
+  out.reserve(out.size() + 2 * count);
+  for (std::size_t i = 0; i < count; ++i) {
+    out += kDigits[bytes[i] >> 4];
+    out += kDigits[bytes[i] & 0xf];
   }
-  out += "</pt>\n";
-  out += kBtraceFooter;
+}
+
+std::string btrace_pt_xml(const std::vector<uint8_t>& packets) {
+  std::string out = btrace_pt_xml_head();
+  if (!packets.empty()) {
+    out += btrace_pt_raw_open();
+    append_pt_hex(out, packets.data(), packets.size());
+    out += btrace_pt_raw_close();
+  }
+  out += btrace_pt_xml_tail();
   return out;
 }
 

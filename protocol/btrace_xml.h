@@ -2,6 +2,7 @@
 // The documents gdb's `record btrace` reads over qXfer: the branch trace in
 // BTS format (qXfer:btrace:read) and the trace configuration
 // (qXfer:btrace-conf:read). Pure text building; the caller supplies blocks.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -40,6 +41,13 @@ std::string btrace_bts_xml(std::vector<BtraceBlock> oldest_first, BtraceRead kin
 // A trace document with no blocks (a `new` read when nothing changed).
 std::string btrace_empty_xml();
 
+// The pieces btrace_bts_xml joins, for a document written a piece at a
+// time (decoder/bts_document.h): the header, one <block> line appended to
+// `out`, and the footer.
+std::string_view btrace_xml_header();
+void append_btrace_block(std::string& out, const BtraceBlock& block);
+std::string_view btrace_xml_footer();
+
 // <btrace-conf> for a BTS trace of `size` bytes.
 std::string btrace_conf_bts_xml(uint64_t size);
 
@@ -48,6 +56,16 @@ std::string btrace_conf_bts_xml(uint64_t size);
 // gdb then applies no vendor's errata workarounds, which is right for a
 // trace no Intel CPU wrote.
 std::string btrace_pt_xml(const std::vector<uint8_t>& packets);
+
+// The pieces btrace_pt_xml joins, for a document written a piece at a
+// time: everything up to the packets, the <raw> element's opening and
+// closing (only when there are packets), the packets as hex appended to
+// `out`, and what follows the packets.
+std::string btrace_pt_xml_head();
+std::string_view btrace_pt_raw_open();
+std::string_view btrace_pt_raw_close();
+void append_pt_hex(std::string& out, const uint8_t* bytes, std::size_t count);
+std::string btrace_pt_xml_tail();
 
 // <btrace-conf> for a PT trace of `size` bytes.
 std::string btrace_conf_pt_xml(uint64_t size);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <variant>
 
 #include "protocol/btrace_xml.h"
 #include "stub/session/btrace_pt_trace.h"
@@ -144,40 +145,35 @@ Reply disable(Session& s, pid_t tid) {
   return Reply::now(reply_ok());
 }
 
-std::vector<protocol::BtraceBlock> to_protocol(const std::vector<decoder::Block>& blocks) {
-  std::vector<protocol::BtraceBlock> out;
-  out.reserve(blocks.size());
-  for (const auto& b : blocks) out.push_back(protocol::BtraceBlock{b.begin, b.end});
-  return out;
-}
+// A document gdb reads in chunks: text built whole, or a trace written as
+// gdb reads it.
+using Document = std::variant<std::string, decoder::BtsDocument, PtDocument>;
 
 // A pt read. PT streams cannot be cut at an arbitrary branch, so, as for
 // gdbserver's perf buffer, there is no delta (gdb then reads `new`) and
 // `new` is the whole stream or, when the thread has not moved since the
 // last read (no branch, same pc), an empty one. The pc counts: the stream
 // ends at it, and a thread that ran straight-line code took no branch.
-Expected<std::string> read_pt_trace(Session& s, pid_t tid, const decoder::BlockTrace& trace, uint64_t pc,
-                                    uint64_t seen, BtraceRead kind) {
+Expected<Document> read_pt_trace(Session& s, pid_t tid, const decoder::BlockTrace& trace, uint64_t pc,
+                                 uint64_t seen, BtraceRead kind) {
   auto& reads = s.btrace_reads;
   if (kind == BtraceRead::Delta) return btrace_error("Generic Error.");  // gdbserver's words
   auto seen_pc = reads.seen_pc.find(tid);
   if (kind == BtraceRead::New && seen == trace.end_sequence() && seen_pc != reads.seen_pc.end() &&
       seen_pc->second == pc) {
-    return protocol::btrace_pt_xml({});
+    return Document(protocol::btrace_pt_xml({}));
   }
   std::optional<PtStart> start;
   if (auto it = reads.pt_start.find(tid); it != reads.pt_start.end()) start = PtStart{it->second.first, it->second.second};
-  auto packets = pt_packets(*s.process(), trace, start, pc);
-  if (!packets) return packets.error();
   reads.seen[tid] = trace.end_sequence();
   reads.seen_pc[tid] = pc;
-  return protocol::btrace_pt_xml(*packets);
+  return Document(std::in_place_type<PtDocument>, trace, start, pc);
 }
 
 // One trace read. `seen` is where the previous read of this thread stopped
 // (every kind of read moves it, as perf's last_head does for gdbserver); a
 // thread never read counts as having seen nothing of its buffer.
-Expected<std::string> read_trace(Session& s, pid_t tid, BtraceRead kind) {
+Expected<Document> read_trace(Session& s, pid_t tid, BtraceRead kind) {
   const decoder::BlockTrace* trace = s.trace_backend->trace(tid);
   if (trace == nullptr) return btrace_error("No Trace.");
   auto regs = s.process()->read_general_registers(tid);
@@ -194,14 +190,13 @@ Expected<std::string> read_trace(Session& s, pid_t tid, BtraceRead kind) {
     if (trace->lost_since(seen) || seen > trace->end_sequence()) return btrace_error("Overflow.");
     from = seen;
   } else if (kind == BtraceRead::New && seen == trace->end_sequence()) {
-    return protocol::btrace_empty_xml();
+    return Document(protocol::btrace_empty_xml());
   }
-  std::string document = protocol::btrace_bts_xml(to_protocol(trace->blocks(from, pc)), kind);
   s.btrace_reads.seen[tid] = trace->end_sequence();
-  return document;
+  return Document(std::in_place_type<decoder::BtsDocument>, *trace, from, pc, kind);
 }
 
-Expected<std::string> btrace_document(Session& s, pid_t tid, const XferRead& req) {
+Expected<Document> btrace_document(Session& s, pid_t tid, const XferRead& req) {
   TraceBackend& backend = *s.trace_backend;
   std::optional<BtraceRead> kind;
   if (req.object == "btrace") {
@@ -217,7 +212,7 @@ Expected<std::string> btrace_document(Session& s, pid_t tid, const XferRead& req
   // The backend's name rides in an XML comment: gdb's parser skips it.
   std::string conf = reads_pt(s, tid) ? protocol::btrace_conf_pt_xml(s.btrace_reads.pt_sizes[tid])
                                       : protocol::btrace_conf_bts_xml(config->buffer_bytes);
-  return conf + "<!-- btstub backend: " + std::string(backend.name()) + " -->\n";
+  return Document(conf + "<!-- btstub backend: " + std::string(backend.name()) + " -->\n");
 }
 
 }  // namespace
@@ -280,25 +275,52 @@ Reply handle(Session& s, const BtraceConfigure& req) {
   return Reply::now(reply_ok());
 }
 
-// Like gdbserver, the document is built when gdb asks for offset 0 and later
-// chunks come from that copy: a `new`/`delta` read moves the read position,
-// so building it again for each chunk would hand gdb a different document.
+namespace {
+
+// The next chunk of a document written as gdb reads it: from the trace it
+// began with (the thread has not moved since offset 0).
+Reply trace_chunk(Session& s, pid_t tid, const XferRead& req) {
+  const decoder::BlockTrace* trace = s.trace_backend->trace(tid);
+  if (trace == nullptr) return error_reply("No Trace.");
+  auto& reads = s.btrace_reads;
+  auto text = reads.cached_bts ? reads.cached_bts->read(*trace, req.offset, req.length)
+                               : reads.cached_pt->read(*s.process(), *trace, req.offset, req.length);
+  if (!text) return Reply::now(reply_error(text.error()));
+  return Reply::now(reply_xfer_chunk(*text, 0, req.length));
+}
+
+}  // namespace
+
+// Like gdbserver, the document is made when gdb asks for offset 0 and later
+// chunks come from it: a `new`/`delta` read moves the read position, so
+// making it again for each chunk would hand gdb a different document.
 Reply handle_btrace_xfer(Session& s, const XferRead& req) {
   auto tid = btrace_thread(s);
   if (!tid) return Reply::now(reply_error(tid.error()));
   std::string key = req.object + ":" + req.annex + ":" + std::to_string(*tid);
   auto& reads = s.btrace_reads;
   if (req.offset != 0) {
-    if (reads.cached_key != key || req.offset > reads.cached.size())
-      return error_reply("Bad offset; read the branch trace from offset 0 first.");
+    if (reads.cached_key != key) return error_reply("Bad offset; read the branch trace from offset 0 first.");
+    if (reads.cached_bts || reads.cached_pt) return trace_chunk(s, *tid, req);
+    if (req.offset > reads.cached.size()) return error_reply("Bad offset; read the branch trace from offset 0 first.");
     return Reply::now(reply_xfer_chunk(reads.cached, req.offset, req.length));
   }
   reads.cached_key.clear();
   reads.cached.clear();
+  reads.cached_bts.reset();
+  reads.cached_pt.reset();
   auto document = btrace_document(s, *tid, req);
   if (!document) return Reply::now(reply_error(document.error()));
   reads.cached_key = std::move(key);
-  reads.cached = std::move(*document);
+  if (auto* bts = std::get_if<decoder::BtsDocument>(&*document)) {
+    reads.cached_bts.emplace(std::move(*bts));
+    return trace_chunk(s, *tid, req);
+  }
+  if (auto* pt = std::get_if<PtDocument>(&*document)) {
+    reads.cached_pt.emplace(std::move(*pt));
+    return trace_chunk(s, *tid, req);
+  }
+  reads.cached = std::move(std::get<std::string>(*document));
   return Reply::now(reply_xfer_chunk(reads.cached, 0, req.length));
 }
 

@@ -12,11 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "decoder/bts_document.h"
 #include "protocol/replies.h"
 #include "protocol/requests.h"
 #include "stub/process/host_files.h"
 #include "stub/process/process.h"
 #include "stub/process/process_group.h"
+#include "stub/session/btrace_pt_trace.h"
 #include "stub/session/step_ahead.h"
 
 namespace stub::tracing {
@@ -178,8 +180,12 @@ class Session {
     // where the PT stream begins (a whole-program trace began earlier).
     std::map<pid_t, std::pair<uint64_t, uint64_t>> pt_start;
     std::map<pid_t, uint64_t> pt_sizes;  // per pt thread: its buffer size as btrace-conf reports it
-    std::string cached_key;          // "object:annex:tid" of the document in `cached`
+    std::string cached_key;          // "object:annex:tid" of the document in `cached`, `cached_bts` or `cached_pt`
     std::string cached;              // gdb reads a document in chunks from this copy
+    // ... or, for a trace, from one of these, which write the text as gdb
+    // reads it (a whole BTS document can be hundreds of megabytes).
+    std::optional<decoder::BtsDocument> cached_bts;
+    std::optional<PtDocument> cached_pt;
     uint64_t pt_size = 0;            // Qbtrace-conf:pt:size: the size threads enabled with Qbtrace:pt get
     // Threads the client turned tracing on for with Qbtrace:bts or
     // Qbtrace:pt, and the format it reads their trace in. A thread

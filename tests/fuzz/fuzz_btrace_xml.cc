@@ -12,11 +12,13 @@
 //    DOCTYPE, <btrace version="1.0">, one <block begin="0x.." end="0x.."/>
 //    per line, </btrace>), lists the blocks newest first, and applies the
 //    delta/all rules for the oldest block.
+#include <algorithm>
 #include <deque>
 #include <string>
 #include <vector>
 
 #include "decoder/block_trace.h"
+#include "decoder/bts_document.h"
 #include "fuzz_input.h"
 #include "protocol/btrace_xml.h"
 
@@ -120,7 +122,20 @@ void check_blocks(const BlockTrace& t, const Model& m, fuzz::Input& in) {
   std::vector<protocol::BtraceBlock> sent;
   for (const auto& b : blocks) sent.push_back({b.begin, b.end});
   auto kind = static_cast<protocol::BtraceRead>(in.byte() % 3);
-  auto parsed = parse_bts(protocol::btrace_bts_xml(sent, kind));
+  const std::string document = protocol::btrace_bts_xml(sent, kind);
+  // The same document written as gdb reads it, in chunks of a random length.
+  decoder::BtsDocument stream(t, from, pc, kind);
+  const std::size_t length = 1 + in.byte() % 64;
+  std::string streamed;
+  for (;;) {
+    auto text = stream.read(t, streamed.size(), length);
+    fuzz::check(text.ok(), "BtsDocument refused its own trace");
+    fuzz::check(text->size() > length || stream.complete(), "BtsDocument chunk shorter than asked");
+    streamed += text->substr(0, std::min(length, text->size()));
+    if (stream.complete() && text->size() <= length) break;
+  }
+  fuzz::check(streamed == document, "BtsDocument differs from the document written whole");
+  auto parsed = parse_bts(document);
   if (kind == protocol::BtraceRead::Delta) {
     sent.front().begin = 0;
   } else if (sent.front().begin == 0) {

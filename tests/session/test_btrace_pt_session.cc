@@ -5,6 +5,8 @@
 #include <intel-pt.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <memory>
 #include <span>
 #include <string>
@@ -198,4 +200,58 @@ TEST_CASE("pt: the store's sealed PT chunks go into the document as stored", "[b
   CHECK(trace.stored_segments(0).empty());
   const std::vector<uint8_t> changed = raw_of(f.ask("qXfer:btrace:read:all:0,fffff"));
   for (const auto& segment : stored) CHECK_FALSE(contains(changed, segment.packets));
+}
+
+TEST_CASE("pt: a long trace is written in pieces as gdb reads it, and decodes whole", "[btrace]") {
+  for (bool stored : {false, true}) {
+    Fixture f;
+    REQUIRE(f.ask("Qbtrace-conf:pt:size=0x1000000") == "OK");
+    REQUIRE(f.ask("Qbtrace:pt") == "OK");
+    decoder::BlockTrace& trace = f.backend.trace_of(100);
+    if (stored) trace.set_code(std::make_shared<FakeCode>(f.process));
+    // Explicit stretches longer than one encoded piece, or sealed chunks.
+    const int rounds = 3 * static_cast<int>(stub::session::PtDocument::kPieceBranches) + 7;
+    f.loop(rounds);
+    CHECK(trace.pt_chunks() == (stored ? trace.size() / decoder::BlockTrace::kChunkBranches : 0));
+    std::string document;
+    std::string reply = "m";
+    while (reply.front() == 'm') {
+      char packet[64];
+      std::snprintf(packet, sizeof packet, "qXfer:btrace:read:all:%zx,3fff", document.size());
+      reply = f.ask(packet);
+      REQUIRE((reply.front() == 'm' || reply.front() == 'l'));
+      document += reply.substr(1);
+    }
+    REQUIRE(document.rfind(kPtHead + "<raw>\n", 0) == 0);
+    CHECK(document.substr(document.size() - kPtTail.size()) == kPtTail);
+    std::vector<uint64_t> want;
+    for (int i = 0; i < rounds; ++i) want.insert(want.end(), {0x401000, 0x401001, 0x401002});
+    want.push_back(0x401000);
+    CHECK(decode(raw_of("l" + document), f.process) == want);
+  }
+}
+
+TEST_CASE("pt: the first chunk of a 12-million-branch trace comes at once", "[btrace][large]") {
+  Fixture f;
+  REQUIRE(f.ask("Qbtrace-conf:pt:size=0x80000000") == "OK");
+  REQUIRE(f.ask("Qbtrace:pt") == "OK");
+  const int rounds = 12'000'000;
+  f.loop(rounds);
+  const auto start = std::chrono::steady_clock::now();
+  std::string reply = f.ask("qXfer:btrace:read:all:0,3fff");
+  const double first_reply = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(reply.rfind("m" + kPtHead + "<raw>\n", 0) == 0);
+  std::string document = reply.substr(1);
+  while (reply.front() == 'm') {
+    char packet[64];
+    std::snprintf(packet, sizeof packet, "qXfer:btrace:read:all:%zx,3fff", document.size());
+    reply = f.ask(packet);
+    REQUIRE((reply.front() == 'm' || reply.front() == 'l'));
+    document += reply.substr(1);
+  }
+  const double whole = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("pt qXfer:btrace:read of %d branches: first reply %.1f ms, whole document (%zu KB) %.1f s\n", rounds,
+              first_reply * 1e3, document.size() >> 10, whole);
+  CHECK(first_reply < 1.0);  // gdb's remote timeout is 2 s
+  CHECK(document.substr(document.size() - kPtTail.size()) == kPtTail);
 }
