@@ -19,7 +19,8 @@ struct PinnedCpu {
 };
 
 // Binds the calling thread, and so every process it forks later, to the
-// CPU it is running on now.
-btstub::Expected<PinnedCpu> pin_to_current_cpu();
+// allowed CPU that was idle longest over a 20 ms look (cpu_choice.h); the
+// one it runs on when they are as idle, or when it is the only one allowed.
+btstub::Expected<PinnedCpu> pin_to_quiet_cpu();
 
 }  // namespace stub::server

@@ -172,7 +172,7 @@ int Server::run() {
   std::signal(SIGPIPE, SIG_IGN);  // a vanished client is a read/write error, not a death
   if (command_line_.pin_cpu) {
     // Programs started later inherit the binding (see cpu_affinity.h).
-    if (auto pinned = pin_to_current_cpu(); !pinned) {
+    if (auto pinned = pin_to_quiet_cpu(); !pinned) {
       std::fprintf(stderr, "btstub: warning: %s; running unpinned\n", pinned.error().message.c_str());
     } else {
       spare_cpus_ = std::move(pinned->others);

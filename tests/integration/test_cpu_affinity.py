@@ -10,7 +10,12 @@ taskset -c CPUS btstub ...`. There gdb's python reads the CPUs every
 thread of the program and of btstub (its parent) may run on:
 - CPUS = every CPU this test may use: the program and btstub's first
   thread on one CPU of them; the worker on all the others (needs two);
-- CPUS = one CPU: everything, the worker too, on that CPU.
+- CPUS = one CPU: everything, the worker too, on that CPU;
+- every CPU, while a process spins on one of them (as another btstub
+  recording does): btstub binds itself to another (stub/server/
+  cpu_choice.h), for each CPU in turn, twice. Pinned where it started,
+  btstubs of a `ctest -j2` run sat beside a recording one at half speed.
+  (CTest runs this test alone: another test could keep the other CPU busy.)
 
 Runs against btstub only (gdbserver starts no threads and pins nothing).
 
@@ -19,6 +24,9 @@ Runs against btstub only (gdbserver starts no threads and pins nothing).
 
 import os
 import shlex
+import subprocess
+import sys
+import time
 
 from harness import program, run_gdb, run_test, server_path
 
@@ -81,6 +89,31 @@ def check_one_cpu(c, cpu):
         c.equal("%s thread %d stays on CPU %d, as taskset asked" % (who, tid, cpu), sorted(cpus), [cpu], ctx)
 
 
+# Spins on the CPU given as its argument until killed.
+SPIN = "import os, sys; os.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass"
+
+
+def check_avoids_busy_cpu(c, allowed):
+    prog = program("basic", "O0")
+    for busy in sorted(allowed) * 2:
+        spinner = subprocess.Popen([sys.executable, "-c", SPIN, str(busy)])
+        time.sleep(0.3)  # spinning before btstub looks
+        try:
+            target = "| " + shlex.join([server_path("btstub"), "-", prog])
+            r = run_gdb(["break main", "continue", SHOW_THREADS, "kill"], prog, target, timeout=60)
+        finally:
+            spinner.kill()
+            spinner.wait()
+        ctx = r.transcript()
+        main_thread = [line.split() for line in (r.of(2) or "").splitlines()
+                       if line.startswith("THREAD btstub") and line.split()[2] == line.split()[3]]
+        c.true("btstub's first thread is listed (CPU %d busy)" % busy, main_thread, ctx)
+        if main_thread:
+            pinned = cpu_list(main_thread[0][4])
+            c.true("btstub is on one CPU that is not the busy one, %d (on %s)" % (busy, sorted(pinned)),
+                   len(pinned) == 1 and busy not in pinned and pinned <= allowed, ctx)
+
+
 def main(args, c):
     if args.server != "btstub":
         c.true("only btstub pins and packs (skipped for %s)" % args.server, True)
@@ -88,6 +121,7 @@ def main(args, c):
     allowed = os.sched_getaffinity(0)
     if len(allowed) >= 2:
         check_all_cpus(c, allowed)
+        check_avoids_busy_cpu(c, allowed)
     else:
         c.true("one CPU only: the worker cannot be elsewhere (skipped)", True)
     # The last CPU: not where the shell that started the test runs, most often.
