@@ -134,7 +134,7 @@ bool ReplayCursor::is_floor(uint64_t seq) {
   return true;
 }
 
-ReplayStop ReplayCursor::continue_back(const std::vector<uint64_t>& breakpoints) {
+ReplayStop ReplayCursor::continue_back(const std::vector<uint64_t>& breakpoints, const ScanTurn& turn) {
   // A breakpoint on the oldest instruction is the end of history there, as
   // in gdb's record full: the stop says replaylog:begin.
   auto at_breakpoint = [this] {
@@ -152,7 +152,13 @@ ReplayStop ReplayCursor::continue_back(const std::vector<uint64_t>& breakpoints)
   // start; otherwise only range checks: a block is searched (decoded from
   // the cache) only when a breakpoint address lies inside it.
   uint64_t k = seq_;
+  const uint64_t start = seq_;
   while (!is_floor(k)) {
+    // Block k was checked to decode (it is the cursor's, or is_floor(k+1)
+    // found it whole): a place to stop.
+    if (turn && (start - k) % kTurnBlocks == kTurnBlocks - 1 && !turn(start - k, start - first_seq_)) {
+      return stop_at_block(k, false);
+    }
     --k;
     validated_ = std::min(validated_, k);
     const bool signalled = trace_.signal_in(k);
@@ -175,7 +181,18 @@ ReplayStop ReplayCursor::continue_back(const std::vector<uint64_t>& breakpoints)
   return ReplayStop::HistoryBegin;
 }
 
-ReplayStop ReplayCursor::continue_forward(const std::vector<uint64_t>& breakpoints) {
+ReplayStop ReplayCursor::stop_at_block(uint64_t seq, bool forward) {
+  seq_ = seq;
+  cur_ = &decoded(seq);
+  index_ = 0;
+  // Arriving forward, a signal delivered there is still to come (as after
+  // a step); going back, the scan would have stopped at it.
+  before_delivery_ = false;  // signal() below reads the delivery itself
+  before_delivery_ = forward && !at_live_end() && signal() != 0;
+  return ReplayStop::Interrupted;
+}
+
+ReplayStop ReplayCursor::continue_forward(const std::vector<uint64_t>& breakpoints, const ScanTurn& turn) {
   if (at_live_end()) return ReplayStop::HistoryEnd;
   if (std::exchange(before_delivery_, false)) return ReplayStop::Signal;
   while (index_ + 1 < cur_->instructions.size()) {
@@ -183,7 +200,10 @@ ReplayStop ReplayCursor::continue_forward(const std::vector<uint64_t>& breakpoin
     if (signal() != 0) return ReplayStop::Signal;
     if (contains(breakpoints, pc())) return ReplayStop::Breakpoint;
   }
+  const uint64_t start = seq_;
   for (uint64_t k = seq_ + 1; k <= end_seq_; ++k) {
+    // Blocks newer than the position were checked on the way back.
+    if (turn && (k - start) % kTurnBlocks == 0 && !turn(k - start, end_seq_ - start)) return stop_at_block(k, true);
     const bool signalled = trace_.signal_in(k);
     if (!signalled && !may_contain(breakpoints, block(k))) continue;
     const DecodedBlock& d = decoded(k);

@@ -13,6 +13,7 @@
 // block that does not decode exactly to its end (a gap).
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
@@ -37,7 +38,15 @@ enum class ReplayStop {
   HistoryBegin,  // at the oldest position (did not move if already there)
   HistoryEnd,    // at the live position
   Signal,        // at the point where a signal was delivered (signal())
+  Interrupted,   // a continue told to stop by its ScanTurn: at the first instruction of the block it reached
 };
+
+// What a continue over a long history calls every kTurnBlocks blocks: how
+// many blocks it has scanned and how many it may have to scan in all (to
+// the end of the history). Returning false stops it there. It lets the
+// server tell the client how far a scan of seconds has come and stop it
+// at the client's interrupt (stub/server/connection.h).
+using ScanTurn = std::function<bool(uint64_t scanned, uint64_t most)>;
 
 // The thread as it is now: its pc and, when known, rsp/rbp.
 struct LiveState {
@@ -74,8 +83,10 @@ class ReplayCursor {
   ReplayStop step_forward();
   // Move at least one instruction, then on until an instruction whose
   // address is in `breakpoints` (sorted ascending) or the end of history.
-  ReplayStop continue_back(const std::vector<uint64_t>& breakpoints);
-  ReplayStop continue_forward(const std::vector<uint64_t>& breakpoints);
+  // `turn`, if set, is called every kTurnBlocks blocks (see ScanTurn).
+  ReplayStop continue_back(const std::vector<uint64_t>& breakpoints, const ScanTurn& turn = {});
+  ReplayStop continue_forward(const std::vector<uint64_t>& breakpoints, const ScanTurn& turn = {});
+  static constexpr uint64_t kTurnBlocks = uint64_t{1} << 16;
   void go_live_end();
 
   // rsp and rbp at the position, each when the history determines it.
@@ -115,6 +126,7 @@ class ReplayCursor {
   void enter_newer();
   uint64_t find_floor();
   bool is_floor(uint64_t seq);  // settles floor_ when true
+  ReplayStop stop_at_block(uint64_t seq, bool forward);  // an interrupted continue: at block seq's first instruction
   StackState start_state(uint64_t seq);
   StackState end_state(uint64_t seq) const;
   std::vector<StackState> block_states(uint64_t seq, const DecodedBlock& block);

@@ -136,17 +136,31 @@ std::optional<Inbound> RspLink::next() {
     }
     inbuf_.erase(0, 1);
     if (c == kInterrupt) return InboundInterrupt{};
-    if (c == '-') {
-      // In no-ack mode nothing is ever retransmitted.
-      if (!no_ack_ && !last_sent_.empty()) outbox_ += last_sent_;
-    } else if (c != '+') {
-      // Line noise outside a packet: drop the whole run at once.
-      std::size_t run = 0;
-      while (run < inbuf_.size() && !is_control(inbuf_[run])) ++run;
-      inbuf_.erase(0, run);
-      ++rejected_;
-    }
+    take_between_packets(c);
   }
+}
+
+void RspLink::take_between_packets(char c) {
+  if (c == '-') {
+    // In no-ack mode nothing is ever retransmitted.
+    if (!no_ack_ && !last_sent_.empty()) outbox_ += last_sent_;
+  } else if (c != '+') {
+    // Line noise outside a packet: drop the whole run at once.
+    std::size_t run = 0;
+    while (run < inbuf_.size() && !is_control(inbuf_[run])) ++run;
+    inbuf_.erase(0, run);
+    ++rejected_;
+  }
+}
+
+bool RspLink::take_interrupt() {
+  while (!skipping_payload_ && skipping_checksum_ == 0 && !inbuf_.empty() && inbuf_.front() != '$') {
+    const char c = inbuf_.front();
+    inbuf_.erase(0, 1);
+    if (c == kInterrupt) return true;
+    take_between_packets(c);
+  }
+  return false;
 }
 
 }  // namespace protocol

@@ -33,6 +33,11 @@ class RspLink {
   // and not returned. A '-' from the client retransmits the last reply.
   std::optional<Inbound> next();
 
+  // While a request is being answered: whether the client sent an
+  // interrupt (0x03) since, consuming it and the acks before it; a packet
+  // and what follows it stay for next().
+  bool take_interrupt();
+
   // Frames a reply payload ('$' payload '#' checksum) into the outbox and
   // remembers it for retransmission. The payload must already be escaped
   // where binary (see escape_binary in replies.h).
@@ -72,6 +77,7 @@ class RspLink {
   bool discard_oversize();
   bool take_packet(std::optional<Inbound>& out);
   void reject();
+  void take_between_packets(char c);  // an ack, a NAK or noise (already taken off inbuf_)
 };
 
 // '$' + payload + '#' + two hex digits of the modulo-256 sum.

@@ -161,8 +161,6 @@ bool seek(decoder::ReplayCursor& cursor, decoder::HistoryPoint target) {
 
 ReplayStop back_one(decoder::ReplayCursor& c, const std::vector<uint64_t>&) { return c.step_back(); }
 ReplayStop forward_one(decoder::ReplayCursor& c, const std::vector<uint64_t>&) { return c.step_forward(); }
-ReplayStop back_to(decoder::ReplayCursor& c, const std::vector<uint64_t>& b) { return c.continue_back(b); }
-ReplayStop forward_to(decoder::ReplayCursor& c, const std::vector<uint64_t>& b) { return c.continue_forward(b); }
 
 }  // namespace
 
@@ -214,7 +212,9 @@ Expected<ReplayStop> ReplayEngine::continue_back(pid_t tid, std::vector<uint64_t
   if (!cursor) return cursor.error();
   if (*cursor == nullptr) return ReplayStop::HistoryBegin;
   std::sort(breakpoints.begin(), breakpoints.end());
-  return move_watching(tid, **cursor, true, back_to, breakpoints);
+  return move_watching(tid, **cursor, true, [this](decoder::ReplayCursor& c, const std::vector<uint64_t>& b) {
+    return c.continue_back(b, scan_turn_);
+  }, breakpoints);
 }
 
 Expected<ReplayStop> ReplayEngine::continue_forward(pid_t tid, std::vector<uint64_t> breakpoints) {
@@ -222,7 +222,9 @@ Expected<ReplayStop> ReplayEngine::continue_forward(pid_t tid, std::vector<uint6
   auto it = cursors_.find(tid);
   if (it == cursors_.end()) return ReplayStop::HistoryEnd;
   std::sort(breakpoints.begin(), breakpoints.end());
-  return move_watching(tid, *it->second, false, forward_to, breakpoints);
+  return move_watching(tid, *it->second, false, [this](decoder::ReplayCursor& c, const std::vector<uint64_t>& b) {
+    return c.continue_forward(b, scan_turn_);
+  }, breakpoints);
 }
 
 int ReplayEngine::signal(pid_t tid) const {

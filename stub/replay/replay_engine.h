@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -81,6 +82,9 @@ class ReplayEngine {
   Expected<decoder::ReplayStop> step_forward(pid_t tid);
   Expected<decoder::ReplayStop> continue_back(pid_t tid, std::vector<uint64_t> breakpoints);
   Expected<decoder::ReplayStop> continue_forward(pid_t tid, std::vector<uint64_t> breakpoints);
+  // What continues call as they scan a long history (decoder::ScanTurn):
+  // the server's progress report and interrupt check. Unset: none.
+  void set_scan_turn(decoder::ScanTurn turn) { scan_turn_ = std::move(turn); }
 
   // The watch that stopped the last move, if one did: with checkpoints, the
   // moves stop where an inserted watchpoint (Process::hw_points) fires in
@@ -124,7 +128,7 @@ class ReplayEngine {
   Expected<decoder::ReplayStop> finish(pid_t tid, decoder::ReplayStop stop);
   // A move, then the watch search over the stretch it crossed (oldest
   // first: [from, to) going back, [to, from)... see replay_engine.cc).
-  using Move = decoder::ReplayStop (*)(decoder::ReplayCursor&, const std::vector<uint64_t>&);
+  using Move = std::function<decoder::ReplayStop(decoder::ReplayCursor&, const std::vector<uint64_t>&)>;
   Expected<decoder::ReplayStop> move_watching(pid_t tid, decoder::ReplayCursor& cursor, bool back, Move move,
                                               const std::vector<uint64_t>& breakpoints);
 
@@ -140,6 +144,7 @@ class ReplayEngine {
   std::map<pid_t, decoder::HistorySummaries> summaries_;
   std::unique_ptr<PastState> past_;  // with the backend's checkpoints
   std::optional<process::DebugHit> watch_hit_;
+  decoder::ScanTurn scan_turn_;
 };
 
 }  // namespace stub::replay

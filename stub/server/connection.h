@@ -41,14 +41,21 @@ template <class ReadStream, class WriteStream>
 class Connection {
  public:
   Connection(boost::asio::io_context& io, ReadStream& in, WriteStream& out, Session& session,
-             ChildSignals& sigchld, bool remote_debug, std::chrono::microseconds busy_poll)
+             ChildSignals& sigchld, bool remote_debug, std::chrono::microseconds busy_poll,
+             std::chrono::seconds replay_progress)
       : io_(io),
         in_(in),
         out_(out),
         session_(session),
         sigchld_(sigchld),
         remote_debug_(remote_debug),
-        busy_poll_(busy_poll) {}
+        busy_poll_(busy_poll),
+        replay_progress_(replay_progress) {
+    session_.replay_turn = [this](uint64_t scanned, uint64_t most) { return replay_turn(scanned, most); };
+  }
+  ~Connection() { session_.replay_turn = nullptr; }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
 
   ConnectionResult run() {
     start_read();
@@ -205,6 +212,7 @@ class Connection {
       }
       const std::string& payload = std::get<protocol::InboundPacket>(*inbound).payload;
       if (remote_debug_) std::fprintf(stderr, "getpkt (\"%s\")\n", payload.c_str());
+      request_started_ = std::chrono::steady_clock::now();
       Reply reply = session_.handle_packet(payload);
       if (reply.packet_log) remote_debug_ = *reply.packet_log;
       for (const std::string& output : protocol::reply_console_output(reply.console)) send(output);
@@ -227,11 +235,51 @@ class Connection {
   // next step ahead while the client works on it (stub/session/step_ahead.h).
   void flush() {
     if (!link_.has_output()) return;
+    write_output();
+    if (session_.wants_run_ahead() && !closing_ && !finished_) session_.run_ahead();
+  }
+
+  void write_output() {
     std::string bytes = link_.take_output();
     boost::system::error_code ec;
     boost::asio::write(out_, boost::asio::buffer(bytes), ec);
     if (ec) closing_ = true;
-    if (session_.wants_run_ahead() && !closing_ && !finished_) session_.run_ahead();
+  }
+
+  // A turn of a reverse or forward continue that scans a long history
+  // (Session::replay_turn; the request is still being answered). gdb waits
+  // for its stop reply without a timeout, but says nothing meanwhile: from
+  // replay_progress_ on (--replay-progress) a console line every
+  // replay_progress_ tells how far the scan has come, and the client's
+  // interrupt (Ctrl-C) stops it where it is (SIGINT). A client that hung up
+  // stops it too.
+  bool replay_turn(uint64_t scanned, uint64_t most) {    if (closing_ || finished_) return false;
+    if (input_ready()) {
+      boost::system::error_code ec;
+      std::size_t n = in_.read_some(boost::asio::buffer(buffer_), ec);
+      if (ec) {
+        closing_ = true;
+        return false;
+      }
+      link_.receive(std::string_view(buffer_.data(), n));
+    }
+    // Also one that came with the request, in the same read.
+    if (link_.take_interrupt()) {
+      if (remote_debug_) std::fprintf(stderr, "btstub: interrupt\n");
+      return false;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now - request_started_ >= replay_progress_ && now - last_progress_ >= replay_progress_) {
+      last_progress_ = now;
+      char line[160];
+      std::snprintf(line, sizeof line,
+                    "btstub: searching the history: %llu of at most %llu branches (%llu%%); Ctrl-C stops here\n",
+                    static_cast<unsigned long long>(scanned), static_cast<unsigned long long>(most),
+                    static_cast<unsigned long long>(most == 0 ? 100 : scanned * 100 / most));
+      for (const std::string& output : protocol::reply_console_output(line)) send(output);
+      write_output();
+    }
+    return !closing_;
   }
 
   // Cancels what is pending instead of stopping the io_context, so every
@@ -252,8 +300,11 @@ class Connection {
   ChildSignals& sigchld_;
   bool remote_debug_;
   std::chrono::microseconds busy_poll_;
+  std::chrono::seconds replay_progress_;
   std::chrono::steady_clock::time_point contended_until_{};  // no polling before then
   std::chrono::steady_clock::time_point last_long_round_{};  // see busy_poll
+  std::chrono::steady_clock::time_point request_started_{};  // of the packet being answered
+  std::chrono::steady_clock::time_point last_progress_{};    // see replay_turn
   protocol::RspLink link_;
   std::array<char, 4096> buffer_{};
   bool closing_ = false;

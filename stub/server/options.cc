@@ -98,12 +98,17 @@ std::string usage_text() {
          "                        Answer these packets as unsupported (e.g. vCont,qC,T).\n"
          "  --remote-debug        Log every packet on stderr.\n"
          "  --no-pin-cpu          Let btstub and PROG run on any CPU (default: both on\n"
-         "                        the CPU btstub starts on; ptrace stops cost far\n"
-         "                        less when tracer and program share a CPU).\n"
+         "                        the CPU that was idle longest when btstub started;\n"
+         "                        ptrace stops cost far less when tracer and program\n"
+         "                        share a CPU).\n"
          "  --busy-poll=USEC      After a reply that leaves PROG stopped, poll for the\n"
          "                        client's next packet for up to USEC microseconds\n"
          "                        before sleeping (default 500; 0: never). Each wake-up\n"
          "                        from sleep costs tens of µs in a VM.\n"
+         "  --replay-progress=SECONDS\n"
+         "                        While a reverse or forward continue searches a long\n"
+         "                        history, tell the client how far it has come every\n"
+         "                        SECONDS (default 2; 0: every 65,536 branches).\n"
          "  --no-step-ahead       Do not run PROG's next single step while the client is\n"
          "                        still busy with the last one (default: run it, and\n"
          "                        undo it if the client asks for something else).\n"
@@ -185,6 +190,13 @@ btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>&
                               std::to_string(kMaxBusyPollMicroseconds));
       }
       cl.busy_poll_us = static_cast<unsigned>(*us);
+    } else if (starts_with(a, "--replay-progress=")) {
+      auto seconds = parse_number(a.substr(std::string_view("--replay-progress=").size()));
+      if (!seconds || *seconds < 0 || *seconds > kMaxReplayProgressSeconds) {
+        return make_error(ErrorCode::InvalidArgument,
+                          "Bad " + a + ": expected seconds from 0 to " + std::to_string(kMaxReplayProgressSeconds));
+      }
+      cl.replay_progress_seconds = static_cast<unsigned>(*seconds);
     } else if (a == "--record") {
       cl.record = true;
 

@@ -37,6 +37,11 @@ using tracing::kMaxTraceSize;
 inline constexpr unsigned kDefaultBusyPollMicroseconds = 500;
 inline constexpr unsigned kMaxBusyPollMicroseconds = 100000;
 
+// --replay-progress: how often a long replay scan tells the client how far
+// it has come (stub/server/connection.h, replay_turn).
+inline constexpr unsigned kDefaultReplayProgressSeconds = 2;
+inline constexpr unsigned kMaxReplayProgressSeconds = 3600;
+
 struct CommandLine {
   enum class Mode { Launch, Attach, Multi, Help, Version, Probe };  // Probe: --probe
   Mode mode = Mode::Launch;
@@ -51,6 +56,7 @@ struct CommandLine {
   bool pin_cpu = true;                 // --no-pin-cpu clears: see stub/server/cpu_affinity.h
   bool step_ahead = true;              // --no-step-ahead clears: see stub/session/step_ahead.h
   unsigned busy_poll_us = kDefaultBusyPollMicroseconds;  // --busy-poll=: see stub/server/connection.h
+  unsigned replay_progress_seconds = kDefaultReplayProgressSeconds;  // --replay-progress=
   bool record = false;                 // --record: trace every thread from the first instruction
   TraceBackendChoice trace_backend = TraceBackendChoice::Auto;  // --backend=
   TraceConfig trace_config;            // --trace-size=, --trace-full=

@@ -230,7 +230,8 @@ ConnectionResult serve(asio::io_context& io, In& in, Out& out, Process* process,
   session.trace_backend = trace_backend;
   if (handover) session.take_over(*handover);
   Connection<In, Out> connection(io, in, out, session, sigchld, cl.remote_debug,
-                                 std::chrono::microseconds(cl.busy_poll_us));
+                                 std::chrono::microseconds(cl.busy_poll_us),
+                                 std::chrono::seconds(cl.replay_progress_seconds));
   ConnectionResult result = connection.run();
   handover = session.handover();
   return result;

@@ -53,6 +53,9 @@ Reply replay_stop_reply(Session& s, pid_t tid, ReplayStop how) {
       stop.signal = protocol::host_signal_to_gdb(delivered);
     }
   }
+  // The client's interrupt stopped a long scan: SIGINT, as an interrupted
+  // run reports it (and gdb's record full an interrupted replay).
+  if (how == ReplayStop::Interrupted) stop.signal = 2;  // GDB_SIGNAL_INT
   stop.thread = s.thread_id(tid);
   if (auto regs = s.thread_registers(tid)) {
     for (auto reg : {Amd64Reg::rbp, Amd64Reg::rsp, Amd64Reg::rip}) {
@@ -99,6 +102,7 @@ Reply reverse(Session& s, const Resume& req) {
                                     "Reverse execution needs a recorded history (btstub --record, or "
                                     "'monitor record start' before running)"));
   }
+  engine->set_scan_turn(s.replay_turn);
   auto moved = steps(req, tid) ? engine->step_back(tid) : engine->continue_back(tid, breakpoint_addresses(s));
   if (!moved) return error(moved.error());
   return replay_stop_reply(s, tid, *moved);
@@ -115,6 +119,7 @@ std::optional<Reply> replay_resume(Session& s, const Resume& req) {
     return std::nullopt;
   }
   ReplayEngine* engine = s.replay();
+  engine->set_scan_turn(s.replay_turn);
   auto moved = steps(req, tid) ? engine->step_forward(tid) : engine->continue_forward(tid, breakpoint_addresses(s));
   if (!moved) return error(moved.error());
   return replay_stop_reply(s, tid, *moved);

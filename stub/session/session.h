@@ -196,6 +196,10 @@ class Session {
     std::map<pid_t, protocol::BtraceFormat> client_enabled;
   };
   BtraceReads btrace_reads;
+  // Called as a reverse or forward continue scans a long history
+  // (decoder::ScanTurn): the server reports progress to the client there
+  // and stops the scan at its interrupt. Unset: no turns.
+  std::function<bool(uint64_t scanned, uint64_t most)> replay_turn;
   // Reverse execution (handlers_replay.cc). Breakpoint addresses inserted
   // with Z0 / Z1: a replay stops at them. Tests may replace how the engine
   // learns the read-only mappings (default: /proc/PID/maps).

@@ -450,3 +450,55 @@ TEST_CASE("moves stop where a signal was delivered, in both directions", "[signa
   trace.clear(0x401030);
   CHECK(trace.signal_at(newer_at.sequence, 0x401026) == 0);
 }
+
+TEST_CASE("a long continue calls its turn every kTurnBlocks blocks and stops where the turn says", "[turns]") {
+  replay_test::Fixture f;
+  // main calling f over and over: call, ret, jne back to the call.
+  decoder::BlockTrace trace(0x401030, 1 << 20);
+  trace.append(0x401030, 0x401000);
+  const int rounds = 50000;  // 150,001 blocks behind the live one
+  for (int i = 0; i < rounds; ++i) {
+    trace.append(0x40100d, 0x401020);
+    trace.append(0x401028, 0x401012);
+    trace.append(0x401014, 0x40100d);
+  }
+  const decoder::LiveState live{0x40100d, {}};  // at the call again
+  const uint64_t end = trace.end_sequence();
+  {
+    ReplayCursor cursor(trace, live, f.cache);
+    std::vector<std::pair<uint64_t, uint64_t>> turns;
+    decoder::ScanTurn count = [&](uint64_t scanned, uint64_t most) {
+      turns.emplace_back(scanned, most);
+      return true;
+    };
+    CHECK(cursor.continue_back({}, count) == ReplayStop::HistoryBegin);
+    CHECK(cursor.pc() == 0x401030);
+    REQUIRE(turns.size() == end / ReplayCursor::kTurnBlocks);
+    for (std::size_t i = 0; i < turns.size(); ++i) {
+      CHECK(turns[i].first == (i + 1) * ReplayCursor::kTurnBlocks - 1);
+      CHECK(turns[i].second == end);
+    }
+    turns.clear();
+    CHECK(cursor.continue_forward({}, count) == ReplayStop::HistoryEnd);
+    CHECK(turns.size() == end / ReplayCursor::kTurnBlocks);
+  }
+  {
+    ReplayCursor cursor(trace, live, f.cache);
+    decoder::ScanTurn stop = [](uint64_t, uint64_t) { return false; };
+    CHECK(cursor.continue_back({}, stop) == ReplayStop::Interrupted);
+    // At the first instruction of the block the scan had reached.
+    const uint64_t at = end - (ReplayCursor::kTurnBlocks - 1);
+    CHECK(cursor.position().sequence == at);
+    CHECK(cursor.position().index == 0);
+    CHECK(cursor.pc() == trace.at(at - 1).to);
+    // Moves go on from there, both ways.
+    CHECK(cursor.step_back() == ReplayStop::Moved);
+    CHECK(cursor.pc() == trace.at(at - 1).from);
+    CHECK(cursor.continue_back({}) == ReplayStop::HistoryBegin);
+    CHECK(cursor.continue_forward({}, stop) == ReplayStop::Interrupted);
+    CHECK(cursor.position().sequence == ReplayCursor::kTurnBlocks);
+    CHECK(cursor.position().index == 0);
+    CHECK(cursor.continue_forward({}) == ReplayStop::HistoryEnd);
+    CHECK(cursor.at_live_end());
+  }
+}

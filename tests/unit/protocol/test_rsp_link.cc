@@ -203,3 +203,30 @@ TEST_CASE("send_raw and take_output", "[rsp_link]") {
   CHECK_FALSE(link.has_output());
   CHECK(link.take_output().empty());
 }
+
+TEST_CASE("take_interrupt takes an interrupt and the acks before it, never a packet", "[rsp_link]") {
+  RspLink link;
+  link.receive("$bc#c5\x03");
+  CHECK(payload_of(link.next()) == "bc");
+  CHECK(link.take_interrupt());  // came with the request
+  CHECK_FALSE(link.take_interrupt());
+  CHECK_FALSE(link.next().has_value());
+
+  link.receive("++\x03$g#67");
+  CHECK(link.take_interrupt());
+  CHECK(payload_of(link.next()) == "g");
+
+  // A packet first: it and what follows wait for next().
+  link.receive(std::string("$g#67\x03", 6));
+  CHECK_FALSE(link.take_interrupt());
+  CHECK(payload_of(link.next()) == "g");
+  CHECK(is_interrupt(link.next()));
+
+  // A NAK before it still retransmits the last reply.
+  link.take_output();
+  link.send("OK");
+  link.take_output();
+  link.receive("-\x03");
+  CHECK(link.take_interrupt());
+  CHECK(link.take_output() == "$OK#9a");
+}

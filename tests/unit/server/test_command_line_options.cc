@@ -96,3 +96,15 @@ TEST_CASE("--busy-poll takes microseconds, 0 turns it off") {
   }
   REQUIRE(stub::server::usage_text().find("--busy-poll=USEC") != std::string::npos);
 }
+
+TEST_CASE("--replay-progress takes seconds, 0 reports at every turn") {
+  REQUIRE(parse_ok({":0", "prog"}).replay_progress_seconds == stub::server::kDefaultReplayProgressSeconds);
+  REQUIRE(parse_ok({"--replay-progress=0", ":0", "prog"}).replay_progress_seconds == 0);
+  REQUIRE(parse_ok({"--replay-progress=3600", ":0", "prog"}).replay_progress_seconds == 3600);
+  for (const char* bad : {"--replay-progress=", "--replay-progress=-1", "--replay-progress=3601",
+                          "--replay-progress=soon"}) {
+    INFO(bad);
+    REQUIRE(parse_error({bad, ":0", "prog"}).find("Bad --replay-progress=") == 0);
+  }
+  REQUIRE(stub::server::usage_text().find("--replay-progress=SECONDS") != std::string::npos);
+}
