@@ -38,6 +38,11 @@ class RspLink {
   // and what follows it stay for next().
   bool take_interrupt();
 
+  // Whether a packet from the client has begun to arrive (and waits for
+  // next()). While a request is being answered that means the client gave
+  // up on it: gdb sends nothing but an interrupt until it has its reply.
+  bool packet_waiting() const { return inbuf_.find('$') != std::string::npos; }
+
   // Frames a reply payload ('$' payload '#' checksum) into the outbox and
   // remembers it for retransmission. The payload must already be escaped
   // where binary (see escape_binary in replies.h).

@@ -215,6 +215,10 @@ class Connection {
       request_started_ = std::chrono::steady_clock::now();
       Reply reply = session_.handle_packet(payload);
       if (reply.packet_log) remote_debug_ = *reply.packet_log;
+      if (reply.payload && client_gave_up(payload)) {
+        reply.payload.reset();
+        reply.console.clear();
+      }
       for (const std::string& output : protocol::reply_console_output(reply.console)) send(output);
       if (reply.payload) send(*reply.payload);
       if (payload == "QStartNoAckMode" && reply.payload == protocol::reply_ok()) link_.set_no_ack_mode(true);
@@ -224,6 +228,34 @@ class Connection {
       // SIGCHLD is queued too, but look now so no reply waits on it.
       if (!reply.payload && !reply.close_connection) drain_process_events();
     }
+  }
+
+  // After a request that took long: whether the client sent its next one
+  // meanwhile, having given up waiting (gdb's remote timeout is 2 s; it
+  // then prints "Ignoring packet error" and goes on). Its reply must not
+  // go out: the client would take it for the answer to the next request
+  // ("Remote replied unexpectedly to ...", and every reply after it one
+  // behind). Short requests are not looked at: a client may well send
+  // packets back to back, and none gives up that soon.
+  bool client_gave_up(const std::string& payload) {
+    constexpr auto kLongRequest = std::chrono::seconds(1);
+    const auto took = std::chrono::steady_clock::now() - request_started_;
+    if (took < kLongRequest) return false;
+    if (input_ready()) {
+      boost::system::error_code ec;
+      std::size_t n = in_.read_some(boost::asio::buffer(buffer_), ec);
+      if (ec) {
+        closing_ = true;  // hung up: the reply would go nowhere
+        return false;
+      }
+      link_.receive(std::string_view(buffer_.data(), n));
+    }
+    if (!link_.packet_waiting()) return false;
+    std::fprintf(stderr,
+                 "btstub: warning: the client sent a new request before the reply to \"%.40s\" (%.1f s): "
+                 "it gave up waiting, so that reply is not sent\n",
+                 payload.c_str(), std::chrono::duration<double>(took).count());
+    return true;
   }
 
   void send(const std::string& payload) {

@@ -230,3 +230,18 @@ TEST_CASE("take_interrupt takes an interrupt and the acks before it, never a pac
   CHECK(link.take_interrupt());
   CHECK(link.take_output() == "$OK#9a");
 }
+
+TEST_CASE("packet_waiting tells a packet begun after the one taken", "[rsp_link]") {
+  RspLink link;
+  link.receive("$bc#c5");
+  CHECK(payload_of(link.next()) == "bc");
+  CHECK_FALSE(link.packet_waiting());
+  link.receive("+\x03");
+  CHECK_FALSE(link.packet_waiting());  // an ack and an interrupt are no request
+  link.receive("$g");
+  CHECK(link.packet_waiting());  // not complete yet: the client has begun it
+  link.receive("#67");
+  CHECK(is_interrupt(link.next()));
+  CHECK(payload_of(link.next()) == "g");
+  CHECK_FALSE(link.packet_waiting());
+}
