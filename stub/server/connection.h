@@ -206,15 +206,16 @@ class Connection {
       auto inbound = link_.next();
       if (!inbound) break;
       if (std::holds_alternative<protocol::InboundInterrupt>(*inbound)) {
-        if (remote_debug_) std::fprintf(stderr, "btstub: interrupt\n");
+        if (remote_debug_) log_line("btstub: interrupt");
         session_.on_interrupt();
         continue;
       }
       const std::string& payload = std::get<protocol::InboundPacket>(*inbound).payload;
-      if (remote_debug_) std::fprintf(stderr, "getpkt (\"%s\")\n", payload.c_str());
+      if (remote_debug_) log_line("getpkt (\"" + payload + "\")");
       request_started_ = std::chrono::steady_clock::now();
       Reply reply = session_.handle_packet(payload);
       if (reply.packet_log) remote_debug_ = *reply.packet_log;
+      if (reply.packet_log_timestamps) log_timestamps_ = *reply.packet_log_timestamps;
       if (reply.payload && client_gave_up(payload)) {
         reply.payload.reset();
         reply.console.clear();
@@ -258,8 +259,21 @@ class Connection {
     return true;
   }
 
+  // A line of the packet log on stderr; with `monitor set debug-format
+  // timestamp`, after the time as gdbserver writes it (seconds.microseconds).
+  void log_line(const std::string& line) {
+    if (log_timestamps_) {
+      const auto now = std::chrono::system_clock::now().time_since_epoch();
+      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now).count();
+      std::fprintf(stderr, "%lld.%06lld %s\n", static_cast<long long>(us / 1000000),
+                   static_cast<long long>(us % 1000000), line.c_str());
+    } else {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+  }
+
   void send(const std::string& payload) {
-    if (remote_debug_) std::fprintf(stderr, "putpkt (\"%s\")\n", payload.c_str());
+    if (remote_debug_) log_line("putpkt (\"" + payload + "\")");
     link_.send(payload);
   }
 
@@ -297,7 +311,7 @@ class Connection {
     }
     // Also one that came with the request, in the same read.
     if (link_.take_interrupt()) {
-      if (remote_debug_) std::fprintf(stderr, "btstub: interrupt\n");
+      if (remote_debug_) log_line("btstub: interrupt");
       return false;
     }
     const auto now = std::chrono::steady_clock::now();
@@ -331,6 +345,7 @@ class Connection {
   Session& session_;
   ChildSignals& sigchld_;
   bool remote_debug_;
+  bool log_timestamps_ = false;  // monitor set debug-format
   std::chrono::microseconds busy_poll_;
   std::chrono::seconds replay_progress_;
   std::chrono::steady_clock::time_point contended_until_{};  // no polling before then

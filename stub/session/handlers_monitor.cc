@@ -23,19 +23,15 @@ struct MonitorOutput {
   bool exit_server = false;
   bool failed = false;                 // E01 after the text
   std::optional<bool> packet_log{};    // set debug / set remote-debug
+  std::optional<bool> packet_log_timestamps{};  // set debug-format
 };
 
 MonitorOutput failure(std::string text) {
   return MonitorOutput{.text = std::move(text), .failed = true};
 }
 
-using MonitorCommandFn = MonitorOutput (*)(Session&, const std::string& args);
-
-MonitorOutput monitor_help(Session&, const std::string&);
-
-MonitorOutput monitor_exit(Session&, const std::string&) {
-  return MonitorOutput{.text = "btstub exiting\n", .exit_server = true};
-}
+// gdbserver prints nothing for `monitor exit` (its tests expect nothing).
+MonitorOutput monitor_exit(Session&, const std::string&) { return MonitorOutput{.text = "", .exit_server = true}; }
 
 std::string describe_config(const TraceConfig& config) {
   std::ostringstream out;
@@ -125,47 +121,114 @@ MonitorOutput monitor_replay(Session& s, const std::string& args) {
   return failure("Usage: monitor replay status\n");
 }
 
-// monitor set debug 0|1, set remote-debug 0|1: gdbserver's switches of its
-// debug output, with its words. btstub's one debug output is the packet log
-// of --remote-debug, for this connection: both switch it. gdbserver's other
-// `set` commands (debug-hw-points, event-loop-debug, debug-format,
-// debug-file) have nothing to switch here: refused with the usage.
-MonitorOutput monitor_set(Session&, const std::string& args) {
+// Options of `set debug-format`, comma-separated, with gdbserver's words
+// (gdbserver/debug.cc parse_debug_format_options); an empty option is
+// skipped, an unknown one ends the list with its message. The one debug
+// output btstub has, the packet log, takes the timestamps.
+MonitorOutput debug_format(Session& s, const std::string& options) {
+  MonitorOutput out;
+  std::istringstream list(options);
+  std::string option;
+  while (std::getline(list, option, ',')) {
+    if (option == "all") {
+      s.packet_log_timestamps = true;
+      out.text += "All extra debug format options enabled.\n";
+    } else if (option == "none") {
+      s.packet_log_timestamps = false;
+      out.text += "All extra debug format options disabled.\n";
+    } else if (option == "timestamp") {
+      s.packet_log_timestamps = true;
+      out.text += "Timestamps will be added to debug output.\n";
+    } else if (!option.empty()) {
+      out.text += "Unknown debug-format argument: \"" + option + "\"\n";
+      out.failed = true;
+      break;
+    }
+  }
+  out.packet_log_timestamps = s.packet_log_timestamps;
+  return out;
+}
+
+// gdbserver's `set` commands, with its words (gdbserver/server.cc
+// handle_monitor_command). btstub's one debug output is the packet log of
+// --remote-debug, for this connection: `debug` and `remote-debug` both
+// switch it. `debug-hw-points` and `event-loop-debug` are answered as
+// gdbserver does but switch nothing: btstub has no such output. The
+// libthread_db search path is kept (btstub does not load libthread_db).
+std::optional<MonitorOutput> monitor_set_command(Session& s, const std::string& args) {
   struct Switch {
     const char* command;
     const char* what;
+    bool packet_log;
   };
-  static constexpr Switch kSwitches[] = {{"debug", "Debug output"}, {"remote-debug", "Protocol debug output"}};
+  static constexpr Switch kSwitches[] = {{"debug", "Debug output", true},
+                                         {"remote-debug", "Protocol debug output", true},
+                                         {"debug-hw-points", "H/W point debugging output", false},
+                                         {"event-loop-debug", "Event loop debug output", false}};
   for (const Switch& sw : kSwitches) {
     for (bool on : {false, true}) {
       if (args != std::string(sw.command) + (on ? " 1" : " 0")) continue;
-      return MonitorOutput{.text = std::string(sw.what) + (on ? " enabled.\n" : " disabled.\n"), .packet_log = on};
+      MonitorOutput out{.text = std::string(sw.what) + (on ? " enabled.\n" : " disabled.\n")};
+      if (sw.packet_log) out.packet_log = on;
+      return out;
     }
   }
-  return failure("Usage: monitor set debug <0|1> | set remote-debug <0|1>\n");
+  if (args.rfind("debug-format ", 0) == 0) return debug_format(s, args.substr(13));
+  static const std::string kSearchPath = "libthread-db-search-path";
+  if (args == kSearchPath || args.rfind(kSearchPath + " ", 0) == 0) {
+    std::string path = args.size() > kSearchPath.size() ? args.substr(kSearchPath.size() + 1) : "";
+    while (!path.empty() && path.front() == ' ') path.erase(0, 1);
+    s.libthread_db_search_path = path.empty() ? "$sdir:$pdir" : path;  // gdbserver's default
+    return MonitorOutput{.text = "libthread-db-search-path set to `" + s.libthread_db_search_path + "'\n"};
+  }
+  return std::nullopt;
 }
 
-struct MonitorEntry {
-  MonitorCommandFn fn;
-  const char* help;
-};
+// gdbserver's list, word for word: gdb's testsuite tells gdbserver from
+// other servers by it ("Quit GDBserver", lib/gdb.exp target_is_gdbserver)
+// and then expects gdbserver's behaviour (and marks its known bugs KFAIL).
+// btstub's own commands follow in the same form.
+constexpr const char* kHelp =
+    "The following monitor commands are supported:\n"
+    "  set debug <0|1>\n"
+    "    Enable general debugging messages\n"
+    "  set debug-hw-points <0|1>\n"
+    "    Enable h/w breakpoint/watchpoint debugging messages\n"
+    "  set remote-debug <0|1>\n"
+    "    Enable remote protocol debugging messages\n"
+    "  set event-loop-debug <0|1>\n"
+    "    Enable event loop debugging messages\n"
+    "  set debug-format option1[,option2,...]\n"
+    "    Add additional information to debugging messages\n"
+    "    Options: all, none, timestamp\n"
+    "  exit\n"
+    "    Quit GDBserver\n"
+    "  record start [BYTES]|stop|status|size BYTES\n"
+    "    Branch-trace every thread (as --record); BYTES bounds each thread's history (k/m suffixes)\n"
+    "  replay status\n"
+    "    Where each thread stands in its recorded history\n";
 
-const std::map<std::string, MonitorEntry, std::less<>>& monitor_commands() {
-  static const std::map<std::string, MonitorEntry, std::less<>> commands = {
-      {"help", {monitor_help, "List monitor commands."}},
-      {"exit", {monitor_exit, "End btstub (the program it started is killed)."}},
-      {"record", {monitor_record, "record start [BYTES]|stop|status|size BYTES: branch-trace every thread (as --record); BYTES sets every thread's buffer bound (k/m suffixes)."}},
-      {"replay", {monitor_replay, "replay status: where each thread stands in its recorded history."}},
-      {"set", {monitor_set, "set debug <0|1>, set remote-debug <0|1>: log every packet on stderr (as --remote-debug), or stop."}},
+MonitorOutput monitor_help(Session&, const std::string&) { return MonitorOutput{.text = kHelp}; }
+
+MonitorOutput unknown_command() { return failure(std::string("Unknown monitor command.\n\n") + kHelp); }
+
+MonitorOutput monitor_set(Session& s, const std::string& args) {
+  if (auto out = monitor_set_command(s, args)) {
+    // A debug-format error: its message, then the list (as gdbserver).
+    if (out->failed) out->text += kHelp;
+    return *out;
+  }
+  return unknown_command();
+}
+
+using MonitorCommandFn = MonitorOutput (*)(Session&, const std::string& args);
+
+const std::map<std::string, MonitorCommandFn, std::less<>>& monitor_commands() {
+  static const std::map<std::string, MonitorCommandFn, std::less<>> commands = {
+      {"help", monitor_help},     {"exit", monitor_exit}, {"record", monitor_record},
+      {"replay", monitor_replay}, {"set", monitor_set},
   };
   return commands;
-}
-
-MonitorOutput monitor_help(Session&, const std::string&) {
-  std::ostringstream out;
-  out << "btstub monitor commands:\n";
-  for (const auto& [name, entry] : monitor_commands()) out << "  " << name << " -- " << entry.help << "\n";
-  return MonitorOutput{.text = out.str()};
 }
 
 Reply monitor_reply(const MonitorOutput& out) {
@@ -173,6 +236,7 @@ Reply monitor_reply(const MonitorOutput& out) {
   reply.console = out.text;
   reply.exit_server = out.exit_server;
   reply.packet_log = out.packet_log;
+  reply.packet_log_timestamps = out.packet_log_timestamps;
   return reply;
 }
 
@@ -186,12 +250,12 @@ Reply handle(Session& s, const MonitorCommand& req) {
   std::string name = line.substr(0, line.find(' '));
   std::string args = name.size() < line.size() ? line.substr(name.size() + 1) : "";
   auto it = monitor_commands().find(name);
-  if (it == monitor_commands().end()) {
-    // gdbserver's words, then the list of what there is (a bare `monitor`
-    // too), as gdbserver does.
-    return monitor_reply(failure("Unknown monitor command.\n\n" + monitor_help(s, "").text));
+  // gdbserver's words, then the list of what there is (a bare `monitor`
+  // too), as gdbserver does.
+  if (it == monitor_commands().end() || ((name == "help" || name == "exit") && !args.empty())) {
+    return monitor_reply(unknown_command());
   }
-  return monitor_reply(it->second.fn(s, args));
+  return monitor_reply(it->second(s, args));
 }
 
 }  // namespace stub::session

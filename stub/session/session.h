@@ -82,6 +82,7 @@ struct Reply {
   bool exit_server = false;            // monitor exit
   std::string console;                 // text for gdb's console, sent as O packets first
   std::optional<bool> packet_log;      // monitor set debug/remote-debug: the connection's packet log on stderr
+  std::optional<bool> packet_log_timestamps;  // monitor set debug-format: its lines begin with the time
 
   static Reply now(std::string p) {
     Reply r;
@@ -170,6 +171,9 @@ class Session {
   // QThreadEvents: report thread exits (`w`); kept for later programs too.
   bool thread_events = false;
   std::string osdata_snapshot;  // gdb reads `info os` documents in chunks from this copy
+  // monitor set debug-format / libthread-db-search-path (handlers_monitor.cc).
+  bool packet_log_timestamps = false;
+  std::string libthread_db_search_path = "$sdir:$pdir";
   // Branch tracing (handlers_btrace.cc). No backend: the btrace packets are
   // neither advertised nor served.
   TraceBackend* trace_backend = nullptr;

@@ -8,24 +8,31 @@ command with "Unknown monitor command.", a blank line and its list of
 commands, then E01 (gdb: "Protocol error with Rcmd").
 
 1. Against gdbserver and the server under test, one gdb script:
-   `monitor frobnicate`, a bare `monitor`, `monitor set debug 1`,
-   `monitor set debug 0`, `monitor set remote-debug 1`, `monitor set
-   remote-debug 0`, then `continue` to the program's end. Unknown commands
-   (frobnicate, bare): the same first lines and the same last line as
-   gdbserver's, the server's own command list between, the bare one
-   answered as frobnicate; the `set` commands: the same output as
-   gdbserver's. Nowhere "Invalid hex digit".
+   `monitor frobnicate`, a bare `monitor`, `monitor set debug 1|0`,
+   `monitor set remote-debug 1|0`, `monitor help`, `monitor set
+   debug-format all|timestamp|none|bogus`, `monitor set debug-hw-points
+   1|0`, `monitor set libthread-db-search-path PATH` and without PATH,
+   `monitor set debug 2`, then `continue` to the program's end. `monitor
+   help` is gdbserver's list, word for word (gdb's testsuite recognises
+   gdbserver by it), then btstub's own commands; errors (unknown commands,
+   a bare `monitor`, a bad debug-format, `set debug 2`): gdbserver's first
+   lines, its list, its last line; every other `set`: gdbserver's output.
+   Nowhere "Invalid hex digit".
 2. btstub: `set debug 1` ... `set debug 0` (and remote-debug) switch its
    packet log on stderr (--remote-debug's) on and off.
-3. btstub's own commands: `monitor help`, `monitor record status`,
-   `monitor replay status` answer as before; refused ones (`record size
-   lots`, `record frob`, `replay frob`, `set debug 2`) print their reason,
-   then gdb's "Protocol error with Rcmd"; `monitor exit` ends the server.
+3. btstub's own commands: `monitor help` lists them, `monitor record
+   status`, `monitor replay status` answer as before; refused ones
+   (`record size lots`, `record frob`, `replay frob`) print their reason,
+   then gdb's "Protocol error with Rcmd"; after `set debug-format
+   timestamp` the packet log's lines begin with the time; `monitor exit`
+   prints nothing (as gdbserver) and ends the server.
 4. A raw qRcmd that is not hex: E01 from both servers (btstub also prints
    why).
 
     python3 test_monitor_replies.py [--server gdbserver] [-v]
 """
+
+import re
 
 from harness import Server, program, run_gdb, run_gdb_tcp, run_test
 from rsp_client import RspClient, hexs
@@ -41,14 +48,27 @@ COMPARED = [
     "monitor set debug 0",
     "monitor set remote-debug 1",
     "monitor set remote-debug 0",
+    "monitor help",
+    "monitor set debug-format all",
+    "monitor set debug-format timestamp",
+    "monitor set debug-format none",
+    "monitor set debug-format bogus",
+    "monitor set debug-hw-points 1",
+    "monitor set debug-hw-points 0",
+    "monitor set libthread-db-search-path /tmp/one:/tmp/two",
+    "monitor set libthread-db-search-path",
+    "monitor set debug 2",
     "continue",
 ]
 
-# What each server lists after "Unknown monitor command." (its help).
-LIST_HEADER = {
-    "gdbserver": "The following monitor commands are supported:",
-    "btstub": "btstub monitor commands:",
-}
+# Answered exactly as gdbserver answers them.
+SAME = ["monitor set debug 1", "monitor set debug 0", "monitor set remote-debug 1", "monitor set remote-debug 0",
+        "monitor set debug-format all", "monitor set debug-format timestamp", "monitor set debug-format none",
+        "monitor set debug-hw-points 1", "monitor set debug-hw-points 0",
+        "monitor set libthread-db-search-path /tmp/one:/tmp/two", "monitor set libthread-db-search-path"]
+# Errors: gdbserver's first lines, its list, its last line (btstub's list
+# is gdbserver's followed by btstub's own commands).
+ERRORS = ["monitor frobnicate", "monitor", "monitor set debug-format bogus", "monitor set debug 2"]
 
 
 def lines_of(result, command):
@@ -65,20 +85,23 @@ def check_compared(kind, c):
     ctx = test.transcript() + "\n--- server stderr ---\n" + server.stderr
     both = ref.transcript() + "\n" + test.transcript()
 
-    for cmd in ("monitor frobnicate", "monitor"):
+    ref_help = ref.of_command("monitor help")
+    c.true("reference: gdbserver's list ends with `exit`", ref_help.endswith("    Quit GDBserver\n"), ref_help)
+    c.true("`monitor help`: gdbserver's list, then the server's own commands",
+           test.of_command("monitor help").startswith(ref_help), both)
+    for cmd in ERRORS:
         ref_lines, test_lines = lines_of(ref, cmd), lines_of(test, cmd)
-        c.equal("reference: `%s` starts as gdbserver's always did" % cmd, UNKNOWN_FIRST,
-                ref_lines[:2], ref.transcript())
-        c.equal("`%s`: gdbserver's first lines" % cmd, ref_lines[:2], test_lines[:2], ctx)
-        c.equal("`%s`: then the server's list of commands" % cmd, LIST_HEADER.get(kind),
-                test_lines[2] if len(test_lines) > 2 else None, ctx)
-        c.equal("`%s`: gdbserver's last line (E01)" % cmd, ref_lines[-1], test_lines[-1], ctx)
+        c.equal("`%s`: gdbserver's first lines" % cmd, ref_lines[:2], test_lines[:2], both)
+        c.true("`%s`: then gdbserver's list" % cmd, "\n".join(ref_lines[2:-1]) in "\n".join(test_lines[2:-1]),
+               both)
+        c.equal("`%s`: gdbserver's last line (E01)" % cmd, ref_lines[-1], test_lines[-1], both)
         c.equal("reference: `%s` ends with E01's message" % cmd, RCMD_ERROR, ref_lines[-1],
                 ref.transcript())
+    c.equal("reference: an unknown command starts so", UNKNOWN_FIRST, lines_of(ref, "monitor frobnicate")[:2],
+            ref.transcript())
     c.equal("a bare `monitor` is answered as an unknown command",
             test.of_command("monitor frobnicate"), test.of_command("monitor"), ctx)
-    for cmd in ("monitor set debug 1", "monitor set debug 0", "monitor set remote-debug 1",
-                "monitor set remote-debug 0"):
+    for cmd in SAME:
         c.equal("`%s`: gdbserver's output" % cmd, ref.of_command(cmd), test.of_command(cmd), both)
     c.equal("reference: `monitor set debug 1` says", "Debug output enabled.\n",
             ref.of_command("monitor set debug 1"), ref.transcript())
@@ -114,7 +137,9 @@ OWN = [
     "monitor record size lots",
     "monitor record frob",
     "monitor replay frob",
-    "monitor set debug 2",
+    "monitor set debug-format timestamp",
+    "monitor set debug 1",
+    "monitor set debug 0",
     "monitor exit",
 ]
 
@@ -131,19 +156,24 @@ def check_own_commands(kind, c):
     finally:
         server.stop()
     ctx = r.transcript() + "\n--- server stderr ---\n" + server.stderr
-    c.true("monitor help lists every command", all(
-        "  %s -- " % name in r.of(0) for name in ("exit", "help", "record", "replay", "set")), ctx)
+    c.true("monitor help lists btstub's own commands too", all(
+        "\n  %s" % name in r.of(0) for name in ("record start", "replay status")), ctx)
     c.contains("monitor record status answers", r.of(1), "Branch recording (", ctx)
     c.contains("monitor replay status answers", r.of(2), "Not replaying", ctx)
     for i in (0, 1, 2):
         c.not_contains("`%s` is no error" % OWN[i], r.of(i), RCMD_ERROR, ctx)
     for i, reason in ((3, "Bad size 'lots': expected a number of bytes"),
                       (4, "Usage: monitor record start [BYTES]|stop|status|size BYTES"),
-                      (5, "Usage: monitor replay status"),
-                      (6, "Usage: monitor set debug <0|1> | set remote-debug <0|1>")):
+                      (5, "Usage: monitor replay status")):
         c.equal("`%s`: its reason, then E01" % OWN[i], [reason, RCMD_ERROR],
                 r.of(i).rstrip("\n").split("\n"), ctx)
     c.not_contains("no 'Invalid hex digit'", r.output, BAD_HEX, ctx)
+    stamped = [l for l in server.stderr.splitlines() if "getpkt (" in l or "putpkt (" in l]
+    c.true("`set debug-format timestamp`: the packet log's lines begin with the time",
+           bool(stamped) and all(re.match(r"\d+\.\d{6} [gp][eu]tpkt \(", l) for l in stamped), ctx)
+    # gdb itself may say the connection went (as with gdbserver): not the server's words.
+    c.equal("monitor exit prints nothing, as gdbserver", "",
+            re.sub(r"Remote communication error\..*|Remote connection closed", "", r.of(len(OWN) - 1)).strip(), ctx)
     c.true("monitor exit ends the server", status is not None, ctx)
 
 

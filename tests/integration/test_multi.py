@@ -119,7 +119,7 @@ def check_multi_session(kind, c, spin):
                "Attaching to process %d failed" % BAD_PID, ctx)
     if kind == "btstub":
         c.contains("the server still answers after a bad attach",
-                   result.of(20), "exit --", ctx)
+                   result.of(20), "Quit GDBserver", ctx)
         c.matches("run works after a bad attach", result.of(22), exited("07"),
                   ctx)
         c.equal("monitor exit ends the --multi server", 0,
