@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   auto command_line = stub::server::parse_command_line(args);
   if (!command_line) {
     std::fprintf(stderr, "btstub: %s\n\n%s", command_line.error().message.c_str(), stub::server::usage_text().c_str());
-    return 2;
+    return 1;  // gdbserver's status for a usage error
   }
   if (command_line->mode == stub::server::CommandLine::Mode::Help) {
     std::fputs(stub::server::usage_text().c_str(), stdout);
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
     auto backend = stub::tracing::resolve_backend(stub::tracing::probe_backends(*seam), command_line->trace_backend);
     if (!backend) {
       std::fprintf(stderr, "btstub: %s\n", backend.error().message.c_str());
-      return 2;
+      return 1;
     }
     command_line->trace_backend = *backend;
   }

@@ -1,6 +1,10 @@
 #include "stub/server/server.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio.hpp>
@@ -50,7 +54,24 @@ TraceBackend* Server::trace_backend() const {
   return tracer_.get();
 }
 
-Expected<std::unique_ptr<Process>> Server::launch_program(const std::vector<std::string>& argv) {
+namespace {
+
+// The program as gdbserver names it (gdbserver/server.cc, program_path):
+// a bare name that is a regular file in the current directory is that
+// file, by its absolute path; any other bare name is looked up in PATH.
+std::string program_path(const std::string& name) {
+  struct stat st {};
+  if (name.find('/') != std::string::npos || ::stat(name.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return name;
+  char cwd[PATH_MAX];
+  if (::getcwd(cwd, sizeof cwd) == nullptr) return name;
+  return std::string(cwd) + "/" + name;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Process>> Server::launch_program(const std::vector<std::string>& given) {
+  std::vector<std::string> argv = given;
+  if (!argv.empty()) argv.front() = program_path(argv.front());
   LaunchOptions options;
   options.argv = argv;
   options.wrapper = command_line_.wrapper;
@@ -208,6 +229,28 @@ int Server::run() {
 
 namespace {
 
+// The host's first address, or getaddrinfo's reason (gai_strerror, the
+// text gdbserver prints) why there is none.
+Expected<asio::ip::address> resolve_host(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0) {
+    return btstub::make_error(btstub::ErrorCode::InvalidArgument, ::gai_strerror(rc));
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* raw = found->ai_family == AF_INET6
+                        ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr)
+                        : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr);
+  const bool ok = ::inet_ntop(found->ai_family, raw, text, sizeof text) != nullptr;
+  ::freeaddrinfo(found);
+  boost::system::error_code ec;
+  auto ip = asio::ip::make_address(text, ec);
+  if (!ok || ec) return btstub::make_error(btstub::ErrorCode::InvalidArgument, "unusable address");
+  return ip;
+}
+
 // Asio opens and accepts sockets without close-on-exec: every program
 // btstub starts would inherit the listener (and answer connections on it
 // after --once closed ours) and the client's connection.
@@ -270,13 +313,14 @@ int Server::serve_tcp() {
   boost::system::error_code ec;
   auto ip = asio::ip::make_address(address->host, ec);
   if (ec) {
-    tcp::resolver resolver(io);
-    auto results = resolver.resolve(address->host, "", ec);
-    if (ec || results.empty()) {
-      std::fprintf(stderr, "Can't resolve host %s: %s\n", address->host.c_str(), ec.message().c_str());
+    auto resolved = resolve_host(address->host);
+    if (!resolved) {
+      // gdbserver's words: gdb's testsuite waits for them (gdbserver-support.exp).
+      std::fprintf(stderr, "%s: cannot resolve name: %s\nExiting\n", command_line_.comm.c_str(),
+                   resolved.error().message.c_str());
       return 1;
     }
-    ip = results.begin()->endpoint().address();
+    ip = *resolved;
   }
   tcp::acceptor acceptor(io);
   tcp::endpoint endpoint(ip, address->port);

@@ -351,13 +351,13 @@ class HarnessError(Exception):
     pass
 
 
-def run_command(argv, timeout=30.0, env=None):
+def run_command(argv, timeout=30.0, env=None, cwd=None):
     """Runs argv in its own session; returns (status, stdout, stderr).
 
     status is None on timeout (the process tree is killed then)."""
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, env=env)
+                            start_new_session=True, env=env, cwd=cwd)
     try:
         out, err = proc.communicate(timeout=timeout)
         status = proc.returncode

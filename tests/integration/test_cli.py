@@ -16,7 +16,9 @@ the server.
 
 import os
 import re
+import shutil
 import socket
+import tempfile
 import time
 
 from harness import (Server, free_port, pid_alive, program, run_command, run_gdb, run_test, server_path, tracer_of, wait_until)
@@ -88,6 +90,29 @@ def check_bad_command_lines(path, c):
     c.true("unknown option: non-zero exit", status not in (0, None),
            "status %r" % status)
     c.contains("unknown option: named", err, "--no-such-option")
+
+
+def check_gdbserver_words(path, c):
+    """What gdb's gdb.server tests wait for, the same from both servers:
+    usage errors exit 1; a host that does not resolve is "COMM: cannot
+    resolve name: ..." (server-connect.exp's tcp8:123 and garbage:1234;
+    the suite waits for those words, else for its 120 s timeout); a bare
+    program name that is a file in the current directory runs that file,
+    named by its absolute path (abspath.exp)."""
+    for argv, what in (([], "no arguments"), (["--frobnicate", "127.0.0.1:0", program("basic")], "--frobnicate")):
+        status, out, err = run_command([path] + argv, 15)
+        c.equal("usage error (%s): exit status 1, as gdbserver" % what, 1, status, err)
+    for comm in ("tcp8:123", "garbage:1234"):
+        status, out, err = run_command([path, "--once", comm, program("basic")], 30)
+        c.equal("%s: exit status 1" % comm, 1, status, err)
+        c.matches("%s: gdbserver's words" % comm, err, r"^%s: cannot resolve name: .+$" % re.escape(comm))
+        c.not_contains("%s: does not listen" % comm, err, "Listening on port")
+    with tempfile.TemporaryDirectory() as cwd:
+        local = os.path.join(cwd, "abspath")
+        shutil.copy(program("basic"), local)
+        status, out, err = run_command([path, "--once", "127.0.0.1:0", "abspath"], 10, cwd=cwd)
+        c.contains("a bare program name in the current directory runs that file", err,
+                   "Process %s created; pid = " % local)
 
 
 def check_busy_port(path, c):
@@ -194,6 +219,7 @@ def main(args, c):
     path = server_path(args.server)
     check_help_version(path, args.server, c)
     check_bad_command_lines(path, c)
+    check_gdbserver_words(path, c)
     check_busy_port(path, c)
     check_startup_lines(args.server, c)
     check_reconnect(args.server, c)

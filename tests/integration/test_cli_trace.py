@@ -31,7 +31,7 @@ def check_bad_values(path, c):
     for option, message in cases:
         status, out, err = run_command([path, "--once", option, "127.0.0.1:0",
                                         program("basic")], 15)
-        c.equal("%s: exit status 2" % option, 2, status, err)
+        c.equal("%s: exit status 1 (a usage error, as gdbserver's)" % option, 1, status, err)
         c.contains("%s: says why" % option, err, message)
         c.not_contains("%s: does not listen" % option, err, "Listening on port")
 
