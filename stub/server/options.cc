@@ -19,11 +19,21 @@ std::optional<long> parse_number(const std::string& text) {
   return value;
 }
 
+// gdbserver's names (server.cc): T and Tthread are stop-reply forms (see
+// Session::stop_reply_payload), qfThreadInfo goes with qsThreadInfo, and
+// threads is all of vCont, Tthread, qC and the thread list. Any other name
+// is a packet answered as unsupported.
 void add_disabled_packets(CommandLine& cl, const std::string& list) {
   std::istringstream in(list);
   std::string name;
   while (std::getline(in, name, ',')) {
-    if (!name.empty()) cl.disabled_packets.insert(name);
+    if (name.empty()) continue;
+    if (name == "threads") {
+      cl.disabled_packets.insert({"vCont", "Tthread", "qC", "qfThreadInfo", "qsThreadInfo"});
+      continue;
+    }
+    cl.disabled_packets.insert(name);
+    if (name == "qfThreadInfo") cl.disabled_packets.insert("qsThreadInfo");
   }
 }
 
@@ -95,7 +105,10 @@ std::string usage_text() {
          "  --no-disable-randomization\n"
          "                        Don't disable address space randomization when starting PROG.\n"
          "  --disable-packet=PKT1[,PKT2,...]\n"
-         "                        Answer these packets as unsupported (e.g. vCont,qC,T).\n"
+         "                        Answer these packets as unsupported (e.g. vCont,qC),\n"
+         "                        as gdbserver: T: stop replies as S; Tthread: stop\n"
+         "                        replies without the thread; threads: vCont, Tthread,\n"
+         "                        qC and qfThreadInfo.\n"
          "  --remote-debug        Log every packet on stderr.\n"
          "  --no-pin-cpu          Let btstub and PROG run on any CPU (default: both on\n"
          "                        the CPU that was idle longest when btstub started;\n"

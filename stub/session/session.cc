@@ -60,7 +60,9 @@ Reply Session::handle(const protocol::Request& request) {
 }
 
 Reply Session::handle_packet(std::string_view payload) {
-  if (config_.disabled_packets.count(protocol::packet_name(payload)) != 0) {
+  // --disable-packet=T turns off T stop replies (stop_reply_payload), as in
+  // gdbserver, not the T thread-alive packet.
+  if (const std::string name = protocol::packet_name(payload); name != "T" && config_.disabled_packets.count(name) != 0) {
     return Reply::now(protocol::reply_empty());
   }
   auto request = protocol::parse_request(payload);
@@ -221,8 +223,16 @@ Expected<pid_t> Session::resolve_thread(const protocol::ThreadId& id) const {
   return btstub::make_error(btstub::ErrorCode::NoProcess, "No such thread");
 }
 
+// --disable-packet=Tthread and =T as gdbserver has them (gdbserver/
+// remote-utils.cc prepare_resume_reply; they exist so that gdb's tests can
+// see stop replies without a thread): no thread: field, or 'S' stop
+// replies, the signal alone.
 std::string Session::stop_reply_payload(const protocol::StopReply& stop) const {
-  return protocol::reply_stop(stop, client_features.multiprocess);
+  protocol::StopReply sent = stop;
+  if (config_.disabled_packets.count("Tthread") != 0) sent.thread.reset();
+  std::string out = protocol::reply_stop(sent, client_features.multiprocess);
+  if (config_.disabled_packets.count("T") != 0 && out.size() >= 3 && out[0] == 'T') return "S" + out.substr(1, 2);
+  return out;
 }
 
 // The process an event belongs to: the one ProcessGroup named, else the

@@ -7,6 +7,13 @@
 --disable-packet=vCont
                      the server answers vCont packets as unsupported, gdb
                      falls back to s/c and stepping still works;
+--disable-packet=T, =Tthread, =threads
+                     as gdbserver (stop-reply-no-thread.exp): stop replies
+                     as S / without the thread, the T thread-alive query
+                     still answered; with gdb's thread list and
+                     multiprocess packets off, the threads program to a
+                     breakpoint in a worker, `info threads`, `thread`, on
+                     to its end: the same transcript as gdbserver's;
 address space randomization: disabled by default (two runs show the same
 stack address), kept with --no-disable-randomization (different
 addresses);
@@ -21,7 +28,7 @@ addresses);
 
 import re
 
-from harness import normalise, program, run_command, run_gdb_tcp, run_test, \
+from harness import Server, normalise, program, run_command, run_gdb, run_gdb_tcp, run_test, \
     server_path, unified_diff
 
 
@@ -67,6 +74,37 @@ def check_disable_vcont(kind, c):
                    "error", ctx)
     c.matches("vCont disabled: program exits normally", result.of(7),
               r"^\[Inferior 1 \(process \d+\) exited with code 07\]$", ctx)
+
+
+NO_THREAD_SCRIPT = ["info threads", "break main", "continue", "info threads", "next", "thread", "continue"]
+
+
+def no_thread_transcript(kind, option):
+    prog = program("basic")
+    with Server(kind, [prog, "alpha"], options=("--once", option)) as server:
+        r = run_gdb(NO_THREAD_SCRIPT, prog, server.address,
+                    extra_init=["set remote threads-packet off", "set remote multiprocess-feature-packet off"])
+    return r
+
+
+def check_stop_replies_without_thread(kind, c):
+    if kind != "btstub":
+        return
+    for option in ("--disable-packet=T", "--disable-packet=Tthread", "--disable-packet=threads"):
+        ref = no_thread_transcript("gdbserver", option)
+        test = no_thread_transcript(kind, option)
+        # Only the process ids differ. Under =threads gdbserver's `next`
+        # (`s` packets, no thread ids) ends at basic.c:66, past the next
+        # line: that command is checked against the program instead.
+        skip = {4} if option.endswith("=threads") else set()
+        want, got = ([re.sub(r"Thread \d+", "Thread N", line)
+                      for i in range(len(NO_THREAD_SCRIPT)) if i not in skip for line in normalise(r.of(i))]
+                     for r in (ref, test))
+        c.true("%s: the same transcript as gdbserver's" % option, want == got,
+               unified_diff(want, got, "gdbserver", kind))
+        c.true("%s: next goes to the next line, 57" % option, test.of(4).startswith("57\t"), test.transcript())
+        c.not_contains("%s: no thread reported gone" % option, test.output, "has terminated", test.transcript())
+        c.contains("%s: the program runs to its end" % option, test.of(6), "exited with code", test.transcript())
 
 
 def check_randomization(kind, c):
@@ -121,6 +159,7 @@ def check_busy_poll(kind, c):
 def main(args, c):
     check_wrapper(args.server, c)
     check_disable_vcont(args.server, c)
+    check_stop_replies_without_thread(args.server, c)
     check_randomization(args.server, c)
     check_busy_poll(args.server, c)
 
