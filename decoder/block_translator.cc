@@ -96,6 +96,13 @@ Transfer transfer_of(csh handle, const cs_insn& insn) {
   if (insn.id == X86_INS_RET) return Transfer::Return;
   if (insn.id == X86_INS_CALL) return immediate ? Transfer::Call : Transfer::IndirectCall;
   if (insn.id == X86_INS_JMP) return immediate ? Transfer::Jump : Transfer::IndirectJump;
+  switch (insn.id) {
+    case X86_INS_LOOP: case X86_INS_LOOPE: case X86_INS_LOOPNE:
+    case X86_INS_JRCXZ: case X86_INS_JECXZ: case X86_INS_JCXZ:
+      return Transfer::Conditional;  // not in CS_GRP_JUMP in Capstone 4
+    default:
+      break;
+  }
   if (in_group(handle, insn, CS_GRP_JUMP) && immediate) return Transfer::Conditional;
   return Transfer::None;
 }
@@ -145,7 +152,7 @@ struct PendingStub {
 // then the stubs of its direct exits.
 class BlockWriter {
  public:
-  explicit BlockWriter(Translation& out) : out_(out), w_(out.cache_address) {}
+  BlockWriter(csh handle, Translation& out) : handle_(handle), out_(out), w_(out.cache_address) {}
 
   // The code written from here on stands for `original`.
   void at(uint64_t original) {
@@ -187,6 +194,7 @@ class BlockWriter {
     w_.load_slot(Scratch::Rcx, kSlotSavedRcx);
   }
 
+  csh handle_;
   Translation& out_;
   CacheCodeWriter w_;
   std::vector<PendingStub> stubs_;
@@ -195,6 +203,10 @@ class BlockWriter {
 
 btstub::Expected<void> BlockWriter::copy(const cs_insn& insn) {
   const cs_x86& x86 = insn.detail->x86;
+  if (cs_insn_group(handle_, &insn, CS_GRP_BRANCH_RELATIVE)) {
+    // Copied, it would branch relative to the cache, unlogged.
+    return refuse(insn.address, std::string("a relative branch the translator does not know (") + insn.mnemonic + ")");
+  }
   const cs_x86_op* mem = rip_operand(x86);
   if (mem == nullptr) {
     w_.raw(insn.bytes, insn.size);
@@ -420,7 +432,7 @@ btstub::Expected<Translation> translate_block(uint64_t address, std::span<const 
   out.address = address;
   out.end = address;
   out.cache_address = cache_address;
-  BlockWriter writer(out);
+  BlockWriter writer(cs.handle, out);
   if (auto done = translate_into(writer, cs, code, out); !done) return done.error();
   if (auto done = writer.finish(); !done) return done.error();
   return out;

@@ -40,6 +40,9 @@ asm(R"(
   .globl bttest_indirect, bttest_ind_jmp_reg, bttest_ind_a, bttest_ind_jmp_mem, bttest_ind_b0, bttest_ind_call_mem
   .globl bttest_ind_b0_ret, bttest_ind_b1, bttest_ind_call_reg, bttest_ind_end, bttest_ind_callee, bttest_ind_callee_ret
   .globl bttest_link, bttest_link_jmp, bttest_link_b, bttest_link_ret
+  .globl bttest_forms, bttest_forms_top, bttest_forms_loop, bttest_forms_jrcxz, bttest_forms_zero
+  .globl bttest_forms_je32, bttest_forms_eq, bttest_forms_ret
+  .globl bttest_retimm, bttest_retimm_site, bttest_retimm_back, bttest_retimm_callee, bttest_retimm_ret
   .globl bttest_syscall, bttest_syscall_ret, bttest_stop, bttest_stop_at, bttest_ud2
 bttest_begin:
 bttest_straight:                    # 2 * (data + rdi) + (data == 40)
@@ -142,6 +145,36 @@ bttest_link_b:
   add eax, 2
 bttest_link_ret:
   ret
+bttest_forms:                       # rdi >= 1: rdi + 100 by loop, jrcxz and a rel32 jcc
+  xor eax, eax
+  mov rcx, rdi
+bttest_forms_top:
+  add rax, 1
+bttest_forms_loop:
+  loop bttest_forms_top
+bttest_forms_jrcxz:
+  jrcxz bttest_forms_zero
+  ud2
+bttest_forms_zero:
+  cmp rax, rdi
+bttest_forms_je32:
+  {disp32} je bttest_forms_eq
+  ud2
+bttest_forms_eq:
+  add rax, 100
+bttest_forms_ret:
+  ret
+bttest_retimm:                      # rdi + 1, popped by the callee's ret 8
+  push rdi
+bttest_retimm_site:
+  call bttest_retimm_callee
+bttest_retimm_back:
+  ret
+bttest_retimm_callee:
+  mov rax, qword ptr [rsp + 8]
+  add rax, 1
+bttest_retimm_ret:
+  ret 8
 bttest_syscall:
   mov eax, 39                       # getpid
   syscall
@@ -170,6 +203,10 @@ bttest_ind_callee_ptr: .quad bttest_ind_callee
 extern "C" {
 long bttest_straight(long), bttest_lea(long), bttest_loop(long), bttest_flags(long), bttest_call(long);
 long bttest_indirect(long), bttest_link(long), bttest_syscall(long), bttest_stop(long);
+long bttest_forms(long), bttest_retimm(long);
+extern const uint8_t bttest_forms_top[], bttest_forms_loop[], bttest_forms_jrcxz[], bttest_forms_zero[];
+extern const uint8_t bttest_forms_je32[], bttest_forms_eq[], bttest_forms_ret[];
+extern const uint8_t bttest_retimm_site[], bttest_retimm_back[], bttest_retimm_callee[], bttest_retimm_ret[];
 extern const uint8_t bttest_begin[], bttest_end[], bttest_ud2[], bttest_straight_ret[];
 extern const uint8_t bttest_loop_top[], bttest_loop_jb[], bttest_loop_next[], bttest_loop_jnz[], bttest_loop_ret[];
 extern const uint8_t bttest_loop_small[], bttest_loop_jmp[], bttest_flags_jl[], bttest_flags_less[];
@@ -422,6 +459,21 @@ TEST_CASE("jcc logs exactly the taken branches and keeps flags, registers and th
   }
 }
 
+TEST_CASE("loop, jrcxz and rel32 jcc branch as the original does", "[block_translator]") {
+  REQUIRE(bttest_forms_je32[0] == 0x0f);  // the rel32 form
+  for (long n : {1, 3}) {
+    CAPTURE(n);
+    REQUIRE(bttest_forms(n) == n + 100);
+    Tracer tracer;
+    CHECK(tracer.run(reinterpret_cast<const void*>(bttest_forms), n) == n + 100);
+    std::vector<LogRecord> expected(static_cast<std::size_t>(n - 1), {addr(bttest_forms_loop), addr(bttest_forms_top)});
+    expected.push_back({addr(bttest_forms_jrcxz), addr(bttest_forms_zero)});
+    expected.push_back({addr(bttest_forms_je32), addr(bttest_forms_eq)});
+    expected.push_back({addr(bttest_forms_ret), kCaller});
+    CHECK(normalized(tracer.log) == expected);
+  }
+}
+
 TEST_CASE("a call pushes the original return address and ret logs its target", "[block_translator]") {
   REQUIRE(bttest_call(41) == 42);
   Tracer tracer;
@@ -429,6 +481,15 @@ TEST_CASE("a call pushes the original return address and ret logs its target", "
   CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_call_site), addr(bttest_callee)},
                                                          {addr(bttest_callee_ret), addr(bttest_call_ret)},
                                                          {addr(bttest_call_ret), kCaller}});
+}
+
+TEST_CASE("ret imm16 pops its bytes", "[block_translator]") {
+  REQUIRE(bttest_retimm(6) == 7);
+  Tracer tracer;
+  CHECK(tracer.run(reinterpret_cast<const void*>(bttest_retimm), 6) == 7);
+  CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_retimm_site), addr(bttest_retimm_callee)},
+                                                         {addr(bttest_retimm_ret), addr(bttest_retimm_back)},
+                                                         {addr(bttest_retimm_back), kCaller}});
 }
 
 TEST_CASE("indirect jmp and call through registers and memory are logged", "[block_translator]") {
