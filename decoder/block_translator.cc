@@ -377,6 +377,7 @@ btstub::Expected<void> translate_into(BlockWriter& b, Capstone& cs, std::span<co
     }
     if (!why.empty()) {
       if (out.instructions == 0) return refuse(at, why);
+      b.at(at);  // the block's instructions are done: the pc is at the next
       b.stop_at(at);
       out.stopped_before = why + " at " + hex(at);
       return {};

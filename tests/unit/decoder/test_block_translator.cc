@@ -384,6 +384,10 @@ TEST_CASE("blocks end before what they cannot run, and untranslatable code is an
   CHECK(stop->exits[0].kind == ExitKind::Direct);
   CHECK(stop->exits[0].target == addr(bttest_stop_at));
   CHECK_FALSE(stop->exits[0].logged);
+  // The jump out stands for the instruction not run yet; the mov before it
+  // for itself.
+  CHECK(stop->original_pc(stop->cache_address + stop->exits[0].link_field - 1) == addr(bttest_stop_at));
+  CHECK(stop->original_pc(stop->cache_address) == addr(bttest_stop));
 
   auto rdtsc = translate_block(addr(bttest_stop_at), code_at(addr(bttest_stop_at)), near);
   REQUIRE_FALSE(rdtsc);
