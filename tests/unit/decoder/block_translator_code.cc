@@ -6,7 +6,7 @@ asm(R"(
   .intel_syntax noprefix
   .text
   .globl bttest_begin, bttest_end
-  .globl bttest_straight, bttest_straight_ret, bttest_lea
+  .globl bttest_straight, bttest_straight_ret, bttest_lea, bttest_rip_forms
   .globl bttest_loop, bttest_loop_top, bttest_loop_jb, bttest_loop_next, bttest_loop_jnz, bttest_loop_ret
   .globl bttest_loop_small, bttest_loop_jmp
   .globl bttest_flags, bttest_flags_jl, bttest_flags_less
@@ -33,6 +33,22 @@ bttest_straight_ret:
   ret
 bttest_lea:
   lea rax, [rip + bttest_data]
+  ret
+bttest_rip_forms:                   # 3 * 40: SSE, VEX, 32-bit lea, lea to r9
+  movq xmm0, qword ptr [rip + bttest_data]
+  movq rax, xmm0
+  vmovq xmm1, qword ptr [rip + bttest_data]
+  vmovq rdx, xmm1
+  add rax, rdx
+  lea edx, [rip + bttest_data]
+  lea rcx, [rip + bttest_data]
+  lea r9, [rip + bttest_data]
+  sub r9, rcx
+  add rax, r9
+  sub edx, ecx
+  add rax, rdx
+  mov ecx, dword ptr [rip + bttest_data]
+  add rax, rcx
   ret
 bttest_loop:                        # flags, rax, rcx and the red zone across branches
   xor eax, eax

@@ -233,6 +233,8 @@ TEST_CASE("straight-line RIP-relative loads, stores and lea run from the cache",
   CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_straight_ret), kCaller}});
   CHECK(tracer.indirect_exits == 1);
   CHECK(tracer.run(reinterpret_cast<const void*>(bttest_lea), 0) == bttest_lea(0));
+  REQUIRE(bttest_rip_forms(0) == 120);
+  CHECK(tracer.run(reinterpret_cast<const void*>(bttest_rip_forms), 0) == 120);
 
   // Every cache pc of the block's body stands for one of its instructions,
   // each instruction for some cache code, the ret's instrumentation for the ret.
