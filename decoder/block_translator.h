@@ -111,8 +111,10 @@ struct Translation {
 // Translates the block at `address` (`code` holds the bytes from there; a
 // few hundred are plenty) into code meant to run at `cache_address`. An
 // error when the first instruction cannot be translated (undecodable, or
-// one the block would stop before), or when an operand or the exits cannot
-// reach from the cache.
+// one the block would stop before), when a RIP-relative operand cannot
+// reach from the cache, or for an instruction that cannot be relocated
+// (a relative branch of an unknown kind, an indirect transfer with a
+// 16-bit operand or address-size prefix).
 btstub::Expected<Translation> translate_block(uint64_t address, std::span<const uint8_t> code,
                                               uint64_t cache_address);
 
