@@ -1,0 +1,456 @@
+#include "decoder/block_translator.h"
+
+#include <capstone/capstone.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "decoder/cache_code_writer.h"
+
+namespace decoder {
+namespace {
+
+using btstub::ErrorCode;
+using btstub::make_error;
+
+std::string hex(uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+btstub::Error refuse(uint64_t address, const std::string& why) {
+  return make_error(ErrorCode::NotSupported, "cannot translate the instruction at " + hex(address) + ": " + why);
+}
+
+std::optional<int32_t> rel32(uint64_t next, uint64_t to) {
+  const int64_t delta = static_cast<int64_t>(to - next);
+  if (delta < INT32_MIN || delta > INT32_MAX) return std::nullopt;
+  return static_cast<int32_t>(delta);
+}
+
+struct Capstone {
+  csh handle = 0;
+  cs_insn* insn = nullptr;
+  ~Capstone() {
+    if (insn != nullptr) cs_free(insn, 1);
+    if (handle != 0) cs_close(&handle);
+  }
+};
+
+bool in_group(csh handle, const cs_insn& insn, uint8_t group) { return cs_insn_group(handle, &insn, group); }
+
+// The encoding number (0 = rax ... 15 = r15) of a 64-bit general register.
+std::optional<unsigned> gpr64_number(x86_reg reg) {
+  static constexpr x86_reg kRegs[] = {X86_REG_RAX, X86_REG_RCX, X86_REG_RDX, X86_REG_RBX, X86_REG_RSP, X86_REG_RBP,
+                                      X86_REG_RSI, X86_REG_RDI, X86_REG_R8,  X86_REG_R9,  X86_REG_R10, X86_REG_R11,
+                                      X86_REG_R12, X86_REG_R13, X86_REG_R14, X86_REG_R15};
+  for (unsigned i = 0; i < 16; ++i) {
+    if (kRegs[i] == reg) return i;
+  }
+  return std::nullopt;
+}
+
+bool uses_gs(const cs_x86& x86) {
+  if (x86.prefix[1] == X86_PREFIX_GS) return true;
+  for (uint8_t i = 0; i < x86.op_count; ++i) {
+    const cs_x86_op& op = x86.operands[i];
+    if (op.type == X86_OP_REG && op.reg == X86_REG_GS) return true;
+    if (op.type == X86_OP_MEM && op.mem.segment == X86_REG_GS) return true;
+  }
+  return false;
+}
+
+// Why the block must end before `insn`; empty when the cache can run it.
+std::string barrier(csh handle, const cs_insn& insn) {
+  switch (insn.id) {
+    case X86_INS_SYSCALL: return "";  // runs in place: the kernel returns to the next one
+    case X86_INS_HLT: case X86_INS_UD0: case X86_INS_UD2: case X86_INS_UD2B:
+    case X86_INS_INT1: case X86_INS_INT3: case X86_INS_INTO: case X86_INS_SYSENTER:
+      return std::string("a trapping instruction (") + insn.mnemonic + ")";
+    case X86_INS_LJMP: case X86_INS_LCALL: case X86_INS_RETF: case X86_INS_RETFQ:
+      return "a far transfer";
+    case X86_INS_XBEGIN: case X86_INS_XABORT:
+      return "a transaction";
+    case X86_INS_RDTSC: case X86_INS_RDTSCP: case X86_INS_RDRAND: case X86_INS_RDSEED:
+      return std::string("a nondeterministic instruction (") + insn.mnemonic + ")";
+    case X86_INS_SWAPGS: case X86_INS_RDGSBASE: case X86_INS_WRGSBASE:
+      return "an instruction using gs, which holds the translator's per-thread area";
+    default:
+      break;
+  }
+  if (in_group(handle, insn, CS_GRP_INT) || in_group(handle, insn, CS_GRP_IRET)) {
+    return std::string("a trapping instruction (") + insn.mnemonic + ")";
+  }
+  if (uses_gs(insn.detail->x86)) return "an instruction using gs, which holds the translator's per-thread area";
+  return "";
+}
+
+enum class Transfer { None, Jump, Conditional, Call, Return, IndirectJump, IndirectCall };
+
+Transfer transfer_of(csh handle, const cs_insn& insn) {
+  const cs_x86& x86 = insn.detail->x86;
+  const bool immediate = x86.op_count == 1 && x86.operands[0].type == X86_OP_IMM;
+  if (insn.id == X86_INS_RET) return Transfer::Return;
+  if (insn.id == X86_INS_CALL) return immediate ? Transfer::Call : Transfer::IndirectCall;
+  if (insn.id == X86_INS_JMP) return immediate ? Transfer::Jump : Transfer::IndirectJump;
+  switch (insn.id) {
+    case X86_INS_LOOP: case X86_INS_LOOPE: case X86_INS_LOOPNE:
+    case X86_INS_JRCXZ: case X86_INS_JECXZ: case X86_INS_JCXZ:
+      return Transfer::Conditional;  // not in CS_GRP_JUMP in Capstone 4
+    default:
+      break;
+  }
+  if (in_group(handle, insn, CS_GRP_JUMP) && immediate) return Transfer::Conditional;
+  return Transfer::None;
+}
+
+const cs_x86_op* rip_operand(const cs_x86& x86) {
+  for (uint8_t i = 0; i < x86.op_count; ++i) {
+    if (x86.operands[i].type == X86_OP_MEM && x86.operands[i].mem.base == X86_REG_RIP) return &x86.operands[i];
+  }
+  return nullptr;
+}
+
+// The conditional branch's own condition as a 2-byte (3 with an
+// address-size prefix) rel8 jump over the 5-byte jmp that follows it:
+// jcc, jrcxz/jecxz, loop/loope/loopne all have that form.
+std::optional<std::vector<uint8_t>> skip_if_taken(const cs_insn& insn) {
+  std::vector<uint8_t> out;
+  std::size_t i = 0;
+  for (; i < insn.size; ++i) {
+    const uint8_t b = insn.bytes[i];
+    if (b == 0x67) {
+      out.push_back(b);  // jecxz, loop on ecx
+    } else if (b != 0x2e && b != 0x3e && b != 0xf2) {
+      break;  // past branch hints and bnd
+    }
+  }
+  if (i >= insn.size) return std::nullopt;
+  const uint8_t op = insn.bytes[i];
+  if ((op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3)) {
+    out.push_back(op);
+  } else if (op == 0x0f && i + 1 < insn.size && insn.bytes[i + 1] >= 0x80 && insn.bytes[i + 1] <= 0x8f) {
+    out.push_back(static_cast<uint8_t>(0x70 | (insn.bytes[i + 1] & 0x0f)));
+  } else {
+    return std::nullopt;
+  }
+  out.push_back(5);
+  return out;
+}
+
+struct PendingStub {
+  std::size_t field = 0;  // the rel32 of the jmp into the stub
+  uint64_t from = 0;
+  uint64_t target = 0;
+  bool logged = false;
+};
+
+// Writes one block: copied instructions, then the instrumented transfer,
+// then the stubs of its direct exits.
+class BlockWriter {
+ public:
+  BlockWriter(csh handle, Translation& out) : handle_(handle), out_(out), w_(out.cache_address) {}
+
+  // The code written from here on stands for `original`.
+  void at(uint64_t original) {
+    if (!out_.pc_map.empty() && out_.pc_map.back().original == original) return;
+    if (!out_.pc_map.empty() && out_.pc_map.back().offset == w_.offset()) {
+      out_.pc_map.back().original = original;
+      return;
+    }
+    out_.pc_map.push_back({static_cast<uint32_t>(w_.offset()), original});
+  }
+
+  btstub::Expected<void> copy(const cs_insn& insn);
+  void direct_jump(uint64_t from, uint64_t to) {
+    w_.store_slot(Scratch::Rcx, kSlotSavedRcx);
+    log_direct(from, to);
+  }
+  btstub::Expected<void> conditional(const cs_insn& insn, uint64_t to);
+  void direct_call(uint64_t from, uint64_t to, uint64_t return_address) {
+    w_.store_slot(Scratch::Rcx, kSlotSavedRcx);
+    w_.movabs(Scratch::Rcx, return_address);
+    w_.push_rcx();
+    log_direct(from, to);
+  }
+  btstub::Expected<void> indirect(const cs_insn& insn, Transfer kind);
+  // An unlogged exit to `address` (the block stops before it).
+  void stop_at(uint64_t address) { stubs_.push_back({w_.jmp_rel32(), 0, address, false}); }
+  btstub::Expected<void> finish();
+
+ private:
+  void log_direct(uint64_t from, uint64_t to);
+  void log_indirect(uint64_t from);
+  btstub::Expected<void> load_target(const cs_insn& insn);
+  void trap(ExitKind kind, uint64_t from, uint64_t target) {
+    w_.int3();
+    out_.exits.push_back({kind, static_cast<uint32_t>(w_.offset()), from, target, kind != ExitKind::LogFull, 0, 0});
+  }
+  void restore_scratch() {
+    w_.load_slot(Scratch::Rax, kSlotSavedRax);
+    w_.load_slot(Scratch::Rcx, kSlotSavedRcx);
+  }
+
+  csh handle_;
+  Translation& out_;
+  CacheCodeWriter w_;
+  std::vector<PendingStub> stubs_;
+  bool reached_ = true;  // every rel8 reached its label
+};
+
+btstub::Expected<void> BlockWriter::copy(const cs_insn& insn) {
+  const cs_x86& x86 = insn.detail->x86;
+  if (cs_insn_group(handle_, &insn, CS_GRP_BRANCH_RELATIVE)) {
+    // Copied, it would branch relative to the cache, unlogged.
+    return refuse(insn.address, std::string("a relative branch the translator does not know (") + insn.mnemonic + ")");
+  }
+  const cs_x86_op* mem = rip_operand(x86);
+  if (mem == nullptr) {
+    w_.raw(insn.bytes, insn.size);
+    return {};
+  }
+  if (x86.prefix[3] == X86_PREFIX_ADDRSIZE) return refuse(insn.address, "an EIP-relative operand");
+  const uint64_t effective = insn.address + insn.size + static_cast<uint64_t>(mem->mem.disp);
+  if (insn.id == X86_INS_LEA && x86.operands[0].type == X86_OP_REG) {
+    if (auto reg = gpr64_number(x86.operands[0].reg)) {
+      w_.movabs(*reg, effective);  // the address itself: reaches from anywhere
+      return {};
+    }
+  }
+  if (x86.encoding.disp_offset == 0 || x86.encoding.disp_size != 4) {
+    return refuse(insn.address, "a RIP-relative operand of an unexpected form");
+  }
+  auto disp = rel32(w_.here() + insn.size, effective);
+  if (!disp) {
+    return refuse(insn.address, "its RIP-relative operand (" + hex(effective) + ") is out of 32-bit reach of the cache at " +
+                                    hex(w_.here()));
+  }
+  std::vector<uint8_t> bytes(insn.bytes, insn.bytes + insn.size);
+  std::memcpy(bytes.data() + x86.encoding.disp_offset, &*disp, 4);
+  w_.raw(bytes.data(), bytes.size());
+  return {};
+}
+
+btstub::Expected<void> BlockWriter::conditional(const cs_insn& insn, uint64_t to) {
+  auto skip = skip_if_taken(insn);
+  if (!skip) return refuse(insn.address, std::string("an unexpected conditional branch (") + insn.mnemonic + ")");
+  w_.raw(skip->data(), skip->size());
+  stop_at(insn.address + insn.size);  // not taken: nothing logged
+  direct_jump(insn.address, to);
+  return {};
+}
+
+// With rcx saved: appends {from, to} and jumps to the exit for `to`.
+void BlockWriter::log_direct(uint64_t from, uint64_t to) {
+  w_.load_slot(Scratch::Rcx, kSlotLogCursor);
+  const std::size_t full = w_.jrcxz_rel8();
+  w_.store_slot(Scratch::Rax, kSlotSavedRax);
+  w_.movabs(Scratch::Rax, from);
+  w_.store_rax_at_rcx(0);
+  w_.movabs(Scratch::Rax, to);
+  w_.store_rax_at_rcx(8);
+  w_.add_to_rcx(16);
+  w_.store_slot(Scratch::Rcx, kSlotLogCursor);
+  restore_scratch();
+  stubs_.push_back({w_.jmp_rel32(), from, to, true});
+  reached_ = w_.patch_rel8(full, w_.offset()) && reached_;
+  w_.store_slot(Scratch::Rax, kSlotSavedRax);
+  w_.movabs(Scratch::Rax, to);
+  w_.store_slot(Scratch::Rax, kSlotExitTarget);
+  restore_scratch();
+  trap(ExitKind::LogFull, from, to);
+}
+
+// With rax and rcx saved and the target in rax and in the exit slot:
+// appends {from, target} and exits.
+void BlockWriter::log_indirect(uint64_t from) {
+  w_.load_slot(Scratch::Rcx, kSlotLogCursor);
+  const std::size_t full = w_.jrcxz_rel8();
+  w_.store_rax_at_rcx(8);
+  w_.movabs(Scratch::Rax, from);
+  w_.store_rax_at_rcx(0);
+  w_.add_to_rcx(16);
+  w_.store_slot(Scratch::Rcx, kSlotLogCursor);
+  restore_scratch();
+  trap(ExitKind::Indirect, from, 0);
+  reached_ = w_.patch_rel8(full, w_.offset()) && reached_;
+  restore_scratch();
+  trap(ExitKind::LogFull, from, 0);
+}
+
+// mov <the jmp/call's r/m64 operand>, %rax: the same ModRM, SIB and
+// displacement under opcode 8b, so registers and memory are read as the
+// original would read them.
+btstub::Expected<void> BlockWriter::load_target(const cs_insn& insn) {
+  std::vector<uint8_t> out;
+  std::size_t i = 0;
+  for (; i < insn.size; ++i) {
+    const uint8_t b = insn.bytes[i];
+    if (b == 0x2e || b == 0x3e || b == 0xf2) continue;  // hints, notrack, bnd: nothing to a mov
+    if (b == 0x26 || b == 0x36 || b == 0x64) {
+      out.push_back(b);  // segment overrides (fs matters)
+      continue;
+    }
+    if (b == 0x66 || b == 0x67 || b == 0x65 || b == 0xf0 || b == 0xf3) {
+      return refuse(insn.address, "an indirect transfer with an unexpected prefix");
+    }
+    break;
+  }
+  uint8_t rex = 0;
+  if (i < insn.size && (insn.bytes[i] & 0xf0) == 0x40) rex = insn.bytes[i++];
+  if (i + 1 >= insn.size || insn.bytes[i] != 0xff) return refuse(insn.address, "an indirect transfer of an unexpected form");
+  const uint8_t modrm = insn.bytes[i + 1] & 0xc7;  // reg field 0: rax
+  out.push_back(static_cast<uint8_t>(0x48 | (rex & 0x03)));
+  out.push_back(0x8b);
+  const std::size_t modrm_at = out.size();
+  out.push_back(modrm);
+  out.insert(out.end(), insn.bytes + i + 2, insn.bytes + insn.size);
+  if (modrm == 0x05) {  // RIP-relative: the displacement follows the ModRM
+    int32_t disp = 0;
+    std::memcpy(&disp, out.data() + modrm_at + 1, 4);
+    const uint64_t effective = insn.address + insn.size + static_cast<uint64_t>(static_cast<int64_t>(disp));
+    auto moved = rel32(w_.here() + out.size(), effective);
+    if (!moved) return refuse(insn.address, "its RIP-relative operand is out of 32-bit reach of the cache");
+    std::memcpy(out.data() + modrm_at + 1, &*moved, 4);
+  }
+  w_.raw(out.data(), out.size());
+  return {};
+}
+
+btstub::Expected<void> BlockWriter::indirect(const cs_insn& insn, Transfer kind) {
+  w_.store_slot(Scratch::Rcx, kSlotSavedRcx);
+  w_.store_slot(Scratch::Rax, kSlotSavedRax);
+  if (kind == Transfer::Return) {
+    const cs_x86& x86 = insn.detail->x86;
+    const int64_t extra = x86.op_count == 1 && x86.operands[0].type == X86_OP_IMM ? x86.operands[0].imm : 0;
+    w_.pop_into_rax(static_cast<int32_t>(8 + extra));
+  } else if (auto loaded = load_target(insn); !loaded) {
+    return loaded;
+  }
+  w_.store_slot(Scratch::Rax, kSlotExitTarget);
+  if (kind == Transfer::IndirectCall) {
+    w_.movabs(Scratch::Rcx, insn.address + insn.size);
+    w_.push_rcx();
+  }
+  log_indirect(insn.address);
+  return {};
+}
+
+btstub::Expected<void> BlockWriter::finish() {
+  for (const PendingStub& stub : stubs_) {
+    const std::size_t stub_offset = w_.offset();
+    at(stub.target);
+    w_.store_slot(Scratch::Rax, kSlotSavedRax);
+    w_.movabs(Scratch::Rax, stub.target);
+    w_.store_slot(Scratch::Rax, kSlotExitTarget);
+    w_.load_slot(Scratch::Rax, kSlotSavedRax);
+    trap(ExitKind::Direct, stub.from, stub.target);
+    BlockExit& exit = out_.exits.back();
+    exit.logged = stub.logged;
+    exit.link_field = static_cast<uint32_t>(stub.field);
+    exit.stub_offset = static_cast<uint32_t>(stub_offset);
+    reached_ = w_.patch_rel32_to(stub.field, out_.cache_address + stub_offset) && reached_;
+  }
+  if (!reached_) return make_error(ErrorCode::Internal, "block translator: a branch within the translation does not reach");
+  out_.code = std::move(w_.code());
+  return {};
+}
+
+// Translates instructions into `b` until a transfer ends the block or an
+// instruction it must stop before.
+btstub::Expected<void> translate_into(BlockWriter& b, Capstone& cs, std::span<const uint8_t> code, Translation& out) {
+  const uint8_t* cursor = code.data();
+  std::size_t remaining = code.size();
+  uint64_t pc = out.address;
+  for (;;) {
+    const uint64_t at = pc;
+    std::string why;
+    if (out.instructions == kMaxBlockInstructions) {
+      why = "the block's instruction limit";
+    } else if (remaining == 0 || !cs_disasm_iter(cs.handle, &cursor, &remaining, &pc, cs.insn)) {
+      why = "undecodable or truncated code";
+    } else {
+      why = barrier(cs.handle, *cs.insn);
+    }
+    if (!why.empty()) {
+      if (out.instructions == 0) return refuse(at, why);
+      b.at(at);  // the block's instructions are done: the pc is at the next
+      b.stop_at(at);
+      out.stopped_before = why + " at " + hex(at);
+      return {};
+    }
+    const cs_insn& insn = *cs.insn;
+    b.at(at);
+    const Transfer kind = transfer_of(cs.handle, insn);
+    const bool direct = kind == Transfer::Jump || kind == Transfer::Conditional || kind == Transfer::Call;
+    const uint64_t to = direct ? static_cast<uint64_t>(insn.detail->x86.operands[0].imm) : 0;
+    btstub::Expected<void> done;
+    switch (kind) {
+      case Transfer::None: done = b.copy(insn); break;
+      case Transfer::Jump: b.direct_jump(at, to); break;
+      case Transfer::Conditional: done = b.conditional(insn, to); break;
+      case Transfer::Call: b.direct_call(at, to, at + insn.size); break;
+      case Transfer::Return: case Transfer::IndirectJump: case Transfer::IndirectCall:
+        done = b.indirect(insn, kind);
+        break;
+    }
+    if (!done) return done;
+    ++out.instructions;
+    out.end = at + insn.size;
+    if (kind != Transfer::None) return {};
+  }
+}
+
+}  // namespace
+
+uint64_t Translation::original_pc(uint64_t cache_pc) const {
+  if (cache_pc < cache_address || cache_pc >= cache_address + code.size() || pc_map.empty()) return 0;
+  const uint64_t offset = cache_pc - cache_address;
+  auto next = std::upper_bound(pc_map.begin(), pc_map.end(), offset,
+                               [](uint64_t o, const PcMapEntry& e) { return o < e.offset; });
+  if (next == pc_map.begin()) return 0;
+  return std::prev(next)->original;
+}
+
+const BlockExit* Translation::exit_at(uint64_t cache_pc) const {
+  for (const BlockExit& exit : exits) {
+    if (cache_address + exit.trap_offset == cache_pc) return &exit;
+  }
+  return nullptr;
+}
+
+btstub::Expected<Translation> translate_block(uint64_t address, std::span<const uint8_t> code,
+                                              uint64_t cache_address) {
+  Capstone cs;
+  if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs.handle) != CS_ERR_OK ||
+      cs_option(cs.handle, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK || (cs.insn = cs_malloc(cs.handle)) == nullptr) {
+    return make_error(ErrorCode::Internal, "capstone: cannot open a decoder");
+  }
+  Translation out;
+  out.address = address;
+  out.end = address;
+  out.cache_address = cache_address;
+  BlockWriter writer(cs.handle, out);
+  if (auto done = translate_into(writer, cs, code, out); !done) return done.error();
+  if (auto done = writer.finish(); !done) return done.error();
+  return out;
+}
+
+btstub::Expected<CodePatch> link_exit(const Translation& t, std::size_t exit_index, uint64_t destination) {
+  if (exit_index >= t.exits.size() || t.exits[exit_index].kind != ExitKind::Direct) {
+    return make_error(ErrorCode::InvalidArgument, "link_exit: exit " + std::to_string(exit_index) + " is not a direct exit");
+  }
+  const uint64_t field = t.cache_address + t.exits[exit_index].link_field;
+  auto rel = rel32(field + 4, destination);
+  if (!rel) return make_error(ErrorCode::NotSupported, "link_exit: " + hex(destination) + " is out of 32-bit reach");
+  CodePatch patch;
+  patch.address = field;
+  patch.bytes.resize(4);
+  std::memcpy(patch.bytes.data(), &*rel, 4);
+  return patch;
+}
+
+}  // namespace decoder

@@ -1,0 +1,134 @@
+#pragma once
+// The code-generating layer of the translating tracer (issue 28): one basic
+// block of the program, copied into a code cache in the program's own
+// memory, with its branch replaced by code that logs the taken branch and
+// goes on. No OS calls: what it emits is run in the test process
+// (tests/unit/decoder/test_block_translator.cc).
+//
+// A block is the run of instructions from `address` up to and including the
+// first control transfer (jmp, jcc, jrcxz, loop*, call, ret, jmp/call
+// through a register or memory). System calls stay inside. The block ends
+// *before* an instruction the cache cannot run in place (int*, hlt, ud2,
+// far transfers, xbegin, rdtsc/rdtscp/rdrand/rdseed, anything using gs,
+// bytes Capstone cannot decode): a direct exit to that address hands it to
+// the tracer. Copied instructions keep their bytes, except RIP-relative
+// operands: `lea X(%rip), %r64` becomes `movabs $X, %r64`; every other
+// RIP-relative operand gets a displacement for the cache address (an error
+// when the cache is more than 2 GiB away from what it reads).
+//
+// Per-thread area. The translations address it through the gs segment base
+// (arch_prctl(ARCH_SET_GS) per thread; x86-64 Linux programs leave gs
+// unused, and a block that uses gs is not translated). Slots at the base:
+//   gs:0   saved rax        gs:8   saved rcx
+//   gs:16  log cursor       gs:24  exit target (original address)
+// The log lies just below the base: [base - 16 * capacity, base). The
+// cursor is the (negative) offset from the base of the next free record,
+// -16 * capacity when the log is empty, 0 when it is full, so the check
+// is a jrcxz and no instruction that changes EFLAGS is needed.
+// A record (LogRecord) is 16 bytes: the original address of the taken
+// branch, then the original address it went to. A jcc that is not taken
+// logs nothing; a call logs (call, callee) and pushes the ORIGINAL return
+// address; a ret logs (ret, return address).
+//
+// Exits. Every way out of a translation is an int3, reached with every
+// register and flag as the program had them, and with the original target
+// in the exit-target slot. The trap pc (just past the int3) names the exit
+// in Translation::exits:
+//   Direct   a stub for a direct target (jmp, jcc either way, call, or the
+//            instruction the block stopped before). The jump into the stub
+//            can be patched to go straight to another translation
+//            (link_exit); the stub stays for unlinking.
+//   Indirect a ret or jmp/call through a register or memory, logged; the
+//            tracer looks the target up (later: a lookup table in the cache).
+//   LogFull  the log had no room: the branch is taken (a call has pushed its
+//            return address) but not logged. The tracer drains the log,
+//            appends {exit.from, exit-target slot}, resets the cursor and
+//            goes on at the target.
+// Nothing below rsp is touched except by the pushes a call makes anyway.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "protocol/expected.h"
+
+namespace decoder {
+
+// Offsets from the gs base.
+inline constexpr int32_t kSlotSavedRax = 0;
+inline constexpr int32_t kSlotSavedRcx = 8;
+inline constexpr int32_t kSlotLogCursor = 16;
+inline constexpr int32_t kSlotExitTarget = 24;
+inline constexpr std::size_t kThreadSlotsSize = 64;  // the rest reserved
+// Most instructions one block holds; a longer run ends in a direct exit.
+inline constexpr std::size_t kMaxBlockInstructions = 64;
+
+struct LogRecord {
+  uint64_t from = 0;  // original address of the branch
+  uint64_t to = 0;    // original address it went to
+  bool operator==(const LogRecord&) const = default;
+};
+static_assert(sizeof(LogRecord) == 16);
+
+enum class ExitKind { Direct, Indirect, LogFull };
+
+struct BlockExit {
+  ExitKind kind = ExitKind::Direct;
+  uint32_t trap_offset = 0;  // the trap's pc - cache_address (past the int3)
+  uint64_t from = 0;         // the branch's original address (0: none, a stop)
+  uint64_t target = 0;       // Direct, and LogFull of a direct branch; else 0
+  bool logged = false;       // Direct: the branch into this stub was logged
+  // Direct only: the jmp rel32 to patch (offset of its rel32) and the stub.
+  uint32_t link_field = 0;
+  uint32_t stub_offset = 0;
+};
+
+// From offset `offset` on (to the next entry's), the cache code stands for
+// the instruction at `original`. The instrumentation of a branch stands
+// for the branch; a stub for its target (the branch has been taken).
+struct PcMapEntry {
+  uint32_t offset = 0;
+  uint64_t original = 0;
+};
+
+struct Translation {
+  uint64_t address = 0;        // original address of the block
+  uint64_t end = 0;            // past its last translated instruction
+  std::size_t instructions = 0;
+  uint64_t cache_address = 0;  // where `code` is meant to run
+  std::vector<uint8_t> code;
+  std::vector<BlockExit> exits;
+  std::vector<PcMapEntry> pc_map;  // by offset, ascending
+  std::string stopped_before;      // why the block ended before `end`, if so
+
+  // The original pc a cache pc stands for (0 when outside the code).
+  uint64_t original_pc(uint64_t cache_pc) const;
+  // The exit whose trap leaves the pc at `cache_pc`, or nullptr.
+  const BlockExit* exit_at(uint64_t cache_pc) const;
+};
+
+// Translates the block at `address` (`code` holds the bytes from there; a
+// few hundred are plenty) into code meant to run at `cache_address`. An
+// error when the first instruction cannot be translated (undecodable, or
+// one the block would stop before), when a RIP-relative operand cannot
+// reach from the cache, or for an instruction that cannot be relocated
+// (a relative branch of an unknown kind, an indirect transfer with a
+// 16-bit operand or address-size prefix).
+btstub::Expected<Translation> translate_block(uint64_t address, std::span<const uint8_t> code,
+                                              uint64_t cache_address);
+
+// Bytes to write into the cache (at `address`), e.g. with the tracer's
+// memory writes.
+struct CodePatch {
+  uint64_t address = 0;
+  std::vector<uint8_t> bytes;
+};
+
+// The patch that makes Direct exit `exit_index` of `t` jump straight to
+// `destination` (another translation's cache address; the exit's own stub
+// unlinks it). It rewrites the jump's rel32: 4 bytes, not necessarily
+// aligned, so no thread may be running that jump while it is written.
+btstub::Expected<CodePatch> link_exit(const Translation& t, std::size_t exit_index, uint64_t destination);
+
+}  // namespace decoder

@@ -1,0 +1,80 @@
+#include "decoder/cache_code_writer.h"
+
+#include <cstring>
+
+namespace decoder {
+
+namespace {
+constexpr uint8_t kGs = 0x65;
+constexpr uint8_t kRexW = 0x48;
+}  // namespace
+
+void CacheCodeWriter::u32(uint32_t v) {
+  uint8_t b[4];
+  std::memcpy(b, &v, 4);
+  raw(b, 4);
+}
+
+void CacheCodeWriter::u64(uint64_t v) {
+  uint8_t b[8];
+  std::memcpy(b, &v, 8);
+  raw(b, 8);
+}
+
+// 65 48 <opcode> <modrm: 00 reg 100> <sib 0x25: no base, no index> disp32
+void CacheCodeWriter::slot_move(uint8_t opcode, Scratch reg, int32_t slot) {
+  bytes({kGs, kRexW, opcode, static_cast<uint8_t>(0x04 | (static_cast<uint8_t>(reg) << 3)), 0x25});
+  u32(static_cast<uint32_t>(slot));
+}
+
+void CacheCodeWriter::store_slot(Scratch reg, int32_t slot) { slot_move(0x89, reg, slot); }
+void CacheCodeWriter::load_slot(Scratch reg, int32_t slot) { slot_move(0x8b, reg, slot); }
+
+void CacheCodeWriter::movabs(unsigned reg, uint64_t value) {
+  bytes({static_cast<uint8_t>(kRexW | (reg >> 3)), static_cast<uint8_t>(0xb8 + (reg & 7))});
+  u64(value);
+}
+
+void CacheCodeWriter::store_rax_at_rcx(int8_t disp) {
+  if (disp == 0) {
+    bytes({kGs, kRexW, 0x89, 0x01});
+  } else {
+    bytes({kGs, kRexW, 0x89, 0x41, static_cast<uint8_t>(disp)});
+  }
+}
+
+void CacheCodeWriter::add_to_rcx(int8_t disp) { bytes({kRexW, 0x8d, 0x49, static_cast<uint8_t>(disp)}); }
+
+void CacheCodeWriter::pop_into_rax(int32_t disp) {
+  bytes({kRexW, 0x8b, 0x04, 0x24});        // mov (%rsp), %rax
+  bytes({kRexW, 0x8d, 0xa4, 0x24});        // lea disp32(%rsp), %rsp
+  u32(static_cast<uint32_t>(disp));
+}
+
+std::size_t CacheCodeWriter::jmp_rel32() {
+  bytes({0xe9});
+  u32(0);
+  return offset() - 4;
+}
+
+std::size_t CacheCodeWriter::jrcxz_rel8() {
+  bytes({0xe3, 0x00});
+  return offset() - 1;
+}
+
+bool CacheCodeWriter::patch_rel8(std::size_t field, std::size_t to_offset) {
+  const int64_t delta = static_cast<int64_t>(to_offset) - static_cast<int64_t>(field + 1);
+  if (delta < INT8_MIN || delta > INT8_MAX) return false;
+  code_[field] = static_cast<uint8_t>(static_cast<int8_t>(delta));
+  return true;
+}
+
+bool CacheCodeWriter::patch_rel32_to(std::size_t field, uint64_t to_address) {
+  const int64_t delta = static_cast<int64_t>(to_address - (base_ + field + 4));
+  if (delta < INT32_MIN || delta > INT32_MAX) return false;
+  const int32_t rel = static_cast<int32_t>(delta);
+  std::memcpy(code_.data() + field, &rel, 4);
+  return true;
+}
+
+}  // namespace decoder

@@ -1,0 +1,424 @@
+// decoder/block_translator.h: translations of the small functions of
+// block_translator_code.cc are run for real, in this process, from a cache
+// mapped near them. A
+// SIGTRAP handler plays the tracer: at each exit it drains the log when
+// full, translates the target (linking direct exits to it) and resumes
+// there; a return into this file's C++ code resumes natively. Each run must
+// give the native result and log exactly the taken branches.
+#include <asm/prctl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "decoder/block_translator.h"
+#include "tests/unit/decoder/block_translator_code.h"
+
+using decoder::BlockExit;
+using decoder::ExitKind;
+using decoder::LogRecord;
+using decoder::Translation;
+using decoder::translate_block;
+
+namespace {
+
+template <class T>
+uint64_t addr(T* p) {
+  return reinterpret_cast<uint64_t>(p);
+}
+
+// A return into the C++ caller, in expected logs.
+constexpr uint64_t kCaller = 0;
+
+bool in_code(uint64_t a) { return a >= addr(bttest_begin) && a < addr(bttest_end); }
+
+std::span<const uint8_t> code_at(uint64_t a) {
+  return {reinterpret_cast<const uint8_t*>(a), static_cast<std::size_t>(addr(bttest_end) + 1 - a)};
+}
+
+// The thread's slots at the gs base and its log below.
+class Area {
+ public:
+  explicit Area(std::size_t capacity) : capacity_(capacity), words_(2 * capacity + decoder::kThreadSlotsSize / 8) {
+    reset();
+  }
+  uint64_t base() const { return addr(words_.data() + 2 * capacity_); }
+  uint64_t& slot(int32_t offset) { return words_[2 * capacity_ + offset / 8]; }
+  void reset() { slot(decoder::kSlotLogCursor) = -static_cast<uint64_t>(16 * capacity_); }
+  // Appends the records written since the last drain and empties the log.
+  void drain(std::vector<LogRecord>& into) {
+    const std::size_t used = capacity_ - static_cast<std::size_t>(-slot(decoder::kSlotLogCursor)) / 16;
+    for (std::size_t i = 0; i < used; ++i) into.push_back({words_[2 * i], words_[2 * i + 1]});
+    reset();
+  }
+
+ private:
+  std::size_t capacity_;
+  std::vector<uint64_t> words_;
+};
+
+// The cache, mapped within 1 GiB of the code it holds translations of.
+class Cache {
+ public:
+  static constexpr std::size_t kSize = 1 << 20;
+  Cache() {
+    const uint64_t code = addr(bttest_begin) & ~uint64_t{0xffff};
+    for (uint64_t distance = 64 << 20; distance < (1ull << 30) && base_ == nullptr; distance += 64 << 20) {
+      for (uint64_t hint : {code - distance, code + distance}) {
+        void* p = ::mmap(reinterpret_cast<void*>(hint), kSize, PROT_READ | PROT_WRITE | PROT_EXEC,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (p != MAP_FAILED) {
+          base_ = static_cast<uint8_t*>(p);
+          break;
+        }
+      }
+    }
+    REQUIRE(base_ != nullptr);
+  }
+  ~Cache() { ::munmap(base_, kSize); }
+  uint64_t next() const { return addr(base_ + used_); }
+  // Copies `t` in at next(), which it was translated for.
+  void install(const Translation& t) {
+    std::memcpy(base_ + used_, t.code.data(), t.code.size());
+    used_ += (t.code.size() + 15) & ~std::size_t{15};
+  }
+  bool holds(uint64_t a) const { return a >= addr(base_) && a < addr(base_ + kSize); }
+
+ private:
+  uint8_t* base_ = nullptr;
+  std::size_t used_ = 0;
+};
+
+void apply(const decoder::CodePatch& patch) {
+  std::memcpy(reinterpret_cast<void*>(patch.address), patch.bytes.data(), patch.bytes.size());
+}
+
+// The in-process tracer. One at a time (the signal handler finds it here).
+struct Tracer;
+Tracer* g_tracer = nullptr;
+
+struct Tracer {
+  Cache cache;
+  Area area;
+  std::map<uint64_t, Translation> blocks;  // by original address
+  bool link = true;                        // link direct exits as their targets appear
+  std::vector<LogRecord> log;
+  int direct_exits = 0, indirect_exits = 0, full_exits = 0;
+  std::string failure;  // what went wrong in the handler
+  sigjmp_buf bail;
+
+  explicit Tracer(std::size_t capacity = 1024) : area(capacity) {}
+
+  // The cache address of the translation of `original` (0 on failure).
+  uint64_t entry(uint64_t original) {
+    if (auto it = blocks.find(original); it != blocks.end()) return it->second.cache_address;
+    auto t = translate_block(original, code_at(original), cache.next());
+    if (!t) {
+      failure = t.error().message;
+      return 0;
+    }
+    cache.install(*t);
+    return blocks.emplace(original, std::move(*t)).first->second.cache_address;
+  }
+  const Translation* holding(uint64_t cache_pc) const {
+    for (const auto& [original, t] : blocks) {
+      if (cache_pc > t.cache_address && cache_pc <= t.cache_address + t.code.size()) return &t;
+    }
+    return nullptr;
+  }
+
+  // Where to go on after the exit the trap at `pc` took.
+  uint64_t on_exit(uint64_t pc) {
+    const Translation* t = holding(pc);
+    const BlockExit* exit = t != nullptr ? t->exit_at(pc) : nullptr;
+    if (exit == nullptr) {
+      failure = "a trap at a pc that is no exit";
+      return 0;
+    }
+    const uint64_t target = area.slot(decoder::kSlotExitTarget);
+    if (exit->kind != ExitKind::Indirect && exit->target != 0 && exit->target != target) {
+      failure = "the exit-target slot does not hold the exit's target";
+      return 0;
+    }
+    switch (exit->kind) {
+      case ExitKind::Direct: ++direct_exits; break;
+      case ExitKind::Indirect: ++indirect_exits; break;
+      case ExitKind::LogFull:
+        ++full_exits;
+        area.drain(log);
+        log.push_back({exit->from, target});
+        break;
+    }
+    if (!in_code(target)) return target;
+    const uint64_t next = entry(target);
+    if (next != 0 && link && exit->kind == ExitKind::Direct) {
+      auto patch = decoder::link_exit(*t, static_cast<std::size_t>(exit - t->exits.data()), next);
+      if (patch) apply(*patch);
+    }
+    return next;
+  }
+
+  // Runs `function(arg)` from its translation with the gs base at the area.
+  long run(const void* function, long arg);
+};
+
+void on_trap(int, siginfo_t*, void* context) {
+  greg_t* regs = static_cast<ucontext_t*>(context)->uc_mcontext.gregs;
+  const uint64_t next = g_tracer->on_exit(static_cast<uint64_t>(regs[REG_RIP]));
+  if (next == 0) siglongjmp(g_tracer->bail, 1);
+  regs[REG_RIP] = static_cast<greg_t>(next);
+}
+
+long Tracer::run(const void* function, long arg) {
+  const uint64_t start = entry(addr(function));
+  REQUIRE(start != 0);
+  struct sigaction sa {}, old {};
+  sa.sa_sigaction = on_trap;
+  sa.sa_flags = SA_SIGINFO;
+  ::sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTRAP, &sa, &old);
+  uint64_t old_gs = 0;
+  REQUIRE(::syscall(SYS_arch_prctl, ARCH_GET_GS, &old_gs) == 0);
+  g_tracer = this;
+  volatile long result = 0;
+  if (sigsetjmp(bail, 1) == 0) {
+    ::syscall(SYS_arch_prctl, ARCH_SET_GS, area.base());
+    result = reinterpret_cast<long (*)(long)>(start)(arg);
+  }
+  ::syscall(SYS_arch_prctl, ARCH_SET_GS, old_gs);
+  ::sigaction(SIGTRAP, &old, nullptr);
+  g_tracer = nullptr;
+  area.drain(log);
+  INFO(failure);
+  REQUIRE(failure.empty());
+  return result;
+}
+
+// The log with returns into the C++ caller as kCaller.
+std::vector<LogRecord> normalized(std::vector<LogRecord> log) {
+  for (LogRecord& r : log) {
+    if (!in_code(r.to)) r.to = kCaller;
+  }
+  return log;
+}
+
+std::vector<LogRecord> loop_branches(long n) {
+  std::vector<LogRecord> out;
+  for (long rcx = n; rcx > 0; --rcx) {
+    if (rcx < 3) {
+      out.push_back({addr(bttest_loop_jb), addr(bttest_loop_small)});
+      out.push_back({addr(bttest_loop_jmp), addr(bttest_loop_next)});
+    }
+    if (rcx > 1) out.push_back({addr(bttest_loop_jnz), addr(bttest_loop_top)});
+  }
+  out.push_back({addr(bttest_loop_ret), kCaller});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("straight-line RIP-relative loads, stores and lea run from the cache", "[block_translator]") {
+  const long native = bttest_straight(2);
+  REQUIRE(native == 2 * 42 + 1);
+  Tracer tracer;
+  CHECK(tracer.run(reinterpret_cast<const void*>(bttest_straight), 2) == native);
+  CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_straight_ret), kCaller}});
+  CHECK(tracer.indirect_exits == 1);
+  CHECK(tracer.run(reinterpret_cast<const void*>(bttest_lea), 0) == bttest_lea(0));
+  REQUIRE(bttest_rip_forms(0) == 120);
+  CHECK(tracer.run(reinterpret_cast<const void*>(bttest_rip_forms), 0) == 120);
+
+  // Every cache pc of the block's body stands for one of its instructions,
+  // each instruction for some cache code, the ret's instrumentation for the ret.
+  const Translation& t = tracer.blocks.at(addr(bttest_straight));
+  CHECK(t.instructions == 10);
+  CHECK(t.end == addr(bttest_straight_ret) + 1);
+  CHECK(t.original_pc(t.cache_address) == addr(bttest_straight));
+  std::vector<uint64_t> originals;
+  for (const auto& e : t.pc_map) {
+    if (e.original >= t.address && e.original < t.end) originals.push_back(e.original);
+  }
+  CHECK(originals.size() == t.instructions);
+  CHECK(std::is_sorted(originals.begin(), originals.end()));
+  CHECK(t.original_pc(t.cache_address + t.exits.front().trap_offset - 1) == addr(bttest_straight_ret));
+  CHECK(t.original_pc(t.cache_address - 1) == 0);
+}
+
+TEST_CASE("jcc logs exactly the taken branches and keeps flags, registers and the red zone", "[block_translator]") {
+  for (long n : {1, 2, 5}) {
+    CAPTURE(n);
+    Tracer tracer;
+    CHECK(tracer.run(reinterpret_cast<const void*>(bttest_loop), n) == bttest_loop(n));
+    CHECK(normalized(tracer.log) == loop_branches(n));
+  }
+  constexpr uint64_t kStatusFlags = 0x8d5;  // CF PF AF ZF SF OF
+  for (long rdi : {-3, 4, 5, 6}) {
+    CAPTURE(rdi);
+    Tracer tracer;
+    const uint64_t flags = static_cast<uint64_t>(tracer.run(reinterpret_cast<const void*>(bttest_flags), rdi));
+    CHECK((flags & kStatusFlags) == (static_cast<uint64_t>(bttest_flags(rdi)) & kStatusFlags));
+    std::vector<LogRecord> expected;
+    if (rdi < 5) expected.push_back({addr(bttest_flags_jl), addr(bttest_flags_less)});
+    CHECK(normalized(tracer.log).size() == expected.size() + 1);
+    CHECK(std::equal(expected.begin(), expected.end(), tracer.log.begin()));
+  }
+}
+
+TEST_CASE("loop, jrcxz and rel32 jcc branch as the original does", "[block_translator]") {
+  REQUIRE(bttest_forms_je32[0] == 0x0f);  // the rel32 form
+  for (long n : {1, 3}) {
+    CAPTURE(n);
+    REQUIRE(bttest_forms(n) == n + 100);
+    Tracer tracer;
+    CHECK(tracer.run(reinterpret_cast<const void*>(bttest_forms), n) == n + 100);
+    std::vector<LogRecord> expected(static_cast<std::size_t>(n - 1), {addr(bttest_forms_loop), addr(bttest_forms_top)});
+    expected.push_back({addr(bttest_forms_jrcxz), addr(bttest_forms_zero)});
+    expected.push_back({addr(bttest_forms_je32), addr(bttest_forms_eq)});
+    expected.push_back({addr(bttest_forms_ret), kCaller});
+    CHECK(normalized(tracer.log) == expected);
+  }
+}
+
+TEST_CASE("a call pushes the original return address and ret logs its target", "[block_translator]") {
+  REQUIRE(bttest_call(41) == 42);
+  Tracer tracer;
+  CHECK(tracer.run(reinterpret_cast<const void*>(bttest_call), 41) == 42);
+  CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_call_site), addr(bttest_callee)},
+                                                         {addr(bttest_callee_ret), addr(bttest_call_ret)},
+                                                         {addr(bttest_call_ret), kCaller}});
+}
+
+TEST_CASE("ret imm16 pops its bytes", "[block_translator]") {
+  REQUIRE(bttest_retimm(6) == 7);
+  Tracer tracer;
+  CHECK(tracer.run(reinterpret_cast<const void*>(bttest_retimm), 6) == 7);
+  CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_retimm_site), addr(bttest_retimm_callee)},
+                                                         {addr(bttest_retimm_ret), addr(bttest_retimm_back)},
+                                                         {addr(bttest_retimm_back), kCaller}});
+}
+
+TEST_CASE("indirect jmp and call through registers and memory are logged", "[block_translator]") {
+  REQUIRE(bttest_indirect(0) == 11);
+  REQUIRE(bttest_indirect(1) == 21);
+  Tracer tracer;
+  CHECK(tracer.run(reinterpret_cast<const void*>(bttest_indirect), 0) == 11);
+  CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_ind_jmp_reg), addr(bttest_ind_a)},
+                                                         {addr(bttest_ind_jmp_mem), addr(bttest_ind_b0)},
+                                                         {addr(bttest_ind_call_mem), addr(bttest_ind_callee)},
+                                                         {addr(bttest_ind_callee_ret), addr(bttest_ind_b0_ret)},
+                                                         {addr(bttest_ind_b0_ret), addr(bttest_ind_end)},
+                                                         {addr(bttest_ind_end), kCaller}});
+  tracer.log.clear();
+  CHECK(tracer.run(reinterpret_cast<const void*>(bttest_indirect), 1) == 21);
+  CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_ind_jmp_reg), addr(bttest_ind_a)},
+                                                         {addr(bttest_ind_jmp_mem), addr(bttest_ind_b1)},
+                                                         {addr(bttest_ind_call_reg), addr(bttest_ind_callee)},
+                                                         {addr(bttest_ind_callee_ret), addr(bttest_ind_end)},
+                                                         {addr(bttest_ind_end), kCaller}});
+}
+
+TEST_CASE("a full log exits, and draining it keeps every branch in order", "[block_translator]") {
+  for (std::size_t capacity : {1, 2, 3}) {
+    CAPTURE(capacity);
+    Tracer tracer(capacity);
+    CHECK(tracer.run(reinterpret_cast<const void*>(bttest_loop), 5) == bttest_loop(5));
+    CHECK(normalized(tracer.log) == loop_branches(5));
+    CHECK(tracer.full_exits >= static_cast<int>(loop_branches(5).size() / (capacity + 1)));
+  }
+  // Full at an indirect branch too.
+  Tracer tracer(1);
+  CHECK(tracer.run(reinterpret_cast<const void*>(bttest_call), 1) == 2);
+  CHECK(normalized(tracer.log).size() == 3);
+  CHECK(tracer.full_exits > 0);
+}
+
+TEST_CASE("a direct exit linked to another translation runs through both", "[block_translator]") {
+  Tracer tracer;
+  tracer.link = false;
+  CHECK(tracer.run(reinterpret_cast<const void*>(bttest_link), 0) == 3);
+  CHECK(tracer.direct_exits == 1);  // unlinked: through the stub
+
+  const Translation& a = tracer.blocks.at(addr(bttest_link));
+  const uint64_t b = tracer.entry(addr(bttest_link_b));
+  REQUIRE(a.exits.size() == 2);  // the jmp's stub, its log-full trap
+  const auto direct = std::find_if(a.exits.begin(), a.exits.end(), [](const BlockExit& e) { return e.kind == ExitKind::Direct; });
+  REQUIRE(direct != a.exits.end());
+  CHECK(direct->target == addr(bttest_link_b));
+  CHECK(direct->logged);
+  auto patch = decoder::link_exit(a, static_cast<std::size_t>(direct - a.exits.begin()), b);
+  REQUIRE(patch);
+  apply(*patch);
+  tracer.log.clear();
+  tracer.direct_exits = 0;
+  CHECK(tracer.run(reinterpret_cast<const void*>(bttest_link), 0) == 3);
+  CHECK(tracer.direct_exits == 0);
+  CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_link_jmp), addr(bttest_link_b)},
+                                                         {addr(bttest_link_ret), kCaller}});
+  // Linked back to its stub, the exit traps again.
+  auto unlink = decoder::link_exit(a, static_cast<std::size_t>(direct - a.exits.begin()), a.cache_address + direct->stub_offset);
+  REQUIRE(unlink);
+  apply(*unlink);
+  CHECK(tracer.run(reinterpret_cast<const void*>(bttest_link), 0) == 3);
+  CHECK(tracer.direct_exits == 1);
+}
+
+TEST_CASE("a system call runs inside a translation", "[block_translator]") {
+  Tracer tracer;
+  CHECK(tracer.run(reinterpret_cast<const void*>(bttest_syscall), 0) == ::getpid());
+  CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_syscall_ret), kCaller}});
+}
+
+TEST_CASE("blocks end before what they cannot run, and untranslatable code is an error", "[block_translator]") {
+  const uint64_t near = addr(bttest_end) + 0x1000;
+  auto stop = translate_block(addr(bttest_stop), code_at(addr(bttest_stop)), near);
+  REQUIRE(stop);
+  CHECK(stop->end == addr(bttest_stop_at));
+  CHECK(stop->stopped_before.find("rdtsc") != std::string::npos);
+  REQUIRE(stop->exits.size() == 1);
+  CHECK(stop->exits[0].kind == ExitKind::Direct);
+  CHECK(stop->exits[0].target == addr(bttest_stop_at));
+  CHECK_FALSE(stop->exits[0].logged);
+  // The jump out stands for the instruction not run yet; the mov before it
+  // for itself.
+  CHECK(stop->original_pc(stop->cache_address + stop->exits[0].link_field - 1) == addr(bttest_stop_at));
+  CHECK(stop->original_pc(stop->cache_address) == addr(bttest_stop));
+
+  auto rdtsc = translate_block(addr(bttest_stop_at), code_at(addr(bttest_stop_at)), near);
+  REQUIRE_FALSE(rdtsc);
+  CHECK(rdtsc.error().message.find("rdtsc") != std::string::npos);
+  auto ud2 = translate_block(addr(bttest_ud2), code_at(addr(bttest_ud2)), near);
+  REQUIRE_FALSE(ud2);
+  CHECK(ud2.error().message.find("trapping") != std::string::npos);
+
+  const std::vector<uint8_t> gs_load = {0x65, 0x48, 0x8b, 0x04, 0x25, 0, 0, 0, 0, 0xc3};  // mov rax, gs:[0]
+  auto gs = translate_block(0x401000, gs_load, 0x402000);
+  REQUIRE_FALSE(gs);
+  CHECK(gs.error().message.find("gs") != std::string::npos);
+  auto invalid = translate_block(0x401000, std::vector<uint8_t>{0x06, 0xc3}, 0x402000);  // push es
+  REQUIRE_FALSE(invalid);
+  CHECK(invalid.error().message.find("undecodable") != std::string::npos);
+  CHECK_FALSE(translate_block(0x401000, std::span<const uint8_t>{}, 0x402000));
+
+  // A cache 8 GiB away: a RIP-relative load cannot reach, a lea still can.
+  const uint64_t far = addr(bttest_begin) + (uint64_t{8} << 30);
+  auto load = translate_block(addr(bttest_straight), code_at(addr(bttest_straight)), far);
+  REQUIRE_FALSE(load);
+  CHECK(load.error().message.find("out of 32-bit reach") != std::string::npos);
+  auto lea = translate_block(addr(bttest_lea), code_at(addr(bttest_lea)), far);
+  CHECK(lea);
+
+  // Only direct exits link.
+  auto ret = translate_block(addr(bttest_lea), code_at(addr(bttest_lea)), near);
+  REQUIRE(ret);
+  REQUIRE(ret->exits.size() == 2);
+  CHECK_FALSE(decoder::link_exit(*ret, 0, near));
+  CHECK_FALSE(decoder::link_exit(*ret, 7, near));
+}
