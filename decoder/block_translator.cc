@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "decoder/cache_code_writer.h"
+#include "decoder/capstone_detail.h"
 
 namespace decoder {
 namespace {
@@ -30,17 +31,6 @@ std::optional<int32_t> rel32(uint64_t next, uint64_t to) {
   if (delta < INT32_MIN || delta > INT32_MAX) return std::nullopt;
   return static_cast<int32_t>(delta);
 }
-
-struct Capstone {
-  csh handle = 0;
-  cs_insn* insn = nullptr;
-  ~Capstone() {
-    if (insn != nullptr) cs_free(insn, 1);
-    if (handle != 0) cs_close(&handle);
-  }
-};
-
-bool in_group(csh handle, const cs_insn& insn, uint8_t group) { return cs_insn_group(handle, &insn, group); }
 
 // The encoding number (0 = rax ... 15 = r15) of a 64-bit general register.
 std::optional<unsigned> gpr64_number(x86_reg reg) {
@@ -361,7 +351,7 @@ btstub::Expected<void> BlockWriter::finish() {
 
 // Translates instructions into `b` until a transfer ends the block or an
 // instruction it must stop before.
-btstub::Expected<void> translate_into(BlockWriter& b, Capstone& cs, std::span<const uint8_t> code, Translation& out) {
+btstub::Expected<void> translate_into(BlockWriter& b, CapstoneDetail& cs, std::span<const uint8_t> code, Translation& out) {
   const uint8_t* cursor = code.data();
   std::size_t remaining = code.size();
   uint64_t pc = out.address;
@@ -424,11 +414,8 @@ const BlockExit* Translation::exit_at(uint64_t cache_pc) const {
 
 btstub::Expected<Translation> translate_block(uint64_t address, std::span<const uint8_t> code,
                                               uint64_t cache_address) {
-  Capstone cs;
-  if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs.handle) != CS_ERR_OK ||
-      cs_option(cs.handle, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK || (cs.insn = cs_malloc(cs.handle)) == nullptr) {
-    return make_error(ErrorCode::Internal, "capstone: cannot open a decoder");
-  }
+  CapstoneDetail cs;
+  if (auto opened = CapstoneDetail::open(cs); !opened) return opened.error();
   Translation out;
   out.address = address;
   out.end = address;

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "decoder/capstone_detail.h"
+
 namespace decoder {
 namespace {
 
@@ -65,17 +67,6 @@ class TrampolineWriter {
   std::vector<uint8_t>& page_;
   std::vector<uint8_t> code_;
 };
-
-struct Capstone {
-  csh handle = 0;
-  cs_insn* insn = nullptr;
-  ~Capstone() {
-    if (insn != nullptr) cs_free(insn, 1);
-    if (handle != 0) cs_close(&handle);
-  }
-};
-
-bool in_group(csh handle, const cs_insn& insn, uint8_t group) { return cs_insn_group(handle, &insn, group); }
 
 // The jcc's condition code (the low nibble of its opcode).
 std::optional<uint8_t> jcc_condition(const cs_x86& x86) {
@@ -171,11 +162,8 @@ btstub::Expected<CountingPatch> build_counting_patch(uint64_t target, const std:
                                                       uint64_t page_address, uint64_t hits) {
   if (hits == 0) return make_error(ErrorCode::InvalidArgument, "No visit to count to");
   if (page_address % kCountingPageSize != 0) return make_error(ErrorCode::InvalidArgument, "Unaligned page");
-  Capstone cs;
-  if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs.handle) != CS_ERR_OK ||
-      cs_option(cs.handle, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK || (cs.insn = cs_malloc(cs.handle)) == nullptr) {
-    return make_error(ErrorCode::Internal, "capstone: cannot open a decoder");
-  }
+  CapstoneDetail cs;
+  if (auto opened = CapstoneDetail::open(cs); !opened) return opened.error();
 
   CountingPatch out;
   out.target = target;

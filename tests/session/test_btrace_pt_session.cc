@@ -202,6 +202,25 @@ TEST_CASE("pt: the store's sealed PT chunks go into the document as stored", "[b
   for (const auto& segment : stored) CHECK_FALSE(contains(changed, segment.packets));
 }
 
+namespace {
+
+// The whole `all` document, read on as gdb reads it from `reply` (the
+// answer at offset 0): chunks of 0x3fff bytes at rising offsets.
+std::string read_on(Fixture& f, std::string reply) {
+  REQUIRE((reply.front() == 'm' || reply.front() == 'l'));
+  std::string document = reply.substr(1);
+  while (reply.front() == 'm') {
+    char packet[64];
+    std::snprintf(packet, sizeof packet, "qXfer:btrace:read:all:%zx,3fff", document.size());
+    reply = f.ask(packet);
+    REQUIRE((reply.front() == 'm' || reply.front() == 'l'));
+    document += reply.substr(1);
+  }
+  return document;
+}
+
+}  // namespace
+
 TEST_CASE("pt: a long trace is written in pieces as gdb reads it, and decodes whole", "[btrace]") {
   for (bool stored : {false, true}) {
     Fixture f;
@@ -213,15 +232,7 @@ TEST_CASE("pt: a long trace is written in pieces as gdb reads it, and decodes wh
     const int rounds = 3 * static_cast<int>(stub::session::PtDocument::kPieceBranches) + 7;
     f.loop(rounds);
     CHECK(trace.pt_chunks() == (stored ? trace.size() / decoder::BlockTrace::kChunkBranches : 0));
-    std::string document;
-    std::string reply = "m";
-    while (reply.front() == 'm') {
-      char packet[64];
-      std::snprintf(packet, sizeof packet, "qXfer:btrace:read:all:%zx,3fff", document.size());
-      reply = f.ask(packet);
-      REQUIRE((reply.front() == 'm' || reply.front() == 'l'));
-      document += reply.substr(1);
-    }
+    const std::string document = read_on(f, f.ask("qXfer:btrace:read:all:0,3fff"));
     REQUIRE(document.rfind(kPtHead + "<raw>\n", 0) == 0);
     CHECK(document.substr(document.size() - kPtTail.size()) == kPtTail);
     std::vector<uint64_t> want;
@@ -241,14 +252,7 @@ TEST_CASE("pt: the first chunk of a 12-million-branch trace comes at once", "[bt
   std::string reply = f.ask("qXfer:btrace:read:all:0,3fff");
   const double first_reply = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   REQUIRE(reply.rfind("m" + kPtHead + "<raw>\n", 0) == 0);
-  std::string document = reply.substr(1);
-  while (reply.front() == 'm') {
-    char packet[64];
-    std::snprintf(packet, sizeof packet, "qXfer:btrace:read:all:%zx,3fff", document.size());
-    reply = f.ask(packet);
-    REQUIRE((reply.front() == 'm' || reply.front() == 'l'));
-    document += reply.substr(1);
-  }
+  const std::string document = read_on(f, reply);
   const double whole = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("pt qXfer:btrace:read of %d branches: first reply %.1f ms, whole document (%zu KB) %.1f s\n", rounds,
               first_reply * 1e3, document.size() >> 10, whole);
