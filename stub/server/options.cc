@@ -96,6 +96,8 @@ std::string usage_text() {
          "Options:\n"
          "  --help                Print this message and exit.\n"
          "  --version             Display version information and exit.\n"
+         "  --selftest            As gdbserver's: btstub has no built-in self tests (its\n"
+         "                        tests are the project's ctest suite); says so.\n"
          "  --once                Exit after the first connection has closed.\n"
          "  --attach              Attach to the process PID.\n"
          "  --multi               Start without a program (extended-remote).\n"
@@ -180,6 +182,9 @@ btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>&
       return cl;
     } else if (a == "--probe") {
       cl.mode = CommandLine::Mode::Probe;
+      return cl;
+    } else if (a == "--selftest" || starts_with(a, "--selftest=")) {
+      cl.mode = CommandLine::Mode::Selftest;
       return cl;
     } else if (a == "--once") {
       cl.once = true;

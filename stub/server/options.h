@@ -43,7 +43,7 @@ inline constexpr unsigned kDefaultReplayProgressSeconds = 2;
 inline constexpr unsigned kMaxReplayProgressSeconds = 3600;
 
 struct CommandLine {
-  enum class Mode { Launch, Attach, Multi, Help, Version, Probe };  // Probe: --probe
+  enum class Mode { Launch, Attach, Multi, Help, Version, Probe, Selftest };  // Probe: --probe
   Mode mode = Mode::Launch;
   std::string comm;                    // "[HOST]:PORT", "-" or "stdio"
   std::vector<std::string> program;    // PROG ARGS..

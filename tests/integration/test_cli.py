@@ -98,7 +98,8 @@ def check_gdbserver_words(path, c):
     resolve name: ..." (server-connect.exp's tcp8:123 and garbage:1234;
     the suite waits for those words, else for its 120 s timeout); a bare
     program name that is a file in the current directory runs that file,
-    named by its absolute path (abspath.exp)."""
+    named by its absolute path (abspath.exp); --selftest says there are
+    no built-in self tests (unittest.exp: UNSUPPORTED)."""
     for argv, what in (([], "no arguments"), (["--frobnicate", "127.0.0.1:0", program("basic")], "--frobnicate")):
         status, out, err = run_command([path] + argv, 15)
         c.equal("usage error (%s): exit status 1, as gdbserver" % what, 1, status, err)
@@ -107,6 +108,10 @@ def check_gdbserver_words(path, c):
         c.equal("%s: exit status 1" % comm, 1, status, err)
         c.matches("%s: gdbserver's words" % comm, err, r"^%s: cannot resolve name: .+$" % re.escape(comm))
         c.not_contains("%s: does not listen" % comm, err, "Listening on port")
+    status, out, err = run_command([path, "--selftest"], 10)
+    c.equal("--selftest: exit status 0", 0, status, err)
+    c.equal("--selftest: a build without self tests, in gdbserver's words",
+            "Selftests have been disabled for this build.\n", out, err)
     with tempfile.TemporaryDirectory() as cwd:
         local = os.path.join(cwd, "abspath")
         shutil.copy(program("basic"), local)

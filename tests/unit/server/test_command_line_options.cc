@@ -108,3 +108,9 @@ TEST_CASE("--replay-progress takes seconds, 0 reports at every turn") {
   }
   REQUIRE(stub::server::usage_text().find("--replay-progress=SECONDS") != std::string::npos);
 }
+
+TEST_CASE("--selftest is answered as by a gdbserver built without self tests") {
+  REQUIRE(parse_ok({"--selftest"}).mode == stub::server::CommandLine::Mode::Selftest);
+  REQUIRE(parse_ok({"--selftest=foo"}).mode == stub::server::CommandLine::Mode::Selftest);
+  REQUIRE(stub::server::usage_text().find("--selftest") != std::string::npos);
+}
