@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/replies.h"
+#include "protocol/osdata_xml.h"
 
 namespace stub::process {
 
