@@ -88,17 +88,6 @@ struct ThreadInfo {
 };
 std::string threads_xml(const std::vector<ThreadInfo>& threads, bool multiprocess);
 
-// qXfer:osdata:read:processes, the table behind `info os processes`.
-struct OsProcess {
-  int64_t pid = 0;
-  std::string user;
-  std::string command;
-  std::vector<int> cores;  // cores the process's threads last ran on
-};
-std::string osdata_processes_xml(const std::vector<OsProcess>& processes);
-// qXfer:osdata:read with an empty annex: the list of osdata types we serve
-// (only "processes"), which `info os` prints.
-std::string osdata_types_xml();
 
 // ---- vFile ----
 // "F" + hex result, or "F-1," + hex errno on failure, with ";" + escaped data attached.

@@ -1,6 +1,6 @@
 // XML documents served through qXfer that are built from plain data: the
-// thread list and the `info os` tables. The layouts follow what gdb parses
-// (threads.dtd, osdata.dtd) and what gdbserver emits.
+// thread list (the `info os` tables are in osdata_xml.cc). The layout
+// follows what gdb parses (threads.dtd) and what gdbserver emits.
 #include <string>
 
 #include "protocol/replies.h"
@@ -32,46 +32,6 @@ std::string threads_xml(const std::vector<ThreadInfo>& threads, bool multiproces
     out += "/>\n";
   }
   out += "</threads>\n";
-  return out;
-}
-
-namespace {
-
-std::string column(std::string_view name, std::string_view value) {
-  return "<column name=\"" + std::string(name) + "\">" + xml_escape(value) + "</column>";
-}
-
-}  // namespace
-
-std::string osdata_processes_xml(const std::vector<OsProcess>& processes) {
-  // gdb builds the table header from the columns of a single item, so every
-  // item carries all four columns, even when a value is empty.
-  std::string out = "<osdata type=\"processes\">\n";
-  for (const auto& process : processes) {
-    std::string cores;
-    for (std::size_t i = 0; i < process.cores.size(); ++i) {
-      if (i != 0) cores += ',';
-      cores += std::to_string(process.cores[i]);
-    }
-    out += "<item>";
-    out += column("pid", std::to_string(process.pid));
-    out += column("user", process.user);
-    out += column("command", process.command);
-    out += column("cores", cores);
-    out += "</item>";
-  }
-  out += "</osdata>\n";
-  return out;
-}
-
-std::string osdata_types_xml() {
-  std::string out = "<osdata type=\"types\">\n";
-  out += "<item>";
-  out += column("Type", "processes");
-  out += column("Description", "Listing of all processes");
-  out += column("Title", "Processes");
-  out += "</item>";
-  out += "</osdata>\n";
   return out;
 }
 

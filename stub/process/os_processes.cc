@@ -1,6 +1,6 @@
 #include "stub/process/os_processes.h"
 
-#include <pwd.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <algorithm>
@@ -10,6 +10,8 @@
 #include <iterator>
 #include <set>
 #include <sstream>
+
+#include "stub/process/os_proc_text.h"
 
 namespace stub::process {
 
@@ -40,17 +42,12 @@ bool split_stat(const std::string& stat, std::string& comm, std::vector<std::str
   return true;
 }
 
-std::string user_name(const fs::path& status_path) {
-  std::string status;
-  if (!read_whole(status_path, status)) return "";
-  auto at = status.find("\nUid:");
-  if (at == std::string::npos) return "";
-  uid_t uid = static_cast<uid_t>(std::strtoul(status.c_str() + at + 5, nullptr, 10));
-  struct passwd entry {};
-  struct passwd* found = nullptr;
-  char buffer[1024];
-  if (getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) == 0 && found != nullptr) return found->pw_name;
-  return std::to_string(uid);
+// The owner of /proc/PID (the process's effective uid) by name, as gdbserver
+// shows it: empty when the uid has no name, "?" when there is no directory.
+std::string owner_name(const fs::path& pid_dir) {
+  struct stat info {};
+  if (stat(pid_dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) return "?";
+  return user_name(info.st_uid);
 }
 
 // Field 39 of stat (processor) is index 36 after the name.
@@ -69,14 +66,6 @@ std::vector<int> thread_cores(const fs::path& task_dir) {
 
 }  // namespace
 
-std::string os_process_command(const std::string& cmdline, const std::string& comm) {
-  std::string command = cmdline;
-  while (!command.empty() && command.back() == '\0') command.pop_back();
-  if (command.empty()) return "[" + comm + "]";
-  std::replace(command.begin(), command.end(), '\0', ' ');
-  return command;
-}
-
 std::vector<protocol::OsProcess> list_os_processes(const std::string& proc_root) {
   std::vector<protocol::OsProcess> out;
   std::error_code ec;
@@ -87,12 +76,10 @@ std::vector<protocol::OsProcess> list_os_processes(const std::string& proc_root)
     std::string comm;
     std::vector<std::string> rest;
     if (!read_whole(entry.path() / "stat", stat) || !split_stat(stat, comm, rest)) continue;  // gone
-    std::string cmdline;
-    (void)read_whole(entry.path() / "cmdline", cmdline);
     protocol::OsProcess process;
     process.pid = std::strtoll(name.c_str(), nullptr, 10);
-    process.user = user_name(entry.path() / "status");
-    process.command = os_process_command(cmdline, comm);
+    process.user = owner_name(entry.path());
+    process.command = command_line(process.pid, proc_root).value_or("");
     process.cores = thread_cores(entry.path() / "task");
     out.push_back(std::move(process));
   }

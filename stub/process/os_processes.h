@@ -5,16 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "protocol/replies.h"
+#include "protocol/osdata_xml.h"
 
 namespace stub::process {
 
 // Every process readable in /proc, by increasing pid. A process that vanishes
-// while being read is left out; an unreadable detail stays empty.
+// while being read is left out; an unreadable detail stays empty. The owner
+// and command are gdbserver's (os_proc_text.h): /proc/PID's owner, and the
+// command line with every NUL a space, "[name]" for kernel threads.
 std::vector<protocol::OsProcess> list_os_processes(const std::string& proc_root = "/proc");
-
-// The command column for one process: its argv joined by spaces, or, for a
-// process without a command line (kernel threads), its name in brackets.
-std::string os_process_command(const std::string& cmdline, const std::string& comm);
 
 }  // namespace stub::process

@@ -6,12 +6,14 @@
 #include "protocol/amd64_registers.h"
 #include "stub/session/handlers.h"
 #include "stub/process/libraries_svr4.h"
+#include "stub/process/os_ipc.h"
 #include "stub/process/os_processes.h"
+#include "stub/process/os_system.h"
+#include "stub/process/os_tasks.h"
 
 namespace stub::session {
 
 using process::libraries_svr4_xml;
-using process::list_os_processes;
 
 namespace {
 
@@ -80,20 +82,42 @@ const std::map<std::string, XferSource, std::less<>>& xfer_sources() {
   return sources;
 }
 
-// The process table changes between gdb's chunked reads, so the document is
-// built at offset 0 and later chunks come from that snapshot.
+// The `info os` documents, by annex (empty: the list of types), each
+// built from what stub/process reads of /proc.
+using OsdataSource = std::string (*)();
+
+const std::map<std::string, OsdataSource, std::less<>>& osdata_sources() {
+  static const std::map<std::string, OsdataSource, std::less<>> sources = {
+      {"", [] { return protocol::osdata_types_xml(); }},
+      {"cpus", [] { return protocol::osdata_cpus_xml(process::list_os_cpus()); }},
+      {"files", [] { return protocol::osdata_files_xml(process::list_os_files()); }},
+      {"modules", [] { return protocol::osdata_modules_xml(process::list_os_modules()); }},
+      {"msg", [] { return protocol::osdata_msg_xml(process::list_os_message_queues()); }},
+      {"processes", [] { return protocol::osdata_processes_xml(process::list_os_processes()); }},
+      {"procgroups", [] { return protocol::osdata_procgroups_xml(process::list_os_process_groups()); }},
+      {"semaphores", [] { return protocol::osdata_semaphores_xml(process::list_os_semaphores()); }},
+      {"shm", [] { return protocol::osdata_shm_xml(process::list_os_shared_memory()); }},
+      {"sockets", [] { return protocol::osdata_sockets_xml(process::list_os_sockets()); }},
+      {"threads", [] { return protocol::osdata_threads_xml(process::list_os_threads()); }},
+  };
+  return sources;
+}
+
+// The tables change between gdb's chunked reads, so a document is built at
+// offset 0 and later chunks come from that snapshot (as in gdbserver).
 Reply handle_osdata_xfer(Session& s, const XferRead& req) {
-  if (req.offset == 0 || s.osdata_snapshot.empty()) {
-    if (req.annex.empty()) {
-      s.osdata_snapshot = osdata_types_xml();
-    } else if (req.annex == "processes") {
-      s.osdata_snapshot = osdata_processes_xml(list_os_processes());
-    } else {
-      return Reply::now(reply_error(
-          btstub::make_error(btstub::ErrorCode::InvalidArgument, "Unknown osdata type " + req.annex)));
-    }
+  auto source = osdata_sources().find(req.annex);
+  if (source == osdata_sources().end()) {
+    return Reply::now(
+        reply_error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "Unknown osdata type " + req.annex)));
   }
-  return Reply::now(reply_xfer_chunk(s.osdata_snapshot, req.offset, req.length));
+  auto snapshot = s.osdata_snapshots.find(req.annex);
+  if (req.offset == 0 || snapshot == s.osdata_snapshots.end()) {
+    snapshot = s.osdata_snapshots.insert_or_assign(req.annex, source->second()).first;
+  }
+  std::string chunk = reply_xfer_chunk(snapshot->second, req.offset, req.length);
+  if (chunk.size() == 1 && chunk[0] == 'l') s.osdata_snapshots.erase(snapshot);  // read to its end
+  return Reply::now(std::move(chunk));
 }
 
 }  // namespace

@@ -170,7 +170,9 @@ class Session {
   std::vector<std::string> last_run_argv;
   // QThreadEvents: report thread exits (`w`); kept for later programs too.
   bool thread_events = false;
-  std::string osdata_snapshot;  // gdb reads `info os` documents in chunks from this copy
+  // gdb reads an `info os` document in chunks: each from the copy built when
+  // it read offset 0, one copy per type (annex), dropped once read to its end.
+  std::map<std::string, std::string, std::less<>> osdata_snapshots;
   // monitor set debug-format / libthread-db-search-path (handlers_monitor.cc).
   bool packet_log_timestamps = false;
   std::string libthread_db_search_path = "$sdir:$pdir";

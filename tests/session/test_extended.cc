@@ -9,6 +9,7 @@
 
 #include "fake_process.h"
 #include "protocol/replies.h"
+#include "stub/process/os_proc_text.h"
 #include "stub/process/os_processes.h"
 #include "stub/session/session.h"
 
@@ -202,10 +203,50 @@ TEST_CASE("qXfer:osdata: types, processes (with our own pid), unknown annex", "[
   CHECK(starts_with(*session.handle_packet("qXfer:osdata:read:nosuch:0,100").payload, "E."));
 }
 
-TEST_CASE("os processes: command from cmdline, kernel threads in brackets", "[osdata]") {
-  CHECK(stub::process::os_process_command(std::string("prog\0a\0b c\0", 11), "prog") == "prog a b c");
-  CHECK(stub::process::os_process_command("", "kthreadd") == "[kthreadd]");
+TEST_CASE("qXfer:osdata: every type gdbserver serves, read in chunks", "[extended][osdata]") {
+  stub::session::Session session(stub::session::SessionConfig{}, nullptr);
+  auto read_all = [&](const std::string& annex) {
+    std::string doc;
+    for (uint64_t off = 0; off < (1u << 26);) {
+      char range[40];
+      std::snprintf(range, sizeof range, ":%llx,400", static_cast<unsigned long long>(off));
+      std::string chunk = *session.handle_packet("qXfer:osdata:read:" + annex + range).payload;
+      REQUIRE((chunk[0] == 'm' || chunk[0] == 'l'));
+      auto data = protocol::unescape_binary(std::string_view(chunk).substr(1));
+      REQUIRE(data.has_value());
+      doc += *data;
+      off += data->size();
+      if (chunk[0] == 'l') break;
+    }
+    return doc;
+  };
+  const std::pair<const char*, const char*> types[] = {
+      {"cpus", "cpus"},         {"files", "files"},           {"modules", "modules"},
+      {"msg", "message queues"}, {"processes", "processes"},  {"procgroups", "process groups"},
+      {"semaphores", "semaphores"}, {"shm", "shared memory"}, {"sockets", "I sockets"},
+      {"threads", "threads"}};
+  std::string listed = read_all("");
+  for (const auto& [annex, type] : types) {
+    INFO(annex);
+    CHECK(listed.find(std::string("<column name=\"Type\">") + annex + "</column>") != std::string::npos);
+    std::string doc = read_all(annex);
+    CHECK(starts_with(doc, std::string("<osdata type=\"") + type + "\">\n"));
+    CHECK(doc.rfind("</osdata>\n") == doc.size() - 10);
+  }
+  std::string me = std::to_string(getpid());
+  CHECK(read_all("threads").find("<column name=\"tid\">" + me + "</column>") != std::string::npos);
+  CHECK(read_all("procgroups").find("<column name=\"pid\">" + me + "</column>") != std::string::npos);
+  CHECK(read_all("files").find("<column name=\"pid\">" + me + "</column>") != std::string::npos);
+  CHECK(read_all("cpus").find("<column name=\"processor\">") != std::string::npos);
 
+  // Offsets past the end, for a type never read from 0 too, end the document.
+  CHECK(*session.handle_packet("qXfer:osdata:read:cpus:fffffffffffffff0,100").payload == "l");
+  CHECK(*session.handle_packet("qXfer:osdata:read:sockets:7fffffff,100").payload == "l");
+  CHECK(starts_with(*session.handle_packet("qXfer:osdata:read:cpusx:0,100").payload, "E."));
+  CHECK(starts_with(*session.handle_packet("qXfer:osdata:read:threads/../x:10,100").payload, "E."));
+}
+
+TEST_CASE("os processes: command from cmdline, kernel threads in brackets", "[osdata]") {
   namespace fs = std::filesystem;
   fs::path root = fs::temp_directory_path() / ("btstub-proc-" + std::to_string(getpid()));
   fs::remove_all(root);
@@ -228,9 +269,11 @@ TEST_CASE("os processes: command from cmdline, kernel threads in brackets", "[os
   REQUIRE(list.size() == 2);
   CHECK(list[0].pid == 7);
   CHECK(list[0].command == "[kworker]");
-  CHECK(list[0].user.empty());
   CHECK(list[1].pid == 42);
-  CHECK(list[1].command == "/bin/we -x");
-  CHECK(list[1].user == "root");
+  // As gdbserver: every NUL a space (the last one too); the owner is that of
+  // the pid's directory (here ours), not status's Uid line.
+  CHECK(list[1].command == "/bin/we -x ");
+  CHECK(list[0].user == stub::process::user_name(geteuid()));
+  CHECK(list[1].user == stub::process::user_name(geteuid()));
   CHECK(list[1].cores == std::vector<int>{0, 1});
 }

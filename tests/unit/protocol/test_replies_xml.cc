@@ -1,4 +1,4 @@
-// XML qXfer documents (threads, osdata) and the stop replies of the
+// XML qXfer documents (threads) and the stop replies of the
 // multi-threading / fork / exec events.
 #include <catch2/catch.hpp>
 
@@ -44,46 +44,6 @@ TEST_CASE("threads document omits unknown core and name and escapes names", "[re
         "<thread id=\"p10.11\" name=\"a&lt;b&gt;&amp;&quot;c&apos;\"/>\n"
         "</threads>\n");
   CHECK(threads_xml({}, true) == "<?xml version=\"1.0\"?>\n<threads>\n</threads>\n");
-}
-
-TEST_CASE("osdata processes document", "[replies][xml]") {
-  std::vector<OsProcess> processes = {
-      {1, "root", "/sbin/init splash", {0}},
-      {0x4d2, "user", "./prog <a&b>", {0, 1}},
-  };
-  CHECK(osdata_processes_xml(processes) ==
-        "<osdata type=\"processes\">\n"
-        "<item>"
-        "<column name=\"pid\">1</column>"
-        "<column name=\"user\">root</column>"
-        "<column name=\"command\">/sbin/init splash</column>"
-        "<column name=\"cores\">0</column>"
-        "</item>"
-        "<item>"
-        "<column name=\"pid\">1234</column>"
-        "<column name=\"user\">user</column>"
-        "<column name=\"command\">./prog &lt;a&amp;b&gt;</column>"
-        "<column name=\"cores\">0,1</column>"
-        "</item>"
-        "</osdata>\n");
-  // A process whose threads' cores are unknown still has every column.
-  CHECK(osdata_processes_xml({{7, "?", "", {}}}) ==
-        "<osdata type=\"processes\">\n"
-        "<item><column name=\"pid\">7</column><column name=\"user\">?</column>"
-        "<column name=\"command\"></column><column name=\"cores\"></column></item>"
-        "</osdata>\n");
-  CHECK(osdata_processes_xml({}) == "<osdata type=\"processes\">\n</osdata>\n");
-}
-
-TEST_CASE("osdata types document lists processes", "[replies][xml]") {
-  CHECK(osdata_types_xml() ==
-        "<osdata type=\"types\">\n"
-        "<item>"
-        "<column name=\"Type\">processes</column>"
-        "<column name=\"Description\">Listing of all processes</column>"
-        "<column name=\"Title\">Processes</column>"
-        "</item>"
-        "</osdata>\n");
 }
 
 TEST_CASE("fork and vfork stop replies name the child as a thread id", "[replies][events]") {
