@@ -1,7 +1,8 @@
 #include "protocol/btrace_xml.h"
 
 #include <algorithm>
-#include <cstdio>
+
+#include "protocol/replies.h"
 
 namespace protocol {
 
@@ -11,12 +12,6 @@ constexpr std::string_view kBtraceHeader =
     "<!DOCTYPE btrace SYSTEM \"btrace.dtd\">\n<btrace version=\"1.0\">\n";
 constexpr std::string_view kBtraceFooter = "</btrace>\n";
 
-// Lower-case hex without leading zeros ("0" for zero), like gdbserver.
-std::string hex(uint64_t value) {
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(value));
-  return buf;
-}
 
 }  // namespace
 
@@ -32,9 +27,9 @@ std::string_view btrace_xml_footer() { return kBtraceFooter; }
 
 void append_btrace_block(std::string& out, const BtraceBlock& block) {
   out += "<block begin=\"0x";
-  out += hex(block.begin);
+  out += hex_number(block.begin);
   out += "\" end=\"0x";
-  out += hex(block.end);
+  out += hex_number(block.end);
   out += "\"/>\n";
 }
 
@@ -56,7 +51,7 @@ std::string btrace_empty_xml() { return std::string(kBtraceHeader) + std::string
 
 std::string btrace_conf_bts_xml(uint64_t size) {
   return "<!DOCTYPE btrace-conf SYSTEM \"btrace-conf.dtd\">\n<btrace-conf version=\"1.0\">\n"
-         "<bts size=\"0x" + hex(size) + "\" />\n</btrace-conf>\n";
+         "<bts size=\"0x" + hex_number(size) + "\" />\n</btrace-conf>\n";
 }
 
 std::string btrace_pt_xml_head() { return std::string(kBtraceHeader) + "<pt>\n<pt-config>\n</pt-config>\n"; }
@@ -64,14 +59,7 @@ std::string_view btrace_pt_raw_open() { return "<raw>\n"; }
 std::string_view btrace_pt_raw_close() { return "</raw>\n"; }
 std::string btrace_pt_xml_tail() { return "</pt>\n" + std::string(kBtraceFooter); }
 
-void append_pt_hex(std::string& out, const uint8_t* bytes, std::size_t count) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  out.reserve(out.size() + 2 * count);
-  for (std::size_t i = 0; i < count; ++i) {
-    out += kDigits[bytes[i] >> 4];
-    out += kDigits[bytes[i] & 0xf];
-  }
-}
+void append_pt_hex(std::string& out, const uint8_t* bytes, std::size_t count) { out += hex_encode(bytes, count); }
 
 std::string btrace_pt_xml(const std::vector<uint8_t>& packets) {
   std::string out = btrace_pt_xml_head();
@@ -86,7 +74,7 @@ std::string btrace_pt_xml(const std::vector<uint8_t>& packets) {
 
 std::string btrace_conf_pt_xml(uint64_t size) {
   return "<!DOCTYPE btrace-conf SYSTEM \"btrace-conf.dtd\">\n<btrace-conf version=\"1.0\">\n"
-         "<pt size=\"0x" + hex(size) + "\"/>\n</btrace-conf>\n";
+         "<pt size=\"0x" + hex_number(size) + "\"/>\n</btrace-conf>\n";
 }
 
 }  // namespace protocol

@@ -52,12 +52,6 @@ std::string octal(uint32_t value) {
   return text;
 }
 
-std::string hex(uint64_t value) {
-  char text[24];
-  std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
 void owner_columns(OsdataDocument& doc, const OsIpcOwners& owners) {
   doc.col("user", owners.user)
       .col("group", owners.group)
@@ -130,7 +124,7 @@ std::string osdata_modules_xml(const std::vector<OsModule>& modules) {
         .col("num uses", module.uses)
         .col("dependencies", module.dependencies)
         .col("status", module.status)
-        .col("address", hex(module.address));
+        .col("address", hex_number(module.address));
   }
   return doc.finish();
 }

@@ -27,15 +27,6 @@ std::string hex2(unsigned value) {
   return out;
 }
 
-// Minimal lower-case hex, as gdbserver prints addresses and pids.
-std::string hex_number(uint64_t value) {
-  std::string out;
-  do {
-    out.insert(out.begin(), kHexDigits[value & 0xf]);
-    value >>= 4;
-  } while (value != 0);
-  return out;
-}
 
 std::string fork_child(const StopReply& stop, bool multiprocess) {
   if (stop.child) return format_thread_id(*stop.child, multiprocess);
@@ -74,6 +65,15 @@ std::string process_suffix(const StopReply& stop, bool multiprocess) {
 }
 
 }  // namespace
+
+std::string hex_number(uint64_t value) {
+  std::string out;
+  do {
+    out.insert(out.begin(), kHexDigits[value & 0xf]);
+    value >>= 4;
+  } while (value != 0);
+  return out;
+}
 
 std::string hex_encode(const uint8_t* data, std::size_t len) {
   std::string out;

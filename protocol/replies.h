@@ -16,6 +16,8 @@ namespace protocol {
 // ---- encoding helpers ----
 std::string hex_encode(const uint8_t* data, std::size_t len);
 std::string hex_encode(std::string_view bytes);
+// Minimal lower-case hex ("0" for zero), as gdbserver prints addresses and pids.
+std::string hex_number(uint64_t value);
 // nullopt on odd length or a non-hex digit.
 std::optional<std::vector<uint8_t>> hex_decode(std::string_view hex);
 // Escapes '#', '$', '}' and '*' as '}' followed by byte ^ 0x20.
