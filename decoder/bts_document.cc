@@ -11,7 +11,7 @@ BtsDocument::BtsDocument(const BlockTrace& trace, uint64_t from_seq, uint64_t pc
       oldest_begin_(from_seq == trace.first_sequence() ? trace.oldest_begin() : trace.at(from_seq - 1).to),
       next_(trace.end_sequence()),
       next_end_(pc),
-      text_(protocol::btrace_xml_header()) {}
+      window_(std::string(protocol::btrace_xml_header())) {}
 
 bool BtsDocument::still_holds(const BlockTrace& trace) const {
   // Branches are never renumbered: what the trace appended since is after
@@ -23,8 +23,8 @@ bool BtsDocument::still_holds(const BlockTrace& trace) const {
 
 void BtsDocument::write_next() {
   if (blocks_written_) {
-    text_ += protocol::btrace_xml_footer();
-    done_ = true;
+    window_.text() += protocol::btrace_xml_footer();
+    window_.finish();
     return;
   }
   protocol::BtraceBlock block{0, next_end_};
@@ -32,13 +32,13 @@ void BtsDocument::write_next() {
     // The oldest block: gdb stitches a delta onto its trace at a zero
     // begin; a whole document drops a block it could not decode from 0.
     block.begin = kind_ == protocol::BtraceRead::Delta ? 0 : oldest_begin_;
-    if (kind_ == protocol::BtraceRead::Delta || block.begin != 0) protocol::append_btrace_block(text_, block);
+    if (kind_ == protocol::BtraceRead::Delta || block.begin != 0) protocol::append_btrace_block(window_.text(), block);
     blocks_written_ = true;
     return;
   }
   const Branch before = trace_->at(next_ - 1);
   block.begin = before.to;
-  protocol::append_btrace_block(text_, block);
+  protocol::append_btrace_block(window_.text(), block);
   next_end_ = before.from;
   --next_;
 }
@@ -48,18 +48,13 @@ btstub::Expected<std::string_view> BtsDocument::read(const BlockTrace& trace, ui
     return btstub::make_error(btstub::ErrorCode::InvalidArgument,
                               "The branches of this document were dropped since it was begun; read it again from offset 0.");
   }
-  if (offset < text_offset_ || offset > text_offset_ + text_.size()) {
-    return btstub::make_error(btstub::ErrorCode::InvalidArgument,
-                              "Bad offset; read the branch trace from offset 0 first.");
-  }
-  text_.erase(0, static_cast<std::size_t>(offset - text_offset_));
-  text_offset_ = offset;
   trace_ = &trace;
-  // One byte beyond `length`, so that a chunk that ends just before the
-  // rest of the document is not taken for its end.
-  while (!done_ && text_.size() <= length) write_next();
+  auto text = window_.read(offset, length, [this]() -> btstub::Expected<void> {
+    write_next();
+    return {};
+  });
   trace_ = nullptr;
-  return std::string_view(text_);
+  return text;
 }
 
 }  // namespace decoder

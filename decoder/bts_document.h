@@ -14,6 +14,7 @@
 
 #include "decoder/block_trace.h"
 #include "protocol/btrace_xml.h"
+#include "decoder/text_window.h"
 #include "protocol/expected.h"
 
 namespace decoder {
@@ -34,7 +35,7 @@ class BtsDocument {
   // the next call.
   btstub::Expected<std::string_view> read(const BlockTrace& trace, uint64_t offset, std::size_t length);
   // Whether the text from the last read's offset holds the document's end.
-  bool complete() const { return done_; }
+  bool complete() const { return window_.complete(); }
 
  private:
   bool still_holds(const BlockTrace& trace) const;
@@ -52,11 +53,9 @@ class BtsDocument {
   // next_end_.
   uint64_t next_;
   uint64_t next_end_;
-  bool blocks_written_ = false;  // the oldest block is in text_: the footer comes next
+  bool blocks_written_ = false;  // the oldest block is written: the footer comes next
   const BlockTrace* trace_ = nullptr;  // during read(): the trace, checked to be this one
-  std::string text_;        // the document from text_offset_ on, as far as written
-  uint64_t text_offset_ = 0;
-  bool done_ = false;       // the footer is in text_
+  TextWindow window_;  // finished once the footer is written
 };
 
 }  // namespace decoder

@@ -44,7 +44,7 @@ PtDocument::PtDocument(const decoder::BlockTrace& trace, const std::optional<PtS
       start_pc_(starts_tracing_ ? start->pc : 0),
       from_(starts_tracing_ ? start->sequence : trace.first_sequence()),
       cursor_(from_),
-      text_(protocol::btrace_pt_xml_head()) {}
+      window_(protocol::btrace_pt_xml_head()) {}
 
 btstub::Expected<std::vector<uint8_t>> PtDocument::next_piece(process::Process& process,
                                                               const decoder::BlockTrace& trace) {
@@ -92,16 +92,16 @@ btstub::Expected<void> PtDocument::write_next(process::Process& process, const d
     auto packets = next_piece(process, trace);
     if (!packets) return packets.error();
     if (!packets->empty()) {
-      if (!raw_open_) text_ += protocol::btrace_pt_raw_open();
+      if (!raw_open_) window_.text() += protocol::btrace_pt_raw_open();
       raw_open_ = true;
-      protocol::append_pt_hex(text_, packets->data(), packets->size());
+      protocol::append_pt_hex(window_.text(), packets->data(), packets->size());
     }
     return {};
   }
   // No packets at all: no <raw> element, as gdbserver sends an empty trace.
-  if (raw_open_) text_ += protocol::btrace_pt_raw_close();
-  text_ += protocol::btrace_pt_xml_tail();
-  done_ = true;
+  if (raw_open_) window_.text() += protocol::btrace_pt_raw_close();
+  window_.text() += protocol::btrace_pt_xml_tail();
+  window_.finish();
   return {};
 }
 
@@ -114,17 +114,7 @@ btstub::Expected<std::string_view> PtDocument::read(process::Process& process, c
   if (trace.id() != trace_id_ || trace.end_sequence() < end_sequence_ || !rest_kept) {
     return document_error("The branches of this document were dropped since it was begun; read it again from offset 0.");
   }
-  if (offset < text_offset_ || offset > text_offset_ + text_.size()) {
-    return document_error("Bad offset; read the branch trace from offset 0 first.");
-  }
-  text_.erase(0, static_cast<std::size_t>(offset - text_offset_));
-  text_offset_ = offset;
-  // One byte beyond `length`, so that a chunk that ends just before the
-  // rest of the document is not taken for its end.
-  while (!done_ && text_.size() <= length) {
-    if (auto written = write_next(process, trace); !written) return written.error();
-  }
-  return std::string_view(text_);
+  return window_.read(offset, length, [&] { return write_next(process, trace); });
 }
 
 }  // namespace stub::session

@@ -13,6 +13,7 @@
 
 #include "decoder/block_trace.h"
 #include "decoder/instruction_decoder.h"
+#include "decoder/text_window.h"
 #include "protocol/expected.h"
 #include "stub/process/process.h"
 
@@ -46,7 +47,7 @@ class PtDocument {
   // begun), with the program's code read from `process`.
   btstub::Expected<std::string_view> read(process::Process& process, const decoder::BlockTrace& trace,
                                           uint64_t offset, std::size_t length);
-  bool complete() const { return done_; }
+  bool complete() const { return window_.complete(); }
 
  private:
   // The next piece of packets (stored or encoded); the last one ends at pc_.
@@ -61,12 +62,10 @@ class PtDocument {
   uint64_t start_pc_;    // then: the pc there
   uint64_t from_;        // the first branch of the stream
   uint64_t cursor_;      // the next branch to write
-  bool last_written_ = false;  // the piece ending at pc_ is in text_
-  bool raw_open_ = false;      // <raw> is in text_
-  bool done_ = false;          // the document's end is in text_
+  bool last_written_ = false;  // the piece ending at pc_ is written
+  bool raw_open_ = false;      // <raw> is written
   std::unique_ptr<decoder::InstructionDecoder> insns_;
-  std::string text_;  // the document from text_offset_ on, as far as written
-  uint64_t text_offset_ = 0;
+  decoder::TextWindow window_;  // finished once the document's end is written
 };
 
 }  // namespace stub::session

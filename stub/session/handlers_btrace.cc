@@ -147,7 +147,7 @@ Reply disable(Session& s, pid_t tid) {
 
 // A document gdb reads in chunks: text built whole, or a trace written as
 // gdb reads it.
-using Document = std::variant<std::string, decoder::BtsDocument, PtDocument>;
+using Document = BtraceDocument;
 
 // A pt read. PT streams cannot be cut at an arbitrary branch, so, as for
 // gdbserver's perf buffer, there is no delta (gdb then reads `new`) and
@@ -277,14 +277,20 @@ Reply handle(Session& s, const BtraceConfigure& req) {
 
 namespace {
 
-// The next chunk of a document written as gdb reads it: from the trace it
-// began with (the thread has not moved since offset 0).
-Reply trace_chunk(Session& s, pid_t tid, const XferRead& req) {
+// The chunk at req.offset of the document gdb is reading; one written as
+// gdb reads it comes from the trace it began with (the thread has not
+// moved since offset 0).
+Reply document_chunk(Session& s, pid_t tid, const XferRead& req) {
+  auto& document = *s.btrace_reads.cached;
+  if (auto* whole = std::get_if<std::string>(&document)) {
+    if (req.offset > whole->size()) return error_reply("Bad offset; read the branch trace from offset 0 first.");
+    return Reply::now(reply_xfer_chunk(*whole, req.offset, req.length));
+  }
   const decoder::BlockTrace* trace = s.trace_backend->trace(tid);
   if (trace == nullptr) return error_reply("No Trace.");
-  auto& reads = s.btrace_reads;
-  auto text = reads.cached_bts ? reads.cached_bts->read(*trace, req.offset, req.length)
-                               : reads.cached_pt->read(*s.process(), *trace, req.offset, req.length);
+  auto text = std::holds_alternative<decoder::BtsDocument>(document)
+                  ? std::get<decoder::BtsDocument>(document).read(*trace, req.offset, req.length)
+                  : std::get<PtDocument>(document).read(*s.process(), *trace, req.offset, req.length);
   if (!text) return Reply::now(reply_error(text.error()));
   return Reply::now(reply_xfer_chunk(*text, 0, req.length));
 }
@@ -300,28 +306,16 @@ Reply handle_btrace_xfer(Session& s, const XferRead& req) {
   std::string key = req.object + ":" + req.annex + ":" + std::to_string(*tid);
   auto& reads = s.btrace_reads;
   if (req.offset != 0) {
-    if (reads.cached_key != key) return error_reply("Bad offset; read the branch trace from offset 0 first.");
-    if (reads.cached_bts || reads.cached_pt) return trace_chunk(s, *tid, req);
-    if (req.offset > reads.cached.size()) return error_reply("Bad offset; read the branch trace from offset 0 first.");
-    return Reply::now(reply_xfer_chunk(reads.cached, req.offset, req.length));
+    if (reads.cached_key != key || !reads.cached) return error_reply("Bad offset; read the branch trace from offset 0 first.");
+    return document_chunk(s, *tid, req);
   }
   reads.cached_key.clear();
-  reads.cached.clear();
-  reads.cached_bts.reset();
-  reads.cached_pt.reset();
+  reads.cached.reset();
   auto document = btrace_document(s, *tid, req);
   if (!document) return Reply::now(reply_error(document.error()));
   reads.cached_key = std::move(key);
-  if (auto* bts = std::get_if<decoder::BtsDocument>(&*document)) {
-    reads.cached_bts.emplace(std::move(*bts));
-    return trace_chunk(s, *tid, req);
-  }
-  if (auto* pt = std::get_if<PtDocument>(&*document)) {
-    reads.cached_pt.emplace(std::move(*pt));
-    return trace_chunk(s, *tid, req);
-  }
-  reads.cached = std::move(std::get<std::string>(*document));
-  return Reply::now(reply_xfer_chunk(reads.cached, 0, req.length));
+  reads.cached.emplace(std::move(*document));
+  return document_chunk(s, *tid, req);
 }
 
 }  // namespace stub::session

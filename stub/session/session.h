@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "decoder/bts_document.h"
@@ -91,6 +92,10 @@ struct Reply {
   }
   static Reply later() { return Reply{}; }
 };
+
+// A qXfer:btrace document as it is read: made whole (conf, an empty or
+// error-free short answer), or written on demand from a thread's trace.
+using BtraceDocument = std::variant<std::string, decoder::BtsDocument, PtDocument>;
 
 class Session {
  public:
@@ -186,12 +191,10 @@ class Session {
     // where the PT stream begins (a whole-program trace began earlier).
     std::map<pid_t, std::pair<uint64_t, uint64_t>> pt_start;
     std::map<pid_t, uint64_t> pt_sizes;  // per pt thread: its buffer size as btrace-conf reports it
-    std::string cached_key;          // "object:annex:tid" of the document in `cached`, `cached_bts` or `cached_pt`
-    std::string cached;              // gdb reads a document in chunks from this copy
-    // ... or, for a trace, from one of these, which write the text as gdb
-    // reads it (a whole BTS document can be hundreds of megabytes).
-    std::optional<decoder::BtsDocument> cached_bts;
-    std::optional<PtDocument> cached_pt;
+    std::string cached_key;  // "object:annex:tid" of the document in `cached`
+    // The document gdb is reading in chunks: a copy of a small one, or one
+    // written as gdb reads it (a whole BTS trace can be hundreds of MB).
+    std::optional<BtraceDocument> cached;
     uint64_t pt_size = 0;            // Qbtrace-conf:pt:size: the size threads enabled with Qbtrace:pt get
     // Threads the client turned tracing on for with Qbtrace:bts or
     // Qbtrace:pt, and the format it reads their trace in. A thread
