@@ -47,7 +47,7 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
   // new is planned (e.g. a pending branch of a thread the process layer kept
   // stopped while stopping all threads did not run).
   settle_lookahead(control, *t, tid, pc);
-  settle(*t, tid, pc, false);
+  settle(control, *t, tid, pc, false);
   // The history's first point (recording started at this stop, by
   // `monitor record start` or at launch) needs a copy of its own: the
   // next trace stop is a branch later, and nothing before it could be
@@ -128,7 +128,7 @@ TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedS
   ensure_origin(*t, stop.pc);
   const bool tracer_step = stop.single_stepped && t->step && t->step->by_tracer;
   settle_lookahead(control, *t, stop.tid, stop.pc);
-  settle(*t, stop.tid, stop.pc, stop.single_stepped);
+  settle(control, *t, stop.tid, stop.pc, stop.single_stepped);
   if (t->stopped_full) return TraceVerdict::Report;
   const bool ours = stop.signal == SIGTRAP && !stop.software_breakpoint && !stop.watchpoint_hit &&
                     (tracer_step || (stop.trace_stop_hit && !stop.single_stepped));
@@ -152,7 +152,7 @@ TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedS
 }
 
 // What happened since the thread last resumed, judged from where it is now.
-void SoftwareTracer::settle(ThreadState& t, pid_t tid, uint64_t pc, bool step_completed) {
+void SoftwareTracer::settle(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc, bool step_completed) {
   if (t.step) {
     const Step& s = *t.step;
     if (s.insn && step_completed &&
@@ -163,6 +163,9 @@ void SoftwareTracer::settle(ThreadState& t, pid_t tid, uint64_t pc, bool step_co
     if (!s.insn) {
       // Undecodable: only a landing clearly away from it counts as a branch.
       record = step_completed && (pc < s.from || pc > s.from + decoder::kMaxInstructionSize);
+    } else if (step_completed && s.insn->kind == decoder::ControlKind::Other && s.insn->target &&
+               pc != s.insn->next_address()) {
+      settle_abort(control, t, s, pc);
     } else if (step_completed) {
       // pc == from without a predicted branch is a rep-string iteration;
       // elsewhere, a transfer or a signal's delivery. But under some
@@ -184,6 +187,26 @@ void SoftwareTracer::settle(ThreadState& t, pid_t tid, uint64_t pc, bool step_co
     if (pc != t.pending->from) store(t, t.pending->from, t.pending->to, t.pending_stack);
     t.pending.reset();
   }
+}
+
+// A step over xbegin that did not fall through: the transaction aborted
+// (on CPUs with TSX turned off, every xbegin does) and went to its
+// fallback. Some hypervisors lose the step's trap there, as over cpuid,
+// and stop after the fallback's first instruction: that instruction ran
+// unseen, and whether it was a branch is read from the code.
+void SoftwareTracer::settle_abort(TracedThreadControl& control, ThreadState& t, const Step& s, uint64_t pc) {
+  const uint64_t fallback = *s.insn->target;
+  if (!store(t, s.from, fallback, s.stack) || pc == fallback) return;
+  ControlMemory code(control);
+  const auto first = blocks_.instruction_at(fallback, code);
+  if (first && !first->is_control_transfer() && first->next_address() == pc) return;  // ran in line
+  if (first && first->is_control_transfer() && pc != first->next_address()) {
+    (void)store(t, fallback, pc, s.stack);
+    return;
+  }
+  // Neither: what ran between the fallback and pc is unknown: a gap, as
+  // the hardware backends mark lost branches.
+  (void)store(t, decoder::kGapAddress, pc, s.stack);
 }
 
 bool SoftwareTracer::store(ThreadState& t, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack) {

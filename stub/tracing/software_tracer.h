@@ -187,7 +187,8 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   void start_trace(ThreadState& t, pid_t tid, bool stopped);
   void ensure_origin(ThreadState& t, uint64_t pc);
 
-  void settle(ThreadState& t, pid_t tid, uint64_t pc, bool step_completed);
+  void settle(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc, bool step_completed);
+  void settle_abort(TracedThreadControl& control, ThreadState& t, const Step& s, uint64_t pc);
   bool store(ThreadState& t, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack);
   bool refuses_more(const ThreadState& t) const;
 
