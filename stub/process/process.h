@@ -69,6 +69,9 @@ struct ProcessEvent {
 struct LaunchOptions {
   std::vector<std::string> argv;      // argv[0] is the program path
   std::vector<std::string> wrapper;   // --wrapper CMD.. (run as wrapper prog args)
+  // Non-empty: start it all through this shell (`SHELL -c "exec ..."`,
+  // stub/process/shell_command.h), as gdbserver's --startup-with-shell.
+  std::string shell;
   bool disable_randomization = true;
   bool stdio_to_stderr = false;       // stdio mode: inferior's stdout -> our stderr, stdin <- /dev/null
   // Make the program the foreground process group of btstub's terminal

@@ -22,6 +22,7 @@
 
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/register_mapping.h"
+#include "stub/process/shell_command.h"
 
 namespace stub::process {
 
@@ -110,6 +111,10 @@ struct ChildFailure {
     // itself inherited, not this one too.
     if (null_fd > STDIN_FILENO) ::close(null_fd);
     ::dup2(STDERR_FILENO, STDOUT_FILENO);
+    // gdbserver's words, which gdb's testsuite waits for (non-existing-program.exp).
+    static constexpr char kRedirected[] = "stdin/stdout redirected\n";
+    ssize_t ignored = ::write(STDERR_FILENO, kRedirected, sizeof kRedirected - 1);
+    (void)ignored;
   }
   if (options.disable_randomization) {
     int persona = ::personality(0xffffffff);
@@ -187,6 +192,7 @@ Expected<std::unique_ptr<PtraceProcess>> PtraceProcess::launch(const LaunchOptio
   if (options.argv.empty()) return make_error(ErrorCode::InvalidArgument, "No program to run");
   std::vector<std::string> args = options.wrapper;
   args.insert(args.end(), options.argv.begin(), options.argv.end());
+  if (!options.shell.empty()) args = shell_argv(options.shell, args);
   std::vector<char*> cargs;
   for (auto& arg : args) cargs.push_back(arg.data());
   cargs.push_back(nullptr);
@@ -228,32 +234,55 @@ Expected<std::unique_ptr<PtraceProcess>> PtraceProcess::launch(const LaunchOptio
   // From here on, dropping `process` kills the child.
   std::unique_ptr<PtraceProcess> process(new PtraceProcess(child, false));
   process->threads_[child] = ThreadState{};
-  if (auto r = process->finish_launch(!options.wrapper.empty()); !r) {
-    return make_error(r.error().code, "During startup of " + args[0] + ": " + r.error().message);
+  // Each of the shell and the wrapper execs once more before the program.
+  const int execs_before = (options.shell.empty() ? 0 : 1) + (options.wrapper.empty() ? 0 : 1);
+  if (auto r = process->finish_launch(execs_before); !r) {
+    if (r.error().code == ErrorCode::NoProcess) return r.error();  // gdbserver's words already
+    return make_error(r.error().code, "During startup of " + options.argv[0] + ": " + r.error().message);
   }
   return process;
 }
 
-Expected<void> PtraceProcess::finish_launch(bool wrapped) {
+namespace {
+
+// A process that ended before the program ran, in gdbserver's words
+// (startup_inferior): the shell's 127 for a program it cannot find, say.
+Error ended_during_startup(int status) {
+  if (WIFEXITED(status)) {
+    return make_error(ErrorCode::NoProcess,
+                      "During startup program exited with code " + std::to_string(WEXITSTATUS(status)) + ".");
+  }
+  if (WIFSIGNALED(status)) {
+    const char* abbrev = ::sigabbrev_np(WTERMSIG(status));
+    return make_error(ErrorCode::NoProcess, std::string("During startup program terminated with signal SIG") +
+                                                (abbrev != nullptr ? abbrev : "?") + ", " +
+                                                ::strsignal(WTERMSIG(status)) + ".");
+  }
+  return make_error(ErrorCode::NoProcess, "program exited before its first instruction");
+}
+
+}  // namespace
+
+Expected<void> PtraceProcess::finish_launch(int execs_before) {
   int status = 0;
   if (wait_retry(pid_, &status, __WALL) != pid_ || !WIFSTOPPED(status)) {
     mark_gone();
-    return make_error(ErrorCode::NoProcess, "program exited before its first instruction");
+    return ended_during_startup(status);
   }
   long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
   if (auto r = do_ptrace(PTRACE_SETOPTIONS, pid_, 0, reinterpret_cast<void*>(opts)); !r) {
     return r.error();
   }
-  // With a wrapper, the first stop is the wrapper's own exec; run it until
-  // it execs the real program.
+  // Through a shell or a wrapper, the first stop is their own exec; run
+  // them until they have exec'd the real program.
   int deliver = 0;
-  while (wrapped) {
+  while (execs_before > 0) {
     if (auto r = do_ptrace(PTRACE_CONT, pid_, 0, signal_arg(deliver)); !r) return r.error();
     if (wait_retry(pid_, &status, __WALL) != pid_ || !WIFSTOPPED(status)) {
       mark_gone();
-      return make_error(ErrorCode::NoProcess, "the wrapper exited without running the program");
+      return ended_during_startup(status);
     }
-    if ((status >> 16) == PTRACE_EVENT_EXEC) break;
+    if ((status >> 16) == PTRACE_EVENT_EXEC) --execs_before;
     deliver = ((status >> 16) == 0 && WSTOPSIG(status) != SIGTRAP) ? WSTOPSIG(status) : 0;
   }
   // Forks are followed only from the program on: a wrapper's children are

@@ -189,7 +189,9 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
 
   PtraceProcess(pid_t pid, bool attached);
 
-  Expected<void> finish_launch(bool wrapped);
+  // Waits for the first stop; then runs the `execs_before` execs of a shell
+  // or wrapper that come before the program's own.
+  Expected<void> finish_launch(int execs_before);
   void open_memory();
   std::vector<uint8_t> raw_read(uint64_t addr, std::size_t len);
   Expected<void> raw_write(uint64_t addr, const std::vector<uint8_t>& bytes);

@@ -132,7 +132,8 @@ std::string usage_text() {
          "  --no-run              Refuse vRun, vAttach and R: the client cannot start or\n"
          "                        attach to any other program.\n"
          "  --startup-with-shell, --no-startup-with-shell\n"
-         "                        Accepted for gdbserver compatibility; btstub execs PROG directly.\n"
+         "                        Start PROG through $SHELL (else /bin/sh) as `exec PROG ARGS`,\n"
+         "                        as gdbserver does (the default), or exec it directly.\n"
          "\n"
          "Branch tracing:\n"
          "  --record              Trace the branches of every thread from PROG's first\n"
@@ -226,7 +227,9 @@ btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>&
       if (auto r = parse_trace_option(cl, a); !r) return r.error();
     } else if (a == "--remote-debug" || a == "--debug") {
       cl.remote_debug = true;
-    } else if (a == "--startup-with-shell" || a == "--no-startup-with-shell" || starts_with(a, "--debug-format=")) {
+    } else if (a == "--startup-with-shell" || a == "--no-startup-with-shell") {
+      cl.startup_with_shell = a == "--startup-with-shell";
+    } else if (starts_with(a, "--debug-format=")) {
       // accepted for compatibility
     } else if (starts_with(a, "--disable-packet=")) {
       add_disabled_packets(cl, a.substr(std::string_view("--disable-packet=").size()));

@@ -51,6 +51,9 @@ struct CommandLine {
   bool once = false;
   bool disable_randomization = true;
   std::vector<std::string> wrapper;
+  // Start programs through $SHELL (else /bin/sh), as gdbserver does unless
+  // told --no-startup-with-shell.
+  bool startup_with_shell = true;
   std::set<std::string> disabled_packets;
   bool remote_debug = false;           // log packets on stderr
   bool pin_cpu = true;                 // --no-pin-cpu clears: see stub/server/cpu_affinity.h

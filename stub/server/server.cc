@@ -16,6 +16,7 @@
 #include "stub/server/connection.h"
 #include "stub/server/cpu_affinity.h"
 #include "stub/process/ptrace_process.h"
+#include "stub/process/shell_command.h"
 
 namespace stub::server {
 
@@ -75,6 +76,7 @@ Expected<std::unique_ptr<Process>> Server::launch_program(const std::vector<std:
   LaunchOptions options;
   options.argv = argv;
   options.wrapper = command_line_.wrapper;
+  if (command_line_.startup_with_shell) options.shell = process::startup_shell();
   options.disable_randomization = command_line_.disable_randomization;
   options.stdio_to_stderr = command_line_.stdio();
   options.foreground = true;

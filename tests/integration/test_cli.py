@@ -64,7 +64,8 @@ def check_bad_command_lines(path, c):
     c.true("missing program: non-zero exit", status not in (0, None),
            "status %r" % status)
     c.contains("missing program: names the program", err, "/no/such/program")
-    c.contains("missing program: says why", err, "No such file or directory")
+    # The shell says why: bash "No such file or directory", dash "not found".
+    c.matches("missing program: says why", err, r"No such file or directory|not found")
     c.not_contains("missing program: does not listen", err, "Listening on port")
 
     status, out, err = run_command([path, "--once", "127.0.0.1:0",

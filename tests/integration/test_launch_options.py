@@ -14,6 +14,12 @@
                      multiprocess packets off, the threads program to a
                      breakpoint in a worker, `info threads`, `thread`, on
                      to its end: the same transcript as gdbserver's;
+--startup-with-shell (the default), --no-startup-with-shell
+                     as gdbserver: the program starts through $SHELL
+                     and gets its arguments unchanged whatever they hold
+                     (spaces, $, *, quotes), as when exec'd directly; a
+                     program the shell cannot run ends the start-up with
+                     "During startup program exited with code 127.";
 address space randomization: disabled by default (two runs show the same
 stack address), kept with --no-disable-randomization (different
 addresses);
@@ -107,6 +113,35 @@ def check_stop_replies_without_thread(kind, c):
         c.contains("%s: the program runs to its end" % option, test.of(6), "exited with code", test.transcript())
 
 
+SHELL_WORDS = ["a b", "$HOME", "*.c", "it's", ""]
+
+
+def check_startup_shell(kind, c):
+    prog = program("basic", "O0")
+    for options in ((), ("--startup-with-shell",), ("--no-startup-with-shell",)):
+        label = " ".join(options) or "default"
+        # gdbserver without a shell refuses an argument with a space in it
+        # ("can't handle command-line argument containing whitespace") and
+        # drops an empty one.
+        words = [w for w in SHELL_WORDS if w and " " not in w] if options == ("--no-startup-with-shell",) else SHELL_WORDS
+        commands = ["break main", "continue"] + ["print argv[%d]" % (i + 1) for i in range(len(words))] + \
+                   ["print argc", "kill"]
+        result, _ = run_gdb_tcp(kind, prog, words, commands, options=("--once",) + options)
+        for i, word in enumerate(words):
+            c.contains("%s: argv[%d] arrives unchanged" % (label, i + 1), result.of(2 + i),
+                       '"%s"' % word.replace('"', '\\"'), result.transcript())
+        c.contains("%s: argc" % label, result.of(2 + len(words)), "= %d" % (len(words) + 1),
+                   result.transcript())
+    status, _, err = run_command([server_path(kind), "--once", "127.0.0.1:0", "/no/such/program"], 15)
+    c.true("missing program: non-zero exit", status not in (0, None), "status %r" % status)
+    c.contains("missing program: the shell's exit status, in gdbserver's words", err,
+               "During startup program exited with code 127.\nExiting")
+    status, _, err = run_command([server_path(kind), "--once", "--no-startup-with-shell", "127.0.0.1:0",
+                                  "/no/such/program"], 15)
+    c.true("missing program, no shell: non-zero exit", status not in (0, None), "status %r" % status)
+    c.contains("missing program, no shell: says why", err, "No such file or directory")
+
+
 def check_randomization(kind, c):
     prog = program("basic")
     fixed = [stack_pointer(kind, prog, [], c, "default run %d" % i)
@@ -160,6 +195,7 @@ def main(args, c):
     check_wrapper(args.server, c)
     check_disable_vcont(args.server, c)
     check_stop_replies_without_thread(args.server, c)
+    check_startup_shell(args.server, c)
     check_randomization(args.server, c)
     check_busy_poll(args.server, c)
 

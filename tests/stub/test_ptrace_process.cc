@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -514,13 +516,41 @@ TEST_CASE("an attached program left running is detached when dropped", "[ptrace]
   CHECK(WTERMSIG(status) == SIGKILL);
 }
 
+TEST_CASE("through a shell, a program that cannot run ends the start-up with the shell's status", "[ptrace]") {
+  LaunchOptions options;
+  options.argv = {"/no/such/program", "a b"};
+  options.shell = "/bin/sh";
+  auto process = PtraceProcess::launch(options);
+  REQUIRE_FALSE(process.ok());
+  CHECK(process.error().message == "During startup program exited with code 127.");
+  int status = 0;
+  CHECK(::waitpid(-1, &status, WNOHANG | __WALL) == -1);  // nothing left behind
+}
+
+TEST_CASE("through a shell and a wrapper, the program starts with its own arguments", "[ptrace]") {
+  LaunchOptions options;
+  options.argv = {"/bin/true", "$HOME", "a b"};
+  options.wrapper = {"/usr/bin/env", "X=1"};
+  options.shell = "/bin/sh";
+  auto process = PtraceProcess::launch(options);
+  REQUIRE(process.ok());
+  // Stopped at the program's exec: /proc says it is /bin/true, its argv the words given.
+  char exe[256] = {};
+  ::readlink(("/proc/" + std::to_string((*process)->pid()) + "/exe").c_str(), exe, sizeof exe - 1);
+  CHECK(std::string(exe) == std::filesystem::canonical("/bin/true").string());
+  std::ifstream cmdline("/proc/" + std::to_string((*process)->pid()) + "/cmdline");
+  std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+  CHECK(args == std::string("/bin/true\0$HOME\0a b\0", 20));
+}
+
 TEST_CASE("a wrapper that never runs the program is an error", "[ptrace]") {
   LaunchOptions options;
   options.argv = {"/bin/true"};
   options.wrapper = {"/bin/false"};
   auto process = PtraceProcess::launch(options);
   REQUIRE_FALSE(process.ok());
-  CHECK_THAT(process.error().message, Catch::Contains("the wrapper exited without running the program"));
+  // gdbserver's words (startup_inferior), with the wrapper's exit status.
+  CHECK(process.error().message == "During startup program exited with code 1.");
   int status = 0;
   errno = 0;
   CHECK(::waitpid(-1, &status, WNOHANG | __WALL) == -1);
