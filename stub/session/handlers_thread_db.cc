@@ -40,6 +40,15 @@ Reply handle(Session& s, const GetTlsAddress& req) {
   if (owner == nullptr) return no_process_reply();
   ThreadLibrary& library = s.thread_library(*owner);
   auto address = library.tls_address(*tid, req.offset, req.link_map);
+  if (!address && s.replaying(*tid)) {
+    // The past lacks what libthread_db reads (values there are only what
+    // the history determines while several threads run: no checkpoint).
+    // A thread's block never moves while the thread lives, so the present
+    // gives the same address; gdb then reads the value in the past.
+    s.thread_db_reads_present = true;
+    address = library.tls_address(*tid, req.offset, req.link_map);
+    s.thread_db_reads_present = false;
+  }
   if (!address) return Reply::now(reply_error(address.error()));
   return Reply::now(reply_tls_address(*address));
 }

@@ -234,6 +234,9 @@ class Session {
   // The process's, created on first use; it reads a thread that replays in
   // its past.
   ThreadLibrary& thread_library(Process& owner);
+  // While set, libthread_db reads every thread in the present, even one
+  // that replays (see handle(GetTlsAddress)).
+  bool thread_db_reads_present = false;
 
   // The step run ahead of the client, if any (run_ahead()); the resume
   // handler answers from it.

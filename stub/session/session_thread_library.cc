@@ -15,13 +15,13 @@ ThreadLibrary& Session::thread_library(Process& owner) {
   target.read_memory = [this, pid](pid_t tid, uint64_t addr, std::size_t len) -> Expected<std::vector<uint8_t>> {
     Process* process = inferiors_.find(pid);
     if (process == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
-    if (process == program() && replaying(tid)) return replay_->read_memory(tid, addr, len);
+    if (process == program() && replaying(tid) && !thread_db_reads_present) return replay_->read_memory(tid, addr, len);
     return process->read_memory(addr, len);
   };
   target.segment_base = [this, pid](pid_t tid, bool fs) -> Expected<uint64_t> {
     Process* process = inferiors_.find(pid);
     if (process == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
-    const bool past = process == program() && replaying(tid);
+    const bool past = process == program() && replaying(tid) && !thread_db_reads_present;
     auto regs = past ? replay_->registers(tid) : process->read_registers(tid);
     if (!regs) return regs.error();
     const auto reg = fs ? protocol::Amd64Reg::fs_base : protocol::Amd64Reg::gs_base;
