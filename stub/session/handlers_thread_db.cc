@@ -11,13 +11,21 @@ Reply question_or_ok(const std::optional<std::string>& question) {
   return Reply::now(question ? reply_symbol_question(*question) : reply_ok());
 }
 
+// Loading a libthread_db from a directory the client named runs code of
+// its choosing inside btstub: only where it may start programs anyway (not
+// under --no-run); otherwise the system's library alone.
+std::string library_search_path(const Session& s) {
+  const bool may_run = s.process_factory == nullptr || s.process_factory->may_start_programs().ok();
+  return may_run ? s.libthread_db_search_path : "$sdir";
+}
+
 }  // namespace
 
 // gdbserver answers OK when there is nothing to look symbols up for.
 Reply handle(Session& s, const SymbolsReady&) {
   Process* process = s.process();
   if (process == nullptr) return Reply::now(reply_ok());
-  return question_or_ok(s.thread_library(*process).start_round(s.libthread_db_search_path));
+  return question_or_ok(s.thread_library(*process).start_round(library_search_path(s)));
 }
 
 Reply handle(Session& s, const SymbolAnswer& req) {

@@ -99,3 +99,34 @@ TEST_CASE("qSymbol without a program is OK, qGetTLSAddr an error", "[session][th
   CHECK(*session.handle_packet("qSymbol::").payload == "OK");
   CHECK(session.handle_packet("qGetTLSAddr:p64.64,10,0").payload->starts_with("E."));
 }
+
+TEST_CASE("libthread_db comes from the client's search path only where it may start programs",
+          "[session][thread_db]") {
+  struct Factory : stub::session::ProcessFactory {
+    bool refuse = false;
+    btstub::Expected<stub::process::Process*> launch(const std::vector<std::string>&) override {
+      return btstub::make_error(btstub::ErrorCode::NotSupported, "no");
+    }
+    btstub::Expected<stub::process::Process*> attach(pid_t) override {
+      return btstub::make_error(btstub::ErrorCode::NotSupported, "no");
+    }
+    btstub::Expected<void> may_start_programs() const override {
+      if (refuse) return btstub::make_error(btstub::ErrorCode::NotSupported, "--no-run");
+      return {};
+    }
+  };
+  for (bool refuse : {false, true}) {
+    Fixture f;
+    Factory factory;
+    factory.refuse = refuse;
+    f.session.process_factory = &factory;
+    std::vector<std::string> paths;
+    f.session.open_thread_db = [&paths](ThreadDbTarget, const std::string& path) -> btstub::Expected<std::unique_ptr<ThreadDb>> {
+      paths.push_back(path);
+      return btstub::make_error(btstub::ErrorCode::NotSupported, "none here");
+    };
+    REQUIRE(f.ask("qRcmd," + protocol::hex_encode("set libthread-db-search-path /tmp/mine:$sdir")) == "OK");
+    CHECK(f.ask("qSymbol::") == "OK");
+    CHECK(paths == std::vector<std::string>{refuse ? "$sdir" : "/tmp/mine:$sdir"});
+  }
+}
