@@ -214,6 +214,10 @@ std::string reply_vcont_supported(std::string_view actions) {
   return "vCont;" + std::string(actions);
 }
 
+std::string reply_symbol_question(std::string_view name) { return "qSymbol:" + hex_encode(name); }
+
+std::string reply_tls_address(uint64_t address) { return hex_number(address); }
+
 std::string reply_register(const RegisterFile& regs, unsigned regnum) {
   if (regnum >= kAmd64RegisterCount)
     return reply_error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "no such register"));

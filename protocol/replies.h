@@ -49,6 +49,10 @@ std::vector<std::string> reply_console_output(std::string_view text);
 std::string reply_xfer_chunk(std::string_view object, uint64_t offset, uint64_t length);
 // vCont?: the actions we support, e.g. "vCont;c;C;s;S;t".
 std::string reply_vcont_supported(std::string_view actions);
+// qSymbol: the stub asks gdb for one symbol's address: "qSymbol:" + hex(name).
+std::string reply_symbol_question(std::string_view name);
+// qGetTLSAddr: the address in minimal hex, as gdbserver sends it.
+std::string reply_tls_address(uint64_t address);
 
 // ---- registers / memory ----
 std::string reply_registers(const RegisterFile& regs);                 // g: hex, "xx" for unavailable

@@ -25,5 +25,7 @@ btstub::Expected<Request> parse_extended_mode(std::string_view payload);  // !
 btstub::Expected<Request> parse_thread_events(std::string_view payload);  // QThreadEvents:
 btstub::Expected<Request> parse_btrace(std::string_view payload);       // Qbtrace:
 btstub::Expected<Request> parse_btrace_conf(std::string_view payload);  // Qbtrace-conf:
+btstub::Expected<Request> parse_symbol(std::string_view payload);       // qSymbol:
+btstub::Expected<Request> parse_tls_address(std::string_view payload);  // qGetTLSAddr:
 
 }  // namespace protocol::detail

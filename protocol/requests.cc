@@ -113,6 +113,8 @@ Expected<Request> parse_query(std::string_view payload) {
   if (name == "QThreadEvents") return parse_thread_events(payload);
   if (name == "Qbtrace") return parse_btrace(payload);
   if (name == "Qbtrace-conf") return parse_btrace_conf(payload);
+  if (name == "qSymbol") return parse_symbol(payload);
+  if (name == "qGetTLSAddr") return parse_tls_address(payload);
   if (name == "QPassSignals" || name == "QProgramSignals") {
     auto signals = parse_signal_list(rest, name);
     if (!signals) return signals.error();

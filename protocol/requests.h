@@ -96,6 +96,25 @@ struct BtraceConfigure {                                    // Qbtrace-conf:bts:
   uint64_t size = 0;  // bytes; fits 32 bits (gdb's limit)
 };
 
+// ---- thread library (libthread_db) ----
+// qSymbol:: : gdb is ready to answer symbol questions (after connecting and
+// after each library load); the reply asks one (qSymbol:HEXNAME) or says OK.
+struct SymbolsReady {};
+// qSymbol:VALUE:HEXNAME or qSymbol::HEXNAME: gdb's answer to one question;
+// no address when gdb does not know the symbol.
+struct SymbolAnswer {
+  std::string name;
+  std::optional<uint64_t> address;
+};
+// qGetTLSAddr:THREAD,OFFSET,LM: the address of the variable at OFFSET in the
+// thread's block of the module whose link_map is at LM (0: the program of a
+// static executable, module 1).
+struct GetTlsAddress {
+  ThreadId thread;
+  uint64_t offset = 0;
+  uint64_t link_map = 0;
+};
+
 // A packet we do not implement: the reply is the empty packet.
 struct UnknownPacket { std::string name; };
 
@@ -111,6 +130,7 @@ using Request = std::variant<
     FileOpen, FileClose, FilePread, FilePwrite, FileFstat, FileSetFs, FileReadlink, FileUnlink,
     RunProgram, AttachProcess, Restart, ExtendedMode, SetThreadEvents,
     BtraceControl, BtraceConfigure,
+    SymbolsReady, SymbolAnswer, GetTlsAddress,
     UnknownPacket>;
 
 // Parses one packet payload (as returned by RspLink, still escaped).

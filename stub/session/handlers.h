@@ -11,6 +11,7 @@
 //   handlers_extended.cc  !, vRun, vAttach, R, QThreadEvents
 //   handlers_btrace.cc    Qbtrace, Qbtrace-conf, qXfer:btrace(-conf)
 //   handlers_replay.cc    bs, bc, and forward resumes through the recorded past
+//   handlers_thread_db.cc qSymbol, qGetTLSAddr (libthread_db)
 #include "protocol/requests.h"
 #include "protocol/rsp_link.h"
 #include "stub/session/session.h"
@@ -86,6 +87,11 @@ std::vector<std::string> btrace_supported_features(const Session&);
 // The BTS buffer a Qbtrace-conf:bts:size wish gets, as gdbserver sizes it:
 // a power-of-two number of pages, at least one.
 uint64_t bts_buffer_bytes(uint64_t requested, std::size_t page_size);
+
+// handlers_thread_db.cc
+Reply handle(Session&, const SymbolsReady&);
+Reply handle(Session&, const SymbolAnswer&);
+Reply handle(Session&, const GetTlsAddress&);
 
 // handlers_replay.cc (reverse execution from the recorded history)
 // The reply when the resume is served from the history (bs/bc, or c/s/vCont

@@ -154,7 +154,8 @@ MonitorOutput debug_format(Session& s, const std::string& options) {
 // --remote-debug, for this connection: `debug` and `remote-debug` both
 // switch it. `debug-hw-points` and `event-loop-debug` are answered as
 // gdbserver does but switch nothing: btstub has no such output. The
-// libthread_db search path is kept (btstub does not load libthread_db).
+// libthread_db search path counts from the next load of libthread_db (one
+// loaded stays, as in gdbserver).
 std::optional<MonitorOutput> monitor_set_command(Session& s, const std::string& args) {
   struct Switch {
     const char* command;

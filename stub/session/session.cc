@@ -76,6 +76,7 @@ Reply Session::handle_packet(std::string_view payload) {
 
 void Session::mark_process_gone() {
   step_ahead.forget();
+  thread_libraries.clear();
   inferiors_.reset(nullptr);
   replay_.reset();
   drop_checkpoints();
@@ -98,6 +99,7 @@ void Session::forget_process(Process* process) {
     step_ahead.forget();
     drop_checkpoints();
   }
+  thread_libraries.erase(process->pid());
   inferiors_.remove(process);
   if (!has_process()) mark_process_gone();
 }
@@ -184,6 +186,7 @@ void Session::set_process(Process* process) {
   btrace_reads = BtraceReads{};
   software_breakpoints.clear();
   hardware_breakpoints.clear();
+  thread_libraries.clear();
   program_ = process;
   inferiors_.reset(process);
   running_ = false;
@@ -288,6 +291,8 @@ protocol::StopReply Session::make_stop_reply(const ProcessEvent& event) {
     stop.child = protocol::ThreadId{event.fork_child, event.fork_child};
   }
   if (event.vfork_done) stop.reason = protocol::StopReason::VforkDone;
+  // A new program: its glibc is another one, found anew by the next qSymbol.
+  if (event.exec_path) thread_libraries.erase(process->pid());
   if (event.exec_path && client_features.exec_events) {
     stop.reason = protocol::StopReason::Exec;
     stop.exec_path = *event.exec_path;

@@ -21,6 +21,7 @@
 #include "stub/process/process_group.h"
 #include "stub/session/btrace_pt_trace.h"
 #include "stub/session/step_ahead.h"
+#include "stub/session/thread_library.h"
 
 namespace stub::tracing {
 class TraceBackend;  // stub/tracing/trace_backend.h
@@ -227,6 +228,18 @@ class Session {
   // The thread's registers and memory: in the past while it replays.
   Expected<protocol::RegisterFile> thread_registers(pid_t tid);
   Expected<std::vector<uint8_t>> thread_memory(pid_t tid, uint64_t addr, std::size_t len);
+
+  // libthread_db, one per debugged process (handlers_thread_db.cc): the
+  // qSymbol exchange feeds it, qGetTLSAddr asks it. Dropped with the
+  // process and at its exec. Tests may replace how it is opened.
+  ThreadLibrary::Opener open_thread_db = process::open_thread_db;
+  std::map<pid_t, std::unique_ptr<ThreadLibrary>> thread_libraries;
+  // The process's, created on first use; it reads a thread that replays in
+  // its past.
+  ThreadLibrary& thread_library(Process& owner);
+  // While set, libthread_db reads every thread in the present, even one
+  // that replays (see handle(GetTlsAddress)).
+  bool thread_db_reads_present = false;
 
   // The step run ahead of the client, if any (run_ahead()); the resume
   // handler answers from it.

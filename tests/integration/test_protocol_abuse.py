@@ -279,6 +279,11 @@ def query_cases(t):
         ("QProgramSignals:ffffffffffffffffffff", error_or_empty),
         ("QThreadEvents:zz", error_or_empty),
         ("QStartNoAckModexyz", error_or_empty),
+        ("qSymbol:", error_or_empty), ("qSymbol:zz:zz", error_or_empty),
+        ("qSymbol:12:6e7", error_or_empty),
+        ("qGetTLSAddr:zz,10,20", error_or_empty), ("qGetTLSAddr:1,2", error_or_empty),
+        ("qGetTLSAddr:p99999999.1,0,0", error_or_empty),
+        ("qGetTLSAddr:1,ffffffffffffffffffff,0", error_or_empty),
     ]
 
 

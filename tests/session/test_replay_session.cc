@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fake_process.h"
+#include "fake_thread_db.h"
 #include "fake_trace_backend.h"
 #include "stub/replay/replay_engine.h"
 #include "stub/session/session.h"
@@ -256,4 +257,28 @@ TEST_CASE("switching tracing off ends a replay first", "[replay]") {
   REQUIRE(f.ask("Qbtrace:off") == "OK");
   CHECK_FALSE(f.session.replaying(100));
   CHECK(f.ask("p10") == le_hex(0x401017));
+}
+
+TEST_CASE("qGetTLSAddr in the past: from the present where the past lacks libthread_db's data", "[replay][thread_db]") {
+  Fixture f;
+  test::use_fake_thread_db(f.session);
+  f.process.memory[0x5000] = 1;  // nptl_version's string
+  for (uint64_t a = 0x6000; a < 0x6008; ++a) f.process.memory[a] = 0;
+  f.process.memory[0x6001] = 0x01;  // the 8 bytes at _thread_db_dtv: 0x100
+  f.process.regs[100].set_u64(Amd64Reg::fs_base, 0x7000);
+  REQUIRE(f.ask("qSymbol::") == protocol::reply_symbol_question("nptl_version"));
+  REQUIRE(f.ask(test::symbol_known("nptl_version", 0x5000)) == protocol::reply_symbol_question("_thread_db_dtv"));
+  REQUIRE(f.ask(test::symbol_known("_thread_db_dtv", 0x6000)) == protocol::reply_symbol_question("_thread_db_unused"));
+  REQUIRE(f.ask(test::symbol_unknown("_thread_db_unused")) == "OK");
+  CHECK(f.ask("qGetTLSAddr:64,10,0") == "7110");
+
+  // In the past neither fs_base nor the bytes at 0x6000 are known (the
+  // history does not determine them): the thread's block has not moved
+  // since, so the address is the present's; gdb reads the value in the past.
+  REQUIRE(f.ask("bs").rfind("T05", 0) == 0);
+  REQUIRE(f.session.replaying(100));
+  CHECK(f.ask("m6000,8") == "E01");
+  CHECK(f.ask("qGetTLSAddr:64,10,0") == "7110");
+  CHECK(f.session.replaying(100));
+  CHECK(f.resumes() == 0);
 }

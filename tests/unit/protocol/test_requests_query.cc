@@ -166,7 +166,6 @@ TEST_CASE("unknown packets are UnknownPacket with their name", "[requests]") {
   require_unknown("qTStatus", "qTStatus");
   require_unknown("qOffsets", "qOffsets");
   require_unknown("QNonStop:1", "QNonStop");
-  require_unknown("qSymbol::", "qSymbol");
   require_unknown("qTfV", "qTfV");
   require_unknown("vStopped", "vStopped");
   require_unknown("qCRC:401000,10", "qCRC");
