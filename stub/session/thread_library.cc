@@ -7,6 +7,11 @@ ThreadLibrary::ThreadLibrary(Opener open, ThreadDbTarget target) : open_(std::mo
 }
 
 std::optional<std::string> ThreadLibrary::start_round(const std::string& search_path) {
+  // Not attached yet (the program had not loaded libc's threads then):
+  // found again from the search path as it is now, as gdbserver loads
+  // libthread_db anew at each try (no-thread-db.exp sets a path that
+  // holds none after connecting, and TLS must then fail).
+  if (db_ != nullptr && !db_->attached()) db_.reset();
   if (db_ == nullptr) {
     auto db = open_(target_, search_path);
     if (!db) {
