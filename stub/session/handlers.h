@@ -11,6 +11,7 @@
 //   handlers_extended.cc  !, vRun, vAttach, R, QThreadEvents
 //   handlers_btrace.cc    Qbtrace, Qbtrace-conf, qXfer:btrace(-conf)
 //   handlers_replay.cc    bs, bc, and forward resumes through the recorded past
+//   handlers_non_stop.cc  QNonStop, vStopped, vCtrlC; `?` and resumes in non-stop mode
 #include "protocol/requests.h"
 #include "protocol/rsp_link.h"
 #include "stub/session/session.h"
@@ -96,6 +97,17 @@ std::optional<Reply> replay_resume(Session&, const Resume&);
 Expected<void> check_writable(Session&, pid_t tid);
 // `monitor replay status`.
 std::string replay_status(Session&);
+
+// handlers_non_stop.cc (gdb's non-stop mode)
+Reply handle(Session&, const SetNonStop&);
+Reply handle(Session&, const StopNotificationAck&);
+Reply handle(Session&, const InterruptRequest&);
+// `?` in non-stop mode: a stop for every stopped thread, queued; the reply
+// is the first (OK when none), vStopped gets the others.
+Reply non_stop_stop_reasons(Session&);
+// c/s/vCont in non-stop mode: each thread as its action says, the others
+// as they are; OK at once.
+Reply non_stop_resume(Session&, const Resume&);
 
 // Shared reply for "there is no program to act on".
 Reply no_process_reply();

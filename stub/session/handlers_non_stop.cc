@@ -1,0 +1,138 @@
+// Non-stop mode (gdb's `set non-stop on`), as gdbserver serves it:
+// QNonStop:1/0, vStopped, vCtrlC, `?` listing every stopped thread, and
+// resumes that act per thread and answer OK at once (each stop follows as
+// a `%Stop:` notification; stub/session/session_non_stop.cc).
+//
+// btstub's own history features are not offered in non-stop mode (see
+// docs/protocol.md): QNonStop:1 is refused while branches are recorded or
+// a thread replays, and recording (Qbtrace, monitor record start), bs/bc
+// are refused while it is on.
+#include "stub/session/handlers.h"
+#include "stub/tracing/trace_backend.h"
+
+namespace stub::session {
+
+using process::StepKind;
+
+namespace {
+
+Reply error(btstub::ErrorCode code, const std::string& text) {
+  return Reply::now(reply_error(btstub::make_error(code, text)));
+}
+
+// Why non-stop mode cannot be had now; nullopt when it can.
+std::optional<std::string> non_stop_refusal(Session& s) {
+  if (s.any_replaying()) {
+    return "Non-stop mode is not supported while a thread replays its recorded history; go forward to its end first";
+  }
+  TraceBackend* backend = s.trace_backend;
+  if (backend == nullptr) return std::nullopt;
+  bool recording = backend->all_enabled() || !s.btrace_reads.client_enabled.empty();
+  for (Process* process : s.inferiors().live()) {
+    for (pid_t tid : process->threads()) recording = recording || backend->enabled(tid);
+  }
+  if (!recording) return std::nullopt;
+  return "Non-stop mode is not supported while btstub records branches (--record, monitor record start or "
+         "record btrace); stop recording first";
+}
+
+bool names_every_thread(const ThreadAction& action) {
+  return !action.thread || action.thread->is_all();
+}
+
+// The action for `tid`: the leftmost that names it, its process or all.
+const ThreadAction* action_for(const Resume& req, pid_t pid, pid_t tid) {
+  for (const auto& action : req.actions) {
+    if (!action.thread) return &action;
+    const ThreadId& id = *action.thread;
+    if (id.pid > 0 && id.pid != pid) continue;
+    if (id.is_all() || id.tid == tid) return &action;
+  }
+  return nullptr;
+}
+
+// A thread's stop as `?` lists it: its last reported stop; a thread never
+// reported stopped with signal 0 (gdbserver's gdb_wants_thread_stopped),
+// but a program's first thread at its start, which stopped with SIGTRAP.
+protocol::StopReply listed_stop(Session& s, Process& process, pid_t tid) {
+  if (auto found = s.thread_stops.find(tid); found != s.thread_stops.end()) return found->second;
+  if (s.last_stop && s.last_stop->thread && s.last_stop->thread->tid == tid) return *s.last_stop;
+  ProcessEvent event;
+  event.pid = process.pid();
+  event.tid = tid;
+  event.signal = !s.last_stop && tid == process.pid() ? 5 : 0;  // SIGTRAP
+  protocol::StopReply stop = s.make_stop_reply(event);
+  s.thread_stops[tid] = stop;
+  return stop;
+}
+
+}  // namespace
+
+Reply handle(Session& s, const SetNonStop& req) {
+  if (req.enable == s.non_stop) return Reply::now(reply_ok());
+  if (s.running()) return error(btstub::ErrorCode::InvalidArgument, "Cannot change the stop mode while the program runs");
+  if (req.enable) {
+    if (auto refused = non_stop_refusal(s)) return error(btstub::ErrorCode::NotSupported, *refused);
+  }
+  std::vector<Process*> switched;
+  for (Process* process : s.inferiors().live()) {
+    if (auto ok = process->set_non_stop(req.enable); !ok) {
+      for (Process* back : switched) (void)back->set_non_stop(!req.enable);
+      return Reply::now(reply_error(ok.error()));
+    }
+    switched.push_back(process);
+  }
+  s.inferiors().set_non_stop(req.enable);
+  s.non_stop = req.enable;
+  s.thread_stops.clear();
+  return Reply::now(reply_ok());
+}
+
+Reply handle(Session& s, const StopNotificationAck&) { return Reply::now(s.stop_notifications.acknowledge()); }
+
+Reply handle(Session& s, const InterruptRequest&) {
+  s.on_interrupt();
+  return Reply::now(reply_ok());
+}
+
+Reply non_stop_stop_reasons(Session& s) {
+  for (Process* process : s.inferiors().live()) {
+    for (pid_t tid : process->threads()) {
+      if (process->thread_running(tid)) continue;
+      s.stop_notifications.enqueue(s.stop_reply_payload(listed_stop(s, *process, tid)), tid);
+    }
+  }
+  return Reply::now(s.stop_notifications.head_or_ok());
+}
+
+Reply non_stop_resume(Session& s, const Resume& req) {
+  if (req.direction == Direction::Reverse) {
+    return error(btstub::ErrorCode::NotSupported, "reverse execution is not supported in non-stop mode");
+  }
+  if (req.resume_addr) {
+    return error(btstub::ErrorCode::NotSupported, "Resuming at an address is not supported in non-stop mode");
+  }
+  if (!s.has_process()) return no_process_reply();
+  for (Process* process : s.inferiors().live()) {
+    for (pid_t tid : process->threads()) {
+      const ThreadAction* action = action_for(req, process->pid(), tid);
+      if (action == nullptr) continue;
+      if (action->action == ResumeAction::Stop) {
+        if (auto ok = process->stop_thread(tid); !ok) return Reply::now(reply_error(ok.error()));
+        continue;
+      }
+      // A thread already running keeps running; one whose stop the client
+      // has not acknowledged yet stays stopped for an action that names
+      // every thread (it does not know that thread stopped).
+      if (process->thread_running(tid)) continue;
+      if (names_every_thread(*action) && s.stop_notifications.holds(tid)) continue;
+      const StepKind kind = action->action == ResumeAction::Step ? StepKind::SingleStep : StepKind::Continue;
+      const int signal = action->signal == 0 ? 0 : gdb_signal_to_host(action->signal);
+      if (auto ok = process->resume(tid, kind, signal); !ok) return Reply::now(reply_error(ok.error()));
+      s.thread_stops.erase(tid);
+    }
+  }
+  return Reply::now(reply_ok());
+}
+
+}  // namespace stub::session
