@@ -51,16 +51,20 @@ const ThreadAction* action_for(const Resume& req, pid_t pid, pid_t tid) {
   return nullptr;
 }
 
-// A thread's stop as `?` lists it: its last reported stop; a thread never
-// reported stopped with signal 0 (gdbserver's gdb_wants_thread_stopped),
-// but a program's first thread at its start, which stopped with SIGTRAP.
-protocol::StopReply listed_stop(Session& s, Process& process, pid_t tid) {
+// A thread's stop as `?` lists it: its last reported stop; before any, a
+// program's first thread (a launched one stopped with SIGTRAP, an attached
+// one with signal 0). As in gdbserver, the other threads of a program
+// btstub stopped without the client hearing of it (attached) are not
+// listed: gdb takes them for running and stops them with vCont;t, whose
+// stop is then told (non_stop_resume).
+std::optional<protocol::StopReply> listed_stop(Session& s, Process& process, pid_t tid) {
   if (auto found = s.thread_stops.find(tid); found != s.thread_stops.end()) return found->second;
   if (s.last_stop && s.last_stop->thread && s.last_stop->thread->tid == tid) return *s.last_stop;
+  if (s.last_stop || tid != process.pid()) return std::nullopt;
   ProcessEvent event;
   event.pid = process.pid();
   event.tid = tid;
-  event.signal = !s.last_stop && tid == process.pid() ? 5 : 0;  // SIGTRAP
+  event.signal = process.attached() ? 0 : 5;  // SIGTRAP
   protocol::StopReply stop = s.make_stop_reply(event);
   s.thread_stops[tid] = stop;
   return stop;
@@ -99,7 +103,7 @@ Reply non_stop_stop_reasons(Session& s) {
   for (Process* process : s.inferiors().live()) {
     for (pid_t tid : process->threads()) {
       if (process->thread_running(tid)) continue;
-      s.stop_notifications.enqueue(s.stop_reply_payload(listed_stop(s, *process, tid)), tid);
+      if (auto stop = listed_stop(s, *process, tid)) s.stop_notifications.enqueue(s.stop_reply_payload(*stop), tid);
     }
   }
   return Reply::now(s.stop_notifications.head_or_ok());
@@ -118,7 +122,18 @@ Reply non_stop_resume(Session& s, const Resume& req) {
       const ThreadAction* action = action_for(req, process->pid(), tid);
       if (action == nullptr) continue;
       if (action->action == ResumeAction::Stop) {
-        if (auto ok = process->stop_thread(tid); !ok) return Reply::now(reply_error(ok.error()));
+        if (process->thread_running(tid)) {
+          if (auto ok = process->stop_thread(tid); !ok) return Reply::now(reply_error(ok.error()));
+        } else if (s.thread_stops.count(tid) == 0 && !s.stop_notifications.holds(tid)) {
+          // Stopped without the client being told (attached in non-stop
+          // mode): its stop is told now, as gdbserver reports the SIGSTOP
+          // it keeps pending from the attach.
+          ProcessEvent event;
+          event.pid = process->pid();
+          event.tid = tid;
+          s.thread_stops[tid] = s.make_stop_reply(event);
+          s.queue_stop(s.thread_stops[tid]);
+        }
         continue;
       }
       // A thread already running keeps running; one whose stop the client

@@ -105,7 +105,18 @@ TEST_CASE("non-stop: a process that cannot do it refuses QNonStop:1 with its rea
 TEST_CASE("non-stop: `?` lists every stopped thread, vStopped drains them", "[session][nonstop]") {
   Fixture f;
   f.start();
-  CHECK(f.ask("?") == kMainTrap);  // a fresh program's first thread: its SIGTRAP
+  // A fresh program: its first thread's SIGTRAP; the other one, never
+  // reported, is not listed (gdbserver lists only threads it saw stop).
+  CHECK(f.ask("?") == kMainTrap);
+  CHECK(f.ask("vStopped") == "OK");
+  // Once both stopped and were reported, both are listed.
+  CHECK(f.ask("vCont;c") == "OK");
+  f.process.stops(101, 0);
+  f.process.stops(100, SIGTRAP);
+  CHECK(f.deliver().size() == 1);
+  CHECK(f.ask("vStopped") == kMainTrap);
+  CHECK(f.ask("vStopped") == "OK");
+  CHECK(f.ask("?") == kWorkerStopped.substr(0, 0) + kMainTrap);
   CHECK(f.ask("vStopped") == kWorkerStopped);
   CHECK(f.ask("vStopped") == "OK");
   CHECK(f.ask("vStopped") == "OK");
@@ -192,4 +203,18 @@ TEST_CASE("non-stop: btstub's history features are refused with a reason", "[ses
   CHECK(f.ask("bc") == "E.reverse execution is not supported in non-stop mode");
   CHECK(f.ask("Hgp64.64") == "OK");
   CHECK(f.ask("Qbtrace:bts") == "E.branch tracing is not supported in non-stop mode");
+}
+
+TEST_CASE("non-stop: vCont;t of a thread stopped but never reported tells its stop", "[session][nonstop]") {
+  Fixture f;
+  f.start();
+  // No `?` yet (as after vAttach in non-stop mode): gdb stops every thread.
+  CHECK(f.ask("vCont;t:p64.-1") == "OK");
+  CHECK(f.deliver() == std::vector<std::string>{
+                           "Stop:T0006:0000000000000000;07:0000fe7f00000000;10:0010400000000000;thread:p64.64;"});
+  CHECK(f.ask("vStopped") == kWorkerStopped);
+  CHECK(f.ask("vStopped") == "OK");
+  // Told once: another vCont;t of a stopped thread says nothing.
+  CHECK(f.ask("vCont;t:p64.65") == "OK");
+  CHECK(f.deliver().empty());
 }
