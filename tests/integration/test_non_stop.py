@@ -10,7 +10,8 @@ gdbserver (the reference) and the server under test:
   `thread apply all bt` shows both threads;
 - main continues alone: a short-lived thread starts and exits while the
   worker stays stopped;
-- `continue -a &` runs both, `interrupt -a` stops both;
+- `continue -a &` runs both, `interrupt -a` stops both; Ctrl-C during
+  `continue -a` stops the thread that takes the SIGINT;
 - `continue -a` to the end: the worker exits, main hits its last
   breakpoint, then the process exits.
 
@@ -112,6 +113,21 @@ def session(c, gdb, label):
     c.true(label + "the worker ran during continue -a", resumed is not None and after is not None and resumed > after,
            "ticks %r then %r" % (after, resumed))
     out["info threads after interrupt -a"] = gdb.command("info threads")
+
+    # Ctrl-C during a foreground `continue -a` (vCtrlC): the program gets
+    # SIGINT, the thread that takes it stops, the other runs on.
+    gdb.send("continue -a\n")
+    gdb.expect(r"^Continuing\.", 15)
+    time.sleep(0.3)
+    gdb.send("\x03")
+    gdb.expect(r'Thread \d+ "non_stop_O0" received signal SIGINT, Interrupt\.', 15)
+    settle(gdb)
+    gdb.command("interrupt -a")
+    gdb.expect(STOPPED, 15)
+    settle(gdb)
+    after_ctrl_c = gdb.command("info threads")
+    c.true(label + "Ctrl-C then interrupt -a leave no thread running", "(running)" not in after_ctrl_c,
+           after_ctrl_c)
 
     gdb.command("set var stop_worker = 1")
     gdb.command("delete")
