@@ -244,9 +244,6 @@ Reply handle(Session& s, const BtraceControl& req) {
   // leave. Qbtrace:off ends a replay first: it discards the traces a
   // replay cursor may stand in (gdb sends it only for its own recording,
   // which it replays itself).
-  if (req.op != BtraceOp::Off && s.non_stop) {
-    return error_reply("branch tracing is not supported in non-stop mode");
-  }
   if (req.op != BtraceOp::Off && s.any_replaying()) {
     return error_reply("the thread is in btstub's recorded past; branch tracing starts only in the present. "
                        "Go forward to the end of the history first (until \"No more reverse-execution history\")");

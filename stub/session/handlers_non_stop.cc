@@ -5,8 +5,8 @@
 //
 // btstub's own history features are not offered in non-stop mode (see
 // docs/protocol.md): QNonStop:1 is refused while branches are recorded or
-// a thread replays, and recording (Qbtrace, monitor record start), bs/bc
-// are refused while it is on.
+// a thread replays, and monitor record start and bs/bc are refused while
+// it is on. gdb's own record btrace (Qbtrace; gdb replays) is served.
 #include "stub/session/handlers.h"
 #include "stub/tracing/trace_backend.h"
 
