@@ -50,6 +50,10 @@ Reply handle(Session&, const Kill&);
 Reply handle(Session&, const Detach&);
 Reply handle(Session&, const SetPassSignals&);
 Reply handle(Session&, const SetProgramSignals&);
+// The action of a resume that applies to `tid` of process `pid`: the
+// leftmost one naming it (or its process, or every thread), as vCont
+// defines; nullptr when none does.
+const ThreadAction* action_for(const Resume& req, pid_t pid, pid_t tid);
 
 // handlers_xfer.cc
 Reply handle(Session&, const XferRead&);

@@ -14,8 +14,8 @@ namespace {
 
 Reply error(const btstub::Error& e) { return Reply::now(reply_error(e)); }
 
-// The action that applies to `tid`: the leftmost one naming it (or its
-// process, or every thread), as vCont defines.
+}  // namespace
+
 const ThreadAction* action_for(const Resume& req, pid_t pid, pid_t tid) {
   for (const auto& action : req.actions) {
     if (!action.thread) return &action;
@@ -25,6 +25,8 @@ const ThreadAction* action_for(const Resume& req, pid_t pid, pid_t tid) {
   }
   return nullptr;
 }
+
+namespace {
 
 // A signal gdb names in a resume is always delivered (`signal SIGINT` sends
 // SIGINT although gdb's QProgramSignals list leaves it out): that list only

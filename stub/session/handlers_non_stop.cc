@@ -40,17 +40,6 @@ bool names_every_thread(const ThreadAction& action) {
   return !action.thread || action.thread->is_all();
 }
 
-// The action for `tid`: the leftmost that names it, its process or all.
-const ThreadAction* action_for(const Resume& req, pid_t pid, pid_t tid) {
-  for (const auto& action : req.actions) {
-    if (!action.thread) return &action;
-    const ThreadId& id = *action.thread;
-    if (id.pid > 0 && id.pid != pid) continue;
-    if (id.is_all() || id.tid == tid) return &action;
-  }
-  return nullptr;
-}
-
 // A thread's stop as `?` lists it: its last reported stop; before any, a
 // program's first thread (a launched one stopped with SIGTRAP, an attached
 // one with signal 0). As in gdbserver, the other threads of a program
@@ -109,6 +98,38 @@ Reply non_stop_stop_reasons(Session& s) {
   return Reply::now(s.stop_notifications.head_or_ok());
 }
 
+namespace {
+
+// vCont;t of one thread: a running one is asked to stop; one stopped
+// without the client being told (attached in non-stop mode) has its stop
+// told now, as gdbserver reports the SIGSTOP it keeps pending from the
+// attach; one whose stop the client knows stays as it is.
+Expected<void> stop_one(Session& s, Process& process, pid_t tid) {
+  if (process.thread_running(tid)) return process.stop_thread(tid);
+  if (s.thread_stops.count(tid) != 0 || s.stop_notifications.holds(tid)) return {};
+  ProcessEvent event;
+  event.pid = process.pid();
+  event.tid = tid;
+  s.thread_stops[tid] = s.make_stop_reply(event);
+  s.queue_stop(s.thread_stops[tid]);
+  return {};
+}
+
+// A thread already running keeps running; one whose stop the client has
+// not acknowledged yet stays stopped for an action that names every thread
+// (the client does not know it stopped). Returns whether it was resumed.
+Expected<bool> run_one(Session& s, Process& process, pid_t tid, const ThreadAction& action) {
+  if (process.thread_running(tid)) return false;
+  if (names_every_thread(action) && s.stop_notifications.holds(tid)) return false;
+  const StepKind kind = action.action == ResumeAction::Step ? StepKind::SingleStep : StepKind::Continue;
+  const int signal = action.signal == 0 ? 0 : gdb_signal_to_host(action.signal);
+  if (auto ok = process.resume(tid, kind, signal); !ok) return ok.error();
+  s.thread_stops.erase(tid);
+  return true;
+}
+
+}  // namespace
+
 Reply non_stop_resume(Session& s, const Resume& req) {
   if (req.direction == Direction::Reverse) {
     return error(btstub::ErrorCode::NotSupported, "reverse execution is not supported in non-stop mode");
@@ -117,36 +138,27 @@ Reply non_stop_resume(Session& s, const Resume& req) {
     return error(btstub::ErrorCode::NotSupported, "Resuming at an address is not supported in non-stop mode");
   }
   if (!s.has_process()) return no_process_reply();
+  // A thread that cannot be acted on (killed from outside meanwhile: its
+  // end is reported) does not keep the others from their actions; the
+  // request fails only when nothing was done.
+  std::optional<btstub::Error> failure;
+  bool acted = false;
   for (Process* process : s.inferiors().live()) {
     for (pid_t tid : process->threads()) {
       const ThreadAction* action = action_for(req, process->pid(), tid);
       if (action == nullptr) continue;
       if (action->action == ResumeAction::Stop) {
-        if (process->thread_running(tid)) {
-          if (auto ok = process->stop_thread(tid); !ok) return Reply::now(reply_error(ok.error()));
-        } else if (s.thread_stops.count(tid) == 0 && !s.stop_notifications.holds(tid)) {
-          // Stopped without the client being told (attached in non-stop
-          // mode): its stop is told now, as gdbserver reports the SIGSTOP
-          // it keeps pending from the attach.
-          ProcessEvent event;
-          event.pid = process->pid();
-          event.tid = tid;
-          s.thread_stops[tid] = s.make_stop_reply(event);
-          s.queue_stop(s.thread_stops[tid]);
-        }
+        auto stopped = stop_one(s, *process, tid);
+        if (!stopped) failure = stopped.error();
+        acted = acted || stopped.ok();
         continue;
       }
-      // A thread already running keeps running; one whose stop the client
-      // has not acknowledged yet stays stopped for an action that names
-      // every thread (it does not know that thread stopped).
-      if (process->thread_running(tid)) continue;
-      if (names_every_thread(*action) && s.stop_notifications.holds(tid)) continue;
-      const StepKind kind = action->action == ResumeAction::Step ? StepKind::SingleStep : StepKind::Continue;
-      const int signal = action->signal == 0 ? 0 : gdb_signal_to_host(action->signal);
-      if (auto ok = process->resume(tid, kind, signal); !ok) return Reply::now(reply_error(ok.error()));
-      s.thread_stops.erase(tid);
+      auto resumed = run_one(s, *process, tid, *action);
+      if (!resumed) failure = resumed.error();
+      acted = acted || resumed.ok();
     }
   }
+  if (failure && !acted) return Reply::now(reply_error(*failure));
   return Reply::now(reply_ok());
 }
 
