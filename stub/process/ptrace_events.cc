@@ -519,6 +519,15 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
   bool trace_hit = false;
   if (signal == SIGTRAP) {
     event = handle_sigtrap(tid, thread, trace_hit);
+    if (thread.hit_retired_int3) {
+      // Stale: gdbserver discards such a stop. The original instruction
+      // is back under the rewound pc; the thread runs on as it ran.
+      thread.hit_retired_int3 = false;
+      if (!stopping_all_ && !(hook_ != nullptr && hook_->traces(tid)) &&
+          raw_resume(tid, thread, thread.last_kind, 0)) {
+        return std::nullopt;
+      }
+    }
   } else {
     thread.stepping = false;
   }
@@ -638,10 +647,14 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
   if (have_regs && from_kernel && (code == SI_KERNEL || code == TRAP_BRKPT)) {
     const bool user = breakpoints_.count(int3_at) != 0 || client_int3s_.count(int3_at) != 0;
     const bool trace = trace_int3s_.count(int3_at) != 0 || was_trace_int3(int3_at);
-    if (user || trace) {
+    // Non-stop: a breakpoint the client removed while this thread ran
+    // into it (its trap was not reaped yet).
+    const bool retired = !user && !trace && retired_user_int3s_.count(int3_at) != 0;
+    if (user || trace || retired) {
       rewind();
       event.software_breakpoint = user;
       trace_hit = trace;
+      thread.hit_retired_int3 = retired;
     }
   }
   return event;
@@ -692,6 +705,7 @@ void PtraceProcess::handle_exec() {
   threads_.clear();
   threads_[pid_] = ThreadState{};
   client_int3s_.clear();  // the old memory's
+  retired_user_int3s_.clear();
   breakpoints_.edit().clear();
   trace_int3s_.edit().clear();
   retired_int3s_.clear();

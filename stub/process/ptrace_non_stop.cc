@@ -35,6 +35,7 @@ Expected<void> PtraceProcess::set_non_stop(bool on) {
     return make_error(ErrorCode::NotSupported, "Non-stop mode is not supported while branches are recorded");
   }
   non_stop_ = on;
+  retired_user_int3s_.clear();
   return {};
 }
 

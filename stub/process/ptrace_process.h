@@ -155,6 +155,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     std::optional<uint64_t> reinsert_at;  // breakpoint lifted for a single-step
     bool sigstop_expected = false;        // our all-stop SIGSTOP is still to come
     bool stop_requested = false;          // non-stop: the client's vCont;t, reported as a stop with signal 0
+    bool hit_retired_int3 = false;        // non-stop: trapped on a breakpoint removed since (handle_sigtrap)
     std::optional<ProcessEvent> pending;  // an event kept while stopping all
     uint64_t pending_pc = 0;              // pc when `pending` was kept
     std::vector<uint8_t> pending_siginfo; // its siginfo, when it was kept by keep_pending
@@ -282,6 +283,9 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   std::set<uint64_t> client_int3s_;
   bool stopping_all_ = false;          // inside stop_all_threads
   bool non_stop_ = false;              // set_non_stop: an event stops its own thread only
+  // Non-stop: addresses of user breakpoints removed while threads ran; a
+  // trap a thread had there before the removal is stale, not a SIGTRAP.
+  std::set<uint64_t> retired_user_int3s_;
   std::set<int> pass_signals_;
   bool thread_events_ = false;
   TraceHook* hook_ = nullptr;
