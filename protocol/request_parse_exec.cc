@@ -71,6 +71,11 @@ Expected<Request> parse_v_packet(std::string_view payload) {
     if (!rest.empty()) return bad_packet("vMustReplyEmpty: unexpected trailing data");
     return Request{MustReplyEmpty{}};
   }
+  if (name == "vStopped" || name == "vCtrlC") {
+    if (!rest.empty()) return bad_packet(name + ": unexpected trailing data");
+    if (name == "vStopped") return Request{StopNotificationAck{}};
+    return Request{InterruptRequest{}};
+  }
   if (name == "vKill") {
     if (rest.empty() || rest.front() != ';') return bad_packet("vKill: expected ';' before pid");
     auto pid = parse_hex_i64(rest.substr(1));

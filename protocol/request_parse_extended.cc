@@ -1,4 +1,4 @@
-// extended-remote requests (vRun, vAttach, R, !) and QThreadEvents.
+// extended-remote requests (vRun, vAttach, R, !), QThreadEvents and QNonStop.
 #include "protocol/parse_util.h"
 #include "protocol/replies.h"
 #include "protocol/request_parsers.h"
@@ -60,6 +60,15 @@ Expected<Request> parse_thread_events(std::string_view payload) {
   if (rest == ":1") return Request{SetThreadEvents{true}};
   if (rest == ":0") return Request{SetThreadEvents{false}};
   return bad_packet("QThreadEvents: expected ':0' or ':1'");
+}
+
+// QNonStop:1 asks for non-stop mode, QNonStop:0 for all-stop; gdbserver
+// refuses any other mode with an error.
+Expected<Request> parse_non_stop(std::string_view payload) {
+  std::string_view rest = payload.substr(8);  // after "QNonStop"
+  if (rest == ":1") return Request{SetNonStop{true}};
+  if (rest == ":0") return Request{SetNonStop{false}};
+  return bad_packet("QNonStop: expected ':0' or ':1'");
 }
 
 }  // namespace protocol::detail

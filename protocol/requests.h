@@ -87,6 +87,11 @@ struct Restart {};                                       // R XX (argument ignor
 struct ExtendedMode {};                                  // !
 struct SetThreadEvents { bool enable = false; };         // QThreadEvents:0|1
 
+// ---- non-stop mode (gdb's `set non-stop on`) ----
+struct SetNonStop { bool enable = false; };              // QNonStop:0|1
+struct StopNotificationAck {};                           // vStopped
+struct InterruptRequest {};                              // vCtrlC
+
 // ---- branch tracing (gdb's `record btrace`) ----
 enum class BtraceOp { Bts, Pt, Off };
 enum class BtraceFormat { Bts, Pt };
@@ -129,6 +134,7 @@ using Request = std::variant<
     Resume, Kill, Detach,
     FileOpen, FileClose, FilePread, FilePwrite, FileFstat, FileSetFs, FileReadlink, FileUnlink,
     RunProgram, AttachProcess, Restart, ExtendedMode, SetThreadEvents,
+    SetNonStop, StopNotificationAck, InterruptRequest,
     BtraceControl, BtraceConfigure,
     SymbolsReady, SymbolAnswer, GetTlsAddress,
     UnknownPacket>;

@@ -44,6 +44,14 @@ void RspLink::send(std::string_view payload) {
   outbox_ += last_sent_;
 }
 
+// Framed as a packet with '%' for '$'. The client never acks a
+// notification, so a '-' still retransmits the last reply, not this.
+void RspLink::send_notification(std::string_view payload) {
+  std::string framed = frame(payload);
+  framed.front() = '%';
+  outbox_ += framed;
+}
+
 std::string RspLink::take_output() {
   std::string out;
   out.swap(outbox_);

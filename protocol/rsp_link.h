@@ -47,6 +47,9 @@ class RspLink {
   // remembers it for retransmission. The payload must already be escaped
   // where binary (see escape_binary in replies.h).
   void send(std::string_view payload);
+  // Frames an asynchronous notification ('%' payload '#' checksum, e.g.
+  // "Stop:T05..." in non-stop mode) into the outbox, between replies.
+  void send_notification(std::string_view payload);
   // Sends a notification-free raw string (used for nothing but tests today).
   void send_raw(std::string_view bytes) { outbox_.append(bytes); }
 

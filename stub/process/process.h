@@ -200,6 +200,27 @@ class Process {
   // resume a fork child alone).
   virtual bool has_running_threads() const { return true; }
 
+  // ---- non-stop mode (gdb's `set non-stop on`) ----
+  // On: an event stops only the thread that had it, the others go on
+  // running; each thread is resumed and stopped on its own. Off: all-stop.
+  // Switched only while every thread is stopped.
+  virtual Expected<void> set_non_stop(bool on) {
+    if (!on) return {};
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "Non-stop mode is not supported");
+  }
+  // Non-stop: asks the running thread `tid` to stop (vCont;t). Its stop
+  // is reported as an event with signal 0 unless another event of its
+  // own comes first; a thread already stopped is left as it is.
+  virtual Expected<void> stop_thread(pid_t tid) {
+    (void)tid;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "Non-stop mode is not supported");
+  }
+  // Whether `tid` was resumed and has not reported a stop since.
+  virtual bool thread_running(pid_t tid) const {
+    (void)tid;
+    return false;
+  }
+
   // ---- running a step ahead (stub/session/step_ahead.h) ----
   // Puts back a siginfo_t read with read_siginfo: undoing a step also
   // undoes what `$_siginfo` shows.

@@ -61,7 +61,7 @@ std::optional<ProcessEvent> ProcessGroup::poll_event() {
     // One process with nothing left running is no stop while another runs.
     if (event->kind == ProcessEvent::Kind::NoResumed && others_running(process)) continue;
     event->pid = process->pid();
-    stop_others(process);
+    if (!non_stop_) stop_others(process);
     return event;
   }
   return std::nullopt;

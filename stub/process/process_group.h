@@ -41,12 +41,16 @@ class ProcessGroup {
   std::optional<ProcessEvent> poll_event();
   // Stops every process but `except` (all-stop).
   void stop_others(const Process* except);
+  // Non-stop mode: an event stops nothing else, in any process.
+  void set_non_stop(bool on) { non_stop_ = on; }
+  bool non_stop() const { return non_stop_; }
   // Whether a process but `except` has threads running.
   bool others_running(const Process* except) const;
 
  private:
   std::vector<Process*> live_;
   std::vector<std::unique_ptr<Process>> children_;
+  bool non_stop_ = false;
 };
 
 }  // namespace stub::process

@@ -435,6 +435,12 @@ Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t
     if (reaped == 0) leader_exited();
     if (reaped != other) continue;
     if (WIFSTOPPED(status) && (status >> 16) == 0 && WSTOPSIG(status) == SIGSTOP) {
+      if (state.stop_requested) {
+        // Non-stop: the client's vCont;t of that thread, answered when
+        // the status is replayed (sigstop_expected stays for it).
+        replay_.emplace_back(other, status);
+        continue;
+      }
       state.sigstop_expected = false;
       held.push_back(other);
       continue;

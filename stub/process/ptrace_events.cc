@@ -56,8 +56,10 @@ Expected<void> PtraceProcess::resume(pid_t tid, StepKind kind, int signal) {
   ThreadState& thread = found->second;
   if (thread.exited) return make_error(ErrorCode::InvalidArgument, "Thread " + std::to_string(tid) + " has exited");
   if (thread.running || thread.deferred) return {};
-  bool any_pending = std::any_of(threads_.begin(), threads_.end(),
-                                 [](const auto& entry) { return entry.second.pending.has_value(); });
+  // In non-stop mode another thread's kept event is that thread's business.
+  bool any_pending = non_stop_ ? thread.pending.has_value()
+                               : std::any_of(threads_.begin(), threads_.end(),
+                                             [](const auto& entry) { return entry.second.pending.has_value(); });
   if (any_pending || held_for_vfork(tid)) {
     // Decided in next_event: a pending event is reported without running
     // anybody, or every deferred thread starts. A thread held while a vfork
@@ -236,7 +238,10 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
       }
       continue;
     }
-    if (event->kind == ProcessEvent::Kind::Stopped || event->kind == ProcessEvent::Kind::ThreadExited) {
+    if (non_stop_) {
+      // The thread's own event answers a vCont;t as well as its SIGSTOP would.
+      if (auto found = threads_.find(event->tid); found != threads_.end()) found->second.stop_requested = false;
+    } else if (event->kind == ProcessEvent::Kind::Stopped || event->kind == ProcessEvent::Kind::ThreadExited) {
       stop_all_threads(event->tid);
     }
     last_reported_ = event->tid;
@@ -261,6 +266,7 @@ void PtraceProcess::collect_other_statuses(pid_t busy) {
 // thread when the deferred threads start, and stays pending when another
 // event is reported instead, so the program never loses it.
 std::optional<ProcessEvent> PtraceProcess::take_pending() {
+  if (non_stop_) return take_pending_non_stop();
   std::vector<pid_t> order;
   for (auto it = threads_.upper_bound(last_reported_); it != threads_.end(); ++it) order.push_back(it->first);
   for (auto it = threads_.begin(); it != threads_.end() && it->first <= last_reported_; ++it) {
@@ -310,6 +316,29 @@ std::optional<ProcessEvent> PtraceProcess::take_pending() {
     restore_kept_siginfo(tid, thread);
     thread.deferred_signal = thread.pending->signal;  // delivered when it starts
     thread.pending.reset();
+  }
+  return std::nullopt;
+}
+
+// Non-stop: a thread resumed while it had an event kept reports that
+// event instead of running; nobody else is stopped or held for it.
+std::optional<ProcessEvent> PtraceProcess::take_pending_non_stop() {
+  for (auto& [tid, thread] : threads_) {
+    if (!thread.pending || !thread.deferred) continue;
+    auto pc = read_pc(tid);
+    const bool stale = !pc || pending_is_stale(*thread.pending, thread.pending_pc, *pc,
+                                               breakpoints_.count(*pc) != 0 || client_int3s_.count(*pc) != 0,
+                                               *thread.deferred);
+    std::optional<ProcessEvent> event = std::move(thread.pending);
+    thread.pending.reset();
+    if (stale) continue;  // commit_deferred starts it
+    restore_kept_siginfo(tid, thread);
+    if (thread.deferred_signal != 0) requeue_signal(tid, thread.deferred_signal);
+    thread.deferred.reset();
+    thread.deferred_signal = 0;
+    thread.stop_requested = false;
+    last_reported_ = tid;
+    return event;
   }
   return std::nullopt;
 }
@@ -414,6 +443,15 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
   if (signal == SIGSTOP && thread.sigstop_expected) {
     // Our all-stop SIGSTOP, or that of a thread that had another event first.
     thread.sigstop_expected = false;
+    if (thread.stop_requested && !stopping_all_) {
+      // Non-stop: the client's vCont;t, answered as gdbserver does (T00).
+      thread.stop_requested = false;
+      thread.stepping = false;
+      if (hook_ != nullptr && hook_->traces(tid)) hook_->on_held(*this, tid);  // stopped where it was, as in all-stop
+      ProcessEvent stopped;
+      stopped.tid = tid;
+      return stopped;
+    }
     if (!stopping_all_) {
       (void)start_thread(tid, thread, thread.requested, 0);
     } else if (hook_ != nullptr && hook_->traces(tid)) {
@@ -481,6 +519,15 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
   bool trace_hit = false;
   if (signal == SIGTRAP) {
     event = handle_sigtrap(tid, thread, trace_hit);
+    if (thread.hit_retired_int3) {
+      // Stale: gdbserver discards such a stop. The original instruction
+      // is back under the rewound pc; the thread runs on as it ran.
+      thread.hit_retired_int3 = false;
+      if (!stopping_all_ && !(hook_ != nullptr && hook_->traces(tid)) &&
+          raw_resume(tid, thread, thread.last_kind, 0)) {
+        return std::nullopt;
+      }
+    }
   } else {
     thread.stepping = false;
   }
@@ -600,10 +647,14 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
   if (have_regs && from_kernel && (code == SI_KERNEL || code == TRAP_BRKPT)) {
     const bool user = breakpoints_.count(int3_at) != 0 || client_int3s_.count(int3_at) != 0;
     const bool trace = trace_int3s_.count(int3_at) != 0 || was_trace_int3(int3_at);
-    if (user || trace) {
+    // Non-stop: a breakpoint the client removed while this thread ran
+    // into it (its trap was not reaped yet).
+    const bool retired = !user && !trace && retired_user_int3s_.count(int3_at) != 0;
+    if (user || trace || retired) {
       rewind();
       event.software_breakpoint = user;
       trace_hit = trace;
+      thread.hit_retired_int3 = retired;
     }
   }
   return event;
@@ -654,6 +705,7 @@ void PtraceProcess::handle_exec() {
   threads_.clear();
   threads_[pid_] = ThreadState{};
   client_int3s_.clear();  // the old memory's
+  retired_user_int3s_.clear();
   breakpoints_.edit().clear();
   trace_int3s_.edit().clear();
   retired_int3s_.clear();

@@ -601,6 +601,7 @@ Expected<void> PtraceProcess::remove_breakpoint(uint64_t addr) {
   }
   uint8_t original = it->second;
   breakpoints_.edit().erase(it);
+  if (non_stop_ && original != kInt3) retired_user_int3s_.insert(addr);
   bool lifted = false;
   for (auto& [tid, state] : threads_) {
     if (state.reinsert_at == addr) {

@@ -104,6 +104,10 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> follow_fork_child() override;
   Expected<std::unique_ptr<Process>> adopt_fork_child() override;
   void stop_all() override;
+  // Non-stop mode (ptrace_non_stop.cc).
+  Expected<void> set_non_stop(bool on) override;
+  Expected<void> stop_thread(pid_t tid) override;
+  bool thread_running(pid_t tid) const override;
   bool has_pending_event() const override;
   bool has_running_threads() const override;
   // WaitOwner: whether `tid` is one of our threads (stub/process/wait_routes.h).
@@ -150,6 +154,8 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     StepKind last_kind = StepKind::Continue;  // what the kernel was told
     std::optional<uint64_t> reinsert_at;  // breakpoint lifted for a single-step
     bool sigstop_expected = false;        // our all-stop SIGSTOP is still to come
+    bool stop_requested = false;          // non-stop: the client's vCont;t, reported as a stop with signal 0
+    bool hit_retired_int3 = false;        // non-stop: trapped on a breakpoint removed since (handle_sigtrap)
     std::optional<ProcessEvent> pending;  // an event kept while stopping all
     uint64_t pending_pc = 0;              // pc when `pending` was kept
     std::vector<uint8_t> pending_siginfo; // its siginfo, when it was kept by keep_pending
@@ -236,6 +242,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   bool trace_int3_written(uint64_t addr) const { return vfork_parent_ == 0 && trace_int3s_.count(addr) != 0; }
   void mark_gone();
   void stop_running_thread(pid_t tid, bool send_sigstop);
+  std::optional<ProcessEvent> take_pending_non_stop();
   void stop_all_threads(pid_t except);
   pid_t wait_for_stop(pid_t tid, int* status);
   bool leader_is_zombie() const;
@@ -277,6 +284,10 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   // gdbserver does. The program's own int3s stay its SIGTRAPs.
   std::set<uint64_t> client_int3s_;
   bool stopping_all_ = false;          // inside stop_all_threads
+  bool non_stop_ = false;              // set_non_stop: an event stops its own thread only
+  // Non-stop: addresses of user breakpoints removed while threads ran; a
+  // trap a thread had there before the removal is stale, not a SIGTRAP.
+  std::set<uint64_t> retired_user_int3s_;
   std::set<int> pass_signals_;
   bool thread_events_ = false;
   TraceHook* hook_ = nullptr;

@@ -104,18 +104,30 @@ class Connection {
     flush();
   }
 
-  // Returns whether a stop reply was sent.
+  // Returns whether a stop reply (or, in non-stop mode, a stop
+  // notification) was sent.
   bool drain_process_events() {
-    if (!session_.has_process() || !session_.running()) return false;
+    if (!session_.has_process() || !session_.awaiting_events()) return false;
     bool replied = false;
     while (auto event = session_.poll_event()) {  // from any debugged process
       if (auto reply = session_.on_process_event(*event)) {
         send(*reply);
         replied = true;
       }
-      if (!session_.running()) break;
+      if (!session_.awaiting_events()) break;
     }
-    return replied;
+    return send_notifications() || replied;
+  }
+
+  // Non-stop mode: the `%Stop:` notifications the session queued.
+  bool send_notifications() {
+    bool sent = false;
+    while (auto notification = session_.take_notification()) {
+      if (remote_debug_) log_line("putpkt_notif (\"%" + *notification + "\")");
+      link_.send_notification(*notification);
+      sent = true;
+    }
+    return sent;
   }
 
   // While the program is stopped, handles the client's packets as they
@@ -227,7 +239,8 @@ class Connection {
       if (reply.close_connection || reply.exit_server) closing_ = true;
       // The program may already have stopped again (a step is quick); its
       // SIGCHLD is queued too, but look now so no reply waits on it.
-      if (!reply.payload && !reply.close_connection) drain_process_events();
+      // Non-stop resumes are answered (OK) at once; their stops follow.
+      if ((!reply.payload || session_.non_stop) && !reply.close_connection) drain_process_events();
     }
   }
 

@@ -12,6 +12,7 @@
 //   handlers_btrace.cc    Qbtrace, Qbtrace-conf, qXfer:btrace(-conf)
 //   handlers_replay.cc    bs, bc, and forward resumes through the recorded past
 //   handlers_thread_db.cc qSymbol, qGetTLSAddr (libthread_db)
+//   handlers_non_stop.cc  QNonStop, vStopped, vCtrlC; `?` and resumes in non-stop mode
 #include "protocol/requests.h"
 #include "protocol/rsp_link.h"
 #include "stub/session/session.h"
@@ -50,6 +51,10 @@ Reply handle(Session&, const Kill&);
 Reply handle(Session&, const Detach&);
 Reply handle(Session&, const SetPassSignals&);
 Reply handle(Session&, const SetProgramSignals&);
+// The action of a resume that applies to `tid` of process `pid`: the
+// leftmost one naming it (or its process, or every thread), as vCont
+// defines; nullptr when none does.
+const ThreadAction* action_for(const Resume& req, pid_t pid, pid_t tid);
 
 // handlers_xfer.cc
 Reply handle(Session&, const XferRead&);
@@ -102,6 +107,17 @@ std::optional<Reply> replay_resume(Session&, const Resume&);
 Expected<void> check_writable(Session&, pid_t tid);
 // `monitor replay status`.
 std::string replay_status(Session&);
+
+// handlers_non_stop.cc (gdb's non-stop mode)
+Reply handle(Session&, const SetNonStop&);
+Reply handle(Session&, const StopNotificationAck&);
+Reply handle(Session&, const InterruptRequest&);
+// `?` in non-stop mode: a stop for every stopped thread, queued; the reply
+// is the first (OK when none), vStopped gets the others.
+Reply non_stop_stop_reasons(Session&);
+// c/s/vCont in non-stop mode: each thread as its action says, the others
+// as they are; OK at once.
+Reply non_stop_resume(Session&, const Resume&);
 
 // Shared reply for "there is no program to act on".
 Reply no_process_reply();

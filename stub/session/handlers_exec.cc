@@ -14,8 +14,8 @@ namespace {
 
 Reply error(const btstub::Error& e) { return Reply::now(reply_error(e)); }
 
-// The action that applies to `tid`: the leftmost one naming it (or its
-// process, or every thread), as vCont defines.
+}  // namespace
+
 const ThreadAction* action_for(const Resume& req, pid_t pid, pid_t tid) {
   for (const auto& action : req.actions) {
     if (!action.thread) return &action;
@@ -25,6 +25,8 @@ const ThreadAction* action_for(const Resume& req, pid_t pid, pid_t tid) {
   }
   return nullptr;
 }
+
+namespace {
 
 // A signal gdb names in a resume is always delivered (`signal SIGINT` sends
 // SIGINT although gdb's QProgramSignals list leaves it out): that list only
@@ -155,6 +157,7 @@ Reply handle(Session& s, const Resume& raw) {
   adopt_resumed_fork_children(s, raw);
   Process& current = *s.process();
   Resume req = with_legacy_threads(s, raw, current.pid());
+  if (s.non_stop) return non_stop_resume(s, req);
   if (auto answered = answer_from_step_ahead(s, req)) return *answered;
   s.step_ahead.forget_program_state();  // the program runs for real: it may map or unmap
   if (auto replayed = replay_resume(s, req)) return *replayed;
@@ -205,6 +208,9 @@ static Expected<Process*> named_process(Session& s, int64_t pid) {
 // After a kill or detach: outside extended mode the connection ends with
 // the last process, and its stop is no longer anybody's.
 static Reply after_process_gone(Session& s, Reply reply) {
+  // Non-stop: what the client was not told yet of a process it killed or
+  // let go is no longer news (gdbserver's discard_queued_stop_replies).
+  s.stop_notifications.discard_unsent();
   reply.close_connection = !s.extended && !s.has_process();
   if (s.extended || s.has_process()) s.last_stop.reset();
   return reply;

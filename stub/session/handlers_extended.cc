@@ -39,6 +39,7 @@ Reply initial_stop(Session& s, Process* process) {
   event.tid = process->pid();
   event.signal = SIGTRAP;
   s.last_stop = s.make_stop_reply(event);
+  if (s.non_stop) s.thread_stops[event.tid] = *s.last_stop;
   return Reply::now(s.stop_reply_payload(*s.last_stop));
 }
 
@@ -79,6 +80,14 @@ Reply handle(Session& s, const AttachProcess& req) {
   s.set_process(nullptr);
   auto process = s.process_factory->attach(static_cast<pid_t>(req.pid));
   if (!process) return Reply::now(reply_error(process.error()));
+  if (s.non_stop) {
+    // As gdbserver: no stop reply; gdb stops each thread (vCont;t) and
+    // hears of it by notification (non_stop_resume).
+    (void)initial_stop(s, *process);
+    s.thread_stops.clear();
+    s.last_stop.reset();
+    return Reply::now(reply_ok());
+  }
   return initial_stop(s, *process);
 }
 

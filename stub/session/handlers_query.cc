@@ -34,6 +34,7 @@ Reply handle(Session& s, const QSupported& req) {
       "QProgramSignals+",
       "QStartNoAckMode+",
       "QThreadEvents+",
+      "QNonStop+",
       "qXfer:features:read+",
       "qXfer:auxv:read+",
       "qXfer:exec-file:read+",
@@ -88,6 +89,7 @@ Reply handle(Session& s, const QueryThreadInfoNext&) {
 }
 
 Reply handle(Session& s, const QueryStopReason&) {
+  if (s.non_stop) return non_stop_stop_reasons(s);
   if (s.last_stop) return Reply::now(s.stop_reply_payload(*s.last_stop));
   if (!s.has_process()) return Reply::now("W00");
   // Freshly launched or attached: stopped by SIGTRAP (launch) or SIGSTOP (attach),

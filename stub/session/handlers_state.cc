@@ -18,7 +18,7 @@ Reply running_error() {
 
 Reply handle(Session& s, const ReadAllRegisters&) {
   if (!s.has_process()) return no_process_reply();
-  if (s.running()) return running_error();
+  if (s.thread_running(s.current_thread())) return running_error();
   auto regs = s.thread_registers(s.current_thread());
   if (!regs) return error(regs.error());
   return Reply::now(reply_registers(*regs));
@@ -26,7 +26,7 @@ Reply handle(Session& s, const ReadAllRegisters&) {
 
 Reply handle(Session& s, const WriteAllRegisters& req) {
   if (!s.has_process()) return no_process_reply();
-  if (s.running()) return running_error();
+  if (s.thread_running(s.current_thread())) return running_error();
   if (auto ok = check_writable(s, s.current_thread()); !ok) return error(ok.error());
   auto regs = s.process()->read_registers(s.current_thread());
   if (!regs) return error(regs.error());

@@ -22,10 +22,15 @@ Session::Session(SessionConfig config, Process* process)
 // detached) finds it where this client last saw it stop.
 Session::~Session() {
   if (Process* owner = program()) step_ahead.undo(*owner);
+  // A program kept for the next client is kept in all-stop mode, in which
+  // every client starts (one left running is not kept: handover()).
+  if (non_stop && !running()) {
+    for (Process* process : inferiors_.live()) (void)process->set_non_stop(false);
+  }
 }
 
 std::optional<SessionHandover> Session::handover() const {
-  if (program() == nullptr || running_) return std::nullopt;
+  if (program() == nullptr || running()) return std::nullopt;
   SessionHandover handover;
   handover.btrace_client_enabled = btrace_reads.client_enabled;
   if (last_stop && last_stop->kind == protocol::StopReply::Kind::Signal && last_stop->thread) {
@@ -75,6 +80,7 @@ Reply Session::handle_packet(std::string_view payload) {
 }
 
 void Session::mark_process_gone() {
+  thread_stops.clear();
   step_ahead.forget();
   thread_libraries.clear();
   inferiors_.reset(nullptr);
@@ -126,6 +132,7 @@ Process* Session::adopt_fork_child(pid_t child) {
   auto adopted = holder->adopt_fork_child();
   if (!adopted) return nullptr;
   Process* process = adopted->get();
+  (void)process->set_non_stop(non_stop);
   process->set_pass_signals(pass_signals);
   process->set_thread_events(thread_events);
   process->set_fork_events(client_features.fork_events, client_features.vfork_events);
@@ -189,6 +196,9 @@ void Session::set_process(Process* process) {
   thread_libraries.clear();
   program_ = process;
   inferiors_.reset(process);
+  // vRun/vAttach in non-stop mode: the new program is debugged non-stop too.
+  if (process != nullptr && non_stop) (void)process->set_non_stop(true);
+  thread_stops.clear();
   running_ = false;
   last_stop.reset();
   general_thread = 0;
@@ -329,6 +339,7 @@ void Session::set_hardware_reason(protocol::StopReply& stop, protocol::Breakpoin
 std::optional<std::string> Session::on_process_event(const ProcessEvent& event) {
   Process* process = has_process() ? process_of_event(event) : nullptr;
   if (process == nullptr) return std::nullopt;
+  if (non_stop) return on_non_stop_event(event, process);
   if (event.kind == ProcessEvent::Kind::Stopped && event.signal != SIGTRAP && !event.during_step &&
       pass_signals.count(event.signal) != 0 && running_ && inferiors_.live().size() == 1) {
     // QPassSignals: deliver straight away without bothering gdb. (With
@@ -370,7 +381,7 @@ void Session::sum_up_past() {
 // One SIGINT is enough: its stop stops every other process too. It goes
 // to a process that runs (gdb may have resumed only the fork child).
 void Session::on_interrupt() {
-  if (!running_ || !has_process()) return;
+  if (!running() || !has_process()) return;
   Process* target = inferiors_.first();
   if (inferiors_.live().size() > 1) {
     for (Process* process : inferiors_.live()) {

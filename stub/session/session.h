@@ -16,6 +16,7 @@
 #include "decoder/bts_document.h"
 #include "protocol/replies.h"
 #include "protocol/requests.h"
+#include "protocol/stop_notifications.h"
 #include "stub/process/host_files.h"
 #include "stub/process/process.h"
 #include "stub/process/process_group.h"
@@ -118,14 +119,24 @@ class Session {
   // A process event while the program runs: the stop reply to send, or
   // nullopt when the event was absorbed (e.g. a passed signal).
   std::optional<std::string> on_process_event(const ProcessEvent& event);
-  // Ctrl-C from the client.
+  // Ctrl-C from the client (or vCtrlC).
   void on_interrupt();
   // Once the client has a stop reply for a single step: runs the next step
   // ahead (stub/session/step_ahead.h) when nothing else could see it early.
   void run_ahead();
   bool wants_run_ahead() const { return run_ahead_due_; }
 
-  bool running() const { return running_; }
+  // All-stop: the program runs (a stop reply is owed). Non-stop: some
+  // thread runs.
+  bool running() const;
+  // Whether process events are to be polled for: while the program runs
+  // in all-stop, always in non-stop (a thread may stop or exit any time).
+  bool awaiting_events() const { return non_stop ? has_process() : running_; }
+  // Whether `tid` runs: all-stop, as the whole program; non-stop, as its own.
+  bool thread_running(pid_t tid) const;
+  // Non-stop: the next `%Stop:` notification payload to send, if any
+  // (queued by on_process_event; see protocol/stop_notifications.h).
+  std::optional<std::string> take_notification();
   bool has_process() const { return !inferiors_.empty(); }
   // The process of the general thread (Hg), else the first one debugged;
   // nullptr when none is. A held fork child that Hg names becomes a
@@ -176,6 +187,15 @@ class Session {
   std::vector<std::string> last_run_argv;
   // QThreadEvents: report thread exits (`w`); kept for later programs too.
   bool thread_events = false;
+  // Non-stop mode (QNonStop:1; handlers_non_stop.cc). Stops are queued
+  // and told by `%Stop:` notifications; `thread_stops` keeps each stopped
+  // thread's last reported stop (what `?` lists again), a resumed thread
+  // has none.
+  bool non_stop = false;
+  protocol::StopNotifications stop_notifications;
+  std::map<pid_t, protocol::StopReply> thread_stops;
+  // Queues `stop` for the client, with a notification if it is the first.
+  void queue_stop(const protocol::StopReply& stop);
   // gdb reads an `info os` document in chunks: each from the copy built when
   // it read offset 0, one copy per type (annex), dropped once read to its end.
   std::map<std::string, std::string, std::less<>> osdata_snapshots;
@@ -266,6 +286,7 @@ class Session {
 
  private:
   Process* process_of_event(const ProcessEvent& event) const;
+  std::optional<std::string> on_non_stop_event(const ProcessEvent& event, Process* process);
   bool may_run_ahead(pid_t tid);
   static bool leaves_step_ahead(const protocol::Request& request);
 
@@ -276,6 +297,7 @@ class Session {
   bool running_ = false;
   std::unique_ptr<ReplayEngine> replay_;
   bool run_ahead_due_ = false;  // the last reply was a bare single step's stop
+  std::vector<std::string> notifications_;  // non-stop: `%Stop:` payloads to send
 };
 
 }  // namespace stub::session

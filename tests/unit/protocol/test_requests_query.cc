@@ -165,9 +165,7 @@ TEST_CASE("QPassSignals and QProgramSignals", "[requests]") {
 TEST_CASE("unknown packets are UnknownPacket with their name", "[requests]") {
   require_unknown("qTStatus", "qTStatus");
   require_unknown("qOffsets", "qOffsets");
-  require_unknown("QNonStop:1", "QNonStop");
   require_unknown("qTfV", "qTfV");
-  require_unknown("vStopped", "vStopped");
   require_unknown("qCRC:401000,10", "qCRC");
   require_unknown("vFile:lstat:2f746d70", "vFile:lstat");  // a later gdb's
   require_unknown("qThreadExtraInfo,p1f.1f", "qThreadExtraInfo");

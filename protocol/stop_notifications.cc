@@ -1,0 +1,30 @@
+#include "protocol/stop_notifications.h"
+
+#include <algorithm>
+
+namespace protocol {
+
+std::optional<std::string> StopNotifications::push(std::string stop, int64_t thread) {
+  const bool first = queue_.empty();
+  queue_.push_back({std::move(stop), thread});
+  if (!first) return std::nullopt;
+  return std::string(kName) + ":" + queue_.front().stop;
+}
+
+std::string StopNotifications::acknowledge() {
+  if (!queue_.empty()) queue_.pop_front();
+  return head_or_ok();
+}
+
+std::string StopNotifications::head_or_ok() const { return queue_.empty() ? std::string("OK") : queue_.front().stop; }
+
+bool StopNotifications::holds(int64_t thread) const {
+  return thread != 0 &&
+         std::any_of(queue_.begin(), queue_.end(), [thread](const Entry& entry) { return entry.thread == thread; });
+}
+
+void StopNotifications::discard_unsent() {
+  if (queue_.size() > 1) queue_.erase(queue_.begin() + 1, queue_.end());
+}
+
+}  // namespace protocol
