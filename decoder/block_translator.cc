@@ -277,7 +277,8 @@ void BlockWriter::log_direct(uint64_t from, uint64_t to, int32_t rsp_adjust) {
 }
 
 // With rax and rcx saved and the target in rax and in the exit slot:
-// appends {from, target, rsp, rbp} and exits.
+// appends {from, target, rsp, rbp}, then goes to the target's translation
+// if the indirect-target table holds it, else exits.
 void BlockWriter::log_indirect(uint64_t from, int32_t rsp_adjust) {
   w_.load_slot(Scratch::Rcx, kSlotLogCursor);
   const std::size_t full = w_.jrcxz_rel8();
@@ -287,11 +288,26 @@ void BlockWriter::log_indirect(uint64_t from, int32_t rsp_adjust) {
   log_stack(rsp_adjust);
   w_.add_to_rcx(static_cast<int8_t>(kLogRecordSize));
   w_.store_slot(Scratch::Rcx, kSlotLogCursor);
-  restore_scratch();
-  trap(ExitKind::Indirect, from, 0, rsp_adjust);
+  const std::size_t logged = w_.jmp_rel8();
+  // The log-full exit here, within a rel8 of the check.
   reached_ = w_.patch_rel8(full, w_.offset()) && reached_;
   restore_scratch();
   trap(ExitKind::LogFull, from, 0, rsp_adjust);
+  reached_ = w_.patch_rel8(logged, w_.offset()) && reached_;
+  // The target in the table: -original + target == 0 (no flags change).
+  w_.load_slot(Scratch::Rax, kSlotExitTarget);
+  w_.table_index_into_rcx();
+  w_.load_rcx_at_gs_rcx8(kIndirectTable);
+  w_.add_rax_to_rcx();
+  const std::size_t hit = w_.jrcxz_rel8();
+  restore_scratch();
+  trap(ExitKind::Indirect, from, 0, rsp_adjust);
+  reached_ = w_.patch_rel8(hit, w_.offset()) && reached_;
+  w_.table_index_into_rcx();
+  w_.load_rcx_at_gs_rcx8(kIndirectTable + 8);
+  w_.store_slot(Scratch::Rcx, kSlotJumpTarget);
+  restore_scratch();
+  w_.jmp_slot(kSlotJumpTarget);
 }
 
 // mov <the jmp/call's r/m64 operand>, %rax: the same ModRM, SIB and

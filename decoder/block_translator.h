@@ -22,6 +22,11 @@
 // unused, and a block that uses gs is not translated). Slots at the base:
 //   gs:0   saved rax        gs:8   saved rcx
 //   gs:16  log cursor       gs:24  exit target (original address)
+//   gs:32  jump target (scratch of the indirect lookup)
+// Above the slots, from gs:kIndirectTable, the indirect-target table:
+// kIndirectTableEntries entries of 16 bytes, indexed by the target's low 16
+// bits: {-original, cache address of its translation}, all zero when
+// empty. The tracer fills it; the translations only read it.
 // The log lies just below the base: [base - 32 * capacity, base). The
 // cursor is the (negative) offset from the base of the next free record,
 // -32 * capacity when the log is empty, 0 when it is full, so the check
@@ -41,8 +46,10 @@
 //            instruction the block stopped before). The jump into the stub
 //            can be patched to go straight to another translation
 //            (link_exit); the stub stays for unlinking.
-//   Indirect a ret or jmp/call through a register or memory, logged; the
-//            tracer looks the target up (later: a lookup table in the cache).
+//   Indirect a ret or jmp/call through a register or memory, logged, whose
+//            target the indirect-target table does not hold (where it
+//            does, the translation jumps straight to it): the tracer
+//            translates the target and may enter it in the table.
 //   LogFull  the log had no room: the branch is taken (a call has pushed its
 //            return address) but not logged. The tracer drains the log,
 //            appends {exit.from, exit-target slot, rsp + exit.rsp_adjust,
@@ -74,7 +81,19 @@ inline constexpr int32_t kSlotSavedRax = 0;
 inline constexpr int32_t kSlotSavedRcx = 8;
 inline constexpr int32_t kSlotLogCursor = 16;
 inline constexpr int32_t kSlotExitTarget = 24;
+inline constexpr int32_t kSlotJumpTarget = 32;
 inline constexpr std::size_t kThreadSlotsSize = 64;  // the rest reserved
+inline constexpr int32_t kIndirectTable = 64;
+inline constexpr std::size_t kIndirectTableEntries = 1 << 16;
+inline constexpr std::size_t kIndirectEntrySize = 16;
+// Bytes of the area from the gs base up (slots and table).
+inline constexpr std::size_t kThreadAreaAboveBase = kIndirectTable + kIndirectTableEntries * kIndirectEntrySize;
+
+// The table entry (its offset from the gs base, and its bytes) that sends
+// indirect transfers to `original` straight to `cache_address`.
+inline uint64_t indirect_entry_offset(uint64_t original) {
+  return kIndirectTable + (original & (kIndirectTableEntries - 1)) * kIndirectEntrySize;
+}
 // Most instructions one block holds; a longer run ends in a direct exit.
 inline constexpr std::size_t kMaxBlockInstructions = 64;
 

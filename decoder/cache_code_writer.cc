@@ -58,10 +58,25 @@ void CacheCodeWriter::pop_into_rax(int32_t disp) {
   u32(static_cast<uint32_t>(disp));
 }
 
+void CacheCodeWriter::load_rcx_at_gs_rcx8(int32_t disp) {
+  bytes({kGs, kRexW, 0x8b, 0x0c, 0xcd});  // SIB: scale 8, index rcx, no base
+  u32(static_cast<uint32_t>(disp));
+}
+
+void CacheCodeWriter::jmp_slot(int32_t slot) {
+  bytes({kGs, 0xff, 0x24, 0x25});  // jmp r/m64, SIB: absolute disp32
+  u32(static_cast<uint32_t>(slot));
+}
+
 std::size_t CacheCodeWriter::jmp_rel32() {
   bytes({0xe9});
   u32(0);
   return offset() - 4;
+}
+
+std::size_t CacheCodeWriter::jmp_rel8() {
+  bytes({0xeb, 0x00});
+  return offset() - 1;
 }
 
 std::size_t CacheCodeWriter::jrcxz_rel8() {

@@ -46,6 +46,15 @@ class CacheCodeWriter {
   // mov (%rsp), %rax ; lea disp(%rsp), %rsp (the pop of a ret imm16)
   void pop_into_rax(int32_t disp);
   void push_rcx() { bytes({0x51}); }
+  // The indirect-target table lookup's parts (block_translator.h):
+  // movzx %ax, %ecx ; lea (%rcx,%rcx), %rcx: twice the target's low 16 bits
+  void table_index_into_rcx() { bytes({0x0f, 0xb7, 0xc8, 0x48, 0x8d, 0x0c, 0x09}); }
+  // mov %gs:disp(,%rcx,8), %rcx
+  void load_rcx_at_gs_rcx8(int32_t disp);
+  // lea (%rcx,%rax), %rcx
+  void add_rax_to_rcx() { bytes({0x48, 0x8d, 0x0c, 0x01}); }
+  // jmp *%gs:slot
+  void jmp_slot(int32_t slot);
   void int3() { bytes({0xcc}); }
   void nop() { bytes({0x90}); }
 
@@ -53,6 +62,7 @@ class CacheCodeWriter {
   // patch_*: each returns the offset of its displacement field.
   std::size_t jmp_rel32();
   std::size_t jrcxz_rel8();
+  std::size_t jmp_rel8();
   // The displacement at `field` (an instruction ending right after it) made
   // to reach `to` (an offset in this buffer, or an absolute address).
   bool patch_rel8(std::size_t field, std::size_t to_offset);

@@ -5,7 +5,8 @@
 // log each taken branch into a per-thread log in the program's memory
 // (addressed through the gs base) and trap to btstub (an int3) only where
 // the cache cannot go on by itself: an untranslated direct target, every
-// indirect transfer (no lookup table in the cache yet), a full log.
+// indirect transfer whose target is not in the thread's indirect-target
+// table yet (the tracer enters it there), a full log.
 //
 // The ptrace tracer (SoftwareTracer, int3 trace stops) stays the owner of
 // every trace, checkpoint and configuration: this tracer borrows a thread
@@ -125,6 +126,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     uint64_t area_base = 0;      // gs base in the cache (0: no area mapped yet)
     uint64_t program_gs = 0;     // the program's gs base, put back outside
     std::vector<int> deferred;   // signals that came inside the instrumentation
+    std::set<uint64_t> table_entries;  // offsets of the indirect-table entries filled
     int repair_steps = 0;        // steps taken towards a clean point
   };
   // The per-thread area's slots, as read at a stop.
@@ -163,6 +165,10 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // False when the trace refused more (full under the stop policy).
   bool drain(TracedThreadControl& control, pid_t tid, const Thread& th, const Slots& slots);
   bool reset_cursor(TracedThreadControl& control, const Thread& th);
+  // Lets indirect transfers to `original` go straight to `t` from now on.
+  void enter_indirect(TracedThreadControl& control, Thread& th, uint64_t original, const decoder::Translation& t);
+  // Drops every translation, and the table entries that led to them.
+  void flush(TracedThreadControl& control);
   Thread* thread(pid_t tid);
   std::size_t live_threads() const { return live_.size(); }
 

@@ -52,13 +52,29 @@ void TranslatingTracer::refresh_code(TracedThreadControl& control, pid_t tid) {
     code_stale_ = false;
   }
   breakpoints_ = std::move(breakpoints);
-  if (flush && (cache_.size() != 0 || !refused_.empty())) {
-    // No thread is in the cache (this one is stopped outside it and there
-    // is no other), so nothing runs what is dropped.
-    cache_.clear();
-    refused_.clear();
-    ++stats_.flushes;
+  if (flush && (cache_.size() != 0 || !refused_.empty())) this->flush(control);
+}
+
+void TranslatingTracer::flush(TracedThreadControl& control) {
+  // No thread is in the cache (this one is stopped outside it and there
+  // is no other), so nothing runs what is dropped.
+  cache_.clear();
+  refused_.clear();
+  const std::vector<uint8_t> empty(decoder::kIndirectEntrySize, 0);
+  for (auto& [tid, th] : threads_) {
+    for (uint64_t offset : th.table_entries) (void)control.write_tracer_memory(th.area_base + offset, empty);
+    th.table_entries.clear();
   }
+  ++stats_.flushes;
+}
+
+void TranslatingTracer::enter_indirect(TracedThreadControl& control, Thread& th, uint64_t original,
+                                       const decoder::Translation& t) {
+  const uint64_t offset = decoder::indirect_entry_offset(original);
+  std::vector<uint8_t> entry = le64(-original);
+  const std::vector<uint8_t> to = le64(t.cache_address);
+  entry.insert(entry.end(), to.begin(), to.end());
+  if (control.write_tracer_memory(th.area_base + offset, entry)) th.table_entries.insert(offset);
 }
 
 const decoder::Translation* TranslatingTracer::translation_for(TracedThreadControl& control, pid_t tid,
@@ -102,7 +118,8 @@ const decoder::Translation* TranslatingTracer::translation_for(TracedThreadContr
 bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid, Thread& th) {
   if (th.area_base != 0) return true;
   const uint64_t log_bytes = kLogCapacity * decoder::kLogRecordSize;
-  auto mapped = control.map_program_memory(tid, kLogsNear, kLogsReach, log_bytes + kPage, false);
+  const uint64_t size = (log_bytes + decoder::kThreadAreaAboveBase + kPage - 1) / kPage * kPage;
+  auto mapped = control.map_program_memory(tid, kLogsNear, kLogsReach, size, false);
   if (!mapped) return false;
   th.area_base = *mapped + log_bytes;
   return reset_cursor(control, th);

@@ -109,6 +109,8 @@ TraceVerdict TranslatingTracer::at_exit(TracedThreadControl& control, Thread& th
     if (auto patch = decoder::link_exit(*trap.translation, trap.exit_index, next->cache_address)) {
       if (control.write_tracer_memory(patch->address, patch->bytes)) ++stats_.links;
     }
+  } else if (exit.target == 0) {
+    enter_indirect(control, th, target, *next);  // an indirect transfer's
   }
   protocol::RegisterFile out;
   if (ptrace_->checkpoint_wanted(tid)) {

@@ -49,12 +49,18 @@ class Area {
  public:
   static constexpr std::size_t kWords = decoder::kLogRecordSize / 8;
   explicit Area(std::size_t capacity)
-      : capacity_(capacity), words_(kWords * capacity + decoder::kThreadSlotsSize / 8) {
+      : capacity_(capacity), words_(kWords * capacity + decoder::kThreadAreaAboveBase / 8) {
     reset();
   }
   uint64_t base() const { return addr(words_.data() + kWords * capacity_); }
   uint64_t& slot(int32_t offset) { return words_[kWords * capacity_ + offset / 8]; }
   void reset() { slot(decoder::kSlotLogCursor) = -static_cast<uint64_t>(decoder::kLogRecordSize * capacity_); }
+  // Sends indirect transfers to `original` straight to `cache_address`.
+  void enter_indirect(uint64_t original, uint64_t cache_address) {
+    const auto at = static_cast<int32_t>(decoder::indirect_entry_offset(original));
+    slot(at) = -original;
+    slot(at + 8) = cache_address;
+  }
   // Appends the records written since the last drain and empties the log.
   void drain(std::vector<LogRecord>& into) {
     const std::size_t used =
@@ -116,6 +122,7 @@ struct Tracer {
   Area area;
   std::map<uint64_t, Translation> blocks;  // by original address
   bool link = true;                        // link direct exits as their targets appear
+  bool table = false;                      // enter indirect targets in the table
   std::vector<LogRecord> log;
   int direct_exits = 0, indirect_exits = 0, full_exits = 0;
   std::string failure;  // what went wrong in the handler
@@ -165,6 +172,7 @@ struct Tracer {
     }
     if (!in_code(target)) return target;
     const uint64_t next = entry(target);
+    if (next != 0 && table && exit->kind != ExitKind::Direct && exit->target == 0) area.enter_indirect(target, next);
     if (next != 0 && link && exit->kind == ExitKind::Direct) {
       auto patch = decoder::link_exit(*t, static_cast<std::size_t>(exit - t->exits.data()), next);
       if (patch) apply(*patch);
@@ -383,6 +391,35 @@ TEST_CASE("options end blocks before system calls and named addresses", "[block_
   REQUIRE(callee->exits.size() == 1);
   CHECK(callee->exits[0].target == addr(bttest_callee_ret));
   CHECK_FALSE(translate_block(addr(bttest_callee_ret), code_at(addr(bttest_callee_ret)), near, at_ret));
+}
+
+TEST_CASE("an indirect target in the table is reached without an exit", "[block_translator]") {
+  for (long arg : {0L, 1L}) {
+    CAPTURE(arg);
+    Tracer plain;
+    const long native = plain.run(reinterpret_cast<const void*>(bttest_indirect), arg);
+    Tracer tabled;
+    tabled.table = true;
+    CHECK(tabled.run(reinterpret_cast<const void*>(bttest_indirect), arg) == native);
+    const int first_exits = tabled.indirect_exits;
+    CHECK(first_exits == plain.indirect_exits);  // an empty table: every one exits
+    tabled.log.clear();
+    CHECK(tabled.run(reinterpret_cast<const void*>(bttest_indirect), arg) == native);
+    // Again, with every target inside the code in the table: only the
+    // return into the C++ caller exits; the log is the same.
+    CHECK(tabled.indirect_exits == first_exits + 1);
+    CHECK(normalized(tabled.log, true) == normalized(plain.log, true));
+  }
+  // A colliding entry (same low 16 bits, other address) is a miss.
+  Tracer collided;
+  collided.table = true;
+  collided.run(reinterpret_cast<const void*>(bttest_call), 1);
+  const int exits = collided.indirect_exits;
+  collided.area.enter_indirect(addr(bttest_call_ret) + (1 << 16), collided.blocks.begin()->second.cache_address);
+  collided.log.clear();
+  CHECK(collided.run(reinterpret_cast<const void*>(bttest_call), 1) == 2);
+  CHECK(collided.indirect_exits == exits + 2);  // the callee's ret and the final one
+  CHECK(normalized(collided.log).size() == 3);
 }
 
 TEST_CASE("ret imm16 pops its bytes", "[block_translator]") {
