@@ -70,7 +70,10 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   void adopt_threads(const std::vector<pid_t>& tids);
   void forget_process();
 
-  // Records per thread in the in-program log (32 bytes each).
+  // Records per thread in the in-program log (32 bytes each), at most: under
+  // whole-program recording with checkpoints the log holds one checkpoint
+  // interval, so that a full log stops the thread where the ptrace tracer
+  // would take its next copy (reverse execution then re-runs no further).
   static constexpr uint64_t kLogCapacity = 16 * 1024;
 
   struct Stats {
@@ -124,6 +127,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   struct Thread {
     bool in_cache = false;
     uint64_t area_base = 0;      // gs base in the cache (0: no area mapped yet)
+    uint64_t log_capacity = 0;   // records its log holds (<= kLogCapacity)
     uint64_t program_gs = 0;     // the program's gs base, put back outside
     std::vector<int> deferred;   // signals that came inside the instrumentation
     std::set<uint64_t> table_entries;  // offsets of the indirect-table entries filled

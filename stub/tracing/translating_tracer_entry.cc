@@ -122,11 +122,15 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid, Thr
   auto mapped = control.map_program_memory(tid, kLogsNear, kLogsReach, size, false);
   if (!mapped) return false;
   th.area_base = *mapped + log_bytes;
+  th.log_capacity = kLogCapacity;
+  if (const Checkpoints* checkpoints = ptrace_->checkpoints(); checkpoints && ptrace_->all_enabled()) {
+    th.log_capacity = std::clamp<uint64_t>(checkpoints->limits().every_branches, 1, kLogCapacity);
+  }
   return reset_cursor(control, th);
 }
 
 bool TranslatingTracer::reset_cursor(TracedThreadControl& control, const Thread& th) {
-  const uint64_t empty = -(kLogCapacity * decoder::kLogRecordSize);
+  const uint64_t empty = -(th.log_capacity * decoder::kLogRecordSize);
   return control.write_tracer_memory(th.area_base + decoder::kSlotLogCursor, le64(empty)).ok();
 }
 

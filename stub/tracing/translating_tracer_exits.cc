@@ -38,7 +38,7 @@ bool TranslatingTracer::read_slots(TracedThreadControl& control, const Thread& t
 }
 
 bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, const Thread& th, const Slots& slots) {
-  const int64_t log_bytes = static_cast<int64_t>(kLogCapacity * decoder::kLogRecordSize);
+  const int64_t log_bytes = static_cast<int64_t>(th.log_capacity * decoder::kLogRecordSize);
   const int64_t used = log_bytes + slots.cursor;
   if (used < 0 || used > log_bytes || used % static_cast<int64_t>(decoder::kLogRecordSize) != 0) {
     std::fprintf(stderr, "btstub: translated code left a bad log cursor (%lld); its branches are lost\n",
