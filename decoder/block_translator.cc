@@ -54,9 +54,12 @@ bool uses_gs(const cs_x86& x86) {
 }
 
 // Why the block must end before `insn`; empty when the cache can run it.
-std::string barrier(csh handle, const cs_insn& insn) {
+std::string barrier(csh handle, const cs_insn& insn, const TranslateOptions& options) {
+  if (options.stop_before && options.stop_before(insn.address)) return "an address the tracer must stop at";
   switch (insn.id) {
-    case X86_INS_SYSCALL: return "";  // runs in place: the kernel returns to the next one
+    case X86_INS_SYSCALL:
+      // Else it runs in place: the kernel returns to the next one.
+      return options.syscalls_exit ? "a system call the tracer stops at" : "";
     case X86_INS_HLT: case X86_INS_UD0: case X86_INS_UD2: case X86_INS_UD2B:
     case X86_INS_INT1: case X86_INS_INT3: case X86_INS_INTO: case X86_INS_SYSENTER:
       return std::string("a trapping instruction (") + insn.mnemonic + ")";
@@ -136,7 +139,11 @@ struct PendingStub {
   uint64_t from = 0;
   uint64_t target = 0;
   bool logged = false;
+  int32_t rsp_adjust = 0;
 };
+
+// The record's rbp field: rbp is register 5.
+constexpr unsigned kRbp = 5;
 
 // Writes one block: copied instructions, then the instrumented transfer,
 // then the stubs of its direct exits.
@@ -157,27 +164,41 @@ class BlockWriter {
   btstub::Expected<void> copy(const cs_insn& insn);
   void direct_jump(uint64_t from, uint64_t to) {
     w_.store_slot(Scratch::Rcx, kSlotSavedRcx);
-    log_direct(from, to);
+    log_direct(from, to, 0);
   }
   btstub::Expected<void> conditional(const cs_insn& insn, uint64_t to);
   void direct_call(uint64_t from, uint64_t to, uint64_t return_address) {
     w_.store_slot(Scratch::Rcx, kSlotSavedRcx);
     w_.movabs(Scratch::Rcx, return_address);
+    fault_point(false, true);
     w_.push_rcx();
-    log_direct(from, to);
+    log_direct(from, to, 8);
   }
   btstub::Expected<void> indirect(const cs_insn& insn, Transfer kind);
   // An unlogged exit to `address` (the block stops before it).
-  void stop_at(uint64_t address) { stubs_.push_back({w_.jmp_rel32(), 0, address, false}); }
+  void stop_at(uint64_t address) { stubs_.push_back({w_.jmp_rel32(), 0, address, false, 0}); }
   btstub::Expected<void> finish();
 
  private:
-  void log_direct(uint64_t from, uint64_t to);
-  void log_indirect(uint64_t from);
+  // `rsp_adjust`: rsp before the branch minus rsp here.
+  void log_direct(uint64_t from, uint64_t to, int32_t rsp_adjust);
+  void log_indirect(uint64_t from, int32_t rsp_adjust);
+  // With rcx at the free record and the record's from/to written:
+  // rsp and rbp as before the branch (rax borrowed).
+  void log_stack(int32_t rsp_adjust) {
+    w_.rsp_into_rax(rsp_adjust);
+    w_.store_rax_at_rcx(16);
+    w_.store_at_rcx(kRbp, 24);
+  }
   btstub::Expected<void> load_target(const cs_insn& insn);
-  void trap(ExitKind kind, uint64_t from, uint64_t target) {
+  void fault_point(bool rax_saved, bool rcx_saved) {
+    out_.fault_points.push_back({static_cast<uint32_t>(w_.offset()), rax_saved, rcx_saved});
+  }
+  void trap(ExitKind kind, uint64_t from, uint64_t target, int32_t rsp_adjust) {
     w_.int3();
-    out_.exits.push_back({kind, static_cast<uint32_t>(w_.offset()), from, target, kind != ExitKind::LogFull, 0, 0});
+    out_.exits.push_back(
+        {kind, static_cast<uint32_t>(w_.offset()), from, target, kind != ExitKind::LogFull, 0, 0, rsp_adjust});
+    w_.nop();  // never run: keeps the trap pc off the next instruction's start
   }
   void restore_scratch() {
     w_.load_slot(Scratch::Rax, kSlotSavedRax);
@@ -233,8 +254,8 @@ btstub::Expected<void> BlockWriter::conditional(const cs_insn& insn, uint64_t to
   return {};
 }
 
-// With rcx saved: appends {from, to} and jumps to the exit for `to`.
-void BlockWriter::log_direct(uint64_t from, uint64_t to) {
+// With rcx saved: appends {from, to, rsp, rbp} and jumps to the exit for `to`.
+void BlockWriter::log_direct(uint64_t from, uint64_t to, int32_t rsp_adjust) {
   w_.load_slot(Scratch::Rcx, kSlotLogCursor);
   const std::size_t full = w_.jrcxz_rel8();
   w_.store_slot(Scratch::Rax, kSlotSavedRax);
@@ -242,33 +263,51 @@ void BlockWriter::log_direct(uint64_t from, uint64_t to) {
   w_.store_rax_at_rcx(0);
   w_.movabs(Scratch::Rax, to);
   w_.store_rax_at_rcx(8);
-  w_.add_to_rcx(16);
+  log_stack(rsp_adjust);
+  w_.add_to_rcx(static_cast<int8_t>(kLogRecordSize));
   w_.store_slot(Scratch::Rcx, kSlotLogCursor);
   restore_scratch();
-  stubs_.push_back({w_.jmp_rel32(), from, to, true});
+  stubs_.push_back({w_.jmp_rel32(), from, to, true, rsp_adjust});
   reached_ = w_.patch_rel8(full, w_.offset()) && reached_;
   w_.store_slot(Scratch::Rax, kSlotSavedRax);
   w_.movabs(Scratch::Rax, to);
   w_.store_slot(Scratch::Rax, kSlotExitTarget);
   restore_scratch();
-  trap(ExitKind::LogFull, from, to);
+  trap(ExitKind::LogFull, from, to, rsp_adjust);
 }
 
 // With rax and rcx saved and the target in rax and in the exit slot:
-// appends {from, target} and exits.
-void BlockWriter::log_indirect(uint64_t from) {
+// appends {from, target, rsp, rbp}, then goes to the target's translation
+// if the indirect-target table holds it, else exits.
+void BlockWriter::log_indirect(uint64_t from, int32_t rsp_adjust) {
   w_.load_slot(Scratch::Rcx, kSlotLogCursor);
   const std::size_t full = w_.jrcxz_rel8();
   w_.store_rax_at_rcx(8);
   w_.movabs(Scratch::Rax, from);
   w_.store_rax_at_rcx(0);
-  w_.add_to_rcx(16);
+  log_stack(rsp_adjust);
+  w_.add_to_rcx(static_cast<int8_t>(kLogRecordSize));
   w_.store_slot(Scratch::Rcx, kSlotLogCursor);
-  restore_scratch();
-  trap(ExitKind::Indirect, from, 0);
+  const std::size_t logged = w_.jmp_rel8();
+  // The log-full exit here, within a rel8 of the check.
   reached_ = w_.patch_rel8(full, w_.offset()) && reached_;
   restore_scratch();
-  trap(ExitKind::LogFull, from, 0);
+  trap(ExitKind::LogFull, from, 0, rsp_adjust);
+  reached_ = w_.patch_rel8(logged, w_.offset()) && reached_;
+  // The target in the table: -original + target == 0 (no flags change).
+  w_.load_slot(Scratch::Rax, kSlotExitTarget);
+  w_.table_index_into_rcx();
+  w_.load_rcx_at_gs_rcx8(kIndirectTable);
+  w_.add_rax_to_rcx();
+  const std::size_t hit = w_.jrcxz_rel8();
+  restore_scratch();
+  trap(ExitKind::Indirect, from, 0, rsp_adjust);
+  reached_ = w_.patch_rel8(hit, w_.offset()) && reached_;
+  w_.table_index_into_rcx();
+  w_.load_rcx_at_gs_rcx8(kIndirectTable + 8);
+  w_.store_slot(Scratch::Rcx, kSlotJumpTarget);
+  restore_scratch();
+  w_.jmp_slot(kSlotJumpTarget);
 }
 
 // mov <the jmp/call's r/m64 operand>, %rax: the same ModRM, SIB and
@@ -313,19 +352,24 @@ btstub::Expected<void> BlockWriter::load_target(const cs_insn& insn) {
 btstub::Expected<void> BlockWriter::indirect(const cs_insn& insn, Transfer kind) {
   w_.store_slot(Scratch::Rcx, kSlotSavedRcx);
   w_.store_slot(Scratch::Rax, kSlotSavedRax);
+  int32_t rsp_adjust = 0;
+  fault_point(true, true);  // reading the return slot or the target
   if (kind == Transfer::Return) {
     const cs_x86& x86 = insn.detail->x86;
     const int64_t extra = x86.op_count == 1 && x86.operands[0].type == X86_OP_IMM ? x86.operands[0].imm : 0;
     w_.pop_into_rax(static_cast<int32_t>(8 + extra));
+    rsp_adjust = -static_cast<int32_t>(8 + extra);
   } else if (auto loaded = load_target(insn); !loaded) {
     return loaded;
   }
   w_.store_slot(Scratch::Rax, kSlotExitTarget);
   if (kind == Transfer::IndirectCall) {
     w_.movabs(Scratch::Rcx, insn.address + insn.size);
+    fault_point(true, true);
     w_.push_rcx();
+    rsp_adjust = 8;
   }
-  log_indirect(insn.address);
+  log_indirect(insn.address, rsp_adjust);
   return {};
 }
 
@@ -337,7 +381,7 @@ btstub::Expected<void> BlockWriter::finish() {
     w_.movabs(Scratch::Rax, stub.target);
     w_.store_slot(Scratch::Rax, kSlotExitTarget);
     w_.load_slot(Scratch::Rax, kSlotSavedRax);
-    trap(ExitKind::Direct, stub.from, stub.target);
+    trap(ExitKind::Direct, stub.from, stub.target, stub.rsp_adjust);
     BlockExit& exit = out_.exits.back();
     exit.logged = stub.logged;
     exit.link_field = static_cast<uint32_t>(stub.field);
@@ -351,7 +395,8 @@ btstub::Expected<void> BlockWriter::finish() {
 
 // Translates instructions into `b` until a transfer ends the block or an
 // instruction it must stop before.
-btstub::Expected<void> translate_into(BlockWriter& b, CapstoneDetail& cs, std::span<const uint8_t> code, Translation& out) {
+btstub::Expected<void> translate_into(BlockWriter& b, CapstoneDetail& cs, std::span<const uint8_t> code,
+                                      const TranslateOptions& options, Translation& out) {
   const uint8_t* cursor = code.data();
   std::size_t remaining = code.size();
   uint64_t pc = out.address;
@@ -363,7 +408,7 @@ btstub::Expected<void> translate_into(BlockWriter& b, CapstoneDetail& cs, std::s
     } else if (remaining == 0 || !cs_disasm_iter(cs.handle, &cursor, &remaining, &pc, cs.insn)) {
       why = "undecodable or truncated code";
     } else {
-      why = barrier(cs.handle, *cs.insn);
+      why = barrier(cs.handle, *cs.insn, options);
     }
     if (!why.empty()) {
       if (out.instructions == 0) return refuse(at, why);
@@ -412,8 +457,23 @@ const BlockExit* Translation::exit_at(uint64_t cache_pc) const {
   return nullptr;
 }
 
+bool Translation::at_entry(uint64_t cache_pc) const {
+  if (cache_pc < cache_address || cache_pc >= cache_address + code.size()) return false;
+  const uint64_t offset = cache_pc - cache_address;
+  auto it = std::lower_bound(pc_map.begin(), pc_map.end(), offset,
+                             [](const PcMapEntry& e, uint64_t o) { return e.offset < o; });
+  return it != pc_map.end() && it->offset == offset;
+}
+
+const FaultPoint* Translation::fault_point_at(uint64_t cache_pc) const {
+  for (const FaultPoint& point : fault_points) {
+    if (cache_address + point.offset == cache_pc) return &point;
+  }
+  return nullptr;
+}
+
 btstub::Expected<Translation> translate_block(uint64_t address, std::span<const uint8_t> code,
-                                              uint64_t cache_address) {
+                                              uint64_t cache_address, const TranslateOptions& options) {
   CapstoneDetail cs;
   if (auto opened = CapstoneDetail::open(cs); !opened) return opened.error();
   Translation out;
@@ -421,7 +481,7 @@ btstub::Expected<Translation> translate_block(uint64_t address, std::span<const 
   out.end = address;
   out.cache_address = cache_address;
   BlockWriter writer(cs.handle, out);
-  if (auto done = translate_into(writer, cs, code, out); !done) return done.error();
+  if (auto done = translate_into(writer, cs, code, options, out); !done) return done.error();
   if (auto done = writer.finish(); !done) return done.error();
   return out;
 }

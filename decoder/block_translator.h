@@ -7,7 +7,8 @@
 //
 // A block is the run of instructions from `address` up to and including the
 // first control transfer (jmp, jcc, jrcxz, loop*, call, ret, jmp/call
-// through a register or memory). System calls stay inside. The block ends
+// through a register or memory). System calls stay inside unless
+// TranslateOptions say otherwise, as do addresses it names. The block ends
 // *before* an instruction the cache cannot run in place (int*, hlt, ud2,
 // far transfers, xbegin, rdtsc/rdtscp/rdrand/rdseed, anything using gs,
 // bytes Capstone cannot decode): a direct exit to that address hands it to
@@ -21,14 +22,21 @@
 // unused, and a block that uses gs is not translated). Slots at the base:
 //   gs:0   saved rax        gs:8   saved rcx
 //   gs:16  log cursor       gs:24  exit target (original address)
-// The log lies just below the base: [base - 16 * capacity, base). The
+//   gs:32  jump target (scratch of the indirect lookup)
+// Above the slots, from gs:kIndirectTable, the indirect-target table:
+// kIndirectTableEntries entries of 16 bytes, indexed by the target's low 16
+// bits: {-original, cache address of its translation}, all zero when
+// empty. The tracer fills it; the translations only read it.
+// The log lies just below the base: [base - 32 * capacity, base). The
 // cursor is the (negative) offset from the base of the next free record,
-// -16 * capacity when the log is empty, 0 when it is full, so the check
+// -32 * capacity when the log is empty, 0 when it is full, so the check
 // is a jrcxz and no instruction that changes EFLAGS is needed.
-// A record (LogRecord) is 16 bytes: the original address of the taken
-// branch, then the original address it went to. A jcc that is not taken
-// logs nothing; a call logs (call, callee) and pushes the ORIGINAL return
-// address; a ret logs (ret, return address).
+// A record (LogRecord) is 32 bytes: the original address of the taken
+// branch, the original address it went to, and rsp and rbp as they were
+// before the branch ran (what the ptrace tracer stores with each branch:
+// decoder::StackSnapshot). A jcc that is not taken logs nothing; a call
+// logs (call, callee) and pushes the ORIGINAL return address; a ret logs
+// (ret, return address).
 //
 // Exits. Every way out of a translation is an int3, reached with every
 // register and flag as the program had them, and with the original target
@@ -38,15 +46,28 @@
 //            instruction the block stopped before). The jump into the stub
 //            can be patched to go straight to another translation
 //            (link_exit); the stub stays for unlinking.
-//   Indirect a ret or jmp/call through a register or memory, logged; the
-//            tracer looks the target up (later: a lookup table in the cache).
+//   Indirect a ret or jmp/call through a register or memory, logged, whose
+//            target the indirect-target table does not hold (where it
+//            does, the translation jumps straight to it): the tracer
+//            translates the target and may enter it in the table.
 //   LogFull  the log had no room: the branch is taken (a call has pushed its
 //            return address) but not logged. The tracer drains the log,
-//            appends {exit.from, exit-target slot}, resets the cursor and
-//            goes on at the target.
+//            appends {exit.from, exit-target slot, rsp + exit.rsp_adjust,
+//            rbp}, resets the cursor and goes on at the target.
+// A byte after each int3 keeps every trap pc apart from every instruction
+// start (a single step that lands on code after an int3 is no exit).
 // Nothing below rsp is touched except by the pushes a call makes anyway.
+//
+// Stops inside the instrumentation. A thread stopped at a pc_map entry's
+// offset stands exactly where the original would at that entry's address
+// (every register, flag and stack slot the program's). Elsewhere in the
+// instrumentation the scratch registers may be borrowed; the only
+// instructions there that can fault (reading a ret's slot or an indirect
+// target, pushing a return address) are listed as FaultPoints with what
+// it takes to stand at the branch again.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -60,16 +81,31 @@ inline constexpr int32_t kSlotSavedRax = 0;
 inline constexpr int32_t kSlotSavedRcx = 8;
 inline constexpr int32_t kSlotLogCursor = 16;
 inline constexpr int32_t kSlotExitTarget = 24;
+inline constexpr int32_t kSlotJumpTarget = 32;
 inline constexpr std::size_t kThreadSlotsSize = 64;  // the rest reserved
+inline constexpr int32_t kIndirectTable = 64;
+inline constexpr std::size_t kIndirectTableEntries = 1 << 16;
+inline constexpr std::size_t kIndirectEntrySize = 16;
+// Bytes of the area from the gs base up (slots and table).
+inline constexpr std::size_t kThreadAreaAboveBase = kIndirectTable + kIndirectTableEntries * kIndirectEntrySize;
+
+// The table entry (its offset from the gs base, and its bytes) that sends
+// indirect transfers to `original` straight to `cache_address`.
+inline uint64_t indirect_entry_offset(uint64_t original) {
+  return kIndirectTable + (original & (kIndirectTableEntries - 1)) * kIndirectEntrySize;
+}
 // Most instructions one block holds; a longer run ends in a direct exit.
 inline constexpr std::size_t kMaxBlockInstructions = 64;
 
 struct LogRecord {
   uint64_t from = 0;  // original address of the branch
   uint64_t to = 0;    // original address it went to
+  uint64_t rsp = 0;   // before the branch ran
+  uint64_t rbp = 0;
   bool operator==(const LogRecord&) const = default;
 };
-static_assert(sizeof(LogRecord) == 16);
+static_assert(sizeof(LogRecord) == 32);
+inline constexpr std::size_t kLogRecordSize = sizeof(LogRecord);
 
 enum class ExitKind { Direct, Indirect, LogFull };
 
@@ -82,6 +118,29 @@ struct BlockExit {
   // Direct only: the jmp rel32 to patch (offset of its rel32) and the stub.
   uint32_t link_field = 0;
   uint32_t stub_offset = 0;
+  // rsp before the branch ran minus rsp at the trap (a call pushed 8, a
+  // ret popped 8 + its immediate), for the record a LogFull exit owes.
+  int32_t rsp_adjust = 0;
+};
+
+// An instruction of the instrumentation that can fault. A thread stopped
+// by a fault there stands at the branch (original_pc of the offset) once
+// the saved scratch registers are put back from their slots; nothing else
+// has changed yet (the faulting instruction did not complete).
+struct FaultPoint {
+  uint32_t offset = 0;
+  bool rax_saved = false;  // rax is in kSlotSavedRax (and borrowed)
+  bool rcx_saved = false;  // rcx is in kSlotSavedRcx (and borrowed)
+};
+
+// What else ends a block before an instruction.
+struct TranslateOptions {
+  // A `syscall` ends the block (a direct exit to it) instead of running
+  // inside: for a tracer that checkpoints at system calls.
+  bool syscalls_exit = false;
+  // Addresses a block must end before (user breakpoints, which the cache
+  // would otherwise run past): called for each instruction's address.
+  std::function<bool(uint64_t)> stop_before;
 };
 
 // From offset `offset` on (to the next entry's), the cache code stands for
@@ -100,12 +159,18 @@ struct Translation {
   std::vector<uint8_t> code;
   std::vector<BlockExit> exits;
   std::vector<PcMapEntry> pc_map;  // by offset, ascending
+  std::vector<FaultPoint> fault_points;  // by offset, ascending
   std::string stopped_before;      // why the block ended before `end`, if so
 
   // The original pc a cache pc stands for (0 when outside the code).
   uint64_t original_pc(uint64_t cache_pc) const;
   // The exit whose trap leaves the pc at `cache_pc`, or nullptr.
   const BlockExit* exit_at(uint64_t cache_pc) const;
+  // Whether `cache_pc` is a pc_map entry's offset: a stop there needs no
+  // repair (see "Stops inside the instrumentation").
+  bool at_entry(uint64_t cache_pc) const;
+  // The fault point at `cache_pc`, or nullptr.
+  const FaultPoint* fault_point_at(uint64_t cache_pc) const;
 };
 
 // Translates the block at `address` (`code` holds the bytes from there; a
@@ -116,7 +181,7 @@ struct Translation {
 // (a relative branch of an unknown kind, an indirect transfer with a
 // 16-bit operand or address-size prefix).
 btstub::Expected<Translation> translate_block(uint64_t address, std::span<const uint8_t> code,
-                                              uint64_t cache_address);
+                                              uint64_t cache_address, const TranslateOptions& options = {});
 
 // Bytes to write into the cache (at `address`), e.g. with the tracer's
 // memory writes.

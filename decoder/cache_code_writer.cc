@@ -35,12 +35,19 @@ void CacheCodeWriter::movabs(unsigned reg, uint64_t value) {
   u64(value);
 }
 
-void CacheCodeWriter::store_rax_at_rcx(int8_t disp) {
+void CacheCodeWriter::store_at_rcx(unsigned reg, int8_t disp) {
+  const uint8_t r = static_cast<uint8_t>((reg & 7) << 3);
   if (disp == 0) {
-    bytes({kGs, kRexW, 0x89, 0x01});
+    bytes({kGs, kRexW, 0x89, static_cast<uint8_t>(0x01 | r)});
   } else {
-    bytes({kGs, kRexW, 0x89, 0x41, static_cast<uint8_t>(disp)});
+    bytes({kGs, kRexW, 0x89, static_cast<uint8_t>(0x41 | r), static_cast<uint8_t>(disp)});
   }
+}
+
+// 48 8d 84 24 disp32: lea disp32(%rsp), %rax (a SIB byte: rsp as base).
+void CacheCodeWriter::rsp_into_rax(int32_t disp) {
+  bytes({kRexW, 0x8d, 0x84, 0x24});
+  u32(static_cast<uint32_t>(disp));
 }
 
 void CacheCodeWriter::add_to_rcx(int8_t disp) { bytes({kRexW, 0x8d, 0x49, static_cast<uint8_t>(disp)}); }
@@ -51,10 +58,25 @@ void CacheCodeWriter::pop_into_rax(int32_t disp) {
   u32(static_cast<uint32_t>(disp));
 }
 
+void CacheCodeWriter::load_rcx_at_gs_rcx8(int32_t disp) {
+  bytes({kGs, kRexW, 0x8b, 0x0c, 0xcd});  // SIB: scale 8, index rcx, no base
+  u32(static_cast<uint32_t>(disp));
+}
+
+void CacheCodeWriter::jmp_slot(int32_t slot) {
+  bytes({kGs, 0xff, 0x24, 0x25});  // jmp r/m64, SIB: absolute disp32
+  u32(static_cast<uint32_t>(slot));
+}
+
 std::size_t CacheCodeWriter::jmp_rel32() {
   bytes({0xe9});
   u32(0);
   return offset() - 4;
+}
+
+std::size_t CacheCodeWriter::jmp_rel8() {
+  bytes({0xeb, 0x00});
+  return offset() - 1;
 }
 
 std::size_t CacheCodeWriter::jrcxz_rel8() {

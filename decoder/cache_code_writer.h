@@ -35,19 +35,34 @@ class CacheCodeWriter {
   // movabs $value, %reg for any general register (0 = rax ... 15 = r15).
   void movabs(unsigned reg, uint64_t value);
   void movabs(Scratch reg, uint64_t value) { movabs(static_cast<unsigned>(reg), value); }
-  // mov %rax, %gs:disp(%rcx): a field of the record the cursor points at.
-  void store_rax_at_rcx(int8_t disp);
+  // mov %reg, %gs:disp(%rcx): a field of the record the cursor points at
+  // (reg: 0 = rax ... 7 = rdi).
+  void store_at_rcx(unsigned reg, int8_t disp);
+  void store_rax_at_rcx(int8_t disp) { store_at_rcx(0, disp); }
+  // lea disp(%rsp), %rax: rsp as it was before the branch moved it.
+  void rsp_into_rax(int32_t disp);
   // lea disp(%rcx), %rcx
   void add_to_rcx(int8_t disp);
   // mov (%rsp), %rax ; lea disp(%rsp), %rsp (the pop of a ret imm16)
   void pop_into_rax(int32_t disp);
   void push_rcx() { bytes({0x51}); }
+  // The indirect-target table lookup's parts (block_translator.h):
+  // movzx %ax, %ecx ; lea (%rcx,%rcx), %rcx: twice the target's low 16 bits
+  void table_index_into_rcx() { bytes({0x0f, 0xb7, 0xc8, 0x48, 0x8d, 0x0c, 0x09}); }
+  // mov %gs:disp(,%rcx,8), %rcx
+  void load_rcx_at_gs_rcx8(int32_t disp);
+  // lea (%rcx,%rax), %rcx
+  void add_rax_to_rcx() { bytes({0x48, 0x8d, 0x0c, 0x01}); }
+  // jmp *%gs:slot
+  void jmp_slot(int32_t slot);
   void int3() { bytes({0xcc}); }
+  void nop() { bytes({0x90}); }
 
   // Branches whose target is a label in this buffer, filled in later with
   // patch_*: each returns the offset of its displacement field.
   std::size_t jmp_rel32();
   std::size_t jrcxz_rel8();
+  std::size_t jmp_rel8();
   // The displacement at `field` (an instruction ending right after it) made
   // to reach `to` (an offset in this buffer, or an absolute address).
   bool patch_rel8(std::size_t field, std::size_t to_offset);

@@ -43,6 +43,10 @@ std::optional<uint64_t> free_page_near(const std::vector<MemoryMapping>& maps, u
     if (first + page_size <= final_page && (last || !maps[i].stack)) {
       consider(first);
       consider(final_page - page_size);
+      // And the gap's page nearest `address` (address itself, when the gap
+      // holds it).
+      const uint64_t aligned = address / page_size * page_size;
+      consider(std::clamp(aligned, first, final_page - page_size));
     }
     if (!last) gap_begin = std::max(gap_begin, maps[i].end);
   }

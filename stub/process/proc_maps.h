@@ -23,7 +23,7 @@ struct MemoryMapping {
 // One entry per well-formed line, in the file's order (ascending).
 std::vector<MemoryMapping> parse_maps(const std::string& text);
 // A page-aligned page no mapping holds, within `reach` bytes of
-// `address` (its whole page), nearest first; not at the bottom of the
+// `address` (its whole page), the nearest (`address`'s own when free); not at the bottom of the
 // address space and not in the gap below the stack, which the stack grows
 // into. nullopt when there is none.
 std::optional<uint64_t> free_page_near(const std::vector<MemoryMapping>& maps, uint64_t address, uint64_t reach,

@@ -127,6 +127,13 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   bool has_trace_breakpoint(uint64_t addr) const { return trace_int3s_.count(addr) != 0; }
   void keep_trace_breakpoints(bool keep) override;
   Expected<std::unique_ptr<ProcessCopy>> fork_copy(pid_t tid) override;  // ptrace_copy_program.cc
+  Expected<uint64_t> map_program_memory(pid_t tid, uint64_t near, uint64_t reach, uint64_t size,
+                                        bool executable) override;  // ptrace_map_program.cc
+  Expected<void> write_tracer_memory(uint64_t addr, const std::vector<uint8_t>& bytes) override {
+    return raw_write(addr, bytes);
+  }
+  std::vector<uint64_t> user_breakpoints() const override;
+  void resend_signal(pid_t tid, int signal) override { requeue_signal(tid, signal); }
   // Every int3 we keep in the program's memory (user breakpoints and the
   // tracer's) with the byte it hides: a forked child inherits them all and
   // must get the original bytes back before it runs untraced.

@@ -82,6 +82,30 @@ class TracedThreadControl {
     (void)addr, (void)bytes;
     return btstub::make_error(btstub::ErrorCode::NotSupported, "Memory is read-only here");
   }
+
+  // ---- the translating tracer (stub/tracing/translating_tracer.h) ----
+  // Maps `size` bytes (a multiple of the page size) of fresh anonymous
+  // memory into the program, readable and writable, executable when
+  // `executable`, by a system call the stopped thread `tid` makes; within
+  // `reach` bytes of `near` unless near is 0. Its address.
+  virtual Expected<uint64_t> map_program_memory(pid_t tid, uint64_t near, uint64_t reach, uint64_t size,
+                                                bool executable) {
+    (void)tid, (void)near, (void)reach, (void)size, (void)executable;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "Cannot map memory into the program here");
+  }
+  // Writes into memory the tracer mapped itself (map_program_memory): the
+  // bytes as given, int3s included, none of them taken for the client's.
+  virtual Expected<void> write_tracer_memory(uint64_t addr, const std::vector<uint8_t>& bytes) {
+    (void)addr, (void)bytes;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "Memory is read-only here");
+  }
+  // The addresses of the client's software breakpoints (Z0).
+  virtual std::vector<uint64_t> user_breakpoints() const { return {}; }
+  // Whether the client has hardware breakpoints or watchpoints (Z1-Z4) in.
+  virtual bool hw_points_in_use() const { return false; }
+  // Queues `signal` for thread `tid` again: it stopped the thread where the
+  // tracer could not let the client see it, and is to come back at once.
+  virtual void resend_signal(pid_t tid, int signal) { (void)tid, (void)signal; }
 };
 
 // One stop of a traced thread as the process layer observed it.

@@ -56,8 +56,9 @@ btstub::Expected<void> parse_trace_option(CommandLine& cl, const std::string& a)
     if (value == "int3") cl.trace_stops = TraceStopChoice::Int3;
     else if (value == "debugreg") cl.trace_stops = TraceStopChoice::DebugRegister;
     else if (value == "step") cl.trace_stops = TraceStopChoice::SingleStep;
+    else if (value == "translate") cl.trace_stops = TraceStopChoice::Translate;
     else return make_error(ErrorCode::InvalidArgument,
-                           "Bad --trace-stops '" + value + "': expected int3, debugreg or step");
+                           "Bad --trace-stops '" + value + "': expected int3, debugreg, step or translate");
   } else if (starts_with(a, "--checkpoint-memory=")) {
     auto size = value == "0" ? btstub::Expected<uint64_t>(uint64_t{0}) : tracing::parse_trace_size(value);
     if (!size) {
@@ -151,12 +152,15 @@ std::string usage_text() {
          "  --trace-full=drop|stop\n"
          "                        When a buffer is full: drop the oldest branches\n"
          "                        (default) or stop the program and report it.\n"
-         "  --trace-stops=int3|debugreg|step\n"
+         "  --trace-stops=int3|debugreg|step|translate\n"
          "                        How the software tracer stops a thread at the end of\n"
          "                        a block: int3s, whose transfers it emulates and looks\n"
          "                        past (default: fewest stops); a debug register (one\n"
          "                        stop per block, where they trap; leaves Z1-Z4 three);\n"
-         "                        or a single step per instruction.\n"
+         "                        or a single step per instruction. translate\n"
+         "                        (experimental): translated code in a cache in PROG\n"
+         "                        logs the branches and stops only at what it cannot\n"
+         "                        run; int3s for the rest (docs/backends.md).\n"
          "  --checkpoint-memory=BYTES\n"
          "                        Memory for the copies of the program that give\n"
          "                        registers and memory in the recorded past (k/m\n"

@@ -23,6 +23,8 @@ enum class TraceStopChoice {
   Int3,           // int3s with emulated transfers and lookahead (default: fewest stops)
   DebugRegister,  // a debug-register execution breakpoint per block
   SingleStep,     // every instruction stepped (slow, for comparison)
+  Translate,      // translated code in a cache in the program logs the branches
+                  // (stub::tracing::TranslatingTracer); int3s where it cannot
 };
 
 // Limits of --trace-size: one BTS record, and a bound that keeps a typo

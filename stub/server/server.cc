@@ -35,6 +35,12 @@ using asio::ip::tcp;
 Server::Server(CommandLine command_line) : command_line_(std::move(command_line)) {}
 
 std::unique_ptr<Process> Server::trace(std::unique_ptr<PtraceProcess> process) {
+  if (translator_) {
+    translator_->forget_process();
+    translator_->set_control(process.get());
+    process->set_trace_hook(translator_.get());
+    translator_->adopt_threads(process->threads());
+  }
   if (tracer_) {
     tracer_->forget_process();
     tracer_->set_control(process.get());
@@ -52,6 +58,7 @@ std::unique_ptr<Process> Server::trace(std::unique_ptr<PtraceProcess> process) {
 
 TraceBackend* Server::trace_backend() const {
   if (hardware_) return hardware_.get();
+  if (translator_) return translator_.get();
   return tracer_.get();
 }
 
@@ -146,6 +153,7 @@ Expected<Process*> Server::attach(pid_t pid) {
 void Server::release_program() {
   if (!process_) return;
   if (tracer_) tracer_->set_control(nullptr);  // the control is the process going away
+  if (translator_) translator_->set_control(nullptr);
   if (hardware_) hardware_->set_control(nullptr);
   if (process_->attached()) {
     if (process_->detach()) std::fprintf(stderr, "Detached from process %d\n", static_cast<int>(process_->pid()));
@@ -164,6 +172,7 @@ Expected<std::unique_ptr<SoftwareTracer>> Server::make_software_tracer() const {
   TraceStops stops = TraceStops::Breakpoint;
   switch (command_line_.trace_stops) {
     case TraceStopChoice::Int3: break;
+    case TraceStopChoice::Translate: break;  // int3s where it falls back
     case TraceStopChoice::DebugRegister:
       if (!PtraceProcess::debug_registers_work()) {
         return btstub::make_error(btstub::ErrorCode::NotSupported,
@@ -223,6 +232,13 @@ int Server::run() {
   }
   if (!tracer) {
     std::fprintf(stderr, "btstub: branch tracing unavailable: %s\n", tracer.error().message.c_str());
+  } else if (command_line_.trace_stops == TraceStopChoice::Translate) {
+    auto translator = tracing::TranslatingTracer::create(std::move(*tracer));
+    if (!translator) {
+      std::fprintf(stderr, "btstub: %s\n", translator.error().message.c_str());
+      return 1;
+    }
+    translator_ = std::move(*translator);
   } else {
     tracer_ = std::move(*tracer);
   }

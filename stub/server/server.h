@@ -12,6 +12,7 @@
 #include "stub/session/session.h"
 #include "stub/server/terminal.h"
 #include "stub/tracing/software_tracer.h"
+#include "stub/tracing/translating_tracer.h"
 
 namespace stub::process {
 class PtraceProcess;
@@ -67,6 +68,9 @@ class Server final : public ProcessFactory {
   // One tracer for the server's life: it serves Qbtrace and --record for
   // every program in turn (forget_process() between them).
   std::unique_ptr<SoftwareTracer> tracer_;
+  // --trace-stops=translate: the translating tracer, which owns the
+  // software tracer it falls back on (tracer_ is then null).
+  std::unique_ptr<tracing::TranslatingTracer> translator_;
   // --backend=perf-bts|intel-bts (resolved by main): used instead of tracer_.
   std::unique_ptr<PerfSeam> perf_seam_;
   std::unique_ptr<PerfBackend> hardware_;

@@ -67,6 +67,7 @@ std::string record_status(Session& s, TraceBackend& backend) {
       out << "\n";
     }
   }
+  out << backend.activity();
   if (const tracing::Checkpoints* checkpoints = backend.checkpoints(); checkpoints && backend.all_enabled()) {
     out << checkpoints->status();
   }

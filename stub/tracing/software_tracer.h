@@ -99,6 +99,25 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // Forgets decoded code (e.g. after the client wrote into code).
   void invalidate_code() { forget_code(); }
 
+  // ---- lending a thread to the translating tracer (software_tracer_lending.cc) ----
+  // The thread stands at an original pc with everything before it in its
+  // trace (a stop the client saw, one of the tracer's own, or one of the
+  // translated code's). Lent, the tracer takes a checkpoint if one is due
+  // there, disarms the thread's trace stops and forgets its plans; the
+  // borrower runs it and stores its branches with store_lent_branch until
+  // take_back. False (nothing changed) when it cannot be lent: not traced,
+  // frozen or full, a step in flight.
+  bool lend_thread(TracedThreadControl& control, pid_t tid);
+  // A branch the lent thread took, with rsp/rbp as before it. False when
+  // the trace is full under the stop policy (stopped_full then says so).
+  bool store_lent_branch(pid_t tid, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack);
+  // Whether a checkpoint is due where the lent thread has got to.
+  bool checkpoint_wanted(pid_t tid) const;
+  // Takes the lent thread back where it stands (an original pc, its trace
+  // complete up to it) and goes on as at one of its own trace stops: the
+  // verdict for the stop it is in.
+  TraceVerdict take_back(TracedThreadControl& control, pid_t tid);
+
   // ---- TraceHook ----
   bool traces(pid_t tid) const override;
   StepKind before_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal) override;

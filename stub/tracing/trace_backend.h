@@ -66,6 +66,9 @@ class TraceBackend {
   // created under enable_all whose trace could not start: nobody was there
   // to be told); empty when nothing failed. `monitor record status` shows it.
   virtual std::string problem() const { return {}; }
+  // How the backend has been getting the branches, for `monitor record
+  // status` (e.g. the translating tracer's exits); empty for none.
+  virtual std::string activity() const { return {}; }
   // Copies of the program to re-execute from (stub/tracing/checkpoints.h),
   // kept while recording; nullptr for a backend without them.
   virtual Checkpoints* checkpoints() const { return nullptr; }

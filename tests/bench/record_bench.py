@@ -13,6 +13,10 @@ Python's perf_counter). Setups:
   btstub-record-debugreg
                  the same with `--trace-stops=debugreg`: a debug register at
                  each block end instead of int3s (where debug registers trap)
+  btstub-record-translate
+                 the same with `--trace-stops=translate`: translated code in
+                 a cache in the program logs the branches, stopping at
+                 untranslated targets and indirect transfers
   full-native    gdb's `record full`, plain native gdb (`run`)
   full-gdbserver gdb's `record full` through gdbserver
 
@@ -53,7 +57,8 @@ STOP = ("python _t1 = time.perf_counter(); print('BENCH_SECONDS %.6f' % "
         "(_t1 - _t0)); print('BENCH_CTX %d' % (_ctx() - _c0))")
 
 
-BTSTUB_SETUPS = ("btrace", "btstub-record", "btstub-record-debugreg")
+BTSTUB_SETUPS = ("btrace", "btstub-record", "btstub-record-debugreg", "btstub-record-translate")
+TRACE_STOPS = {"btstub-record-debugreg": "debugreg", "btstub-record-translate": "translate"}
 
 
 def setup_commands(setup):
@@ -69,7 +74,7 @@ def setup_commands(setup):
         return pre + ["set record btrace bts buffer-size %d" % TRACE_BYTES,
                       "continue", "record btrace bts",
                       "monitor record status"]
-    if setup in ("btstub-record", "btstub-record-debugreg"):
+    if setup in ("btstub-record", "btstub-record-debugreg", "btstub-record-translate"):
         return pre + ["continue", "monitor record status"]
     raise ValueError(setup)
 
@@ -80,8 +85,8 @@ def gdb_argv(setup, prog, rounds, cpu):
         server = [harness.server_path("btstub")]
         if setup != "btrace":
             server += ["--record", "--trace-size=%d" % TRACE_BYTES]
-        if setup == "btstub-record-debugreg":
-            server += ["--trace-stops=debugreg"]
+        if setup in TRACE_STOPS:
+            server += ["--trace-stops=" + TRACE_STOPS[setup]]
     elif setup == "full-gdbserver":
         server = [harness.server_path("gdbserver")]
     argv = ["taskset", "-c", str(cpu)] if cpu is not None else []

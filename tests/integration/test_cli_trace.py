@@ -16,7 +16,7 @@ def check_help(path, c):
     status, out, err = run_command([path, "--help"], 10)
     c.equal("--help exits 0", 0, status, err)
     for option in ("--record", "--backend=auto|software", "--trace-size=BYTES",
-                   "--trace-full=drop|stop", "--trace-stops=int3|debugreg|step"):
+                   "--trace-full=drop|stop", "--trace-stops=int3|debugreg|step|translate"):
         c.contains("--help mentions %s" % option, out, option)
 
 
@@ -26,7 +26,7 @@ def check_bad_values(path, c):
         ("--trace-size=lots", "Bad --trace-size 'lots'"),
         ("--trace-size=8", "at least 24 bytes"),
         ("--trace-full=wrap", "Bad --trace-full 'wrap': expected drop or stop"),
-        ("--trace-stops=dr", "Bad --trace-stops 'dr': expected int3, debugreg or step"),
+        ("--trace-stops=dr", "Bad --trace-stops 'dr': expected int3, debugreg, step or translate"),
     ]
     for option, message in cases:
         status, out, err = run_command([path, "--once", option, "127.0.0.1:0",

@@ -15,6 +15,7 @@
 #include "decoder/instruction_history.h"
 #include "protocol/amd64_registers.h"
 #include "stub/process/ptrace_process.h"
+#include "stub/tracing/translating_tracer.h"
 
 namespace tracing {
 
@@ -80,6 +81,17 @@ class SnapshotControl final : public stub::process::TracedThreadControl {
   Expected<void> write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) override {
     return real_->write_memory(addr, bytes);
   }
+  // The translating tracer's (its cache and logs).
+  Expected<uint64_t> map_program_memory(pid_t tid, uint64_t near, uint64_t reach, uint64_t size,
+                                        bool executable) override {
+    return real_->map_program_memory(tid, near, reach, size, executable);
+  }
+  Expected<void> write_tracer_memory(uint64_t addr, const std::vector<uint8_t>& bytes) override {
+    return real_->write_tracer_memory(addr, bytes);
+  }
+  std::vector<uint64_t> user_breakpoints() const override { return real_->user_breakpoints(); }
+  bool hw_points_in_use() const override { return real_->hw_points_in_use(); }
+  void resend_signal(pid_t tid, int signal) override { real_->resend_signal(tid, signal); }
   const std::map<uint64_t, std::vector<uint8_t>>& pages() const { return pages_; }
 
  private:
@@ -112,8 +124,9 @@ class SnapshotReader final : public decoder::CodeReader {
 // The tracer, seen through the snapshotting control.
 class SnapshotHook final : public stub::process::TraceHook {
  public:
-  SnapshotHook(stub::tracing::SoftwareTracer& tracer, SnapshotControl& snapshot)
-      : tracer_(tracer), snapshot_(snapshot) {}
+  // `tracer`: the software tracer, or the translating tracer over it.
+  SnapshotHook(stub::process::TraceHook& tracer, stub::tracing::TraceBackend& backend, SnapshotControl& snapshot)
+      : tracer_(tracer), backend_(backend), snapshot_(snapshot) {}
   bool traces(pid_t tid) const override { return tracer_.traces(tid); }
   stub::process::StepKind before_resume(stub::process::TracedThreadControl& control, pid_t tid,
                                         stub::process::StepKind requested, int signal) override {
@@ -132,7 +145,7 @@ class SnapshotHook final : public stub::process::TraceHook {
   void on_thread_created(pid_t tid, pid_t parent) override {
     created.push_back(tid);
     tracer_.on_thread_created(tid, parent);
-    if (trace_first_created && created.size() == 1) (void)tracer_.enable(tid);
+    if (trace_first_created && created.size() == 1) (void)backend_.enable(tid);
   }
   std::vector<pid_t> created;        // every thread the program created, in order
   bool trace_first_created = false;  // enable tracing for the first one only
@@ -144,7 +157,8 @@ class SnapshotHook final : public stub::process::TraceHook {
   }
 
  private:
-  stub::tracing::SoftwareTracer& tracer_;
+  stub::process::TraceHook& tracer_;
+  stub::tracing::TraceBackend& backend_;
   SnapshotControl& snapshot_;
 };
 
@@ -286,22 +300,36 @@ bool unusable_here(stub::tracing::TraceStops stops) {
 }
 
 Expected<RunResult> run_software(const stub::process::LaunchOptions& launch, uint64_t last_pc,
-                                 std::optional<stub::tracing::TraceStops> wanted, uint64_t start_offset) {
+                                 std::optional<stub::tracing::TraceStops> wanted, uint64_t start_offset,
+                                 bool translate) {
   // btstub's default (stub/server/server.cc): int3s.
   const auto stops = wanted.value_or(stub::tracing::TraceStops::Breakpoint);
-  auto tracer = stub::tracing::SoftwareTracer::create(
+  auto created = stub::tracing::SoftwareTracer::create(
       stub::tracing::TraceConfig{uint64_t{1} << 26, decoder::OverflowPolicy::Stop},
       /*enable_all=*/start_offset == 0, stops);
-  if (!tracer) return tracer.error();
+  if (!created) return created.error();
+  // The translating tracer owns the software tracer it falls back on.
+  std::unique_ptr<stub::tracing::SoftwareTracer> software = std::move(*created);
+  std::unique_ptr<stub::tracing::TranslatingTracer> translator;
+  if (translate) {
+    auto made = stub::tracing::TranslatingTracer::create(std::move(software));
+    if (!made) return made.error();
+    translator = std::move(*made);
+  }
+  stub::tracing::SoftwareTracer* tracer = translator ? &translator->ptrace_tracer() : software.get();
+  stub::process::TraceHook& traced_by = translator ? static_cast<stub::process::TraceHook&>(*translator) : *tracer;
+  stub::tracing::TraceBackend& backend =
+      translator ? static_cast<stub::tracing::TraceBackend&>(*translator) : *tracer;
   auto process = stub::process::PtraceProcess::launch(launch);
   if (!process) return process.error();
   stub::process::PtraceProcess& p = **process;
+  if (translator) translator->adopt_threads(p.threads());
   SnapshotControl snapshot(p);
-  SnapshotHook hook(**tracer, snapshot);
+  SnapshotHook hook(traced_by, backend, snapshot);
   p.set_trace_hook(&hook);
   const pid_t tid = p.pid();
   if (auto r = run_to_start(p, start_offset); !r) return r.error();
-  if (start_offset != 0) (void)(*tracer)->enable_all();  // traced from its next resume
+  if (start_offset != 0) (void)backend.enable_all();  // traced from its next resume
   RunResult result;
   const auto start = Clock::now();
   int signal = 0;
@@ -320,10 +348,11 @@ Expected<RunResult> run_software(const stub::process::LaunchOptions& launch, uin
   }
   result.seconds = since(start);
   p.set_trace_hook(nullptr);
-  result.tracer_stats = (*tracer)->stats();
+  result.tracer_stats = tracer->stats();
   result.stepping_only = stops == stub::tracing::TraceStops::SingleStep;
   result.trace_stops = stops;
-  const decoder::BlockTrace* trace = (*tracer)->trace(tid);
+  if (translator) result.translated_branches = translator->stats().branches;
+  const decoder::BlockTrace* trace = backend.trace(tid);
   if (trace == nullptr) return make_error(ErrorCode::Internal, "no trace for the main thread");
   if (trace->lost_since(0) || trace->full()) return make_error(ErrorCode::Internal, "trace buffer full");
   result.trace_branches = trace->size();
@@ -413,7 +442,7 @@ Expected<ThreadRuns> run_software_threads(const stub::process::LaunchOptions& la
   if (!process) return process.error();
   stub::process::PtraceProcess& p = **process;
   SnapshotControl snapshot(p);
-  SnapshotHook hook(**tracer, snapshot);
+  SnapshotHook hook(**tracer, **tracer, snapshot);
   hook.trace_first_created = trace_one;
   p.set_trace_hook(&hook);
   ThreadRuns result;

@@ -33,6 +33,7 @@ struct RunResult {
   uint64_t stops = 0;         // ptrace stops that reached us (reference) or the tracer
   stub::tracing::SoftwareTracer::Stats tracer_stats;  // software runs only
   uint64_t trace_branches = 0;               // software runs only
+  uint64_t translated_branches = 0;          // of those, logged by translated code (--stops translate)
   bool stepping_only = false;                // software runs: TraceStops::SingleStep
   stub::tracing::TraceStops trace_stops = stub::tracing::TraceStops::DebugRegister;  // software runs
   uint64_t vdso_begin = 0, vdso_end = 0;     // the [vdso] mapping (reference runs)
@@ -65,7 +66,7 @@ btstub::Expected<RunResult> run_reference(const stub::process::LaunchOptions& la
 // default (debug registers where they trap, else int3 trace stops).
 btstub::Expected<RunResult> run_software(const stub::process::LaunchOptions& launch, uint64_t last_pc,
                                          std::optional<stub::tracing::TraceStops> stops = std::nullopt,
-                                         uint64_t start_offset = 0);
+                                         uint64_t start_offset = 0, bool translate = false);
 
 // A multi-threaded program under SoftwareTracer: each thread's instructions
 // as far as its trace goes (threads run concurrently, so there is no single

@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
   uint64_t max_stops = 20'000'000;
   std::optional<stub::tracing::TraceStops> stops;  // the server's default
   std::string from_section;                // record from the first instruction of this ELF section
+  bool translate = false;                  // the translating tracer over int3 trace stops
   int arg = 1;
   while (arg + 1 < argc && argv[arg][0] == '-') {
     const std::string option = argv[arg];
@@ -121,13 +122,16 @@ int main(int argc, char** argv) {
       from_section = value;
     } else if (option == "--stops" && value == "debugreg") {
       stops = stub::tracing::TraceStops::DebugRegister;
+    } else if (option == "--stops" && value == "translate") {
+      stops = stub::tracing::TraceStops::Breakpoint;
+      translate = true;
     } else if (option != "--stops" || value != "auto") {
       break;
     }
     arg += 2;
   }
   if (arg >= argc || argv[arg][0] == '-') {
-    std::fprintf(stderr, "usage: trace_fidelity [--max-stops N] [--stops auto|breakpoint|step|debugreg] [--from-section NAME] PROGRAM [ARGS...]\n");
+    std::fprintf(stderr, "usage: trace_fidelity [--max-stops N] [--stops auto|breakpoint|step|debugreg|translate] [--from-section NAME] PROGRAM [ARGS...]\n");
     return 2;
   }
   if (stops && tracing::unusable_here(*stops)) return tracing::kSkipped;
@@ -149,7 +153,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "FAIL: reference run: %s\n", reference.error().message.c_str());
     return 1;
   }
-  auto software = tracing::run_software(launch, reference->pcs.back(), stops, start_offset);
+  auto software = tracing::run_software(launch, reference->pcs.back(), stops, start_offset, translate);
   if (!software) {
     std::fprintf(stderr, "FAIL: software run: %s\n", software.error().message.c_str());
     return 1;
@@ -160,6 +164,7 @@ int main(int argc, char** argv) {
   const char* kind = "debug-register breakpoints";
   if (software->trace_stops == stub::tracing::TraceStops::SingleStep) kind = "single steps";
   if (software->trace_stops == stub::tracing::TraceStops::Breakpoint) kind = "int3 breakpoints with emulated transfers";
+  if (translate) kind = "translated code, int3 breakpoints where it falls back (tracer stops: those)";
   std::printf("trace stops:        %s\n", kind);
   std::printf("instructions:       %zu (reference) %zu (software)\n", reference->pcs.size(), software->pcs.size());
   std::printf("taken branches:     %llu\n", static_cast<unsigned long long>(software->trace_branches));
@@ -203,6 +208,16 @@ int main(int argc, char** argv) {
                 stacks.wrong, stacks.unmatched);
     if (stacks.wrong > 0 || stacks.unmatched > 0 || stacks.checked == 0) {
       std::fprintf(stderr, "FAIL: stack snapshots differ from the reference (first: %s)\n", stacks.first_wrong.c_str());
+      ok = false;
+    }
+  }
+  if (translate) {
+    // Not passed with the cache unused: most branches must come from it.
+    std::printf("translated code:    %llu of %llu branches\n",
+                static_cast<unsigned long long>(software->translated_branches),
+                static_cast<unsigned long long>(software->trace_branches));
+    if (software->translated_branches * 2 <= software->trace_branches) {
+      std::fprintf(stderr, "FAIL: translated code logged too few of the branches\n");
       ok = false;
     }
   }

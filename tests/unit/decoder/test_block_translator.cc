@@ -47,16 +47,28 @@ std::span<const uint8_t> code_at(uint64_t a) {
 // The thread's slots at the gs base and its log below.
 class Area {
  public:
-  explicit Area(std::size_t capacity) : capacity_(capacity), words_(2 * capacity + decoder::kThreadSlotsSize / 8) {
+  static constexpr std::size_t kWords = decoder::kLogRecordSize / 8;
+  explicit Area(std::size_t capacity)
+      : capacity_(capacity), words_(kWords * capacity + decoder::kThreadAreaAboveBase / 8) {
     reset();
   }
-  uint64_t base() const { return addr(words_.data() + 2 * capacity_); }
-  uint64_t& slot(int32_t offset) { return words_[2 * capacity_ + offset / 8]; }
-  void reset() { slot(decoder::kSlotLogCursor) = -static_cast<uint64_t>(16 * capacity_); }
+  uint64_t base() const { return addr(words_.data() + kWords * capacity_); }
+  uint64_t& slot(int32_t offset) { return words_[kWords * capacity_ + offset / 8]; }
+  void reset() { slot(decoder::kSlotLogCursor) = -static_cast<uint64_t>(decoder::kLogRecordSize * capacity_); }
+  // Sends indirect transfers to `original` straight to `cache_address`.
+  void enter_indirect(uint64_t original, uint64_t cache_address) {
+    const auto at = static_cast<int32_t>(decoder::indirect_entry_offset(original));
+    slot(at) = -original;
+    slot(at + 8) = cache_address;
+  }
   // Appends the records written since the last drain and empties the log.
   void drain(std::vector<LogRecord>& into) {
-    const std::size_t used = capacity_ - static_cast<std::size_t>(-slot(decoder::kSlotLogCursor)) / 16;
-    for (std::size_t i = 0; i < used; ++i) into.push_back({words_[2 * i], words_[2 * i + 1]});
+    const std::size_t used =
+        capacity_ - static_cast<std::size_t>(-slot(decoder::kSlotLogCursor)) / decoder::kLogRecordSize;
+    for (std::size_t i = 0; i < used; ++i) {
+      const uint64_t* r = &words_[kWords * i];
+      into.push_back({r[0], r[1], r[2], r[3]});
+    }
     reset();
   }
 
@@ -110,6 +122,7 @@ struct Tracer {
   Area area;
   std::map<uint64_t, Translation> blocks;  // by original address
   bool link = true;                        // link direct exits as their targets appear
+  bool table = false;                      // enter indirect targets in the table
   std::vector<LogRecord> log;
   int direct_exits = 0, indirect_exits = 0, full_exits = 0;
   std::string failure;  // what went wrong in the handler
@@ -135,8 +148,8 @@ struct Tracer {
     return nullptr;
   }
 
-  // Where to go on after the exit the trap at `pc` took.
-  uint64_t on_exit(uint64_t pc) {
+  // Where to go on after the exit the trap at `pc` took (rsp, rbp: at the trap).
+  uint64_t on_exit(uint64_t pc, uint64_t rsp, uint64_t rbp) {
     const Translation* t = holding(pc);
     const BlockExit* exit = t != nullptr ? t->exit_at(pc) : nullptr;
     if (exit == nullptr) {
@@ -154,11 +167,12 @@ struct Tracer {
       case ExitKind::LogFull:
         ++full_exits;
         area.drain(log);
-        log.push_back({exit->from, target});
+        log.push_back({exit->from, target, rsp + static_cast<uint64_t>(static_cast<int64_t>(exit->rsp_adjust)), rbp});
         break;
     }
     if (!in_code(target)) return target;
     const uint64_t next = entry(target);
+    if (next != 0 && table && exit->kind != ExitKind::Direct && exit->target == 0) area.enter_indirect(target, next);
     if (next != 0 && link && exit->kind == ExitKind::Direct) {
       auto patch = decoder::link_exit(*t, static_cast<std::size_t>(exit - t->exits.data()), next);
       if (patch) apply(*patch);
@@ -172,7 +186,8 @@ struct Tracer {
 
 void on_trap(int, siginfo_t*, void* context) {
   greg_t* regs = static_cast<ucontext_t*>(context)->uc_mcontext.gregs;
-  const uint64_t next = g_tracer->on_exit(static_cast<uint64_t>(regs[REG_RIP]));
+  const uint64_t next = g_tracer->on_exit(static_cast<uint64_t>(regs[REG_RIP]), static_cast<uint64_t>(regs[REG_RSP]),
+                                          static_cast<uint64_t>(regs[REG_RBP]));
   if (next == 0) siglongjmp(g_tracer->bail, 1);
   regs[REG_RIP] = static_cast<greg_t>(next);
 }
@@ -202,10 +217,12 @@ long Tracer::run(const void* function, long arg) {
   return result;
 }
 
-// The log with returns into the C++ caller as kCaller.
-std::vector<LogRecord> normalized(std::vector<LogRecord> log) {
+// The log with returns into the C++ caller as kCaller; without the stack
+// fields unless `stacks`.
+std::vector<LogRecord> normalized(std::vector<LogRecord> log, bool stacks = false) {
   for (LogRecord& r : log) {
     if (!in_code(r.to)) r.to = kCaller;
+    if (!stacks) r.rsp = r.rbp = 0;
   }
   return log;
 }
@@ -267,8 +284,9 @@ TEST_CASE("jcc logs exactly the taken branches and keeps flags, registers and th
     CHECK((flags & kStatusFlags) == (static_cast<uint64_t>(bttest_flags(rdi)) & kStatusFlags));
     std::vector<LogRecord> expected;
     if (rdi < 5) expected.push_back({addr(bttest_flags_jl), addr(bttest_flags_less)});
-    CHECK(normalized(tracer.log).size() == expected.size() + 1);
-    CHECK(std::equal(expected.begin(), expected.end(), tracer.log.begin()));
+    const std::vector<LogRecord> log = normalized(tracer.log);
+    CHECK(log.size() == expected.size() + 1);
+    CHECK(std::equal(expected.begin(), expected.end(), log.begin()));
   }
 }
 
@@ -294,6 +312,114 @@ TEST_CASE("a call pushes the original return address and ret logs its target", "
   CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_call_site), addr(bttest_callee)},
                                                          {addr(bttest_callee_ret), addr(bttest_call_ret)},
                                                          {addr(bttest_call_ret), kCaller}});
+  // rsp and rbp as before each branch: the callee runs 8 bytes lower, and
+  // returns to where the call left.
+  const std::vector<LogRecord> log = normalized(tracer.log, true);
+  REQUIRE(log.size() == 3);
+  CHECK(log[1].rsp == log[0].rsp - 8);
+  CHECK(log[2].rsp == log[0].rsp);
+  CHECK(log[0].rsp != 0);
+  CHECK(log[0].rbp == log[1].rbp);
+  CHECK(log[1].rbp == log[2].rbp);
+}
+
+TEST_CASE("a log-full exit owes the same record the log would have held", "[block_translator]") {
+  for (long arg : {0L, 1L}) {
+    CAPTURE(arg);
+    Tracer roomy;
+    const long native = roomy.run(reinterpret_cast<const void*>(bttest_indirect), arg);
+    for (std::size_t capacity : {1, 2}) {
+      CAPTURE(capacity);
+      Tracer cramped(capacity);
+      CHECK(cramped.run(reinterpret_cast<const void*>(bttest_indirect), arg) == native);
+      CHECK(cramped.full_exits > 0);
+      CHECK(normalized(cramped.log, true) == normalized(roomy.log, true));
+    }
+  }
+  Tracer roomy;
+  roomy.run(reinterpret_cast<const void*>(bttest_retimm), 6);
+  Tracer cramped(1);
+  cramped.run(reinterpret_cast<const void*>(bttest_retimm), 6);
+  CHECK(cramped.full_exits > 0);
+  CHECK(normalized(cramped.log, true) == normalized(roomy.log, true));
+}
+
+TEST_CASE("stops inside the instrumentation: entries, fault points and trap pcs", "[block_translator]") {
+  const uint64_t near = addr(bttest_end) + 0x1000;
+  auto call = translate_block(addr(bttest_call), code_at(addr(bttest_call)), near);
+  REQUIRE(call);
+  // The push of the return address is the one fault point of a direct call:
+  // rcx is borrowed there, rax not yet.
+  REQUIRE(call->fault_points.size() == 1);
+  CHECK_FALSE(call->fault_points[0].rax_saved);
+  CHECK(call->fault_points[0].rcx_saved);
+  CHECK(call->code[call->fault_points[0].offset] == 0x51);  // push %rcx
+  CHECK(call->original_pc(call->cache_address + call->fault_points[0].offset) == addr(bttest_call_site));
+  CHECK(call->at_entry(call->cache_address));
+  CHECK_FALSE(call->at_entry(call->cache_address + call->fault_points[0].offset));
+  for (const BlockExit& exit : call->exits) {
+    // A trap pc is no instruction start: a step landing there is no exit.
+    CHECK_FALSE(call->at_entry(call->cache_address + exit.trap_offset));
+    CHECK(call->code[exit.trap_offset - 1] == 0xcc);
+  }
+  auto ret = translate_block(addr(bttest_call_ret), code_at(addr(bttest_call_ret)), near);
+  REQUIRE(ret);
+  REQUIRE(ret->fault_points.size() == 1);  // reading the return slot
+  CHECK(ret->fault_points[0].rax_saved);
+  CHECK(ret->fault_points[0].rcx_saved);
+  CHECK(ret->fault_point_at(ret->cache_address + ret->fault_points[0].offset) == &ret->fault_points[0]);
+  CHECK(ret->fault_point_at(ret->cache_address) == nullptr);
+}
+
+TEST_CASE("options end blocks before system calls and named addresses", "[block_translator]") {
+  const uint64_t near = addr(bttest_end) + 0x1000;
+  decoder::TranslateOptions options;
+  options.syscalls_exit = true;
+  auto sys = translate_block(addr(bttest_syscall), code_at(addr(bttest_syscall)), near, options);
+  REQUIRE(sys);
+  CHECK(sys->stopped_before.find("system call") != std::string::npos);
+  REQUIRE(sys->exits.size() == 1);
+  CHECK(sys->exits[0].kind == ExitKind::Direct);
+  const uint64_t syscall_at = sys->exits[0].target;
+  CHECK_FALSE(translate_block(syscall_at, code_at(syscall_at), near, options));
+
+  decoder::TranslateOptions at_ret;
+  at_ret.stop_before = [](uint64_t a) { return a == addr(bttest_callee_ret); };
+  auto callee = translate_block(addr(bttest_callee), code_at(addr(bttest_callee)), near, at_ret);
+  REQUIRE(callee);
+  CHECK(callee->end == addr(bttest_callee_ret));
+  REQUIRE(callee->exits.size() == 1);
+  CHECK(callee->exits[0].target == addr(bttest_callee_ret));
+  CHECK_FALSE(translate_block(addr(bttest_callee_ret), code_at(addr(bttest_callee_ret)), near, at_ret));
+}
+
+TEST_CASE("an indirect target in the table is reached without an exit", "[block_translator]") {
+  for (long arg : {0L, 1L}) {
+    CAPTURE(arg);
+    Tracer plain;
+    const long native = plain.run(reinterpret_cast<const void*>(bttest_indirect), arg);
+    Tracer tabled;
+    tabled.table = true;
+    CHECK(tabled.run(reinterpret_cast<const void*>(bttest_indirect), arg) == native);
+    const int first_exits = tabled.indirect_exits;
+    CHECK(first_exits == plain.indirect_exits);  // an empty table: every one exits
+    tabled.log.clear();
+    CHECK(tabled.run(reinterpret_cast<const void*>(bttest_indirect), arg) == native);
+    // Again, with every target inside the code in the table: only the
+    // return into the C++ caller exits; the log is the same.
+    CHECK(tabled.indirect_exits == first_exits + 1);
+    CHECK(normalized(tabled.log, true) == normalized(plain.log, true));
+  }
+  // A colliding entry (same low 16 bits, other address) is a miss.
+  Tracer collided;
+  collided.table = true;
+  collided.run(reinterpret_cast<const void*>(bttest_call), 1);
+  const int exits = collided.indirect_exits;
+  collided.area.enter_indirect(addr(bttest_call_ret) + (1 << 16), collided.blocks.begin()->second.cache_address);
+  collided.log.clear();
+  CHECK(collided.run(reinterpret_cast<const void*>(bttest_call), 1) == 2);
+  CHECK(collided.indirect_exits == exits + 2);  // the callee's ret and the final one
+  CHECK(normalized(collided.log).size() == 3);
 }
 
 TEST_CASE("ret imm16 pops its bytes", "[block_translator]") {

@@ -42,3 +42,12 @@ TEST_CASE("a free page is the nearest one in reach, never below the stack", "[pr
   auto full = parse_maps("10000-7ffffffff000 r-xp 00000000 08:01 1 /all\n");
   CHECK_FALSE(free_page_near(full, 0x400000, reach, 4096));
 }
+
+TEST_CASE("an address in a gap is its own nearest free page", "[proc_maps]") {
+  auto maps = parse_maps(kMaps);
+  const uint64_t reach = (1ull << 30);
+  // Between the heap and libc: far from both ends of the gap (where the
+  // program's own mappings grow), the page of the address itself.
+  CHECK(free_page_near(maps, 0x7fffb7e11512, reach, 4096) == 0x7fffb7e11000u);
+  CHECK(free_page_near(maps, 0x7fffb7e11512, reach, 1 << 22) == 0x7fffb7c00000u);
+}

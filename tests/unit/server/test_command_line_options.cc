@@ -66,8 +66,11 @@ TEST_CASE("--trace-stops picks int3s by default") {
   REQUIRE(parse_ok({"--trace-stops=step", ":0", "prog"}).trace_stops == stub::server::TraceStopChoice::SingleStep);
   REQUIRE(parse_ok({"--trace-stops=step", "--trace-stops=int3", ":0", "prog"}).trace_stops ==
           stub::server::TraceStopChoice::Int3);
-  REQUIRE(parse_error({"--trace-stops=dr", ":0", "prog"}) == "Bad --trace-stops 'dr': expected int3, debugreg or step");
-  REQUIRE(stub::server::usage_text().find("--trace-stops=int3|debugreg|step") != std::string::npos);
+  REQUIRE(parse_ok({"--trace-stops=translate", ":0", "prog"}).trace_stops ==
+          stub::server::TraceStopChoice::Translate);
+  REQUIRE(parse_error({"--trace-stops=dr", ":0", "prog"}) ==
+          "Bad --trace-stops 'dr': expected int3, debugreg, step or translate");
+  REQUIRE(stub::server::usage_text().find("--trace-stops=int3|debugreg|step|translate") != std::string::npos);
 }
 
 TEST_CASE("bad tracing option values are clear errors") {

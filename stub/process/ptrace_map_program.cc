@@ -1,0 +1,52 @@
+// Memory of btstub's own in the traced program (the translating tracer's
+// code cache and per-thread logs): mapped by an mmap the program's stopped
+// thread makes, as copies get their counting page (ptrace_copy_counting.cc).
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "stub/process/proc_maps.h"
+#include "stub/process/ptrace_internal.h"
+#include "stub/process/ptrace_process.h"
+
+namespace stub::process {
+
+using namespace ptrace_detail;
+using btstub::ErrorCode;
+using btstub::make_error;
+
+Expected<uint64_t> PtraceProcess::map_program_memory(pid_t tid, uint64_t near, uint64_t reach, uint64_t size,
+                                                     bool executable) {
+  uint64_t at = 0;
+  uint64_t flags = MAP_PRIVATE | MAP_ANONYMOUS;
+  if (near != 0) {
+    auto free = free_page_near(read_maps(pid_), near, reach, size);
+    if (!free) return make_error(ErrorCode::NotSupported, "No room for " + hex(size) + " bytes near " + hex(near));
+    at = *free;
+    flags |= MAP_FIXED_NOREPLACE;
+  }
+  const uint64_t prot = PROT_READ | PROT_WRITE | (executable ? PROT_EXEC : 0);
+  auto mapped = inject_syscall(tid, SYS_mmap, {at, size, prot, flags, ~uint64_t{0}, 0});
+  if (!mapped) return mapped.error();
+  // Signals that came meanwhile are the program's: sent again, to be seen
+  // as if they came just after.
+  for (int signal : mapped->signals_met) requeue_signal(tid, signal);
+  if (mapped->result < 0) {
+    return make_error(ErrorCode::Internal, "The program's mmap of " + hex(size) + " bytes failed (errno " +
+                                               std::to_string(-mapped->result) + ")");
+  }
+  const uint64_t got = static_cast<uint64_t>(mapped->result);
+  if (near != 0 && got != at) {  // a kernel that took the address as a hint
+    (void)inject_syscall(tid, SYS_munmap, {got, size});
+    return make_error(ErrorCode::NotSupported, "The program's mmap did not map at " + hex(at));
+  }
+  return got;
+}
+
+std::vector<uint64_t> PtraceProcess::user_breakpoints() const {
+  std::vector<uint64_t> out;
+  out.reserve(breakpoints_.size());
+  for (const auto& [addr, saved] : breakpoints_) out.push_back(addr);
+  return out;
+}
+
+}  // namespace stub::process

@@ -1,0 +1,70 @@
+// SoftwareTracer: lending a thread to the translating tracer
+// (stub/tracing/translating_tracer.h), which runs it in translated code and
+// hands its branches back, and taking it back where the translated code
+// cannot go on. The trace, its checkpoints and its configuration stay here
+// throughout, so everything built on them sees one history.
+#include "stub/tracing/software_tracer.h"
+#include "stub/tracing/software_tracer_internal.h"
+
+namespace stub::tracing {
+
+using namespace tracer_detail;
+
+bool SoftwareTracer::lend_thread(TracedThreadControl& control, pid_t tid) {
+  ThreadState* t = traced_state(tid);
+  if (t == nullptr || !t->enabled || t->frozen || t->stopped_full || t->disarm_pending || t->step || !t->trace) {
+    return false;
+  }
+  auto regs = control.read_general_registers(tid);
+  if (!regs) return false;
+  const uint64_t pc = pc_of(*regs);
+  ensure_origin(*t, pc);
+  // Whatever a plan ran is stored before the thread goes (nothing, when
+  // the plan was made at this very stop: the thread is before its entry).
+  settle_lookahead(control, *t, tid, pc);
+  settle(*t, tid, pc, false);
+  if (t->frozen || t->stopped_full) return false;
+  if (!arm(control, *t, tid, std::nullopt)) return false;
+  // The first point of the history, or one after something re-execution
+  // cannot repeat (a system call, the vDSO): the copy is taken here, where
+  // the thread still stands at an original pc.
+  checkpoint_if_due(control, *t, tid, pc);
+  return true;
+}
+
+bool SoftwareTracer::store_lent_branch(pid_t tid, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack) {
+  ThreadState* t = state(tid);
+  if (t == nullptr || !t->trace || !t->enabled || t->frozen) return false;
+  return store(*t, from, to, stack);
+}
+
+bool SoftwareTracer::checkpoint_wanted(pid_t tid) const {
+  const ThreadState* t = state(tid);
+  if (!checkpoints_ || !all_enabled_ || t == nullptr || !t->trace || t->frozen) return false;
+  if (t->checkpoint_due) return true;
+  auto newest = checkpoints_->newest(tid);
+  return !newest || t->trace->end_sequence() >= newest->sequence + checkpoints_->limits().every_branches;
+}
+
+TraceVerdict SoftwareTracer::take_back(TracedThreadControl& control, pid_t tid) {
+  ThreadState* t = state(tid);
+  if (t == nullptr || !t->enabled) return TraceVerdict::Continue;
+  if (t->stopped_full) return TraceVerdict::Report;
+  if (t->frozen) return TraceVerdict::Continue;  // full and resumed anyway: runs on untraced
+  if (t->trace) t->trace->collect_packed();
+  auto regs = control.read_general_registers(tid);
+  if (!regs) return TraceVerdict::Report;
+  checkpoint_if_due(control, *t, tid, pc_of(*regs));
+  t->in_stop = true;
+  const Next next = continue_from(control, *t, tid);
+  t->in_stop = false;
+  switch (next) {
+    case Next::Continue: return TraceVerdict::Continue;
+    case Next::SingleStep: return TraceVerdict::SingleStep;
+    case Next::Report: return TraceVerdict::Report;
+    case Next::StopBeforeExit: return TraceVerdict::StopHere;
+  }
+  return TraceVerdict::Report;
+}
+
+}  // namespace stub::tracing

@@ -1,0 +1,42 @@
+#pragma once
+// Which of the program's code the translating tracer may copy into its
+// cache: code that can change only through a system call the tracer sees
+// (it runs every system call under the ptrace tracer, and re-reads this
+// after). That is code in a mapping of a named file that is not writable:
+// not anonymous memory (a JIT writes and runs that), not a writable
+// mapping (code written then run), not a memfd or deleted file (often
+// mapped a second time, writable), not the vDSO (the ptrace tracer
+// checkpoints at its returns). Code elsewhere runs under the ptrace tracer.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stub::tracing {
+
+struct CodeRegion {
+  uint64_t begin = 0;  // [begin, end)
+  uint64_t end = 0;
+  bool operator==(const CodeRegion&) const = default;
+};
+
+class TranslatableCode {
+ public:
+  // From the text of /proc/PID/maps.
+  static TranslatableCode parse(const std::string& maps_text);
+  // The program's, read now (empty when its maps cannot be read).
+  static TranslatableCode read(pid_t pid);
+
+  // The region holding `address`, or nullptr.
+  const CodeRegion* region_of(uint64_t address) const;
+  const std::vector<CodeRegion>& regions() const { return regions_; }
+  // The maps lines the regions came from: equal texts, equal code.
+  const std::string& source() const { return source_; }
+
+ private:
+  std::vector<CodeRegion> regions_;  // ascending
+  std::string source_;
+};
+
+}  // namespace stub::tracing

@@ -1,0 +1,117 @@
+// TranslatingTracer: which tracer a stop or a resume belongs to, and the
+// threads' comings and goings (stub/tracing/translating_tracer.h).
+#include "stub/tracing/translating_tracer.h"
+
+#include "protocol/amd64_registers.h"
+
+namespace stub::tracing {
+
+using protocol::Amd64Reg;
+
+Expected<std::unique_ptr<TranslatingTracer>> TranslatingTracer::create(std::unique_ptr<SoftwareTracer> ptrace) {
+  // Only int3 trace stops leave a thread free of debug registers and steps
+  // between stops, which is what a lent thread must be.
+  if (!ptrace || ptrace->trace_stops() != TraceStops::Breakpoint) {
+    return btstub::make_error(btstub::ErrorCode::InvalidArgument,
+                              "the translating tracer needs the ptrace tracer with int3 trace stops");
+  }
+  return std::unique_ptr<TranslatingTracer>(new TranslatingTracer(std::move(ptrace)));
+}
+
+void TranslatingTracer::adopt_threads(const std::vector<pid_t>& tids) {
+  ptrace_->adopt_threads(tids);
+  live_.insert(tids.begin(), tids.end());
+}
+
+void TranslatingTracer::forget_process() {
+  ptrace_->forget_process();
+  cache_.forget();
+  threads_.clear();
+  live_.clear();
+  refused_.clear();
+  breakpoints_.clear();
+  code_.reset();
+  code_stale_ = true;
+}
+
+std::string TranslatingTracer::activity() const {
+  const Stats& s = stats_;
+  return "Translated code: " + std::to_string(s.translations) + " blocks translated, " +
+         std::to_string(s.untranslatable) + " left to int3s; " + std::to_string(s.branches) +
+         " branches logged in the program; exits: " + std::to_string(s.direct_exits) + " direct, " +
+         std::to_string(s.indirect_exits) + " indirect, " + std::to_string(s.full_exits) + " log full; " +
+         std::to_string(s.links) + " links, " + std::to_string(s.entries) + " entries, " +
+         std::to_string(s.flushes) + " flushes, " + std::to_string(s.repairs) + " repaired stops.\n" +
+         (last_refusal_.empty() ? "" : "Last block left to int3s: " + last_refusal_ + "\n");
+}
+
+TranslatingTracer::Thread* TranslatingTracer::thread(pid_t tid) {
+  auto it = threads_.find(tid);
+  return it == threads_.end() ? nullptr : &it->second;
+}
+
+StepKind TranslatingTracer::before_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal) {
+  live_.insert(tid);
+  if (Thread* th = thread(tid); th != nullptr && th->in_cache) {
+    // Kept stopped quietly in the cache (never reported): it goes on there.
+    return StepKind::Continue;
+  }
+  if (requested == StepKind::Continue && signal == 0) {
+    auto regs = control.read_general_registers(tid);
+    if (regs) {
+      const uint64_t pc = regs->get_u64(Amd64Reg::rip);
+      if (may_enter(control, tid, pc) && enter(control, tid, pc)) return StepKind::Continue;
+    }
+  }
+  // The ptrace tracer runs it: system calls may change the code.
+  code_stale_ = true;
+  return ptrace_->before_resume(control, tid, requested, signal);
+}
+
+TraceVerdict TranslatingTracer::on_stop(TracedThreadControl& control, const TracedStop& stop) {
+  if (Thread* th = thread(stop.tid); th != nullptr && th->in_cache) return on_cache_stop(control, *th, stop);
+  const TraceVerdict verdict = ptrace_->on_stop(control, stop);
+  if (verdict != TraceVerdict::Continue) {
+    // A step (the ptrace tracer steps every system call) or a stop the
+    // client sees: the code may have changed by the next entry.
+    code_stale_ = true;
+    return verdict;
+  }
+  // The ptrace tracer lets the thread go on: from here the cache may run it.
+  auto regs = control.read_general_registers(stop.tid);
+  if (!regs) return verdict;
+  const uint64_t pc = regs->get_u64(Amd64Reg::rip);
+  if (may_enter(control, stop.tid, pc) && enter(control, stop.tid, pc)) return TraceVerdict::Continue;
+  return verdict;
+}
+
+void TranslatingTracer::on_held(TracedThreadControl& control, pid_t tid) {
+  // A thread in the cache is never held: it is alone in its program.
+  if (Thread* th = thread(tid); th != nullptr && th->in_cache) return;
+  ptrace_->on_held(control, tid);
+}
+
+void TranslatingTracer::on_thread_created(pid_t tid, pid_t parent) {
+  ptrace_->on_thread_created(tid, parent);
+  live_.insert(tid);
+}
+
+void TranslatingTracer::on_thread_exited(pid_t tid) {
+  ptrace_->on_thread_exited(tid);
+  live_.erase(tid);
+  threads_.erase(tid);
+}
+
+void TranslatingTracer::on_exec(pid_t tid) {
+  ptrace_->on_exec(tid);
+  // A new address space: no cache, no areas, one thread.
+  cache_.forget();
+  refused_.clear();
+  threads_.clear();
+  live_.clear();
+  live_.insert(tid);
+  code_.reset();
+  code_stale_ = true;
+}
+
+}  // namespace stub::tracing

@@ -1,0 +1,194 @@
+#pragma once
+// The translating tracer (issue 28; --trace-stops=translate): a traced
+// thread runs translations of the program's blocks (decoder/
+// block_translator.h) in a code cache btstub maps into the program; they
+// log each taken branch into a per-thread log in the program's memory
+// (addressed through the gs base) and trap to btstub (an int3) only where
+// the cache cannot go on by itself: an untranslated direct target, every
+// indirect transfer whose target is not in the thread's indirect-target
+// table yet (the tracer enters it there), a full log.
+//
+// The ptrace tracer (SoftwareTracer, int3 trace stops) stays the owner of
+// every trace, checkpoint and configuration: this tracer borrows a thread
+// from it (SoftwareTracer::lend_thread), hands it the branches the cache
+// logged (drained at every stop, in order, with rsp/rbp as the ptrace
+// tracer stores them), and gives it back (take_back) for whatever the cache
+// does not run:
+//   - a block whose first instruction is a system call, int3/ud2/hlt,
+//     rdtsc/rdtscp/rdrand/rdseed, a far transfer, xbegin, anything using
+//     gs, or undecodable; a user breakpoint's address (a translation ends
+//     before one and never starts at one);
+//   - code outside non-writable mappings of named files
+//     (stub/tracing/translatable_code.h): the vDSO, anonymous or writable
+//     memory (JITs, code written then run), memfd and deleted files;
+//   - a resume with a signal, a single step, a thread at a user
+//     breakpoint, while any hardware breakpoint or watchpoint is in, while
+//     the program has more than one thread, and a trace that is frozen or
+//     full;
+//   - any translation that fails (e.g. a RIP-relative operand out of reach
+//     of every cache region that could be mapped).
+// The thread comes back into the cache at the first of the ptrace
+// tracer's own stops that lets it go on by a continue.
+//
+// The program never sees the cache: at every stop that reaches anything
+// above the tracer (the client, the session, the ptrace tracer's own
+// logic) the thread is out of it, its pc the original address, its gs base
+// the program's; at a resume it goes back in. A stop inside the
+// instrumentation (a signal between two of its instructions) is repaired
+// first: a fault there is undone (decoder::FaultPoint), anything else is
+// single-stepped to the next clean point, and a signal that came meanwhile
+// is sent again once the thread stands there.
+//
+// Translations are dropped when the client's breakpoints change, and when
+// the translatable code changed (maps re-read after each stint under the
+// ptrace tracer, where every system call runs).
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "decoder/block_translator.h"
+#include "stub/process/trace_hook.h"
+#include "stub/tracing/software_tracer.h"
+#include "stub/tracing/trace_backend.h"
+#include "stub/tracing/translatable_code.h"
+#include "stub/tracing/translation_cache.h"
+
+namespace stub::tracing {
+
+class TranslatingTracer final : public TraceHook, public TraceBackend {
+ public:
+  // Takes the ptrace tracer to borrow threads from (int3 trace stops).
+  static Expected<std::unique_ptr<TranslatingTracer>> create(std::unique_ptr<SoftwareTracer> ptrace);
+
+  SoftwareTracer& ptrace_tracer() { return *ptrace_; }
+  void set_control(TracedThreadControl* control) { ptrace_->set_control(control); }
+  void adopt_threads(const std::vector<pid_t>& tids);
+  void forget_process();
+
+  // Records per thread in the in-program log (32 bytes each), at most: under
+  // whole-program recording with checkpoints the log holds one checkpoint
+  // interval, so that a full log stops the thread where the ptrace tracer
+  // would take its next copy (reverse execution then re-runs no further).
+  static constexpr uint64_t kLogCapacity = 16 * 1024;
+
+  struct Stats {
+    uint64_t entries = 0;        // threads put into the cache (from the ptrace tracer)
+    uint64_t translations = 0;   // blocks translated
+    uint64_t untranslatable = 0; // translations refused (the ptrace tracer ran that code)
+    uint64_t direct_exits = 0;
+    uint64_t indirect_exits = 0;
+    uint64_t full_exits = 0;
+    uint64_t links = 0;          // direct exits patched to jump straight on
+    uint64_t branches = 0;       // drained from logs
+    uint64_t flushes = 0;        // all translations dropped
+    uint64_t repairs = 0;        // stops inside the instrumentation
+  };
+  const Stats& stats() const { return stats_; }
+
+  // ---- TraceHook ----
+  bool traces(pid_t tid) const override { return ptrace_->traces(tid); }
+  StepKind before_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal) override;
+  TraceVerdict on_stop(TracedThreadControl& control, const TracedStop& stop) override;
+  void on_held(TracedThreadControl& control, pid_t tid) override;
+  void on_thread_created(pid_t tid, pid_t parent) override;
+  void on_thread_exited(pid_t tid) override;
+  void on_exec(pid_t tid) override;
+  bool pass_trace_breakpoint(TracedThreadControl& control, pid_t tid) override {
+    return ptrace_->pass_trace_breakpoint(control, tid);
+  }
+  bool uses_debug_register() const override { return ptrace_->uses_debug_register(); }
+  bool uses_breakpoints() const override { return ptrace_->uses_breakpoints(); }
+  bool holds_exit() const override { return ptrace_->holds_exit(); }
+
+  // ---- TraceBackend: the ptrace tracer's traces ----
+  std::string_view name() const override { return ptrace_->name(); }
+  void set_config(const TraceConfig& config) override { ptrace_->set_config(config); }
+  TraceConfig config() const override { return ptrace_->config(); }
+  Expected<void> enable(pid_t tid) override { return ptrace_->enable(tid); }
+  Expected<void> disable(pid_t tid) override { return ptrace_->disable(tid); }
+  bool enabled(pid_t tid) const override { return ptrace_->enabled(tid); }
+  Expected<void> enable_all() override { return ptrace_->enable_all(); }
+  void disable_all() override { ptrace_->disable_all(); }
+  bool all_enabled() const override { return ptrace_->all_enabled(); }
+  const decoder::BlockTrace* trace(pid_t tid) const override { return ptrace_->trace(tid); }
+  Expected<TraceConfig> thread_config(pid_t tid) const override { return ptrace_->thread_config(tid); }
+  bool stopped_full(pid_t tid) const override { return ptrace_->stopped_full(tid); }
+  std::string problem() const override { return ptrace_->problem(); }
+  std::string activity() const override;
+  Checkpoints* checkpoints() const override { return ptrace_->checkpoints(); }
+  Expected<void> set_bound(uint64_t buffer_bytes) override { return ptrace_->set_bound(buffer_bytes); }
+
+ private:
+  struct Thread {
+    bool in_cache = false;
+    uint64_t area_base = 0;      // gs base in the cache (0: no area mapped yet)
+    uint64_t log_capacity = 0;   // records its log holds (<= kLogCapacity)
+    uint64_t program_gs = 0;     // the program's gs base, put back outside
+    std::vector<int> deferred;   // signals that came inside the instrumentation
+    std::set<uint64_t> table_entries;  // offsets of the indirect-table entries filled
+    int repair_steps = 0;        // steps taken towards a clean point
+  };
+  // The per-thread area's slots, as read at a stop.
+  struct Slots {
+    uint64_t saved_rax = 0;
+    uint64_t saved_rcx = 0;
+    int64_t cursor = 0;
+    uint64_t exit_target = 0;
+  };
+
+  explicit TranslatingTracer(std::unique_ptr<SoftwareTracer> ptrace) : ptrace_(std::move(ptrace)) {}
+
+  // translating_tracer_entry.cc: into the cache.
+  bool may_enter(TracedThreadControl& control, pid_t tid, uint64_t pc) const;
+  // Lends the stopped thread (out of the cache, at `pc`) and puts it into
+  // the translation of `pc`; false (the thread untouched and not lent)
+  // where that cannot be done.
+  bool enter(TracedThreadControl& control, pid_t tid, uint64_t pc);
+  // The translation of `pc`, made (and its regions mapped, by `tid`) if
+  // need be; nullptr where the ptrace tracer must run that code.
+  const decoder::Translation* translation_for(TracedThreadControl& control, pid_t tid, uint64_t pc);
+  bool ensure_area(TracedThreadControl& control, pid_t tid, Thread& th);
+  // Drops translations made under other breakpoints or other code.
+  void refresh_code(TracedThreadControl& control, pid_t tid);
+
+  // translating_tracer_exits.cc: stops of a thread in the cache.
+  TraceVerdict on_cache_stop(TracedThreadControl& control, Thread& th, const TracedStop& stop);
+  TraceVerdict at_exit(TracedThreadControl& control, Thread& th, pid_t tid, const TranslationCache::Trap& trap,
+                       protocol::RegisterFile& regs);
+  // Moves the thread out of the cache to `original` (registers as they
+  // are otherwise) and gives it back to the ptrace tracer.
+  TraceVerdict leave(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
+                     const TracedStop* stop);
+  bool read_slots(TracedThreadControl& control, const Thread& th, Slots& out);
+  // Hands the log's records to the ptrace tracer and empties the log.
+  // False when the trace refused more (full under the stop policy).
+  bool drain(TracedThreadControl& control, pid_t tid, const Thread& th, const Slots& slots);
+  bool reset_cursor(TracedThreadControl& control, const Thread& th);
+  // Lets indirect transfers to `original` go straight to `t` from now on.
+  void enter_indirect(TracedThreadControl& control, Thread& th, uint64_t original, const decoder::Translation& t);
+  // Drops every translation, and the table entries that led to them.
+  void flush(TracedThreadControl& control);
+  Thread* thread(pid_t tid);
+  std::size_t live_threads() const { return live_.size(); }
+
+  std::unique_ptr<SoftwareTracer> ptrace_;
+  TranslationCache cache_;
+  std::map<pid_t, Thread> threads_;
+  std::set<pid_t> live_;
+  // Blocks whose translation failed (the ptrace tracer runs them), until
+  // the next flush.
+  std::set<uint64_t> refused_;
+  std::string last_refusal_;  // why the last of them was refused
+  // What the translations were made under.
+  std::vector<uint64_t> breakpoints_;
+  std::optional<TranslatableCode> code_;
+  bool code_stale_ = true;  // re-read the maps before the next entry
+  Stats stats_;
+};
+
+}  // namespace stub::tracing

@@ -1,0 +1,158 @@
+// TranslatingTracer: putting a thread into the code cache, translating the
+// blocks it needs and mapping the memory they live in.
+#include <algorithm>
+
+#include "protocol/amd64_registers.h"
+#include "stub/tracing/translating_tracer.h"
+
+namespace stub::tracing {
+
+using protocol::Amd64Reg;
+
+namespace {
+
+// Enough for the longest block the translator makes (kMaxBlockInstructions
+// instructions of at most 15 bytes).
+constexpr std::size_t kBlockBytes = decoder::kMaxBlockInstructions * 15 + 16;
+constexpr uint64_t kPage = 4096;
+// btstub's mappings keep out of the program's way: the kernel places the
+// program's mmaps top-down under the libraries, and its heap grows up from
+// its executable, so memory taken right beside either would move the
+// program's own mappings (and its history with them). A code cache goes
+// 1 GiB below the code it serves (still within a rel32's reach of it);
+// logs go to a part of the address space programs leave alone.
+constexpr uint64_t kCacheAway = uint64_t{1} << 30;
+constexpr uint64_t kLogsNear = uint64_t{0x100000000000};
+constexpr uint64_t kLogsReach = uint64_t{1} << 40;
+
+std::vector<uint8_t> le64(uint64_t v) {
+  std::vector<uint8_t> out(8);
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
+  return out;
+}
+
+}  // namespace
+
+bool TranslatingTracer::may_enter(TracedThreadControl& control, pid_t tid, uint64_t pc) const {
+  // Threads, hardware breakpoints and watchpoints, and a user breakpoint
+  // under the pc (the process layer steps off it) are the ptrace tracer's.
+  if (live_threads() != 1 || live_.count(tid) == 0) return false;
+  if (control.hw_points_in_use() || control.has_user_breakpoint(pc)) return false;
+  return ptrace_->enabled(tid);
+}
+
+void TranslatingTracer::refresh_code(TracedThreadControl& control, pid_t tid) {
+  std::vector<uint64_t> breakpoints = control.user_breakpoints();
+  std::sort(breakpoints.begin(), breakpoints.end());
+  bool flush = breakpoints != breakpoints_;
+  if (code_stale_ || !code_) {
+    TranslatableCode now = TranslatableCode::read(tid);
+    flush = flush || (code_ && now.source() != code_->source());
+    code_ = std::move(now);
+    code_stale_ = false;
+  }
+  breakpoints_ = std::move(breakpoints);
+  if (flush && (cache_.size() != 0 || !refused_.empty())) this->flush(control);
+}
+
+void TranslatingTracer::flush(TracedThreadControl& control) {
+  // No thread is in the cache (this one is stopped outside it and there
+  // is no other), so nothing runs what is dropped.
+  cache_.clear();
+  refused_.clear();
+  const std::vector<uint8_t> empty(decoder::kIndirectEntrySize, 0);
+  for (auto& [tid, th] : threads_) {
+    for (uint64_t offset : th.table_entries) (void)control.write_tracer_memory(th.area_base + offset, empty);
+    th.table_entries.clear();
+  }
+  ++stats_.flushes;
+}
+
+void TranslatingTracer::enter_indirect(TracedThreadControl& control, Thread& th, uint64_t original,
+                                       const decoder::Translation& t) {
+  const uint64_t offset = decoder::indirect_entry_offset(original);
+  std::vector<uint8_t> entry = le64(-original);
+  const std::vector<uint8_t> to = le64(t.cache_address);
+  entry.insert(entry.end(), to.begin(), to.end());
+  if (control.write_tracer_memory(th.area_base + offset, entry)) th.table_entries.insert(offset);
+}
+
+const decoder::Translation* TranslatingTracer::translation_for(TracedThreadControl& control, pid_t tid,
+                                                               uint64_t pc) {
+  if (const decoder::Translation* t = cache_.find(pc)) return t;
+  if (refused_.count(pc) != 0) return nullptr;
+  auto refuse = [&](std::string why) -> const decoder::Translation* {
+    refused_.insert(pc);
+    ++stats_.untranslatable;
+    last_refusal_ = std::move(why);
+    return nullptr;
+  };
+  const CodeRegion* region = code_ ? code_->region_of(pc) : nullptr;
+  if (region == nullptr) return refuse("code outside the program's unwritable file mappings");
+  auto place = cache_.place_for(pc);
+  if (!place) {
+    const uint64_t aim = pc > 2 * kCacheAway ? pc - kCacheAway : pc + kCacheAway;
+    auto mapped = control.map_program_memory(tid, aim, TranslationCache::kReach - kCacheAway,
+                                             TranslationCache::kRegionSize, true);
+    if (!mapped) return refuse("no code cache near it: " + mapped.error().message);
+    cache_.add_region(*mapped);
+    place = cache_.place_for(pc);
+    if (!place) return refuse("the code cache mapped for it is out of reach");
+  }
+  auto bytes = control.read_memory(pc, std::min<uint64_t>(kBlockBytes, region->end - pc));
+  if (!bytes || bytes->empty()) return refuse("its code cannot be read");
+  decoder::TranslateOptions options;
+  options.syscalls_exit = true;  // the ptrace tracer checkpoints there
+  options.stop_before = [this](uint64_t a) { return std::binary_search(breakpoints_.begin(), breakpoints_.end(), a); };
+  auto translated = decoder::translate_block(pc, *bytes, *place, options);
+  if (!translated) return refuse(translated.error().message);
+  if (translated->code.size() > TranslationCache::kMaxTranslationSize) return refuse("its translation is too long");
+  if (auto written = control.write_tracer_memory(*place, translated->code); !written) {
+    return refuse("the code cache cannot be written: " + written.error().message);
+  }
+  ++stats_.translations;
+  const decoder::Translation* placed = cache_.insert(std::move(*translated));
+  return placed != nullptr ? placed : refuse("the code cache did not take it");
+}
+
+bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid, Thread& th) {
+  if (th.area_base != 0) return true;
+  const uint64_t log_bytes = kLogCapacity * decoder::kLogRecordSize;
+  const uint64_t size = (log_bytes + decoder::kThreadAreaAboveBase + kPage - 1) / kPage * kPage;
+  auto mapped = control.map_program_memory(tid, kLogsNear, kLogsReach, size, false);
+  if (!mapped) return false;
+  th.area_base = *mapped + log_bytes;
+  th.log_capacity = kLogCapacity;
+  if (const Checkpoints* checkpoints = ptrace_->checkpoints(); checkpoints && ptrace_->all_enabled()) {
+    th.log_capacity = std::clamp<uint64_t>(checkpoints->limits().every_branches, 1, kLogCapacity);
+  }
+  return reset_cursor(control, th);
+}
+
+bool TranslatingTracer::reset_cursor(TracedThreadControl& control, const Thread& th) {
+  const uint64_t empty = -(th.log_capacity * decoder::kLogRecordSize);
+  return control.write_tracer_memory(th.area_base + decoder::kSlotLogCursor, le64(empty)).ok();
+}
+
+bool TranslatingTracer::enter(TracedThreadControl& control, pid_t tid, uint64_t pc) {
+  refresh_code(control, tid);
+  Thread& th = threads_[tid];
+  const decoder::Translation* t = translation_for(control, tid, pc);
+  if (t == nullptr || !ensure_area(control, tid, th)) return false;
+  auto regs = control.read_general_registers(tid);
+  if (!regs || !ptrace_->lend_thread(control, tid)) return false;
+  th.program_gs = regs->get_u64(Amd64Reg::gs_base);
+  protocol::RegisterFile in;
+  in.set_u64(Amd64Reg::rip, t->cache_address);
+  in.set_u64(Amd64Reg::gs_base, th.area_base);
+  if (!control.write_registers(tid, in)) {
+    (void)ptrace_->take_back(control, tid);  // re-arms its trace stop
+    return false;
+  }
+  th.in_cache = true;
+  th.repair_steps = 0;
+  ++stats_.entries;
+  return true;
+}
+
+}  // namespace stub::tracing

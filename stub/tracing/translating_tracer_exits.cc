@@ -1,0 +1,192 @@
+// TranslatingTracer: stops of a thread in the code cache. The exits the
+// translations trap to (drain the log, go on in the cache or hand the
+// thread back), and every other stop, which is moved out of the cache
+// before anything else sees it.
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
+#include "protocol/amd64_registers.h"
+#include "stub/tracing/translating_tracer.h"
+
+namespace stub::tracing {
+
+using protocol::Amd64Reg;
+
+namespace {
+
+// Steps towards a clean point: the instrumentation between two clean
+// points is a few dozen instructions, so more means something is wrong.
+constexpr int kMaxRepairSteps = 256;
+
+uint64_t u64_at(const std::vector<uint8_t>& bytes, std::size_t at) {
+  uint64_t v = 0;
+  std::memcpy(&v, bytes.data() + at, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+bool TranslatingTracer::read_slots(TracedThreadControl& control, const Thread& th, Slots& out) {
+  auto bytes = control.read_memory(th.area_base, 32);
+  if (!bytes || bytes->size() < 32) return false;
+  out.saved_rax = u64_at(*bytes, decoder::kSlotSavedRax);
+  out.saved_rcx = u64_at(*bytes, decoder::kSlotSavedRcx);
+  out.cursor = static_cast<int64_t>(u64_at(*bytes, decoder::kSlotLogCursor));
+  out.exit_target = u64_at(*bytes, decoder::kSlotExitTarget);
+  return true;
+}
+
+bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, const Thread& th, const Slots& slots) {
+  const int64_t log_bytes = static_cast<int64_t>(th.log_capacity * decoder::kLogRecordSize);
+  const int64_t used = log_bytes + slots.cursor;
+  if (used < 0 || used > log_bytes || used % static_cast<int64_t>(decoder::kLogRecordSize) != 0) {
+    std::fprintf(stderr, "btstub: translated code left a bad log cursor (%lld); its branches are lost\n",
+                 static_cast<long long>(slots.cursor));
+    (void)reset_cursor(control, th);
+    return false;
+  }
+  bool room = true;
+  if (used > 0) {
+    auto bytes = control.read_memory(th.area_base - static_cast<uint64_t>(log_bytes), static_cast<std::size_t>(used));
+    if (!bytes || bytes->size() != static_cast<std::size_t>(used)) return false;
+    for (std::size_t at = 0; at < bytes->size() && room; at += decoder::kLogRecordSize) {
+      const decoder::StackSnapshot stack{u64_at(*bytes, at + 16), u64_at(*bytes, at + 24)};
+      room = ptrace_->store_lent_branch(tid, u64_at(*bytes, at), u64_at(*bytes, at + 8), stack);
+      stats_.branches += room ? 1 : 0;
+    }
+  }
+  return reset_cursor(control, th) && room;
+}
+
+TraceVerdict TranslatingTracer::leave(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
+                                      const TracedStop* stop) {
+  protocol::RegisterFile out;
+  out.set_u64(Amd64Reg::rip, original);
+  out.set_u64(Amd64Reg::gs_base, th.program_gs);
+  const bool moved = control.write_registers(tid, out).ok();
+  th.in_cache = false;
+  th.repair_steps = 0;
+  // The ptrace tracer runs the system calls: the code may differ when the
+  // thread comes back.
+  code_stale_ = true;
+  for (int signal : th.deferred) control.resend_signal(tid, signal);
+  th.deferred.clear();
+  if (!moved) return TraceVerdict::Report;  // the thread is gone
+  if (stop != nullptr) {
+    // A stop of the program's (a signal): the ptrace tracer judges it
+    // where the original code stands.
+    TracedStop outside = *stop;
+    outside.pc = original;
+    return on_stop(control, outside);
+  }
+  return ptrace_->take_back(control, tid);
+}
+
+TraceVerdict TranslatingTracer::at_exit(TracedThreadControl& control, Thread& th, pid_t tid,
+                                        const TranslationCache::Trap& trap, protocol::RegisterFile& regs) {
+  const decoder::BlockExit& exit = *trap.exit;
+  Slots slots;
+  if (!read_slots(control, th, slots)) return leave(control, th, tid, trap.translation->original_pc(regs.get_u64(Amd64Reg::rip) - 1), nullptr);
+  const uint64_t target = exit.kind == decoder::ExitKind::Direct ? exit.target : slots.exit_target;
+  switch (exit.kind) {
+    case decoder::ExitKind::Direct: ++stats_.direct_exits; break;
+    case decoder::ExitKind::Indirect: ++stats_.indirect_exits; break;
+    case decoder::ExitKind::LogFull: ++stats_.full_exits; break;
+  }
+  // The thread stands at `target` now, the branch into it taken.
+  bool room = drain(control, tid, th, slots);
+  if (room && exit.kind == decoder::ExitKind::LogFull) {
+    const uint64_t rsp = regs.get_u64(Amd64Reg::rsp) + static_cast<uint64_t>(static_cast<int64_t>(exit.rsp_adjust));
+    room = ptrace_->store_lent_branch(tid, exit.from, target, {rsp, regs.get_u64(Amd64Reg::rbp)});
+    stats_.branches += room ? 1 : 0;
+  }
+  // Full (the ptrace tracer reports it), or a repair under way: out here.
+  if (!room || th.repair_steps > 0 || !th.deferred.empty()) return leave(control, th, tid, target, nullptr);
+  const decoder::Translation* next = translation_for(control, tid, target);
+  if (next == nullptr) return leave(control, th, tid, target, nullptr);
+  if (exit.kind == decoder::ExitKind::Direct) {
+    if (auto patch = decoder::link_exit(*trap.translation, trap.exit_index, next->cache_address)) {
+      if (control.write_tracer_memory(patch->address, patch->bytes)) ++stats_.links;
+    }
+  } else if (exit.target == 0) {
+    enter_indirect(control, th, target, *next);  // an indirect transfer's
+  }
+  protocol::RegisterFile out;
+  if (ptrace_->checkpoint_wanted(tid)) {
+    // The copy must stand where the original code does.
+    out.set_u64(Amd64Reg::rip, target);
+    out.set_u64(Amd64Reg::gs_base, th.program_gs);
+    if (control.write_registers(tid, out)) (void)ptrace_->lend_thread(control, tid);
+  }
+  out.set_u64(Amd64Reg::rip, next->cache_address);
+  out.set_u64(Amd64Reg::gs_base, th.area_base);
+  if (!control.write_registers(tid, out)) return TraceVerdict::Report;
+  return TraceVerdict::Continue;
+}
+
+TraceVerdict TranslatingTracer::on_cache_stop(TracedThreadControl& control, Thread& th, const TracedStop& stop) {
+  const pid_t tid = stop.tid;
+  auto regs = control.read_general_registers(tid);
+  if (!regs) {
+    th.in_cache = false;
+    return TraceVerdict::Report;
+  }
+  const uint64_t pc = regs->get_u64(Amd64Reg::rip);
+  if (stop.signal == SIGTRAP) {
+    const TranslationCache::Trap trap = cache_.trap_at(pc);
+    if (trap.translation != nullptr) return at_exit(control, th, tid, trap, *regs);
+  }
+  const decoder::Translation* t = cache_.holding(pc);
+  if (t == nullptr) {
+    // Not in any translation: a bug. Say so, and let the stop be seen.
+    std::fprintf(stderr, "btstub: a thread stopped in the code cache outside every translation (0x%llx)\n",
+                 static_cast<unsigned long long>(pc));
+    th.in_cache = false;
+    return ptrace_->on_stop(control, stop);
+  }
+  const bool repairing = th.repair_steps > 0;
+  const bool our_step = repairing && stop.single_stepped && stop.signal == SIGTRAP;
+  if (!our_step && stop.signal != 0) {
+    // A signal the program got while in the cache.
+    const decoder::FaultPoint* fault = t->fault_point_at(pc);
+    if (fault != nullptr && stop.signal != SIGTRAP && !repairing) {
+      // The fault stopped the branch before it changed anything but the
+      // borrowed registers: put them back, and the thread is at the branch.
+      Slots slots;
+      if (read_slots(control, th, slots)) {
+        protocol::RegisterFile back;
+        if (fault->rax_saved) back.set_u64(Amd64Reg::rax, slots.saved_rax);
+        if (fault->rcx_saved) back.set_u64(Amd64Reg::rcx, slots.saved_rcx);
+        if (control.write_registers(tid, back)) {
+          if (!drain(control, tid, th, slots)) return leave(control, th, tid, t->original_pc(pc), nullptr);
+          return leave(control, th, tid, t->original_pc(pc), &stop);
+        }
+      }
+    }
+    if (t->at_entry(pc) && !repairing) {
+      Slots slots;
+      if (read_slots(control, th, slots) && !drain(control, tid, th, slots)) {
+        return leave(control, th, tid, t->original_pc(pc), nullptr);  // full: reported as such
+      }
+      return leave(control, th, tid, t->original_pc(pc), &stop);
+    }
+    th.deferred.push_back(stop.signal);
+  }
+  if (t->at_entry(pc)) {
+    // A repair done: out, and the signals it held back sent again.
+    Slots slots;
+    if (read_slots(control, th, slots)) (void)drain(control, tid, th, slots);
+    return leave(control, th, tid, t->original_pc(pc), nullptr);
+  }
+  // Inside the instrumentation: step on to a clean point.
+  if (th.repair_steps == 0) ++stats_.repairs;
+  if (++th.repair_steps > kMaxRepairSteps) {
+    std::fprintf(stderr, "btstub: no clean point after %d steps in the code cache (0x%llx)\n", kMaxRepairSteps,
+                 static_cast<unsigned long long>(pc));
+    return leave(control, th, tid, t->original_pc(pc), nullptr);
+  }
+  return TraceVerdict::SingleStep;
+}
+
+}  // namespace stub::tracing

@@ -1,0 +1,47 @@
+// Which mappings the translating tracer copies code from.
+#include <catch2/catch.hpp>
+
+#include "stub/tracing/translatable_code.h"
+
+using stub::tracing::TranslatableCode;
+
+TEST_CASE("only non-writable code of named files is translatable", "[translatable_code]") {
+  const char* maps =
+      "555555554000-555555555000 r--p 00000000 08:01 1234 /usr/bin/prog\n"
+      "555555555000-555555556000 r-xp 00001000 08:01 1234 /usr/bin/prog\n"
+      "555555557000-555555558000 rw-p 00003000 08:01 1234 /usr/bin/prog\n"
+      "7ffff7a00000-7ffff7a10000 rwxp 00000000 00:00 0 \n"
+      "7ffff7b00000-7ffff7b10000 r-xp 00000000 00:00 0 \n"
+      "7ffff7c00000-7ffff7c10000 r-xs 00000000 00:01 77 /memfd:jit (deleted)\n"
+      "7ffff7d00000-7ffff7d10000 r-xp 00000000 08:01 99 /tmp/old.so (deleted)\n"
+      "7ffff7dc0000-7ffff7f50000 r-xp 00028000 08:01 4321 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+      "7ffff7fc1000-7ffff7fc3000 r-xp 00000000 00:00 0 [vdso]\n"
+      "7ffff7fc5000-7ffff7fef000 r-xp 00001000 08:01 555 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\n"
+      "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n";
+  const TranslatableCode code = TranslatableCode::parse(maps);
+  REQUIRE(code.regions().size() == 3);
+  CHECK(code.region_of(0x555555555000) != nullptr);
+  CHECK(code.region_of(0x555555555fff) != nullptr);
+  CHECK(code.region_of(0x555555556000) == nullptr);
+  CHECK(code.region_of(0x555555554fff) == nullptr);  // read-only data
+  CHECK(code.region_of(0x7ffff7a00010) == nullptr);  // anonymous, writable
+  CHECK(code.region_of(0x7ffff7b00010) == nullptr);  // anonymous
+  CHECK(code.region_of(0x7ffff7c00010) == nullptr);  // memfd
+  CHECK(code.region_of(0x7ffff7d00010) == nullptr);  // deleted
+  CHECK(code.region_of(0x7ffff7dc1234) != nullptr);  // libc
+  CHECK(code.region_of(0x7ffff7fc1000) == nullptr);  // vDSO
+  CHECK(code.region_of(0x7ffff7fc6000) != nullptr);  // ld.so
+  CHECK(code.region_of(0xffffffffff600000) == nullptr);
+  CHECK(code.region_of(0x7ffff7dc1234)->end == 0x7ffff7f50000);
+}
+
+TEST_CASE("equal maps give equal sources; a change in translatable code shows", "[translatable_code]") {
+  const std::string base = "555555555000-555555556000 r-xp 00001000 08:01 1234 /usr/bin/prog\n";
+  const std::string heap = "555555560000-555555581000 rw-p 00000000 00:00 0 [heap]\n";
+  CHECK(TranslatableCode::parse(base).source() == TranslatableCode::parse(base + heap).source());
+  const std::string remapped = "555555555000-555555556000 r-xp 00001000 08:01 1235 /usr/bin/other\n";
+  CHECK(TranslatableCode::parse(base).source() != TranslatableCode::parse(remapped).source());
+  const std::string made_writable = "555555555000-555555556000 rwxp 00001000 08:01 1234 /usr/bin/prog\n";
+  CHECK(TranslatableCode::parse(made_writable).regions().empty());
+  CHECK(TranslatableCode::parse("garbage\n\n").regions().empty());
+}
