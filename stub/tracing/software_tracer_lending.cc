@@ -22,7 +22,7 @@ bool SoftwareTracer::lend_thread(TracedThreadControl& control, pid_t tid) {
   // Whatever a plan ran is stored before the thread goes (nothing, when
   // the plan was made at this very stop: the thread is before its entry).
   settle_lookahead(control, *t, tid, pc);
-  settle(*t, tid, pc, false);
+  settle(control, *t, tid, pc, false);
   if (t->frozen || t->stopped_full) return false;
   if (!arm(control, *t, tid, std::nullopt)) return false;
   // The first point of the history, or one after something re-execution
