@@ -14,8 +14,9 @@
                      multiprocess packets off, the threads program to a
                      breakpoint in a worker, `info threads`, `thread`, on
                      to its end: the same transcript as gdbserver's;
---startup-with-shell (the default), --no-startup-with-shell
-                     as gdbserver: the program starts through $SHELL
+--startup-with-shell, --no-startup-with-shell (btstub's default;
+                     gdbserver's is the shell) as gdbserver: the program
+                     starts through $SHELL
                      and gets its arguments unchanged whatever they hold
                      (spaces, $, *, quotes), as when exec'd directly; a
                      program the shell cannot run ends the start-up with
@@ -132,7 +133,8 @@ def check_startup_shell(kind, c):
                        '"%s"' % word.replace('"', '\\"'), result.transcript())
         c.contains("%s: argc" % label, result.of(2 + len(words)), "= %d" % (len(words) + 1),
                    result.transcript())
-    status, _, err = run_command([server_path(kind), "--once", "127.0.0.1:0", "/no/such/program"], 15)
+    status, _, err = run_command([server_path(kind), "--once", "--startup-with-shell", "127.0.0.1:0",
+                                  "/no/such/program"], 15)
     c.true("missing program: non-zero exit", status not in (0, None), "status %r" % status)
     c.contains("missing program: the shell's exit status, in gdbserver's words", err,
                "During startup program exited with code 127.\nExiting")
