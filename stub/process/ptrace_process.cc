@@ -282,7 +282,19 @@ Expected<void> PtraceProcess::finish_launch(int execs_before) {
       mark_gone();
       return ended_during_startup(status);
     }
-    if ((status >> 16) == PTRACE_EVENT_EXEC) --execs_before;
+    if ((status >> 16) == PTRACE_EVENT_EXEC && --execs_before == 0) {
+      // The program stands in its exec event stop, still inside execve: a
+      // step from there traps on the way back to user space having run
+      // nothing, so a client's first stepi would run no instruction
+      // (gdb.btrace/reconnect.exp counts them). That empty step is taken
+      // here; the program then stands where a direct exec leaves it.
+      if (auto r = do_ptrace(PTRACE_SINGLESTEP, pid_, 0, nullptr); !r) return r.error();
+      if (wait_retry(pid_, &status, __WALL) != pid_ || !WIFSTOPPED(status)) {
+        mark_gone();
+        return ended_during_startup(status);
+      }
+      break;
+    }
     deliver = ((status >> 16) == 0 && WSTOPSIG(status) != SIGTRAP) ? WSTOPSIG(status) : 0;
   }
   // Forks are followed only from the program on: a wrapper's children are

@@ -134,7 +134,7 @@ std::string usage_text() {
          "                        attach to any other program.\n"
          "  --startup-with-shell, --no-startup-with-shell\n"
          "                        Start PROG through $SHELL (else /bin/sh) as `exec PROG ARGS`,\n"
-         "                        as gdbserver does by default, or exec it directly (the default).\n"
+         "                        as gdbserver does (the default), or exec it directly.\n"
          "\n"
          "Branch tracing:\n"
          "  --record              Trace the branches of every thread from PROG's first\n"

@@ -53,12 +53,9 @@ struct CommandLine {
   bool once = false;
   bool disable_randomization = true;
   std::vector<std::string> wrapper;
-  // --startup-with-shell: start programs through $SHELL (else /bin/sh), as
-  // gdbserver does by default. Off by default here: the shell's variables
-  // move the program's stack (the past tests compare addresses with gdb's
-  // own runs), and the program's first step from its exec event stop
-  // through a shell runs no instruction (gdb.btrace/reconnect.exp).
-  bool startup_with_shell = false;
+  // Start programs through $SHELL (else /bin/sh), as gdbserver does unless
+  // told --no-startup-with-shell.
+  bool startup_with_shell = true;
   std::set<std::string> disabled_packets;
   bool remote_debug = false;           // log packets on stderr
   bool pin_cpu = true;                 // --no-pin-cpu clears: see stub/server/cpu_affinity.h

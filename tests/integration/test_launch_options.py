@@ -14,9 +14,8 @@
                      multiprocess packets off, the threads program to a
                      breakpoint in a worker, `info threads`, `thread`, on
                      to its end: the same transcript as gdbserver's;
---startup-with-shell, --no-startup-with-shell (btstub's default;
-                     gdbserver's is the shell) as gdbserver: the program
-                     starts through $SHELL
+--startup-with-shell (the default), --no-startup-with-shell
+                     as gdbserver: the program starts through $SHELL
                      and gets its arguments unchanged whatever they hold
                      (spaces, $, *, quotes), as when exec'd directly; a
                      program the shell cannot run ends the start-up with
@@ -132,6 +131,18 @@ def check_startup_shell(kind, c):
             c.contains("%s: argv[%d] arrives unchanged" % (label, i + 1), result.of(2 + i),
                        '"%s"' % word.replace('"', '\\"'), result.transcript())
         c.contains("%s: argc" % label, result.of(2 + len(words)), "= %d" % (len(words) + 1),
+                   result.transcript())
+    if kind == "btstub":
+        # The exec stop the shell leaves is inside execve; a step from
+        # there would run nothing. btstub's first stepi runs the first
+        # instruction, as after a direct exec (gdb.btrace/reconnect.exp).
+        for options in (("--startup-with-shell",), ("--no-startup-with-shell",)):
+            result, _ = run_gdb_tcp(kind, prog, [], ["print/x $pc", "stepi", "print/x $pc", "kill"],
+                                    options=("--once",) + options)
+            before = re.search(r"= (0x[0-9a-f]+)", result.of(0) or "")
+            after = re.search(r"= (0x[0-9a-f]+)", result.of(2) or "")
+            c.true("%s: the first stepi runs an instruction" % options[0],
+                   before is not None and after is not None and before.group(1) != after.group(1),
                    result.transcript())
     status, _, err = run_command([server_path(kind), "--once", "--startup-with-shell", "127.0.0.1:0",
                                   "/no/such/program"], 15)

@@ -93,7 +93,7 @@ def run_side(mode, prog):
         start = ["continue", "record full"]
     else:
         target = "| " + shlex.join(["env", "-i"] + environment_args() +
-                                   [server_path("btstub"), "--record", "--trace-size=16m", "-", prog])
+                                   [server_path("btstub"), "--no-startup-with-shell", "--record", "--trace-size=16m", "-", prog])
         start, status = ["continue"], [STATUS]
     commands, points, live_start = script(start, status)
     result, left = run_commands(prog, target, commands)

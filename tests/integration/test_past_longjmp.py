@@ -162,9 +162,8 @@ def recording_side(mode, prog):
     side, or btstub's own `monitor record start`."""
     if mode == "native":
         return None, native_start() + ["record full"]
-    server = [server_path(mode), "-", prog]
-    if mode == "gdbserver":
-        server[1:1] = ["--no-startup-with-shell"]
+    # No shell on either side: the native run's stack is a direct exec's.
+    server = [server_path(mode), "--no-startup-with-shell", "-", prog]
     target = "| " + shlex.join(["env", "-i"] + environment_args() + server)
     return target, ["continue", "record full" if mode == "gdbserver" else "monitor record start"]
 

@@ -211,7 +211,7 @@ def run_side(mode, prog):
         start = ["continue", "record full"]
     else:
         target = "| " + shlex.join(["env", "-i"] + environment_args() +
-                                   [server_path("btstub"), "--record", "-", prog])
+                                   [server_path("btstub"), "--no-startup-with-shell", "--record", "-", prog])
         start = ["continue"]
     if mode != "truth":
         commands, points = script(start)
