@@ -94,6 +94,25 @@ struct ThreadInfo {
 };
 std::string threads_xml(const std::vector<ThreadInfo>& threads, bool multiprocess);
 
+// ---- LLDB (as lldb-server answers; docs/protocol.md "LLDB") ----
+// "key:value;" for each pair in order: qHostInfo, qProcessInfo,
+// qMemoryRegionInfo, qWatchpointSupportInfo.
+std::string reply_key_values(const std::vector<std::pair<std::string, std::string>>& pairs);
+// An "E.text" error as LLDB reads it once QEnableErrorStrings is on:
+// "E01;" + hex(text). Any other payload comes back unchanged.
+std::string lldb_error_strings(std::string_view payload);
+// x: the bytes binary-escaped; "OK" when there are none (lldb probes the
+// packet with x0,0 and takes an empty reply for "unsupported").
+std::string reply_binary_memory(const std::vector<uint8_t>& bytes);
+// jThreadsInfo: a JSON array, one object per thread, binary-escaped.
+struct ThreadStopSummary {
+  int64_t tid = 0;
+  std::string name;                // omitted when empty
+  std::optional<int> signal;       // gdb number; none for a thread stopped only because others did
+  std::string reason;              // "breakpoint", "watchpoint", "trace", "signal", ...; omitted when empty
+  std::vector<std::pair<unsigned, std::vector<uint8_t>>> registers;  // expedited: regnum -> bytes
+};
+std::string reply_threads_info(const std::vector<ThreadStopSummary>& threads);
 
 // ---- vFile ----
 // "F" + hex result, or "F-1," + hex errno on failure, with ";" + escaped data attached.

@@ -29,4 +29,9 @@ btstub::Expected<Request> parse_btrace_conf(std::string_view payload);  // Qbtra
 btstub::Expected<Request> parse_symbol(std::string_view payload);       // qSymbol:
 btstub::Expected<Request> parse_tls_address(std::string_view payload);  // qGetTLSAddr:
 
+// LLDB's q/Q/j packets (qHostInfo, jThreadsInfo, ...); UnknownPacket for any other name.
+btstub::Expected<Request> parse_lldb_query(std::string_view payload);
+btstub::Expected<Request> parse_binary_read(std::string_view payload);  // x<addr>,<length>
+btstub::Expected<Request> parse_allocation(std::string_view payload);   // _M, _m
+
 }  // namespace protocol::detail

@@ -13,7 +13,9 @@ using detail::bad_packet;
 std::string packet_name(std::string_view payload) {
   if (payload.empty()) return "";
   char first = payload.front();
-  if (first == 'q' || first == 'Q' || first == 'v') {
+  // LLDB's thread stop query has its thread id straight after the name.
+  if (payload.starts_with("qThreadStopInfo")) return "qThreadStopInfo";
+  if (first == 'q' || first == 'Q' || first == 'v' || first == 'j') {
     auto end = payload.find_first_of(":,;?");
     return std::string(payload.substr(0, end));
   }
@@ -122,7 +124,7 @@ Expected<Request> parse_query(std::string_view payload) {
     if (name == "QPassSignals") return Request{SetPassSignals{std::move(*signals)}};
     return Request{SetProgramSignals{std::move(*signals)}};
   }
-  return Request{UnknownPacket{name}};
+  return parse_lldb_query(payload);
 }
 
 Expected<Request> parse_thread_packet(std::string_view payload) {
@@ -180,6 +182,12 @@ Expected<Request> parse_request(std::string_view payload) {
       return detail::parse_restart(payload);
     case '!':
       return detail::parse_extended_mode(payload);
+    case 'j':
+      return detail::parse_lldb_query(payload);
+    case 'x':
+      return detail::parse_binary_read(payload);
+    case '_':
+      return detail::parse_allocation(payload);
     default:
       return Request{UnknownPacket{packet_name(payload)}};
   }

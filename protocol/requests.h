@@ -120,6 +120,23 @@ struct GetTlsAddress {
   uint64_t link_map = 0;
 };
 
+// ---- LLDB's extensions (lldb-server's packets; gdb sends none of them) ----
+struct HostInfoQuery {};                                  // qHostInfo
+struct ProcessInfoQuery {};                               // qProcessInfo
+struct ThreadStopInfoQuery { ThreadId thread; };          // qThreadStopInfo<thread>
+struct ThreadsInfoQuery {};                               // jThreadsInfo
+struct MemoryRegionQuery { uint64_t addr = 0; };          // qMemoryRegionInfo:<addr>
+struct WatchpointCountQuery {};                           // qWatchpointSupportInfo[:]
+struct EnableErrorStrings {};                             // QEnableErrorStrings
+struct SharedLibraryInfoQuery {};                         // qShlibInfoAddr
+struct ReadMemoryBinary { uint64_t addr = 0; uint64_t length = 0; };  // x<addr>,<length>
+// _M<size>,<permissions>: memory for LLDB's expressions ("rw", "rx", ...).
+struct AllocateMemory {
+  uint64_t size = 0;
+  bool read = false, write = false, execute = false;
+};
+struct DeallocateMemory { uint64_t addr = 0; };           // _m<addr>
+
 // A packet we do not implement: the reply is the empty packet.
 struct UnknownPacket { std::string name; };
 
@@ -137,6 +154,9 @@ using Request = std::variant<
     SetNonStop, StopNotificationAck, InterruptRequest,
     BtraceControl, BtraceConfigure,
     SymbolsReady, SymbolAnswer, GetTlsAddress,
+    HostInfoQuery, ProcessInfoQuery, ThreadStopInfoQuery, ThreadsInfoQuery, MemoryRegionQuery,
+    WatchpointCountQuery, EnableErrorStrings, SharedLibraryInfoQuery, ReadMemoryBinary,
+    AllocateMemory, DeallocateMemory,
     UnknownPacket>;
 
 // Parses one packet payload (as returned by RspLink, still escaped).

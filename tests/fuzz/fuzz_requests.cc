@@ -7,7 +7,8 @@
 //  - For every request with a canonical wire form, writing the parsed value
 //    back out and parsing that again gives the same value (checked by
 //    comparing canonical forms: canon(parse(canon(r))) == canon(r)).
-//    vFile:pwrite's binary data and vFile:unlink's hex path included.
+//    vFile:pwrite's binary data and vFile:unlink's hex path included, and
+//    LLDB's qThreadStopInfo, qMemoryRegionInfo, x, _M and _m.
 //  - qRcmd: what gdb is shown (the decoded command as console text, or for a
 //    qRcmd that does not parse its error message, which the session sends
 //    as console text before E01) goes out as O packets within PacketSize
@@ -91,6 +92,14 @@ std::optional<std::string> canon(const Request& r) {
   if (auto* f = std::get_if<FileOpen>(&r))
     return "vFile:open:" + hex_encode(f->path) + "," + hex(static_cast<uint32_t>(f->flags)) + "," +
            hex(static_cast<uint32_t>(f->mode));
+  // LLDB's packets.
+  if (auto* q = std::get_if<ThreadStopInfoQuery>(&r)) return "qThreadStopInfo" + thread(q->thread);
+  if (auto* q = std::get_if<MemoryRegionQuery>(&r)) return "qMemoryRegionInfo:" + hex(q->addr);
+  if (auto* x = std::get_if<ReadMemoryBinary>(&r)) return "x" + hex(x->addr) + "," + hex(x->length);
+  if (auto* m = std::get_if<AllocateMemory>(&r)) {
+    return "_M" + hex(m->size) + "," + (m->read ? "r" : "") + (m->write ? "w" : "") + (m->execute ? "x" : "");
+  }
+  if (auto* m = std::get_if<DeallocateMemory>(&r)) return "_m" + hex(m->addr);
   return std::nullopt;
 }
 
