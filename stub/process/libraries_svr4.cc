@@ -107,19 +107,32 @@ Expected<uint64_t> find_dynamic(Process& process) {
   return *dynamic + *bias;
 }
 
-// DT_DEBUG's value: the address of r_debug, 0 while ld.so has not run.
-Expected<uint64_t> find_r_debug(Process& process, uint64_t dynamic) {
+// The address of DT_DEBUG's value in the dynamic section at `dynamic`.
+Expected<uint64_t> find_debug_slot(Process& process, uint64_t dynamic) {
   for (std::size_t i = 0; i < 10000; ++i) {
     auto entry = read_exact(process, dynamic + i * 16, 16);
     if (!entry) return entry.error();
     auto tag = static_cast<int64_t>(load_u64(entry->data()));
     if (tag == kDtNull) break;
-    if (tag == kDtDebug) return load_u64(entry->data() + 8);
+    if (tag == kDtDebug) return dynamic + i * 16 + 8;
   }
   return make_error(ErrorCode::NotSupported, "The program has no DT_DEBUG entry");
 }
 
+// DT_DEBUG's value: the address of r_debug, 0 while ld.so has not run.
+Expected<uint64_t> find_r_debug(Process& process, uint64_t dynamic) {
+  auto slot = find_debug_slot(process, dynamic);
+  if (!slot) return slot.error();
+  return read_u64(process, *slot);
+}
+
 }  // namespace
+
+Expected<uint64_t> r_debug_slot(Process& process) {
+  auto dynamic = find_dynamic(process);
+  if (!dynamic) return dynamic.error();
+  return find_debug_slot(process, *dynamic);
+}
 
 Expected<std::string> libraries_svr4_xml(Process& process) {
   auto dynamic = find_dynamic(process);

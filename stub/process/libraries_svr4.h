@@ -14,4 +14,8 @@ namespace stub::process {
 // so gdb falls back to its own probing.
 Expected<std::string> libraries_svr4_xml(Process& process);
 
+// Where ld.so stores r_debug's address: DT_DEBUG's value in the program's
+// dynamic section (LLDB's qShlibInfoAddr). An error without one (static).
+Expected<uint64_t> r_debug_slot(Process& process);
+
 }  // namespace stub::process

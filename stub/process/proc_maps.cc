@@ -14,9 +14,15 @@ std::vector<MemoryMapping> parse_maps(const std::string& text) {
   while (std::getline(lines, line)) {
     unsigned long long begin = 0, end = 0;
     char perms[5] = {};
-    if (std::sscanf(line.c_str(), "%llx-%llx %4s", &begin, &end, perms) != 3 || begin >= end) continue;
+    int name_at = 0;
+    // Fields: range perms offset dev inode [name]; the name may hold spaces.
+    if (std::sscanf(line.c_str(), "%llx-%llx %4s %*s %*s %*s %n", &begin, &end, perms, &name_at) != 3 ||
+        begin >= end) {
+      continue;
+    }
+    std::string name = name_at > 0 ? line.substr(static_cast<std::size_t>(name_at)) : std::string();
     out.push_back({begin, end, perms[0] == 'r', perms[1] == 'w', perms[2] == 'x', perms[3] == 's',
-                   line.find("[stack]") != std::string::npos});
+                   line.find("[stack]") != std::string::npos, std::move(name)});
   }
   return out;
 }

@@ -243,6 +243,29 @@ class Process {
   virtual void keep_pending(const ProcessEvent& event, const std::vector<uint8_t>& siginfo) {
     (void)event, (void)siginfo;
   }
+  // LLDB asks each thread's stop (qThreadStopInfo, jThreadsInfo): the
+  // event `tid` keeps for a later resume (it came while the others were
+  // stopped for another thread's), handed over now. It is no longer kept,
+  // and its signal's siginfo is the thread's again: the client, told of
+  // it, resumes the thread knowing (lldb steps it off the breakpoint it
+  // hit, or passes its signal). nullopt when the thread keeps none, or one
+  // only a resume may report (a fork, an exec, the program's end).
+  virtual std::optional<ProcessEvent> take_pending_event(pid_t tid) {
+    (void)tid;
+    return std::nullopt;
+  }
+  // Memory for the client's own use (LLDB's _M, for the code and data of
+  // expressions it evaluates): mapped by a system call the stopped thread
+  // `tid` makes, with `prot` (PROT_* bits). Its address.
+  virtual Expected<uint64_t> allocate_memory(pid_t tid, uint64_t size, int prot) {
+    (void)tid, (void)size, (void)prot;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "Cannot allocate memory in the program here");
+  }
+  // Unmaps what allocate_memory mapped (LLDB's _m).
+  virtual Expected<void> free_memory(pid_t tid, uint64_t addr, uint64_t size) {
+    (void)tid, (void)addr, (void)size;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "Cannot free memory in the program here");
+  }
   // Whether a Z1-Z4 point is inserted: a step could then trip it.
   virtual bool hw_points_in_use() const { return false; }
   // The Z1-Z4 points inserted, as the debug registers hold them.

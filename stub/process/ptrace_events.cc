@@ -785,6 +785,29 @@ bool PtraceProcess::has_pending_event() const {
   return std::any_of(threads_.begin(), threads_.end(), [](const auto& entry) { return entry.second.pending.has_value(); });
 }
 
+std::optional<ProcessEvent> PtraceProcess::take_pending_event(pid_t tid) {
+  auto found = threads_.find(tid);
+  if (found == threads_.end() || !found->second.pending || found->second.running) return std::nullopt;
+  ThreadState& thread = found->second;
+  const ProcessEvent& event = *thread.pending;
+  if (event.kind != ProcessEvent::Kind::Stopped || event.fork_child != 0 || event.vfork_done || event.exec_path ||
+      event.exit_held) {
+    return std::nullopt;
+  }
+  auto pc = read_pc(tid);
+  const bool stale = !pc || pending_is_stale(event, thread.pending_pc, *pc,
+                                             breakpoints_.count(*pc) != 0 || client_int3s_.count(*pc) != 0,
+                                             StepKind::SingleStep);
+  std::optional<ProcessEvent> told = std::move(thread.pending);
+  thread.pending.reset();
+  if (stale) {
+    thread.pending_siginfo.clear();
+    return std::nullopt;
+  }
+  restore_kept_siginfo(tid, thread);
+  return told;
+}
+
 bool PtraceProcess::has_running_threads() const {
   return alive_ && std::any_of(threads_.begin(), threads_.end(), [](const auto& entry) {
            return entry.second.running || entry.second.deferred.has_value();

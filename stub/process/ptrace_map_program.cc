@@ -42,6 +42,32 @@ Expected<uint64_t> PtraceProcess::map_program_memory(pid_t tid, uint64_t near, u
   return got;
 }
 
+Expected<uint64_t> PtraceProcess::allocate_memory(pid_t tid, uint64_t size, int prot) {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  if (size == 0 || size > (uint64_t{1} << 40)) return make_error(ErrorCode::InvalidArgument, "Cannot allocate " + hex(size) + " bytes");
+  auto mapped = inject_syscall(tid, SYS_mmap, {0, size, static_cast<uint64_t>(prot), MAP_PRIVATE | MAP_ANONYMOUS,
+                                               ~uint64_t{0}, 0});
+  if (!mapped) return mapped.error();
+  for (int signal : mapped->signals_met) requeue_signal(tid, signal);
+  if (mapped->result < 0) {
+    return make_error(ErrorCode::InvalidArgument, "The program's mmap of " + hex(size) + " bytes failed (errno " +
+                                                      std::to_string(-mapped->result) + ")");
+  }
+  return static_cast<uint64_t>(mapped->result);
+}
+
+Expected<void> PtraceProcess::free_memory(pid_t tid, uint64_t addr, uint64_t size) {
+  if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
+  auto unmapped = inject_syscall(tid, SYS_munmap, {addr, size});
+  if (!unmapped) return unmapped.error();
+  for (int signal : unmapped->signals_met) requeue_signal(tid, signal);
+  if (unmapped->result < 0) {
+    return make_error(ErrorCode::InvalidArgument, "The program's munmap at " + hex(addr) + " failed (errno " +
+                                                      std::to_string(-unmapped->result) + ")");
+  }
+  return {};
+}
+
 std::vector<uint64_t> PtraceProcess::user_breakpoints() const {
   std::vector<uint64_t> out;
   out.reserve(breakpoints_.size());

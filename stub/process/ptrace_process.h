@@ -109,6 +109,9 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> stop_thread(pid_t tid) override;
   bool thread_running(pid_t tid) const override;
   bool has_pending_event() const override;
+  std::optional<ProcessEvent> take_pending_event(pid_t tid) override;  // ptrace_events.cc
+  Expected<uint64_t> allocate_memory(pid_t tid, uint64_t size, int prot) override;  // ptrace_map_program.cc
+  Expected<void> free_memory(pid_t tid, uint64_t addr, uint64_t size) override;
   bool has_running_threads() const override;
   // WaitOwner: whether `tid` is one of our threads (stub/process/wait_routes.h).
   bool owns_thread(pid_t tid) const override { return alive_ && threads_.count(tid) != 0; }

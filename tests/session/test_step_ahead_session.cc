@@ -85,7 +85,8 @@ class SteppingProcess : public test::FakeProcess {
   std::vector<std::size_t> passed_at_steps;  // how many signals the process passed at each step
   void set_pass_signals(const std::set<int>& signals) override { passed = signals; }
   std::vector<stub::process::MemoryMapping> mappings() const override {
-    return {{0x401000, 0x402000, true, false, true, false}, {0x7ffe0000, 0x7ffe1000, true, true, false, shared_stack}};
+    return {{0x401000, 0x402000, true, false, true, false, false, {}},
+            {0x7ffe0000, 0x7ffe1000, true, true, false, shared_stack, false, {}}};
   }
   bool signal_queued = false;  // sent while stopped, not yet delivered
   btstub::Expected<bool> signal_waiting(pid_t) override {
