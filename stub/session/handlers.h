@@ -13,6 +13,8 @@
 //   handlers_replay.cc    bs, bc, and forward resumes through the recorded past
 //   handlers_thread_db.cc qSymbol, qGetTLSAddr (libthread_db)
 //   handlers_non_stop.cc  QNonStop, vStopped, vCtrlC; `?` and resumes in non-stop mode
+//   handlers_lldb.cc      LLDB's own: qHostInfo, qProcessInfo, qThreadStopInfo,
+//                         jThreadsInfo, qMemoryRegionInfo, x, _M/_m, ...
 #include "protocol/requests.h"
 #include "protocol/rsp_link.h"
 #include "stub/session/session.h"
@@ -118,6 +120,19 @@ Reply non_stop_stop_reasons(Session&);
 // c/s/vCont in non-stop mode: each thread as its action says, the others
 // as they are; OK at once.
 Reply non_stop_resume(Session&, const Resume&);
+
+// handlers_lldb.cc (LLDB's packets)
+Reply handle(Session&, const HostInfoQuery&);
+Reply handle(Session&, const ProcessInfoQuery&);
+Reply handle(Session&, const ThreadStopInfoQuery&);
+Reply handle(Session&, const ThreadsInfoQuery&);
+Reply handle(Session&, const MemoryRegionQuery&);
+Reply handle(Session&, const WatchpointCountQuery&);
+Reply handle(Session&, const EnableErrorStrings&);
+Reply handle(Session&, const SharedLibraryInfoQuery&);
+Reply handle(Session&, const ReadMemoryBinary&);
+Reply handle(Session&, const AllocateMemory&);
+Reply handle(Session&, const DeallocateMemory&);
 
 // Shared reply for "there is no program to act on".
 Reply no_process_reply();

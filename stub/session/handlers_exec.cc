@@ -235,6 +235,8 @@ Reply handle(Session& s, const Kill& req) {
   std::vector<Process*> every = s.inferiors().live();
   for (Process* process : every) (void)process->kill();
   s.mark_process_gone();
+  // LLDB waits for the program's end (lldb-server: "X09").
+  if (s.lldb.client) reply = Reply::now("X09");
   return after_process_gone(s, reply);
 }
 

@@ -1,5 +1,6 @@
 // Session-level queries: capabilities, threads, the last stop.
 #include <algorithm>
+#include <csignal>
 
 #include "protocol/rsp_link.h"
 #include "stub/session/handlers.h"
@@ -93,10 +94,11 @@ Reply handle(Session& s, const QueryStopReason&) {
   if (s.last_stop) return Reply::now(s.stop_reply_payload(*s.last_stop));
   if (!s.has_process()) return Reply::now("W00");
   // Freshly launched or attached: stopped by SIGTRAP (launch) or SIGSTOP (attach),
-  // which gdb expects to see as a plain trap.
+  // which gdb expects to see as a plain trap (gdbserver's T05) and LLDB as
+  // lldb-server reports it (T13, SIGSTOP).
   ProcessEvent event;
   event.tid = s.current_thread();
-  event.signal = 5;  // SIGTRAP
+  event.signal = s.lldb.client ? SIGSTOP : SIGTRAP;
   s.last_stop = s.make_stop_reply(event);
   return Reply::now(s.stop_reply_payload(*s.last_stop));
 }

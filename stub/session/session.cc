@@ -71,12 +71,16 @@ Reply Session::handle_packet(std::string_view payload) {
     return Reply::now(protocol::reply_empty());
   }
   auto request = protocol::parse_request(payload);
+  Reply reply;
   if (!request) {
     // gdb reads a qRcmd's replies as console output and OK/Enn only.
     if (protocol::packet_name(payload) == "qRcmd") return monitor_failure(request.error().message);
-    return Reply::now(protocol::reply_error(request.error()));
+    reply = Reply::now(protocol::reply_error(request.error()));
+  } else {
+    reply = handle(*request);
   }
-  return handle(*request);
+  if (lldb.error_strings && reply.payload) *reply.payload = protocol::lldb_error_strings(*reply.payload);
+  return reply;
 }
 
 void Session::mark_process_gone() {

@@ -261,6 +261,21 @@ class Session {
   // that replays (see handle(GetTlsAddress)).
   bool thread_db_reads_present = false;
 
+  // LLDB (handlers_lldb.cc). `client` turns on at LLDB's first packet of
+  // its own (gdb sends none), so that what only LLDB is owed follows
+  // lldb-server (a reply to `k`) while gdb's sessions stay gdbserver's.
+  // QEnableErrorStrings: "E.text" errors go out as LLDB reads them.
+  // `told_stops`: the stops a thread stop query handed over since the
+  // last resume (a kept event is the client's once told). `allocations`:
+  // _M's mappings and their sizes, for _m.
+  struct LldbState {
+    bool client = false;
+    bool error_strings = false;
+    std::map<pid_t, protocol::StopReply> told_stops;
+    std::map<uint64_t, uint64_t> allocations;
+  };
+  LldbState lldb;
+
   // The step run ahead of the client, if any (run_ahead()); the resume
   // handler answers from it.
   StepAhead step_ahead;
@@ -269,7 +284,10 @@ class Session {
   protocol::ThreadId thread_id(pid_t tid) const;
   Expected<pid_t> resolve_thread(const protocol::ThreadId& id) const;
   pid_t current_thread() const;
-  void mark_running() { running_ = true; }
+  void mark_running() {
+    running_ = true;
+    lldb.told_stops.clear();
+  }
   // Every process is gone (killed, detached, exited).
   void mark_process_gone();
   void drop_checkpoints();

@@ -45,6 +45,8 @@ DIFFERS_FROM_GDBSERVER = {
         "gdbserver overflows the pid (/proc/-171798691); btstub refuses it",
     "qXfer and btrace: qXfer:osdata:read:no-such:0,10":
         "gdbserver answers an empty document; btstub an error",
+    "LLDB: x10,4": "gdbserver has no x packet (the empty reply); btstub reads and fails",
+    "LLDB: xffffffffffffffff,10": "gdbserver has no x packet (the empty reply); btstub reads and fails",
     "registers and memory: M%x,4:00": _LAX,
     "registers and memory: M%x,ffffffffffffffff:00": _DIES,
     "breakpoints: Z0,%x,1" % 0x10: _DIES,
@@ -287,6 +289,32 @@ def query_cases(t):
     ]
 
 
+def lldb_cases(t):
+    """LLDB's own packets (gdbserver: the empty reply to all of them)."""
+    main = t.address("main")
+    return [
+        ("qThreadStopInfo", error_or_empty), ("qThreadStopInfozz", error_or_empty),
+        ("qThreadStopInfo99999999", error_or_empty), ("qThreadStopInfop-3.-7", error_or_empty),
+        ("qThreadStopInfoffffffffffffffffffff", error_or_empty),
+        ("jThreadsInfoxyz", error_or_empty), ("qHostInfo:1", error_or_empty),
+        ("qProcessInfozz", error_or_empty), ("qShlibInfoAddrzz", error_or_empty),
+        ("qMemoryRegionInfo", error_or_empty), ("qMemoryRegionInfo:zz", error_or_empty),
+        ("qMemoryRegionInfo:ffffffffffffffffffff", error_or_empty),
+        # The top of the address space is a gap: any well-formed reply.
+        ("qMemoryRegionInfo:ffffffffffffffff", any_reply),
+        ("qWatchpointSupportInfo:zz", error_or_empty), ("QEnableErrorStringsxyz", error_or_empty),
+        ("x", error_or_empty), ("xzz,4", error_or_empty), ("x%x" % main, error_or_empty),
+        ("x%x,4" % UNMAPPED, is_error), ("xffffffffffffffff,10", is_error),
+        ("x%x,ffffffffffffffff" % main, any_reply),
+        ("x%x,fffffffffffffffffffff" % main, error_or_empty),
+        ("_M", error_or_empty), ("_Mzz,rw", error_or_empty), ("_M0,rw", error_or_empty),
+        ("_M1000,rwq", error_or_empty), ("_M1000,rrw", error_or_empty),
+        ("_Mffffffffffffffff,rwx", error_or_empty), ("_M10000000000000,rw", error_or_empty),
+        ("_m", error_or_empty), ("_mzz", error_or_empty), ("_m%x" % main, error_or_empty),
+        ("_mffffffffffffffffffff", error_or_empty), ("_x1", error_or_empty),
+    ]
+
+
 def xfer_cases(t):
     return [
         ("qXfer:features:read:target.xml:zz,10", error_or_empty),
@@ -409,7 +437,8 @@ def check_families(kind, c):
               ("registers and memory", register_memory_cases),
               ("breakpoints", breakpoint_cases), ("resume", resume_cases),
               ("kill and detach", kill_detach_cases),
-              ("extended", extended_cases), ("vFile", vfile_cases)]
+              ("extended", extended_cases), ("vFile", vfile_cases),
+              ("LLDB", lldb_cases)]
     for group, make_cases in groups:
         t = Target(kind)
         try:
