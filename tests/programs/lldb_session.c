@@ -14,11 +14,11 @@
 #include <stdlib.h>
 
 static volatile int arrived; /* workers that are running */
-volatile int total;          /* hit() adds each worker's id */
+int total;                   /* hit() adds each worker's id */
 int watched;
 
 __attribute__((noinline)) void hit(int id) {
-  total += id; /* MARK: hit_body */
+  __atomic_add_fetch(&total, id, __ATOMIC_SEQ_CST); /* MARK: hit_body */
 }
 
 __attribute__((noinline)) int add(int a, int b) { return a + b; }
