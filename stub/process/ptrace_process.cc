@@ -287,12 +287,21 @@ Expected<void> PtraceProcess::finish_launch(int execs_before) {
       // step from there traps on the way back to user space having run
       // nothing, so a client's first stepi would run no instruction
       // (gdb.btrace/reconnect.exp counts them). That empty step is taken
-      // here; the program then stands where a direct exec leaves it.
-      if (auto r = do_ptrace(PTRACE_SINGLESTEP, pid_, 0, nullptr); !r) return r.error();
-      if (wait_retry(pid_, &status, __WALL) != pid_ || !WIFSTOPPED(status)) {
-        mark_gone();
-        return ended_during_startup(status);
+      // here; the program then stands where a direct exec leaves it. A
+      // signal that comes meanwhile (a Ctrl-C, another process's kill) is
+      // the program's: taken off for the step, sent again after it, so the
+      // first resume reports it.
+      std::vector<int> arrived;
+      for (int attempt = 0; attempt < 64; ++attempt) {
+        if (auto r = do_ptrace(PTRACE_SINGLESTEP, pid_, 0, nullptr); !r) return r.error();
+        if (wait_retry(pid_, &status, __WALL) != pid_ || !WIFSTOPPED(status)) {
+          mark_gone();
+          return ended_during_startup(status);
+        }
+        if ((status >> 16) != 0 || WSTOPSIG(status) == SIGTRAP) break;
+        arrived.push_back(WSTOPSIG(status));
       }
+      for (int signal : arrived) requeue_signal(pid_, signal);
       break;
     }
     deliver = ((status >> 16) == 0 && WSTOPSIG(status) != SIGTRAP) ? WSTOPSIG(status) : 0;
