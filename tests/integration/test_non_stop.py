@@ -17,6 +17,9 @@ gdbserver (the reference) and the server under test:
 
 Normalised outputs must be identical to gdbserver's. Then btstub with
 --record: non-stop mode is refused with its reason (docs/protocol.md).
+A forking program in non-stop mode, with the fork child detached,
+followed, or kept (detach-on-fork off): gdb's transcripts as with
+gdbserver.
 
     python3 test_non_stop.py [--server gdbserver] [-v]
 """
@@ -165,7 +168,28 @@ def record_refused(c):
                "btstub records branches")
 
 
+def check_forks(c, server_kind):
+    """A program that forks and vforks, in non-stop mode, with each way gdb
+    treats a fork child: detached at once (the default), followed
+    (follow-fork-mode child), kept as a second inferior (detach-on-fork
+    off). gdb's transcript must equal gdbserver's."""
+    prog = program("forker")
+    commands = ["break shared_work", "continue", "info inferiors", "info threads", "continue",
+                "info threads", "continue", "info threads", "continue"]
+    for mode in ("set follow-fork-mode parent", "set follow-fork-mode child", "set detach-on-fork off"):
+        outputs = {}
+        for kind in ("gdbserver", server_kind):
+            with Server(kind, [prog]) as server:
+                result = harness.run_gdb(commands, prog, server.address, extra_init=["set non-stop on", mode])
+            outputs[kind] = [re.sub(r"127\.0\.0\.1:\d+", "ADDRESS", line) for line in normalise(result.output)]
+        c.true("fork, non-stop, %s: same as gdbserver" % mode, outputs["gdbserver"] == outputs[server_kind],
+               unified_diff(outputs["gdbserver"], outputs[server_kind], "gdbserver", server_kind))
+        c.true("fork, non-stop, %s: the fork was seen" % mode,
+               any("fork" in line for line in outputs[server_kind]), "\n".join(outputs[server_kind]))
+
+
 def main(args, c):
+    check_forks(c, args.server)
     prog = program("non_stop")
     outputs = {}
     for kind in ("gdbserver", args.server):
