@@ -16,6 +16,9 @@ with AMX), over stdio:
   description: avx, avx512, pkeys as XCR0 has them), and `info registers
   all` names the same registers in the same order, going on past mxcsr to
   ymm (zmm where the CPU has AVX-512: gdb then shows zmm alone).
+LLDB (where installed), which builds ymm from xmm and ymmh itself when the
+description has the avx feature: `register read ymm0 ymm15` and a
+`register write ymm0` through btstub as through lldb-server.
 Under `btstub --record`, back two instructions from the stop (before ymm0
 got its value): ymm0 reads as it was there (dwords 101..108) or
 unavailable, never the present's value; ymm15 likewise.
@@ -23,10 +26,14 @@ unavailable, never the present's value; ymm15 likewise.
     python3 test_vector_registers.py [-v]
 """
 
+import os
 import re
 import shlex
+import shutil
+import subprocess
 
-from harness import normalise, program, run_gdb, run_test, server_path, unified_diff
+from harness import (free_port, kill_session, normalise, program, run_gdb, run_test, server_path,
+                     unified_diff, wait_until)
 
 PAST_YMM0 = "{101, 102, 103, 104, 105, 106, 107, 108}"
 YMM0 = "{1, 2, 3, 4, 5, 6, 7, 8}"
@@ -75,6 +82,57 @@ PAST = [
     "print $ymm15.v8_int32",
     "info registers ymm0",
 ]
+
+
+# ymm0 as loaded with dword 7 made 42, in LLDB's notation.
+LLDB_YMM0_42 = "{" + " ".join("0x%02x 0x00 0x00 0x00" % v for v in (1, 2, 3, 4, 5, 6, 7, 42)) + "}"
+
+
+def listening(port):
+    with open("/proc/net/tcp") as f:
+        return any(fields[1].endswith(":%04X" % port) and fields[3] == "0A"
+                   for fields in (line.split() for line in f) if len(fields) > 3)
+
+
+def lldb_session(server_argv, prog):
+    """lldb --batch against a server listening on a fresh port: ymm0 and
+    ymm15 at avx_loaded, a write of ymm0, and the run to the end. The
+    lines from the register reads on, as LLDB printed them."""
+    port = free_port()
+    server = subprocess.Popen(server_argv + ["127.0.0.1:%d" % port, prog], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        # Not by connecting: btstub --once would take that for its client.
+        if not wait_until(lambda: listening(port), 20.0):
+            return ["server not listening on port %d" % port]
+        argv = ["lldb", "--batch", "-o", "gdb-remote 127.0.0.1:%d" % port,
+                # -K false: at the label itself, not at the next line (past vzeroupper).
+                "-o", "breakpoint set -K false -s %s -n avx_loaded" % os.path.basename(prog),
+                "-o", "process continue", "-o", "register read ymm0 ymm15",
+                "-o", "register write ymm0 '%s'" % LLDB_YMM0_42, "-o", "register read ymm0",
+                "-o", "process continue", prog]
+        out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, timeout=120).stdout.decode("utf-8", "replace")
+    finally:
+        kill_session(server.pid)
+        server.wait()
+    lines = out.splitlines()
+    start = next((i for i, l in enumerate(lines) if l.startswith("(lldb) register read")), len(lines))
+    # Pids differ; the program's own output line may come before or after.
+    return [re.sub(r"Process \d+", "Process PID", l) for l in lines[start:] if not l.startswith("ymm0 dword")]
+
+
+def check_lldb(c, prog):
+    if shutil.which("lldb") is None or shutil.which("lldb-server") is None:
+        c.skip("LLDB register read/write of ymm0", "no lldb or lldb-server installed")
+        return
+    got = lldb_session([server_path("btstub"), "--once"], prog)
+    ref = lldb_session(["lldb-server", "gdbserver"], prog)
+    text = "\n".join(got)
+    c.contains("LLDB: register read ymm0 shows all eight dwords", text,
+               "ymm0 = {" + " ".join("0x%02x 0x00 0x00 0x00" % v for v in range(1, 9)) + "}")
+    c.contains("LLDB: the written ymm0 reaches the program (exit status 42)", text, "exited with status = 42")
+    c.true("LLDB: the same transcript as lldb-server's", got == ref, unified_diff(ref, got, "lldb-server", "btstub"))
 
 
 def cpu_flags():
@@ -157,6 +215,7 @@ def main(args, c):
 
     if args.server != "btstub":
         return
+    check_lldb(c, prog)
     past = session([server_path("btstub"), "--record"], prog, PAST)
     c.value("--record: ymm0 in the present", past.of_command("print $ymm0.v8_int32"), YMM0)
     c.value("--record: back before ymm0's load", past.of_command("print $pc == (char *) avx_first + 1"), "1")
