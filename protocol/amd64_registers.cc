@@ -46,6 +46,10 @@ constexpr std::array<RegisterInfo, kAmd64RegisterCount> kAmd64Registers = {{
     ymmh("ymm0h"), ymmh("ymm1h"), ymmh("ymm2h"), ymmh("ymm3h"), ymmh("ymm4h"), ymmh("ymm5h"),
     ymmh("ymm6h"), ymmh("ymm7h"), ymmh("ymm8h"), ymmh("ymm9h"), ymmh("ymm10h"), ymmh("ymm11h"),
     ymmh("ymm12h"), ymmh("ymm13h"), ymmh("ymm14h"), ymmh("ymm15h"),
+    // mpx: bound registers and their configuration and status.
+    {"bnd0raw", 128, "br128", "mpx"}, {"bnd1raw", 128, "br128", "mpx"},
+    {"bnd2raw", 128, "br128", "mpx"}, {"bnd3raw", 128, "br128", "mpx"},
+    {"bndcfgu", 64, "cfgu", "mpx"}, {"bndstatus", 64, "status", "mpx"},
     // avx512: xmm16..31, the upper halves of ymm16..31, k0..7, the upper
     // halves of zmm0..31 (gdb's order in 64bit-avx512.xml).
     xmm512("xmm16"), xmm512("xmm17"), xmm512("xmm18"), xmm512("xmm19"), xmm512("xmm20"),
@@ -76,6 +80,7 @@ bool has_register(const Amd64Features& features, unsigned regnum) {
   if (regnum >= kAmd64RegisterCount) return false;
   std::string_view feature = kAmd64Registers[regnum].feature;
   if (feature == "avx") return features.avx;
+  if (feature == "mpx") return features.mpx;
   if (feature == "avx512") return features.avx512;
   if (feature == "pkeys") return features.pkeys;
   return true;

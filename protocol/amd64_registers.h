@@ -1,7 +1,7 @@
 #pragma once
 // The registers btstub knows for x86-64 Linux: one table of every register
 // any CPU may have, in the order of gdb's amd64 features (core, sse, linux,
-// segments, avx, avx512, pkeys). A register file holds them all; which ones
+// segments, avx, mpx, avx512, pkeys). A register file holds them all; which ones
 // a target has depends on the CPU and the kernel (XCR0), so the numbers on
 // the wire (`g`/`G`/`p`/`P`, target.xml) come from a RegisterLayout: the
 // registers of the features present, numbered in table order. The first
@@ -36,14 +36,16 @@ enum class Amd64Reg : unsigned {
   orig_rax = 57,
   fs_base = 58, gs_base = 59,
   ymm0h = 60,                      // avx: ymm0h..ymm15h: 60..75 (bits 128-255)
-  xmm16 = 76,                      // avx512: xmm16..xmm31: 76..91
-  ymm16h = 92,                     //   ymm16h..ymm31h: 92..107
-  k0 = 108,                        //   k0..k7: 108..115
-  zmm0h = 116,                     //   zmm0h..zmm31h: 116..147 (bits 256-511)
-  pkru = 148,                      // pkeys
+  bnd0raw = 76,                    // mpx: bnd0raw..bnd3raw: 76..79
+  bndcfgu = 80, bndstatus = 81,
+  xmm16 = 82,                      // avx512: xmm16..xmm31: 82..97
+  ymm16h = 98,                     //   ymm16h..ymm31h: 98..113
+  k0 = 114,                        //   k0..k7: 114..121
+  zmm0h = 122,                     //   zmm0h..zmm31h: 122..153 (bits 256-511)
+  pkru = 154,                      // pkeys
 };
 
-inline constexpr std::size_t kAmd64RegisterCount = 149;
+inline constexpr std::size_t kAmd64RegisterCount = 155;
 // Registers every amd64 target has: core, sse, linux and segments.
 inline constexpr std::size_t kAmd64BaseRegisterCount = 60;
 
@@ -51,6 +53,7 @@ inline constexpr std::size_t kAmd64BaseRegisterCount = 60;
 // gdb builds $ymm from xmm + ymmh only with avx, and $zmm, $k with avx512.
 struct Amd64Features {
   bool avx = false;     // XCR0 bit 2
+  bool mpx = false;     // XCR0 bit 3 or 4 (BNDREGS, BNDCSR), as gdb decides
   bool avx512 = false;  // XCR0 bits 5-7 (opmask, ZMM_Hi256, Hi16_ZMM), all three
   bool pkeys = false;   // XCR0 bit 9
   bool operator==(const Amd64Features&) const = default;

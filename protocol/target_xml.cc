@@ -76,6 +76,35 @@ void append_avx512_types(std::string& out) {
   out += "<vector id=\"v2ui128\" type=\"uint128\" count=\"2\"/>\n";
 }
 
+// The bound registers as gdb's 64bit-mpx.xml types them: bounds, and the
+// status and configuration words both raw and by field.
+void append_mpx_types(std::string& out) {
+  out +=
+      "<struct id=\"br128\">"
+      "<field name=\"lbound\" type=\"uint64\"/>"
+      "<field name=\"ubound_raw\" type=\"uint64\"/>"
+      "</struct>\n"
+      "<struct id=\"_bndstatus\" size=\"8\">"
+      "<field name=\"bde\" start=\"2\" end=\"63\"/>"
+      "<field name=\"error\" start=\"0\" end=\"1\"/>"
+      "</struct>\n"
+      "<union id=\"status\">"
+      "<field name=\"raw\" type=\"data_ptr\"/>"
+      "<field name=\"status\" type=\"_bndstatus\"/>"
+      "</union>\n"
+      "<struct id=\"_bndcfgu\" size=\"8\">"
+      "<field name=\"base\" start=\"12\" end=\"63\"/>"
+      "<field name=\"reserved\" start=\"2\" end=\"11\"/>"
+      // One-bit fields would be bool without a type.
+      "<field name=\"preserved\" start=\"1\" end=\"1\" type=\"uint64\"/>"
+      "<field name=\"enabled\" start=\"0\" end=\"0\" type=\"uint64\"/>"
+      "</struct>\n"
+      "<union id=\"cfgu\">"
+      "<field name=\"raw\" type=\"data_ptr\"/>"
+      "<field name=\"config\" type=\"_bndcfgu\"/>"
+      "</union>\n";
+}
+
 void append_reg(std::string& out, unsigned regnum, unsigned wire) {
   const RegisterInfo& info = kAmd64Registers[regnum];
   out += "<reg name=\"" + std::string(info.name) + "\" bitsize=\"" + std::to_string(info.bitsize) +
@@ -102,6 +131,7 @@ std::string amd64_target_xml(const RegisterLayout& layout) {
       out += "<feature name=\"org.gnu.gdb.i386." + std::string(feature) + "\">\n";
       if (feature == "core") append_core_types(out);
       if (feature == "sse") append_sse_types(out);
+      if (feature == "mpx") append_mpx_types(out);
       if (feature == "avx512") append_avx512_types(out);
       current = feature;
     }

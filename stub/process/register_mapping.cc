@@ -75,6 +75,9 @@ struct XsavePiece {
 // Hi16_ZMM holds zmm16..31 whole; gdb splits each into xmm, ymmh and zmmh.
 constexpr XsavePiece kXsavePieces[] = {
     {kXstateAvx, &XsaveLayout::avx, Amd64Reg::ymm0h, 16, 0, 16, 16},
+    {kXstateBndregs, &XsaveLayout::bndregs, Amd64Reg::bnd0raw, 4, 0, 16, 16},
+    {kXstateBndcsr, &XsaveLayout::bndcsr, Amd64Reg::bndcfgu, 1, 0, 8, 8},
+    {kXstateBndcsr, &XsaveLayout::bndcsr, Amd64Reg::bndstatus, 1, 8, 8, 8},
     {kXstateOpmask, &XsaveLayout::opmask, Amd64Reg::k0, 8, 0, 8, 8},
     {kXstateZmmHi256, &XsaveLayout::zmm_hi256, Amd64Reg::zmm0h, 16, 0, 32, 32},
     {kXstateHi16Zmm, &XsaveLayout::hi16_zmm, Amd64Reg::xmm16, 16, 0, 64, 16},

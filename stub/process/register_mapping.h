@@ -30,7 +30,7 @@ void file_to_fxsave(const protocol::RegisterFile& regs, uint8_t* fx);
 
 // The components of an XSAVE buffer (`xsave`, standard format, header
 // included) beyond FXSAVE that `layout` enables and the buffer is long
-// enough for: ymm upper halves, AVX-512 (xmm16-31, ymm16h-31h, k0-7,
+// enough for: ymm upper halves, MPX bound registers, AVX-512 (xmm16-31, ymm16h-31h, k0-7,
 // zmm0h-31h), pkru. A component whose XSTATE_BV bit is clear is in its
 // initial state: zeros, whatever bytes the buffer holds there.
 void xsave_to_file(const std::vector<uint8_t>& xsave, const XsaveLayout& layout, protocol::RegisterFile& regs);

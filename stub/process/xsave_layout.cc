@@ -27,6 +27,8 @@ XsaveLayout detect() {
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & kOsxsaveBit)) return layout;
   layout.xcr0 = read_xcr0();
   layout.avx = component_offset(2, layout.avx);
+  layout.bndregs = component_offset(3, layout.bndregs);
+  layout.bndcsr = component_offset(4, layout.bndcsr);
   layout.opmask = component_offset(5, layout.opmask);
   layout.zmm_hi256 = component_offset(6, layout.zmm_hi256);
   layout.hi16_zmm = component_offset(7, layout.hi16_zmm);
@@ -44,6 +46,8 @@ const XsaveLayout& host_xsave_layout() {
 protocol::Amd64Features features_of(uint64_t xcr0) {
   protocol::Amd64Features features;
   features.avx = (xcr0 & kXstateAvx) != 0;
+  // gdb (gdbsupport/x86-xstate.h) takes either MPX component for MPX.
+  features.mpx = (xcr0 & (kXstateBndregs | kXstateBndcsr)) != 0;
   // gdb describes AVX-512 only with all three of its components.
   features.avx512 = features.avx && (xcr0 & kXstateAvx512) == kXstateAvx512;
   features.pkeys = (xcr0 & kXstatePkru) != 0;

@@ -14,6 +14,7 @@ namespace stub::process {
 
 // XCR0 bits (state components) btstub maps into registers.
 inline constexpr uint64_t kXstateX87 = 1u << 0, kXstateSse = 1u << 1, kXstateAvx = 1u << 2;
+inline constexpr uint64_t kXstateBndregs = 1u << 3, kXstateBndcsr = 1u << 4;
 inline constexpr uint64_t kXstateOpmask = 1u << 5, kXstateZmmHi256 = 1u << 6, kXstateHi16Zmm = 1u << 7;
 inline constexpr uint64_t kXstatePkru = 1u << 9;
 inline constexpr uint64_t kXstateAvx512 = kXstateOpmask | kXstateZmmHi256 | kXstateHi16Zmm;
@@ -23,6 +24,8 @@ struct XsaveLayout {
   // Byte offsets of the components in the standard format (Intel's values
   // by default: what tests use).
   std::size_t avx = 576;         // ymm0..15 bits 128-255, 16 bytes each
+  std::size_t bndregs = 960;     // bnd0..3, 16 bytes each
+  std::size_t bndcsr = 1024;     // bndcfgu, bndstatus, 8 bytes each
   std::size_t opmask = 1088;     // k0..7, 8 bytes each
   std::size_t zmm_hi256 = 1152;  // zmm0..15 bits 256-511, 32 bytes each
   std::size_t hi16_zmm = 1664;   // zmm16..31 whole, 64 bytes each

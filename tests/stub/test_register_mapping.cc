@@ -153,7 +153,10 @@ TEST_CASE("XSAVE components map to ymm, AVX-512 and pkru registers and back") {
   CHECK(regs.bytes(idx(Amd64Reg::zmm0h) + 17)[0] == 32);
   CHECK(regs.bytes(idx(Amd64Reg::zmm0h) + 17)[31] == 63);
   CHECK(regs.get_u64(Amd64Reg::pkru) == pkru);
-  for (unsigned n = idx(Amd64Reg::ymm0h); n < protocol::kAmd64RegisterCount; ++n) CHECK(regs.available(n));
+  // All but MPX's, which this XCR0 leaves out.
+  for (unsigned n = idx(Amd64Reg::ymm0h); n < protocol::kAmd64RegisterCount; ++n) {
+    CHECK(regs.available(n) == (n < idx(Amd64Reg::bnd0raw) || n > idx(Amd64Reg::bndstatus)));
+  }
 
   // Back: an unchanged file writes the same bytes; a change lands in place.
   auto out = xs;
@@ -207,6 +210,23 @@ TEST_CASE("XSAVE mapping follows XCR0 and the buffer's size") {
   CHECK(none.available(idx(Amd64Reg::ymm0h)));
   CHECK_FALSE(none.available(idx(Amd64Reg::k0)));
   CHECK_FALSE(none.available(idx(Amd64Reg::pkru)));
+
+  // MPX (a Skylake server): bnd0-3 and the two words after them.
+  auto mpx = xsave_buffer(1040, 0x1f);
+  const uint64_t bnd3_upper = 0xffffffffffff0000ull, cfgu = 0x7ffff000ull | 1, status = 0x2;
+  std::memcpy(mpx.data() + 960 + 3 * 16 + 8, &bnd3_upper, 8);
+  std::memcpy(mpx.data() + 1024, &cfgu, 8);
+  std::memcpy(mpx.data() + 1024 + 8, &status, 8);
+  protocol::RegisterFile bounds;
+  xsave_to_file(mpx, layout_with(0x1f), bounds);
+  REQUIRE(bounds.available(idx(Amd64Reg::bnd0raw) + 3));
+  uint64_t upper = 0;
+  std::memcpy(&upper, bounds.bytes(idx(Amd64Reg::bnd0raw) + 3) + 8, 8);
+  CHECK(upper == bnd3_upper);
+  CHECK(bounds.get_u64(Amd64Reg::bndcfgu) == cfgu);
+  CHECK(bounds.get_u64(Amd64Reg::bndstatus) == status);
+  CHECK(features_of(0x1f) == protocol::Amd64Features{.avx = true, .mpx = true});
+  CHECK(features_of(0x0b) == protocol::Amd64Features{.mpx = true});
 
   CHECK(features_of(0x207) == protocol::Amd64Features{.avx = true, .pkeys = true});
   CHECK(features_of(0x602e7) == protocol::Amd64Features{.avx = true, .avx512 = true, .pkeys = true});

@@ -52,8 +52,10 @@ TEST_CASE("register table matches the enum and gdb's amd64 layout", "[registers]
   CHECK(amd64_register_size(idx(Amd64Reg::zmm0h)) == 32);
   CHECK(amd64_register_size(idx(Amd64Reg::k0)) == 8);
   CHECK(amd64_register_size(idx(Amd64Reg::pkru)) == 4);
-  // 560 + 16 ymmh + 16 xmm + 16 ymmh + 8 k + 32 zmmh + pkru.
-  CHECK(amd64_register_buffer_size() == 560 + 256 + 256 + 256 + 64 + 1024 + 4);
+  CHECK(amd64_register_size(idx(Amd64Reg::bnd0raw)) == 16);
+  CHECK(amd64_register_size(idx(Amd64Reg::bndstatus)) == 8);
+  // 560 + 16 ymmh + 4 bnd + bndcfgu/bndstatus + 16 xmm + 16 ymmh + 8 k + 32 zmmh + pkru.
+  CHECK(amd64_register_buffer_size() == 560 + 256 + 64 + 16 + 256 + 256 + 64 + 1024 + 4);
 
   std::size_t offset = 0;
   for (unsigned i = 0; i < kAmd64RegisterCount; ++i) {
@@ -182,7 +184,16 @@ TEST_CASE("register layouts follow the CPU's features in gdb's order", "[registe
   CHECK(names[116] == "zmm0h");
   CHECK(names[147] == "zmm31h");
   CHECK(names[148] == "pkru");
-  for (unsigned n = 0; n < intel.count(); ++n) CHECK(intel.index(n) == n);
+
+  // A Skylake server: MPX too, between avx and avx512 (the whole table).
+  const RegisterLayout mpx(Amd64Features{.avx = true, .mpx = true, .avx512 = true, .pkeys = true});
+  names = names_of(mpx);
+  REQUIRE(names.size() == kAmd64RegisterCount);
+  CHECK(names[76] == "bnd0raw");
+  CHECK(names[80] == "bndcfgu");
+  CHECK(names[81] == "bndstatus");
+  CHECK(names[82] == "xmm16");
+  for (unsigned n = 0; n < mpx.count(); ++n) CHECK(mpx.index(n) == n);
 }
 
 TEST_CASE("target.xml carries the avx, avx512 and pkeys features gdb expects", "[registers]") {
@@ -216,6 +227,22 @@ TEST_CASE("target.xml carries the avx, avx512 and pkeys features gdb expects", "
   CHECK(v2ui128 > avx512);
   CHECK(v2ui128 < xml.find("type=\"v2ui128\""));
   CHECK(count_of(xml, "<union ") == count_of(xml, "</union>"));
+
+  // MPX between avx and avx512, with gdb's types.
+  xml = amd64_target_xml(RegisterLayout(Amd64Features{.avx = true, .mpx = true, .avx512 = true, .pkeys = true}));
+  auto mpx = xml.find("<feature name=\"org.gnu.gdb.i386.mpx\">");
+  REQUIRE(mpx != std::string::npos);
+  CHECK(mpx > xml.find("<feature name=\"org.gnu.gdb.i386.avx\">"));
+  CHECK(mpx < xml.find("<feature name=\"org.gnu.gdb.i386.avx512\">"));
+  CHECK(count_of(xml, "<reg name=\"bnd0raw\" bitsize=\"128\" type=\"br128\" regnum=\"76\"") == 1);
+  CHECK(count_of(xml, "<reg name=\"bndcfgu\" bitsize=\"64\" type=\"cfgu\" regnum=\"80\"") == 1);
+  CHECK(count_of(xml, "<reg name=\"bndstatus\" bitsize=\"64\" type=\"status\" regnum=\"81\"") == 1);
+  CHECK(count_of(xml, "<reg name=\"pkru\" bitsize=\"32\" type=\"uint32\" regnum=\"154\"") == 1);
+  for (const char* type : {"br128", "cfgu", "status", "_bndcfgu", "_bndstatus"}) {
+    INFO(type);
+    CHECK(xml.find(std::string("id=\"") + type + "\"") < xml.find(std::string("type=\"") + type + "\""));
+  }
+  CHECK(count_of(xml, "<struct ") == count_of(xml, "</struct>"));
 
   // Without AVX-512 pkru is numbered right after the ymm halves.
   xml = amd64_target_xml(RegisterLayout(Amd64Features{.avx = true, .pkeys = true}));
