@@ -226,10 +226,10 @@ std::string reply_register(const RegisterFile& regs, unsigned regnum) {
   return hex_encode(regs.bytes(regnum), size);
 }
 
-std::string reply_registers(const RegisterFile& regs) {
+std::string reply_registers(const RegisterFile& regs, const RegisterLayout& layout) {
   std::string out;
-  out.reserve(amd64_register_buffer_size() * 2);
-  for (unsigned regnum = 0; regnum < kAmd64RegisterCount; ++regnum) out += reply_register(regs, regnum);
+  out.reserve(layout.buffer_size() * 2);
+  for (unsigned wire = 0; wire < layout.count(); ++wire) out += reply_register(regs, layout.index(wire));
   return out;
 }
 

@@ -55,8 +55,10 @@ std::string reply_symbol_question(std::string_view name);
 std::string reply_tls_address(uint64_t address);
 
 // ---- registers / memory ----
-std::string reply_registers(const RegisterFile& regs);                 // g: hex, "xx" for unavailable
-std::string reply_register(const RegisterFile& regs, unsigned regnum);  // p
+// g: the registers of `layout` in its order, hex, "xx" for unavailable.
+std::string reply_registers(const RegisterFile& regs, const RegisterLayout& layout);
+// p: register `regnum` of the table (the caller maps the wire number).
+std::string reply_register(const RegisterFile& regs, unsigned regnum);
 std::string reply_memory(const std::vector<uint8_t>& bytes);           // m: hex
 
 // ---- stop replies ----

@@ -90,6 +90,9 @@ class Process {
 
   // Registers in the wire layout (protocol/amd64_registers.h).
   virtual Expected<protocol::RegisterFile> read_registers(pid_t tid) = 0;
+  // The optional register sets its threads have (CPU and kernel); the
+  // base set (core to segments) unless an implementation knows more.
+  virtual protocol::Amd64Features register_features() const { return {}; }
   // Only the general registers (rip, rsp, ...; the rest unavailable): what
   // a stop reply or a pc lookup needs, without the cost of the FP/SSE state.
   virtual Expected<protocol::RegisterFile> read_general_registers(pid_t tid) { return read_registers(tid); }

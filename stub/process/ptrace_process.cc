@@ -151,14 +151,6 @@ Expected<FpBuffer> read_fp_buffer(pid_t tid) {
   return fp;
 }
 
-bool any_fp_available(const protocol::RegisterFile& regs) {
-  for (unsigned n = static_cast<unsigned>(protocol::Amd64Reg::st0);
-       n <= static_cast<unsigned>(protocol::Amd64Reg::mxcsr); ++n) {
-    if (regs.available(n)) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 PtraceProcess::PtraceProcess(pid_t pid, bool attached) : pid_(pid), attached_(attached) {
@@ -386,6 +378,11 @@ Expected<protocol::RegisterFile> PtraceProcess::read_registers(pid_t tid) {
   return read_thread_registers(tid);
 }
 
+// The kernel enables the same XSAVE components (XCR0) for every process.
+protocol::Amd64Features PtraceProcess::register_features() const {
+  return features_of(host_xsave_layout().xcr0);
+}
+
 Expected<protocol::RegisterFile> ptrace_detail::read_thread_registers(pid_t tid) {
   user_regs_struct gregs{};
   if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &gregs); !r) return r.error();
@@ -394,6 +391,7 @@ Expected<protocol::RegisterFile> ptrace_detail::read_thread_registers(pid_t tid)
   protocol::RegisterFile regs;
   gregs_to_file(gregs, regs);
   fxsave_to_file(fp->bytes.data(), regs);
+  if (fp->note == NT_X86_XSTATE) xsave_to_file(fp->bytes, host_xsave_layout(), regs);
   return regs;
 }
 
@@ -415,10 +413,13 @@ Expected<void> PtraceProcess::write_registers(pid_t tid, const protocol::Registe
   if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &gregs); !r) return r.error();
   file_to_gregs(regs, gregs);
   if (auto r = do_ptrace(PTRACE_SETREGS, tid, 0, &gregs); !r) return r.error();
-  if (!any_fp_available(regs)) return {};
+  if (!any_xsave_register_available(regs)) return {};
+  // The whole area as the kernel gave it, patched: with AMX the kernel
+  // takes an XSAVE write only at its own full size (tile data included).
   auto fp = read_fp_buffer(tid);
   if (!fp) return fp.error();
   file_to_fxsave(regs, fp->bytes.data());
+  if (fp->note == NT_X86_XSTATE) file_to_xsave(regs, host_xsave_layout(), fp->bytes);
   iovec iov{fp->bytes.data(), fp->bytes.size()};
   if (auto r = do_ptrace(PTRACE_SETREGSET, tid, static_cast<uint64_t>(fp->note), &iov); !r) {
     return r.error();

@@ -59,6 +59,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   bool attached() const override { return attached_; }
 
   Expected<protocol::RegisterFile> read_registers(pid_t tid) override;
+  protocol::Amd64Features register_features() const override;
   Expected<protocol::RegisterFile> read_general_registers(pid_t tid) override;
   Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& regs) override;
 

@@ -14,10 +14,9 @@ constexpr std::size_t kFip = 8, kFdp = 16, kMxcsr = 24;
 constexpr std::size_t kSt0 = 32, kXmm0 = 160;
 constexpr std::size_t kStSlot = 16, kStBytes = 10, kXmmBytes = 16;
 
-constexpr uint64_t kXstateX87 = 1, kXstateSse = 2;
 constexpr uint16_t kFcwInit = 0x037f;
 
-unsigned reg_index(Amd64Reg reg) { return static_cast<unsigned>(reg); }
+constexpr unsigned reg_index(Amd64Reg reg) { return static_cast<unsigned>(reg); }
 
 uint64_t load_le(const uint8_t* p, std::size_t n) {
   uint64_t v = 0;
@@ -63,7 +62,92 @@ unsigned classify_st(const uint8_t* raw) {
   return integer_bit ? 0 : 2;
 }
 
+// One piece of an XSAVE component: `count` registers from table index
+// `first`, each `size` bytes at `stride` apart from `offset` in the component.
+struct XsavePiece {
+  uint64_t component;
+  std::size_t XsaveLayout::*base;
+  Amd64Reg first;
+  unsigned count;
+  std::size_t offset, stride, size;
+};
+
+// Hi16_ZMM holds zmm16..31 whole; gdb splits each into xmm, ymmh and zmmh.
+constexpr XsavePiece kXsavePieces[] = {
+    {kXstateAvx, &XsaveLayout::avx, Amd64Reg::ymm0h, 16, 0, 16, 16},
+    {kXstateBndregs, &XsaveLayout::bndregs, Amd64Reg::bnd0raw, 4, 0, 16, 16},
+    {kXstateBndcsr, &XsaveLayout::bndcsr, Amd64Reg::bndcfgu, 1, 0, 8, 8},
+    {kXstateBndcsr, &XsaveLayout::bndcsr, Amd64Reg::bndstatus, 1, 8, 8, 8},
+    {kXstateOpmask, &XsaveLayout::opmask, Amd64Reg::k0, 8, 0, 8, 8},
+    {kXstateZmmHi256, &XsaveLayout::zmm_hi256, Amd64Reg::zmm0h, 16, 0, 32, 32},
+    {kXstateHi16Zmm, &XsaveLayout::hi16_zmm, Amd64Reg::xmm16, 16, 0, 64, 16},
+    {kXstateHi16Zmm, &XsaveLayout::hi16_zmm, Amd64Reg::ymm16h, 16, 16, 64, 16},
+    {kXstateHi16Zmm, &XsaveLayout::hi16_zmm, static_cast<Amd64Reg>(reg_index(Amd64Reg::zmm0h) + 16), 16, 32, 64,
+     32},
+    {kXstatePkru, &XsaveLayout::pkru, Amd64Reg::pkru, 1, 0, 4, 4},
+};
+
+// Whether the piece is enabled and lies inside the buffer.
+bool piece_present(const XsavePiece& piece, const XsaveLayout& layout, std::size_t size) {
+  if (!(layout.xcr0 & piece.component)) return false;
+  return layout.*piece.base + piece.offset + (piece.count - 1) * piece.stride + piece.size <= size;
+}
+
 }  // namespace
+
+void xsave_to_file(const std::vector<uint8_t>& xsave, const XsaveLayout& layout, RegisterFile& regs) {
+  if (xsave.size() < kFxsaveSize + kXsaveHeaderSize) return;
+  const uint64_t bv = load_le(xsave.data() + kFxsaveSize, 8);
+  for (const auto& piece : kXsavePieces) {
+    if (!piece_present(piece, layout, xsave.size())) continue;
+    for (unsigned i = 0; i < piece.count; ++i) {
+      unsigned n = reg_index(piece.first) + i;
+      if (bv & piece.component) {
+        std::memcpy(regs.bytes(n), xsave.data() + layout.*piece.base + piece.offset + i * piece.stride, piece.size);
+      } else {
+        std::memset(regs.bytes(n), 0, piece.size);
+      }
+      regs.set_available(n, true);
+    }
+  }
+}
+
+void file_to_xsave(const RegisterFile& regs, const XsaveLayout& layout, std::vector<uint8_t>& xsave) {
+  if (xsave.size() < kFxsaveSize + kXsaveHeaderSize) return;
+  uint8_t* header = xsave.data() + kFxsaveSize;
+  uint64_t bv = load_le(header, 8);
+  for (const auto& piece : kXsavePieces) {
+    if (!piece_present(piece, layout, xsave.size())) continue;
+    for (unsigned i = 0; i < piece.count; ++i) {
+      unsigned n = reg_index(piece.first) + i;
+      if (!regs.available(n)) continue;
+      uint8_t* slot = xsave.data() + layout.*piece.base + piece.offset + i * piece.stride;
+      if (!(bv & piece.component)) {
+        // Leaving the initial state: the component's other bytes are zeros,
+        // not what the buffer happened to hold.
+        for (const auto& other : kXsavePieces) {
+          if (other.component != piece.component) continue;
+          for (unsigned j = 0; j < other.count; ++j) {
+            std::memset(xsave.data() + layout.*other.base + other.offset + j * other.stride, 0, other.size);
+          }
+        }
+        bv |= piece.component;
+      }
+      std::memcpy(slot, regs.bytes(n), piece.size);
+    }
+  }
+  store_le(header, 8, bv);
+}
+
+bool any_xsave_register_available(const RegisterFile& regs) {
+  for (unsigned n = reg_index(Amd64Reg::st0); n <= reg_index(Amd64Reg::mxcsr); ++n) {
+    if (regs.available(n)) return true;
+  }
+  for (unsigned n = reg_index(Amd64Reg::ymm0h); n < protocol::kAmd64RegisterCount; ++n) {
+    if (regs.available(n)) return true;
+  }
+  return false;
+}
 
 void gregs_to_file(const user_regs_struct& gregs, RegisterFile& regs) {
   for (const auto& slot : kGregSlots) {

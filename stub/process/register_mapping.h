@@ -11,6 +11,7 @@
 #include "decoder/registers.h"
 #include "protocol/amd64_registers.h"
 #include "protocol/register_file.h"
+#include "stub/process/xsave_layout.h"
 
 namespace stub::process {
 
@@ -26,6 +27,18 @@ void file_to_gregs(const protocol::RegisterFile& regs, user_regs_struct& gregs);
 // `fx` points at a 512-byte FXSAVE (64-bit format) area.
 void fxsave_to_file(const uint8_t* fx, protocol::RegisterFile& regs);
 void file_to_fxsave(const protocol::RegisterFile& regs, uint8_t* fx);
+
+// The components of an XSAVE buffer (`xsave`, standard format, header
+// included) beyond FXSAVE that `layout` enables and the buffer is long
+// enough for: ymm upper halves, MPX bound registers, AVX-512 (xmm16-31, ymm16h-31h, k0-7,
+// zmm0h-31h), pkru. A component whose XSTATE_BV bit is clear is in its
+// initial state: zeros, whatever bytes the buffer holds there.
+void xsave_to_file(const std::vector<uint8_t>& xsave, const XsaveLayout& layout, protocol::RegisterFile& regs);
+// Writes the available ones back, and sets the XSTATE_BV bit of each
+// component written (the kernel ignores a component whose bit is clear).
+void file_to_xsave(const protocol::RegisterFile& regs, const XsaveLayout& layout, std::vector<uint8_t>& xsave);
+// Whether `regs` holds any register of the FXSAVE/XSAVE area.
+bool any_xsave_register_available(const protocol::RegisterFile& regs);
 
 // gdb's 16-bit tag word (2 bits per physical register: 0 valid, 1 zero,
 // 2 special, 3 empty) from the FXSAVE area's abridged 8-bit tag.

@@ -21,7 +21,7 @@ Reply handle(Session& s, const ReadAllRegisters&) {
   if (s.thread_running(s.current_thread())) return running_error();
   auto regs = s.thread_registers(s.current_thread());
   if (!regs) return error(regs.error());
-  return Reply::now(reply_registers(*regs));
+  return Reply::now(reply_registers(*regs, s.register_layout()));
 }
 
 Reply handle(Session& s, const WriteAllRegisters& req) {
@@ -30,37 +30,47 @@ Reply handle(Session& s, const WriteAllRegisters& req) {
   if (auto ok = check_writable(s, s.current_thread()); !ok) return error(ok.error());
   auto regs = s.process()->read_registers(s.current_thread());
   if (!regs) return error(regs.error());
-  if (req.bytes.size() > regs->raw().size()) {
+  const protocol::RegisterLayout layout = s.register_layout();
+  if (req.bytes.size() > layout.buffer_size()) {
     return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "Register buffer too long"));
   }
   // A short G writes the leading registers only, as gdbserver accepts.
-  std::copy(req.bytes.begin(), req.bytes.end(), regs->raw().begin());
+  std::size_t at = 0;
+  for (unsigned wire = 0; wire < layout.count() && at < req.bytes.size(); ++wire) {
+    const unsigned n = layout.index(wire);
+    const std::size_t take = std::min(amd64_register_size(n), req.bytes.size() - at);
+    std::copy_n(req.bytes.begin() + static_cast<std::ptrdiff_t>(at), take, regs->bytes(n));
+    at += take;
+  }
   if (auto ok = s.process()->write_registers(s.current_thread(), *regs); !ok) return error(ok.error());
   return Reply::now(reply_ok());
 }
 
 Reply handle(Session& s, const ReadRegister& req) {
   if (!s.has_process()) return no_process_reply();
-  if (req.regnum >= kAmd64RegisterCount) {
+  const protocol::RegisterLayout layout = s.register_layout();
+  if (req.regnum >= layout.count()) {
     return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "Invalid register number"));
   }
   auto regs = s.thread_registers(s.current_thread());
   if (!regs) return error(regs.error());
-  return Reply::now(reply_register(*regs, req.regnum));
+  return Reply::now(reply_register(*regs, layout.index(req.regnum)));
 }
 
 Reply handle(Session& s, const WriteRegister& req) {
   if (!s.has_process()) return no_process_reply();
-  if (req.regnum >= kAmd64RegisterCount) {
+  const protocol::RegisterLayout layout = s.register_layout();
+  if (req.regnum >= layout.count()) {
     return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "Invalid register number"));
   }
-  if (req.bytes.size() != amd64_register_size(req.regnum)) {
+  const unsigned n = layout.index(req.regnum);
+  if (req.bytes.size() != amd64_register_size(n)) {
     return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "Register value has the wrong size"));
   }
   if (auto ok = check_writable(s, s.current_thread()); !ok) return error(ok.error());
   auto regs = s.process()->read_registers(s.current_thread());
   if (!regs) return error(regs.error());
-  std::copy(req.bytes.begin(), req.bytes.end(), regs->bytes(req.regnum));
+  std::copy(req.bytes.begin(), req.bytes.end(), regs->bytes(n));
   if (auto ok = s.process()->write_registers(s.current_thread(), *regs); !ok) return error(ok.error());
   return Reply::now(reply_ok());
 }

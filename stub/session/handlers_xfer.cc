@@ -19,11 +19,11 @@ namespace {
 
 using XferSource = Expected<std::string> (*)(Session&, const std::string& annex);
 
-Expected<std::string> target_features(Session&, const std::string& annex) {
+Expected<std::string> target_features(Session& s, const std::string& annex) {
   if (annex != "target.xml") {
     return btstub::make_error(btstub::ErrorCode::InvalidArgument, "Unknown target description " + annex);
   }
-  return amd64_target_xml();
+  return amd64_target_xml(s.register_layout());
 }
 
 Expected<std::string> auxv(Session& s, const std::string&) {

@@ -4,6 +4,7 @@
 #include <csignal>
 
 #include "stub/session/handlers.h"
+#include "stub/process/xsave_layout.h"
 #include "stub/replay/replay_engine.h"
 #include "stub/tracing/checkpoints.h"
 #include "stub/tracing/trace_backend.h"
@@ -179,6 +180,12 @@ Expected<protocol::RegisterFile> Session::thread_registers(pid_t tid) {
   // Only the program has a past (a fork child's thread is never replaying).
   if (owner == program() && replaying(tid)) return replay_->registers(tid);
   return owner->read_registers(tid);
+}
+
+protocol::RegisterLayout Session::register_layout() {
+  Process* owner = process();
+  return protocol::RegisterLayout(owner != nullptr ? owner->register_features()
+                                                   : process::features_of(process::host_xsave_layout().xcr0));
 }
 
 Expected<std::vector<uint8_t>> Session::thread_memory(pid_t tid, uint64_t addr, std::size_t len) {

@@ -247,6 +247,9 @@ class Session {
   void go_live();
   // The thread's registers and memory: in the past while it replays.
   Expected<protocol::RegisterFile> thread_registers(pid_t tid);
+  // The registers the client sees (target.xml, g/G/p/P): the process's,
+  // or with none yet this machine's, as a new program would have them.
+  protocol::RegisterLayout register_layout();
   Expected<std::vector<uint8_t>> thread_memory(pid_t tid, uint64_t addr, std::size_t len);
 
   // libthread_db, one per debugged process (handlers_thread_db.cc): the

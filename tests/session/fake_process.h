@@ -17,6 +17,7 @@ class FakeProcess : public stub::process::Process {
   bool attached_ = false;
   std::map<uint64_t, uint8_t> memory;           // sparse; absent bytes are unmapped
   std::map<pid_t, protocol::RegisterFile> regs;
+  protocol::Amd64Features features;  // what register_features() says
   std::deque<stub::process::ProcessEvent> events;        // what poll_event returns next
   std::vector<std::string> log;                 // "resume 100 step 0", "interrupt", ...
 
@@ -32,6 +33,7 @@ class FakeProcess : public stub::process::Process {
   std::vector<pid_t> threads() const override { return threads_; }
   bool attached() const override { return attached_; }
 
+  protocol::Amd64Features register_features() const override { return features; }
   btstub::Expected<protocol::RegisterFile> read_registers(pid_t tid) override {
     auto it = regs.find(tid);
     if (it == regs.end()) return btstub::make_error(btstub::ErrorCode::NoProcess, "no such thread");

@@ -2,6 +2,7 @@
 // gdb would receive.
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <cstdio>
 
 #include "fake_process.h"
 #include "protocol/replies.h"
@@ -66,12 +67,49 @@ TEST_CASE("memory reads and writes go through the process, errors are numeric", 
 TEST_CASE("registers: g shows all, P writes one, p reads it back", "[session]") {
   Fixture f;
   std::string g = f.ask("g");
-  CHECK(g.size() == 2 * protocol::amd64_register_buffer_size());
+  CHECK(g.size() == 2 * 560);  // core to segments: the fake has no XSAVE features
   CHECK(f.ask("P0=efbeadde00000000") == "OK");
   CHECK(f.ask("p0") == "efbeadde00000000");
   CHECK(f.process.regs[100].get_u64(protocol::Amd64Reg::rax) == 0xdeadbeef);
   CHECK(contains(f.ask("p999"), "E."));
   CHECK(contains(f.ask("P0=12"), "E."));  // wrong size
+}
+
+namespace {
+std::string to_hex(std::size_t value) {
+  char buffer[20];
+  std::snprintf(buffer, sizeof buffer, "%zx", value);
+  return buffer;
+}
+}  // namespace
+
+TEST_CASE("registers: g, p and P number the registers of the process's features", "[session]") {
+  Fixture f;
+  // AVX and PKU without AVX-512 (an AMD Zen 3): pkru is wire register 76.
+  f.process.features = protocol::Amd64Features{.avx = true, .pkeys = true};
+  std::string g = f.ask("g");
+  CHECK(g.size() == 2 * (560 + 16 * 16 + 4));
+  CHECK(f.ask("P4c=78563412") == "OK");
+  CHECK(f.process.regs[100].get_u64(protocol::Amd64Reg::pkru) == 0x12345678);
+  CHECK(f.ask("p4c") == "78563412");
+  CHECK(f.ask("P3c=0102030405060708090a0b0c0d0e0f10") == "OK");  // ymm0h
+  CHECK(f.process.regs[100].bytes(static_cast<unsigned>(protocol::Amd64Reg::ymm0h))[15] == 0x10);
+  CHECK(contains(f.ask("p4d"), "E."));  // past the last register of this layout
+  CHECK(contains(f.ask("P4c=12"), "E."));
+  // G takes the layout's order: the pkru bytes come last.
+  std::string all = f.ask("g");
+  all.replace(all.size() - 8, 8, "efbeadde");
+  CHECK(f.ask("G" + all) == "OK");
+  CHECK(f.process.regs[100].get_u64(protocol::Amd64Reg::pkru) == 0xdeadbeef);
+  std::string xml;
+  for (std::string chunk = "m"; chunk.rfind("m", 0) == 0;) {
+    chunk = f.ask("qXfer:features:read:target.xml:" + to_hex(xml.size()) + ",fff");
+    REQUIRE_FALSE(chunk.empty());
+    xml += chunk.substr(1);
+  }
+  CHECK(contains(xml, "org.gnu.gdb.i386.avx\""));
+  CHECK(contains(xml, "<reg name=\"pkru\" bitsize=\"32\" type=\"uint32\" regnum=\"76\""));
+  CHECK_FALSE(contains(xml, "avx512"));
 }
 
 TEST_CASE("continue, then a breakpoint stop reports swbreak", "[session]") {

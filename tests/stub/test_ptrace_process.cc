@@ -298,7 +298,12 @@ TEST_CASE("registers round-trip through the kernel", "[ptrace]") {
   pid_t pid = process->pid();
   auto regs = process->read_registers(pid);
   REQUIRE(regs.ok());
-  for (unsigned n = 0; n < protocol::kAmd64RegisterCount; ++n) CHECK(regs->available(n));
+  // Every register this CPU has (XCR0), and no other.
+  const auto features = process->register_features();
+  for (unsigned n = 0; n < protocol::kAmd64RegisterCount; ++n) {
+    INFO(protocol::kAmd64Registers[n].name);
+    CHECK(regs->available(n) == protocol::has_register(features, n));
+  }
   // A fresh exec has the initial x87/SSE state.
   CHECK(regs->get_u64(Amd64Reg::fctrl) == 0x37f);
   CHECK(regs->get_u64(Amd64Reg::ftag) == 0xffff);
@@ -318,6 +323,18 @@ TEST_CASE("registers round-trip through the kernel", "[ptrace]") {
   std::memset(changed.bytes(static_cast<unsigned>(Amd64Reg::st0) + 1), 0, 10);
   changed.set_u64(Amd64Reg::ftag, 0xfff4);
   changed.set_u64(Amd64Reg::mxcsr, 0x1f00);
+  // The upper halves of ymm1 and zmm2 and k3, where the CPU has them: the
+  // write goes through the kernel's full-size XSAVE area (AMX included).
+  const unsigned ymm1h = static_cast<unsigned>(Amd64Reg::ymm0h) + 1;
+  const unsigned zmm2h = static_cast<unsigned>(Amd64Reg::zmm0h) + 2;
+  const auto k3 = static_cast<Amd64Reg>(static_cast<unsigned>(Amd64Reg::k0) + 3);
+  if (features.avx) {
+    for (int i = 0; i < 16; ++i) changed.bytes(ymm1h)[i] = static_cast<uint8_t>(0x30 + i);
+  }
+  if (features.avx512) {
+    for (int i = 0; i < 32; ++i) changed.bytes(zmm2h)[i] = static_cast<uint8_t>(0x50 + i);
+    changed.set_u64(k3, 0xf0f0);
+  }
   REQUIRE(process->write_registers(pid, changed).ok());
 
   auto back = process->read_registers(pid);
@@ -330,6 +347,11 @@ TEST_CASE("registers round-trip through the kernel", "[ptrace]") {
   CHECK(back->get_u64(Amd64Reg::ftag) == 0xfff4);
   CHECK(back->get_u64(Amd64Reg::mxcsr) == 0x1f00);
   CHECK(back->get_u64(Amd64Reg::fctrl) == 0x37f);
+  if (features.avx) CHECK(std::memcmp(back->bytes(ymm1h), changed.bytes(ymm1h), 16) == 0);
+  if (features.avx512) {
+    CHECK(std::memcmp(back->bytes(zmm2h), changed.bytes(zmm2h), 32) == 0);
+    CHECK(back->get_u64(k3) == 0xf0f0);
+  }
 }
 
 TEST_CASE("memory writes, partial reads and faults", "[ptrace]") {

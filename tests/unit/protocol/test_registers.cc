@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <set>
+#include <string>
+#include <vector>
 
 #include "protocol/amd64_registers.h"
 #include "protocol/register_file.h"
@@ -46,7 +48,14 @@ TEST_CASE("register table matches the enum and gdb's amd64 layout", "[registers]
   CHECK(amd64_register_offset(idx(Amd64Reg::mxcsr)) == 532);
   CHECK(amd64_register_offset(idx(Amd64Reg::orig_rax)) == 536);
   CHECK(amd64_register_offset(idx(Amd64Reg::gs_base)) == 552);
-  CHECK(amd64_register_buffer_size() == 560);
+  CHECK(amd64_register_offset(idx(Amd64Reg::ymm0h)) == 560);
+  CHECK(amd64_register_size(idx(Amd64Reg::zmm0h)) == 32);
+  CHECK(amd64_register_size(idx(Amd64Reg::k0)) == 8);
+  CHECK(amd64_register_size(idx(Amd64Reg::pkru)) == 4);
+  CHECK(amd64_register_size(idx(Amd64Reg::bnd0raw)) == 16);
+  CHECK(amd64_register_size(idx(Amd64Reg::bndstatus)) == 8);
+  // 560 + 16 ymmh + 4 bnd + bndcfgu/bndstatus + 16 xmm + 16 ymmh + 8 k + 32 zmmh + pkru.
+  CHECK(amd64_register_buffer_size() == 560 + 256 + 64 + 16 + 256 + 256 + 64 + 1024 + 4);
 
   std::size_t offset = 0;
   for (unsigned i = 0; i < kAmd64RegisterCount; ++i) {
@@ -102,7 +111,7 @@ TEST_CASE("register file availability and values", "[registers]") {
 }
 
 TEST_CASE("target.xml is one well-formed amd64 document", "[registers]") {
-  std::string xml = amd64_target_xml();
+  std::string xml = amd64_target_xml(RegisterLayout(Amd64Features{}));
   CHECK(xml.rfind("<?xml version=\"1.0\"?>", 0) == 0);
   CHECK(count_of(xml, "<!DOCTYPE target SYSTEM \"gdb-target.dtd\">") == 1);
   CHECK(count_of(xml, "<architecture>i386:x86-64</architecture>") == 1);
@@ -113,8 +122,8 @@ TEST_CASE("target.xml is one well-formed amd64 document", "[registers]") {
   CHECK(count_of(xml, "</feature>") == 4);
   CHECK(count_of(xml, "<target>") == 1);
   CHECK(xml.find("</target>") == xml.size() - std::string("</target>\n").size());
-  CHECK(count_of(xml, "<reg ") == kAmd64RegisterCount);
-  for (unsigned i = 0; i < kAmd64RegisterCount; ++i) {
+  CHECK(count_of(xml, "<reg ") == kAmd64BaseRegisterCount);
+  for (unsigned i = 0; i < kAmd64BaseRegisterCount; ++i) {
     const auto& info = kAmd64Registers[i];
     std::string prefix = "<reg name=\"" + std::string(info.name) + "\" bitsize=\"" +
                          std::to_string(info.bitsize) + "\" type=\"" + std::string(info.type) +
@@ -134,4 +143,110 @@ TEST_CASE("target.xml is one well-formed amd64 document", "[registers]") {
   // Tags balance: every '<' that opens an element is closed or self-closing.
   CHECK(count_of(xml, "<flags ") == count_of(xml, "</flags>"));
   CHECK(count_of(xml, "<union ") == count_of(xml, "</union>"));
+}
+
+namespace {
+// Names of the registers of a layout, in wire order.
+std::vector<std::string> names_of(const RegisterLayout& layout) {
+  std::vector<std::string> out;
+  for (unsigned n = 0; n < layout.count(); ++n) out.emplace_back(kAmd64Registers[layout.index(n)].name);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("register layouts follow the CPU's features in gdb's order", "[registers]") {
+  const RegisterLayout base(Amd64Features{});
+  CHECK(base.count() == kAmd64BaseRegisterCount);
+  CHECK(base.buffer_size() == 560);
+  CHECK_FALSE(base.wire(idx(Amd64Reg::ymm0h)).has_value());
+  CHECK(base.wire(idx(Amd64Reg::gs_base)) == 59u);
+
+  // An AMD EPYC of the Zen 3 kind: AVX and PKU, no AVX-512.
+  const RegisterLayout amd(Amd64Features{.avx = true, .pkeys = true});
+  auto names = names_of(amd);
+  REQUIRE(names.size() == 60 + 16 + 1);
+  CHECK(names[59] == "gs_base");
+  CHECK(names[60] == "ymm0h");
+  CHECK(names[75] == "ymm15h");
+  CHECK(names[76] == "pkru");  // numbered right after avx, not at its table index
+  CHECK(amd.index(76) == idx(Amd64Reg::pkru));
+  CHECK(amd.wire(idx(Amd64Reg::pkru)) == 76u);
+  CHECK(amd.buffer_size() == 560 + 256 + 4);
+
+  // AVX-512 and PKU (gdbserver's 149 raw registers there).
+  const RegisterLayout intel(Amd64Features{.avx = true, .avx512 = true, .pkeys = true});
+  names = names_of(intel);
+  REQUIRE(names.size() == 149);
+  CHECK(names[76] == "xmm16");
+  CHECK(names[91] == "xmm31");
+  CHECK(names[92] == "ymm16h");
+  CHECK(names[108] == "k0");
+  CHECK(names[116] == "zmm0h");
+  CHECK(names[147] == "zmm31h");
+  CHECK(names[148] == "pkru");
+
+  // A Skylake server: MPX too, between avx and avx512 (the whole table).
+  const RegisterLayout mpx(Amd64Features{.avx = true, .mpx = true, .avx512 = true, .pkeys = true});
+  names = names_of(mpx);
+  REQUIRE(names.size() == kAmd64RegisterCount);
+  CHECK(names[76] == "bnd0raw");
+  CHECK(names[80] == "bndcfgu");
+  CHECK(names[81] == "bndstatus");
+  CHECK(names[82] == "xmm16");
+  for (unsigned n = 0; n < mpx.count(); ++n) CHECK(mpx.index(n) == n);
+}
+
+TEST_CASE("target.xml carries the avx, avx512 and pkeys features gdb expects", "[registers]") {
+  const RegisterLayout intel(Amd64Features{.avx = true, .avx512 = true, .pkeys = true});
+  std::string xml = amd64_target_xml(intel);
+  // gdb's order: avx after segments, then avx512, then pkeys.
+  auto segments = xml.find("<feature name=\"org.gnu.gdb.i386.segments\">");
+  auto avx = xml.find("<feature name=\"org.gnu.gdb.i386.avx\">");
+  auto avx512 = xml.find("<feature name=\"org.gnu.gdb.i386.avx512\">");
+  auto pkeys = xml.find("<feature name=\"org.gnu.gdb.i386.pkeys\">");
+  REQUIRE(segments != std::string::npos);
+  REQUIRE(avx != std::string::npos);
+  REQUIRE(avx512 != std::string::npos);
+  REQUIRE(pkeys != std::string::npos);
+  CHECK(segments < avx);
+  CHECK(avx < avx512);
+  CHECK(avx512 < pkeys);
+  CHECK(count_of(xml, "<feature ") == 7);
+  CHECK(count_of(xml, "</feature>") == 7);
+  CHECK(count_of(xml, "<reg ") == 149);
+  CHECK(count_of(xml, "<reg name=\"ymm0h\" bitsize=\"128\" type=\"uint128\" regnum=\"60\"") == 1);
+  CHECK(count_of(xml, "<reg name=\"xmm16\" bitsize=\"128\" type=\"vec128\" regnum=\"76\"") == 1);
+  CHECK(count_of(xml, "<reg name=\"k1\" bitsize=\"64\" type=\"uint64\" regnum=\"109\"") == 1);
+  CHECK(count_of(xml, "<reg name=\"zmm31h\" bitsize=\"256\" type=\"v2ui128\" regnum=\"147\"") == 1);
+  CHECK(count_of(xml, "<reg name=\"pkru\" bitsize=\"32\" type=\"uint32\" regnum=\"148\"") == 1);
+  // gdb looks types up in the register's feature: avx512 defines its own.
+  auto vec128_again = xml.find("<union id=\"vec128\">", avx512);
+  CHECK(vec128_again != std::string::npos);
+  CHECK(vec128_again < pkeys);
+  auto v2ui128 = xml.find("<vector id=\"v2ui128\"");
+  CHECK(v2ui128 > avx512);
+  CHECK(v2ui128 < xml.find("type=\"v2ui128\""));
+  CHECK(count_of(xml, "<union ") == count_of(xml, "</union>"));
+
+  // MPX between avx and avx512, with gdb's types.
+  xml = amd64_target_xml(RegisterLayout(Amd64Features{.avx = true, .mpx = true, .avx512 = true, .pkeys = true}));
+  auto mpx = xml.find("<feature name=\"org.gnu.gdb.i386.mpx\">");
+  REQUIRE(mpx != std::string::npos);
+  CHECK(mpx > xml.find("<feature name=\"org.gnu.gdb.i386.avx\">"));
+  CHECK(mpx < xml.find("<feature name=\"org.gnu.gdb.i386.avx512\">"));
+  CHECK(count_of(xml, "<reg name=\"bnd0raw\" bitsize=\"128\" type=\"br128\" regnum=\"76\"") == 1);
+  CHECK(count_of(xml, "<reg name=\"bndcfgu\" bitsize=\"64\" type=\"cfgu\" regnum=\"80\"") == 1);
+  CHECK(count_of(xml, "<reg name=\"bndstatus\" bitsize=\"64\" type=\"status\" regnum=\"81\"") == 1);
+  CHECK(count_of(xml, "<reg name=\"pkru\" bitsize=\"32\" type=\"uint32\" regnum=\"154\"") == 1);
+  for (const char* type : {"br128", "cfgu", "status", "_bndcfgu", "_bndstatus"}) {
+    INFO(type);
+    CHECK(xml.find(std::string("id=\"") + type + "\"") < xml.find(std::string("type=\"") + type + "\""));
+  }
+  CHECK(count_of(xml, "<struct ") == count_of(xml, "</struct>"));
+
+  // Without AVX-512 pkru is numbered right after the ymm halves.
+  xml = amd64_target_xml(RegisterLayout(Amd64Features{.avx = true, .pkeys = true}));
+  CHECK(count_of(xml, "org.gnu.gdb.i386.avx512") == 0);
+  CHECK(count_of(xml, "<reg name=\"ymm15h\" bitsize=\"128\" type=\"uint128\" regnum=\"75\"") == 1);
+  CHECK(count_of(xml, "<reg name=\"pkru\" bitsize=\"32\" type=\"uint32\" regnum=\"76\"") == 1);
 }

@@ -145,13 +145,21 @@ TEST_CASE("register replies", "[replies]") {
   CHECK(reply_register(regs, 24) == std::string(20, 'x'));
   CHECK(reply_register(regs, kAmd64RegisterCount).rfind("E.", 0) == 0);
 
-  std::string all = reply_registers(regs);
-  CHECK(all.size() == amd64_register_buffer_size() * 2);
+  const RegisterLayout base(Amd64Features{});
+  std::string all = reply_registers(regs, base);
+  CHECK(all.size() == 560 * 2);
   CHECK(all.substr(0, 16) == std::string(16, 'x'));
   CHECK(all.substr(amd64_register_offset(16) * 2, 16) == "3611400000000000");
   CHECK(all.substr(amd64_register_offset(17) * 2, 8) == "46020000");
   regs.set_all_available(true);
-  CHECK(reply_registers(regs).find('x') == std::string::npos);
+  CHECK(reply_registers(regs, base).find('x') == std::string::npos);
+  // With AVX the ymm upper halves follow gs_base; unavailable ones as xx.
+  const RegisterLayout avx(Amd64Features{.avx = true});
+  regs.set_available(static_cast<unsigned>(Amd64Reg::ymm0h) + 1, false);
+  all = reply_registers(regs, avx);
+  CHECK(all.size() == (560 + 16 * 16) * 2);
+  CHECK(all.substr((560 + 16) * 2, 32) == std::string(32, 'x'));
+  CHECK(all.substr(0, 560 * 2).find('x') == std::string::npos);
   CHECK(reply_memory({0xde, 0xad, 0x00}) == "dead00");
   CHECK(reply_memory({}).empty());
 }
