@@ -29,11 +29,19 @@ constexpr std::size_t kNameLimit = 31;
 
 }  // namespace
 
-std::vector<std::string> numeric_entries(const std::string& dir) {
+std::vector<std::string> entry_names(const std::string& dir) {
   std::vector<std::string> names;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    std::string name = entry.path().filename().string();
+  // Not a range-for: its increment throws when a read fails midway.
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    names.push_back(it->path().filename().string());
+  }
+  return names;
+}
+
+std::vector<std::string> numeric_entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (std::string& name : entry_names(dir)) {
     if (!name.empty() && name[0] >= '0' && name[0] <= '9') names.push_back(std::move(name));
   }
   return names;

@@ -14,6 +14,10 @@ namespace stub::process {
 // descriptors rising, task/'s threads the leader first, then the kernel's
 // thread list order (not sorted: a thread with a lower tid can come later).
 std::vector<std::string> numeric_entries(const std::string& dir);
+// Every entry's name in `dir`, as far as it can be read: /proc changes
+// while it is listed (a process exits, its task directory vanishes), and
+// a read that fails midway ends the list instead of throwing.
+std::vector<std::string> entry_names(const std::string& dir);
 
 // A process's short command as gdbserver shows it: the first word of the
 // name in /proc/PID/stat without its parentheses ("tmux: server" gives

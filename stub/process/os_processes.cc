@@ -53,12 +53,11 @@ std::string owner_name(const fs::path& pid_dir) {
 // Field 39 of stat (processor) is index 36 after the name.
 std::vector<int> thread_cores(const fs::path& task_dir) {
   std::set<int> cores;
-  std::error_code ec;
-  for (const auto& task : fs::directory_iterator(task_dir, ec)) {
+  for (const std::string& task : entry_names(task_dir.string())) {
     std::string stat;
     std::string comm;
     std::vector<std::string> rest;
-    if (!read_whole(task.path() / "stat", stat) || !split_stat(stat, comm, rest) || rest.size() <= 36) continue;
+    if (!read_whole(task_dir / task / "stat", stat) || !split_stat(stat, comm, rest) || rest.size() <= 36) continue;
     cores.insert(std::atoi(rest[36].c_str()));
   }
   return {cores.begin(), cores.end()};
@@ -68,19 +67,18 @@ std::vector<int> thread_cores(const fs::path& task_dir) {
 
 std::vector<protocol::OsProcess> list_os_processes(const std::string& proc_root) {
   std::vector<protocol::OsProcess> out;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(proc_root, ec)) {
-    std::string name = entry.path().filename().string();
+  for (const std::string& name : entry_names(proc_root)) {
     if (!all_digits(name)) continue;
+    const fs::path entry_path = fs::path(proc_root) / name;
     std::string stat;
     std::string comm;
     std::vector<std::string> rest;
-    if (!read_whole(entry.path() / "stat", stat) || !split_stat(stat, comm, rest)) continue;  // gone
+    if (!read_whole(entry_path / "stat", stat) || !split_stat(stat, comm, rest)) continue;  // gone
     protocol::OsProcess process;
     process.pid = std::strtoll(name.c_str(), nullptr, 10);
-    process.user = owner_name(entry.path());
+    process.user = owner_name(entry_path);
     process.command = command_line(process.pid, proc_root).value_or("");
-    process.cores = thread_cores(entry.path() / "task");
+    process.cores = thread_cores(entry_path / "task");
     out.push_back(std::move(process));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
