@@ -164,7 +164,8 @@ def check_same(c, label, ref, got, min_blocks=1000):
            stop_signal(ref["stops"][-1]) == 0, ctx)
     c.equal("%s: the same stops" % label, [strip_thread(r) for r in ref["stops"]],
             [strip_thread(r) for r in got["stops"]], ctx)
-    c.true("%s: the reference's trace reads (%s)" % (label, ref["last"][:60]), ref["doc"] is not None, ctx)
+    c.true("%s: the reference's trace reads" % label, ref["doc"] is not None,
+           "last reply: %r\n%s" % (ref["last"][:200], ctx))
     a, b = ref["blocks"], got["blocks"]
     c.true("%s: the reference holds many blocks (%d)" % (label, len(a)), len(a) > min_blocks, ctx)
     c.true("%s: the reference holds the whole run" % label, held_whole(ref["status"]), ctx)
