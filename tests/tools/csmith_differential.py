@@ -20,7 +20,7 @@ longer than --native-timeout natively, or whose translate run logs more
 than --max-branches (the int3 run takes about 8 µs a branch), is skipped.
 
     BTSTUB=build/btstub python3 tests/tools/csmith_differential.py 20 [--first-seed S]
-        [--options "csmith options"] [--keep DIR]
+        [--options="csmith options"] [--keep DIR]
 
 Exit status 1 when any seed differs. Not a test (random seeds); CI runs
 the fixed seeds of test_translate_csmith.py.
@@ -117,7 +117,7 @@ def main():
     parser.add_argument("--native-timeout", type=float, default=1.0, help="seconds (default 1)")
     parser.add_argument("--max-branches", type=int, default=2000000, help="default 2,000,000")
     parser.add_argument("--options", default=None,
-                        help="csmith's options instead of the test's (one string)")
+                        help="csmith's options instead of the test's, one string: --options=\"--float ...\"")
     parser.add_argument("--keep", default=None, help="directory for the programs (default a new one)")
     args = parser.parse_args()
     why = csmith_programs.missing()
