@@ -75,10 +75,12 @@ def generate(seed, directory, options=None):
 
 def build(source, opt):
     """Compiles `source` with gcc at -`opt` (PIE, -g, warnings off: csmith's
-    code is full of what gcc warns about); returns the executable's path."""
-    exe = "%s_%s" % (os.path.splitext(source)[0], opt)
-    status, out, err = run_command(["gcc", "-" + opt, "-g", "-w", "-fPIE", "-pie", "-I", include_dir(),
-                                    source, "-o", exe], timeout=120.0)
+    code is full of what gcc warns about); returns the executable's path.
+    `opt` may carry more flags: "O3 -march=native"."""
+    exe = "%s_%s" % (os.path.splitext(source)[0], re.sub(r"\W+", "_", opt))
+    status, out, err = run_command(["gcc"] + ("-" + opt).split() + ["-g", "-w", "-fPIE", "-pie", "-I",
+                                                                   include_dir(), source, "-o", exe],
+                                   timeout=120.0)
     if status != 0:
         raise RuntimeError("gcc -%s %s failed (%s): %s%s" % (opt, source, status, out, err))
     return exe

@@ -113,7 +113,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("seeds", type=int, help="how many seeds")
     parser.add_argument("--first-seed", type=int, default=None, help="first seed (default random)")
-    parser.add_argument("--opt", default="O0,O2", help="optimisation levels (default O0,O2)")
+    parser.add_argument("--opt", default="O0,O2",
+                        help="optimisation levels (default O0,O2), each with more gcc flags if wanted: "
+                        "--opt='O3 -march=native,Os'")
     parser.add_argument("--native-timeout", type=float, default=1.0, help="seconds (default 1)")
     parser.add_argument("--max-branches", type=int, default=2000000, help="default 2,000,000")
     parser.add_argument("--options", default=None,
