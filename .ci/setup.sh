@@ -5,9 +5,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 # libipt-dev encodes Intel PT traces (decoder/pt_encoder.h); clang and its
 # runtime (libFuzzer, sanitizers) build the fuzz targets; lldb (with
-# lldb-server, the reference) drives test_lldb.
+# lldb-server, the reference) drives test_lldb; csmith makes the random
+# programs (its headers, csmith.h, are in libcsmith-dev) of
+# tests/integration/test_translate_csmith.py.
 PACKAGES=(g++ cmake make gdb gdbserver python3 libboost-dev libcapstone-dev libipt-dev nlohmann-json3-dev catch2
-          clang libclang-rt-14-dev lldb)
+          clang libclang-rt-14-dev lldb csmith libcsmith-dev)
 
 install_packages() {
   local missing=()

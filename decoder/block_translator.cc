@@ -231,16 +231,15 @@ btstub::Expected<void> BlockWriter::copy(const cs_insn& insn) {
       return {};
     }
   }
-  if (x86.encoding.disp_offset == 0 || x86.encoding.disp_size != 4) {
-    return refuse(insn.address, "a RIP-relative operand of an unexpected form");
-  }
+  const int disp_offset = rip_disp_offset(insn, *mem);
+  if (disp_offset < 0) return refuse(insn.address, "a RIP-relative operand of an unexpected form");
   auto disp = rel32(w_.here() + insn.size, effective);
   if (!disp) {
     return refuse(insn.address, "its RIP-relative operand (" + hex(effective) + ") is out of 32-bit reach of the cache at " +
                                     hex(w_.here()));
   }
   std::vector<uint8_t> bytes(insn.bytes, insn.bytes + insn.size);
-  std::memcpy(bytes.data() + x86.encoding.disp_offset, &*disp, 4);
+  std::memcpy(bytes.data() + disp_offset, &*disp, 4);
   w_.raw(bytes.data(), bytes.size());
   return {};
 }

@@ -34,4 +34,23 @@ class CapstoneDetail {
 
 inline bool in_group(csh handle, const cs_insn& insn, uint8_t group) { return cs_insn_group(handle, &insn, group); }
 
+// Where the 4-byte displacement of `insn`'s RIP-relative operand `mem` lies
+// in its bytes, or -1 when it cannot be found for sure. A RIP-relative
+// operand is always ModRM mod=00 r/m=101 followed by a disp32, but
+// Capstone 4.0.2 says disp_size 2 when a 0x66 prefix is present (movdqa,
+// pand, pshufd: what gcc's vectorised code reads constants with), so
+// its offset is checked against the bytes instead of trusted.
+inline int rip_disp_offset(const cs_insn& insn, const cs_x86_op& mem) {
+  const auto disp = static_cast<uint32_t>(static_cast<int32_t>(mem.mem.disp));
+  auto holds_disp = [&](int at) {
+    if (at < 1 || at + 4 > insn.size || (insn.bytes[at - 1] & 0xc7) != 0x05) return false;
+    const uint32_t value = static_cast<uint32_t>(insn.bytes[at]) | static_cast<uint32_t>(insn.bytes[at + 1]) << 8 |
+                           static_cast<uint32_t>(insn.bytes[at + 2]) << 16 |
+                           static_cast<uint32_t>(insn.bytes[at + 3]) << 24;
+    return value == disp;
+  };
+  const int said = insn.detail->x86.encoding.disp_offset;
+  return said != 0 && holds_disp(said) ? said : -1;
+}
+
 }  // namespace decoder

@@ -138,14 +138,14 @@ class InstructionMover {
 
  private:
   btstub::Expected<void> move_rip_relative(const cs_insn& insn, const cs_x86_op& mem) {
-    const cs_x86& x86 = insn.detail->x86;
-    if (x86.encoding.disp_offset == 0 || x86.encoding.disp_size != 4) return refuse("an odd RIP-relative operand");
+    const int disp_offset = rip_disp_offset(insn, mem);
+    if (disp_offset < 0) return refuse("an odd RIP-relative operand");
     const uint64_t effective = insn.address + insn.size + static_cast<uint64_t>(mem.mem.disp);
     rip_reads_.push_back(effective);
     auto disp = rel32(w_.here() + insn.size, effective);
     if (!disp) return refuse("a RIP-relative operand out of the trampoline's reach");
     std::vector<uint8_t> bytes(insn.bytes, insn.bytes + insn.size);
-    std::memcpy(bytes.data() + x86.encoding.disp_offset, &*disp, 4);
+    std::memcpy(bytes.data() + disp_offset, &*disp, 4);
     w_.emit(bytes.data(), bytes.size());
     return {};
   }

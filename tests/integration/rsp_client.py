@@ -15,6 +15,7 @@ raises ConnectionClosed, a timeout RspTimeout.
 Python standard library only.
 """
 
+import re
 import socket
 import time
 
@@ -57,21 +58,31 @@ def escape_binary(data):
 
 
 def decode_payload(raw):
-    """Undoes `}` escapes and `*` run-length encoding of a received payload."""
+    """Undoes `}` escapes and `*` run-length encoding of a received payload.
+    Copies the runs between them whole: a trace document is megabytes."""
     out = bytearray()
-    i = 0
-    while i < len(raw):
-        b = raw[i]
-        if b == 0x7D and i + 1 < len(raw):
-            out.append(raw[i + 1] ^ 0x20)
-            i += 2
-        elif b == 0x2A and out and i + 1 < len(raw):
-            out += bytes([out[-1]]) * (raw[i + 1] - 29)
-            i += 2
-        else:
+    i, n = 0, len(raw)
+    while i < n:
+        m = _ENCODED.search(raw, i)
+        if m is None:
+            out += raw[i:]
+            break
+        j = m.start()
+        out += raw[i:j]
+        b = raw[j]
+        if j + 1 >= n or (b == 0x2A and not out):
             out.append(b)
-            i += 1
+            i = j + 1
+        elif b == 0x7D:
+            out.append(raw[j + 1] ^ 0x20)
+            i = j + 2
+        else:
+            out += bytes([out[-1]]) * (raw[j + 1] - 29)
+            i = j + 2
     return bytes(out)
+
+
+_ENCODED = re.compile(rb"[}*]")
 
 
 class RspClient:

@@ -6,7 +6,7 @@ asm(R"(
   .intel_syntax noprefix
   .text
   .globl bttest_begin, bttest_end
-  .globl bttest_straight, bttest_straight_ret, bttest_lea, bttest_rip_forms
+  .globl bttest_straight, bttest_straight_ret, bttest_lea, bttest_rip_forms, bttest_rip_sse
   .globl bttest_loop, bttest_loop_top, bttest_loop_jb, bttest_loop_next, bttest_loop_jnz, bttest_loop_ret
   .globl bttest_loop_small, bttest_loop_jmp
   .globl bttest_flags, bttest_flags_jl, bttest_flags_less
@@ -49,6 +49,21 @@ bttest_rip_forms:                   # 3 * 40: SSE, VEX, 32-bit lea, lea to r9
   add rax, rdx
   mov ecx, dword ptr [rip + bttest_data]
   add rax, rcx
+  ret
+bttest_rip_sse:                     # 27: 0x66-prefixed and VEX.66 forms (Capstone 4.0.2 says disp_size 2)
+  movdqa xmm0, xmmword ptr [rip + bttest_vec]         # {1, 2, 3, 4}
+  pand xmm0, xmmword ptr [rip + bttest_vec_mask]      # {1, 2, 3, 0}
+  pshufd xmm1, xmmword ptr [rip + bttest_vec], 0x1b   # {4, 3, 2, 1}: an immediate after the disp32
+  paddd xmm0, xmm1                                    # {5, 5, 5, 1}
+  pinsrd xmm0, dword ptr [rip + bttest_vec + 4], 3    # {5, 5, 5, 2}
+  movdqa xmmword ptr [rip + bttest_vec_out], xmm0
+  vmovdqa xmm2, xmmword ptr [rip + bttest_vec_out]
+  vpaddd xmm2, xmm2, xmmword ptr [rip + bttest_vec]   # {6, 7, 8, 6}
+  vmovdqu xmmword ptr [rip + bttest_vec_out], xmm2
+  mov eax, dword ptr [rip + bttest_vec_out]
+  add eax, dword ptr [rip + bttest_vec_out + 4]
+  add eax, dword ptr [rip + bttest_vec_out + 8]
+  add eax, dword ptr [rip + bttest_vec_out + 12]
   ret
 bttest_loop:                        # flags, rax, rcx and the red zone across branches
   xor eax, eax
@@ -187,6 +202,10 @@ bttest_data: .quad 40, 0
 bttest_ind_table: .quad bttest_ind_b0, bttest_ind_b1
 bttest_ind_end_ptr: .quad bttest_ind_end
 bttest_ind_callee_ptr: .quad bttest_ind_callee
+  .balign 16
+bttest_vec: .long 1, 2, 3, 4
+bttest_vec_mask: .long -1, -1, -1, 0
+bttest_vec_out: .long 0, 0, 0, 0
   .text
   .att_syntax prefix
 )");

@@ -1,0 +1,189 @@
+"""Records one program under two --trace-stops modes and compares them.
+
+Shared by test_translate_differential.py (fixed programs),
+test_translate_csmith.py (csmith's random programs) and
+tests/tools/csmith_differential.py (more seeds, by hand).
+
+`record(prog, args, mode)` runs the program under `btstub --once --record
+--trace-stops=MODE` from its first instruction to the stop btstub makes
+before it exits (signals the program gets are passed back to it), then
+reads the whole branch trace as gdb reads it (Qbtrace:bts adopts the
+recording, qXfer:btrace:read:all). `check_same(c, label, ref, got)` makes
+the checks every comparison makes: the same stops, the same blocks (the
+vDSO's left out: its clock reads retry when the kernel updates the time
+meanwhile, which differs from run to run whichever tracer records), and
+most branches of the translate run logged by translated code, so that a
+comparison cannot pass with the cache unused.
+"""
+
+import re
+
+from harness import HarnessError, Server
+from rsp_client import RspClient, RspError, hexs
+
+ACTIVITY = re.compile(r"Translated code: (\d+) blocks translated, (\d+) left to int3s; (\d+) branches logged")
+HELD = re.compile(r"thread \d+: (\d+) of (\d+) branches")
+BLOCK = re.compile(r'<block begin="0x([0-9a-f]+)" end="0x([0-9a-f]+)"/>')
+TIMEOUT = 120.0
+
+
+def read_maps(pid):
+    """The program's mappings: (begin, end, file offset, name) each."""
+    maps = []
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            fields = line.split(None, 5)
+            begin, end = fields[0].split("-")
+            maps.append((int(begin, 16), int(end, 16), int(fields[2], 16),
+                         fields[5].strip() if len(fields) > 5 else ""))
+    return maps
+
+
+def vdso_range(maps):
+    """[begin, end) of the program's vDSO."""
+    return next(((b, e) for b, e, _, name in maps if name == "[vdso]"), (0, 0))
+
+
+def blocks_outside(doc, vdso):
+    """The document's blocks (begin, end), those starting in the vDSO left out."""
+    return [(int(b, 16), int(e, 16)) for b, e in BLOCK.findall(doc or "")
+            if not vdso[0] <= int(b, 16) < vdso[1]]
+
+
+def stop_signal(reply):
+    """The signal of a T/S stop reply, or None for anything else."""
+    if reply[:1] in ("T", "S") and len(reply) >= 3:
+        return int(reply[1:3], 16)
+    return None
+
+
+def strip_thread(reply):
+    """A stop reply without its thread id (each run has its own pid)."""
+    return re.sub(r"thread:[0-9a-fp.]+;", "", reply)
+
+
+def read_document(client, request):
+    """The whole qXfer document `request` names (offset, length appended)."""
+    parts, offset = [], 0
+    while True:
+        reply = client.request("%s:%x,%x" % (request, offset, 0x10000), timeout=TIMEOUT)
+        if reply[:1] not in ("m", "l"):
+            return None, reply
+        # Joined once at the end: adding each part to a string copies the
+        # megabytes read so far every time.
+        parts.append(reply[1:])
+        offset += len(reply) - 1
+        if reply[:1] == "l":
+            return "".join(parts), reply
+
+
+def monitor(client, command):
+    client.console = ""
+    reply = client.request("qRcmd," + hexs(command), timeout=TIMEOUT)
+    return client.console, reply
+
+
+def record(prog, args, mode, options=()):
+    """Runs `prog` to its held end under --trace-stops=`mode`: the btrace
+    document and its blocks outside the vDSO, `monitor record status`, the
+    stops seen, the server's stdout (where the program writes) and stderr,
+    the program's mappings at the end.
+    `options` go to btstub after the default ones."""
+    options = ("--once", "--record", "--trace-stops=" + mode) + tuple(options)
+    with Server("btstub", [prog] + args, options=options) as server:
+        try:
+            result = _record_session(server)
+        except (OSError, RspError) as e:
+            # Said with what btstub said and how it ended (a crash's signal).
+            exited = server.wait_exit(1.0)
+            server.stop()
+            raise HarnessError("%s under --trace-stops=%s: %s: %s\nbtstub's exit status: %s\nbtstub's stderr:\n%s" %
+                               (prog, mode, type(e).__name__, e, exited, server.stderr[-3000:])) from e
+    result.update(stdout=server.stdout, stderr=server.stderr)
+    return result
+
+
+def _record_session(server):
+    """record()'s session with the started server."""
+    with RspClient.connect(server.port, timeout=TIMEOUT) as c:
+        c.handshake()
+        stops = []
+        reply = c.request("vCont;c", timeout=TIMEOUT)
+        # Signals go back to the program; signal 0 is the stop before
+        # the exit (where a recorded program is held).
+        while len(stops) < 20:
+            stops.append(reply)
+            sig = stop_signal(reply)
+            if sig is None or sig == 0:
+                break
+            reply = c.request("C%02x" % sig, timeout=TIMEOUT)
+        thread = re.search(r"thread:([0-9a-fp.]+);", stops[-1])
+        if thread:
+            c.request("Hg" + thread.group(1))
+        status, _ = monitor(c, "record status")
+        maps = read_maps(server.inferior_pid)
+        vdso = vdso_range(maps)
+        enabled = c.request("Qbtrace:bts")
+        doc, last = read_document(c, "qXfer:btrace:read:all")
+        c.send_packet("k")
+    return {"doc": doc, "last": last, "enabled": enabled, "status": status, "stops": stops,
+            "blocks": blocks_outside(doc, vdso), "vdso": vdso, "maps": maps}
+
+
+def first_difference(a, b):
+    """Index of the first block where the lists differ (the shorter's length
+    when one is the start of the other), None when they are equal."""
+    if a == b:
+        return None
+    return next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+
+
+def translated_share(status):
+    """(branches logged by translated code, branches held) from `monitor
+    record status`, or None when it does not say."""
+    m, held = ACTIVITY.search(status), HELD.search(status)
+    if not m or not held:
+        return None
+    return int(m.group(3)), int(held.group(1))
+
+
+def held_whole(status):
+    """True when `monitor record status` shows a trace below its bound (no
+    branch dropped: the comparison covers the whole run)."""
+    held = HELD.search(status)
+    return held is not None and int(held.group(1)) < int(held.group(2))
+
+
+def check_same(c, label, ref, got, min_blocks=1000, min_share=0.5):
+    """The checks of one comparison: `ref` from record(..., "int3"), `got`
+    from record(..., "translate"), which must have logged more than
+    `min_share` of its branches in translated code."""
+    ctx = "int3 stops: %s\ntranslate stops: %s\nint3 status:\n%s\ntranslate status:\n%s\n" \
+          "translate stderr:\n%s" % (ref["stops"], got["stops"], ref["status"], got["status"],
+                                      got["stderr"][-3000:])
+    c.true("%s: the reference run ends held before the exit" % label,
+           stop_signal(ref["stops"][-1]) == 0, ctx)
+    c.equal("%s: the same stops" % label, [strip_thread(r) for r in ref["stops"]],
+            [strip_thread(r) for r in got["stops"]], ctx)
+    c.true("%s: the reference's trace reads" % label, ref["doc"] is not None,
+           "last reply: %r\n%s" % (ref["last"][:200], ctx))
+    a, b = ref["blocks"], got["blocks"]
+    c.true("%s: the reference holds many blocks (%d)" % (label, len(a)), len(a) > min_blocks, ctx)
+    c.true("%s: the reference holds the whole run" % label, held_whole(ref["status"]), ctx)
+    c.true("%s: the vDSO is found" % label, ref["vdso"][1] > 0 and ref["vdso"] == got["vdso"], ctx)
+    first = first_difference(a, b)
+    detail = ctx
+    if first is not None:
+        detail = ("%d vs %d blocks; newest first, the first difference at block %d:\n"
+                  "int3:      %s\ntranslate: %s\n%s" %
+                  (len(a), len(b), first, [(hex(x), hex(y)) for x, y in a[first:first + 3]],
+                   [(hex(x), hex(y)) for x, y in b[first:first + 3]], ctx))
+    c.true("%s: the same branch trace under both tracers" % label, first is None, detail)
+    share = translated_share(got["status"])
+    c.true("%s: the translate run reports its translated code" % label, share is not None, ctx)
+    if share:
+        logged, total = share
+        c.true("%s: translated code logged over %d%% of the branches (%d of %d)" %
+               (label, 100 * min_share, logged, total), total > 0 and logged > min_share * total, ctx)
+    c.not_contains("%s: no complaint from the translating tracer" % label, got["stderr"],
+                   "btstub: ", ctx)
