@@ -12,11 +12,12 @@ _NORMALISERS = [
     (re.compile(r"process \d+"), "process PID"),
     (re.compile(r"Thread \d+\.\d+"), "Thread PID.TID"),
     # `info threads` pads its Target Id column to the longest id, so the
-    # padding follows how many digits the pids have (they wrap at pid_max).
-    (re.compile(r"(Thread PID\.TID(?: \"[^\"]*\")?) {2,}"), r"\1  "),
+    # padding follows how many digits the pids have (they wrap at pid_max):
+    # the widest id has one space after it, the others more.
+    (re.compile(r"(Thread PID\.TID(?: \"[^\"]*\")?) +"), r"\1  "),
     (re.compile(r"Target Id {2,}Frame"), "Target Id  Frame"),
     # `info inferiors` pads its Description column the same way.
-    (re.compile(r"(process PID) {2,}"), r"\1  "),
+    (re.compile(r"(process PID) +"), r"\1  "),
     (re.compile(r"Description {2,}Connection"), "Description  Connection"),
     (re.compile(r"LWP \d+"), "LWP TID"),
     (re.compile(r"pid = \d+"), "pid = PID"),

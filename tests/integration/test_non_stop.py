@@ -70,7 +70,7 @@ def session(c, gdb, label):
     out["continue to main_stop"] = gdb.command("continue", 30)
     out["info threads, worker running"] = gdb.command("info threads")
     c.matches(label + "worker shown running", out["info threads, worker running"],
-              r'^ +2 +Thread \d+\.\d+ "non_stop_O0" \(running\)$')
+              r'^ +2 +Thread \d+\.\d+ "non_stop_O0" +\(running\)$')
     first = ticks(c, label + "counter read while the worker runs", gdb.command("print ticks"))
     time.sleep(0.4)
     second = ticks(c, label + "counter read again", gdb.command("print ticks"))
