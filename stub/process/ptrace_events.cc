@@ -260,6 +260,14 @@ void PtraceProcess::collect_other_statuses(pid_t busy) {
   }
 }
 
+// Whether the event `thread` keeps means nothing any more (pending_is_stale)
+// now that it is to go on with `next`; also when its pc cannot be read.
+bool PtraceProcess::kept_event_stale(pid_t tid, const ThreadState& thread, StepKind next) {
+  auto pc = read_pc(tid);
+  return !pc || pending_is_stale(*thread.pending, thread.pending_pc, *pc,
+                                 breakpoints_.count(*pc) != 0 || client_int3s_.count(*pc) != 0, next);
+}
+
 // The first valid pending event of a thread the client resumed, taking
 // threads in turn after the last one reported so no thread starves. A kept
 // signal the client passes (QPassSignals) is no event: it goes with its
@@ -277,11 +285,7 @@ std::optional<ProcessEvent> PtraceProcess::take_pending() {
     ThreadState& thread = threads_[tid];
     if (!thread.pending || !thread.deferred) continue;
     ProcessEvent event = *thread.pending;
-    auto pc = read_pc(tid);
-    bool stale = !pc || pending_is_stale(event, thread.pending_pc, *pc,
-                                         breakpoints_.count(*pc) != 0 || client_int3s_.count(*pc) != 0,
-                                         *thread.deferred);
-    if (stale) {
+    if (kept_event_stale(tid, thread, *thread.deferred)) {
       thread.pending.reset();
       continue;
     }
@@ -325,10 +329,7 @@ std::optional<ProcessEvent> PtraceProcess::take_pending() {
 std::optional<ProcessEvent> PtraceProcess::take_pending_non_stop() {
   for (auto& [tid, thread] : threads_) {
     if (!thread.pending || !thread.deferred) continue;
-    auto pc = read_pc(tid);
-    const bool stale = !pc || pending_is_stale(*thread.pending, thread.pending_pc, *pc,
-                                               breakpoints_.count(*pc) != 0 || client_int3s_.count(*pc) != 0,
-                                               *thread.deferred);
+    const bool stale = kept_event_stale(tid, thread, *thread.deferred);
     std::optional<ProcessEvent> event = std::move(thread.pending);
     thread.pending.reset();
     if (stale) continue;  // commit_deferred starts it
@@ -794,10 +795,7 @@ std::optional<ProcessEvent> PtraceProcess::take_pending_event(pid_t tid) {
       event.exit_held) {
     return std::nullopt;
   }
-  auto pc = read_pc(tid);
-  const bool stale = !pc || pending_is_stale(event, thread.pending_pc, *pc,
-                                             breakpoints_.count(*pc) != 0 || client_int3s_.count(*pc) != 0,
-                                             StepKind::SingleStep);
+  const bool stale = kept_event_stale(tid, thread, StepKind::SingleStep);
   std::optional<ProcessEvent> told = std::move(thread.pending);
   thread.pending.reset();
   if (stale) {

@@ -218,6 +218,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<std::optional<ProcessEvent>> next_event(bool block);
   std::optional<ProcessEvent> take_pending();
   void restore_kept_siginfo(pid_t tid, ThreadState& thread);
+  bool kept_event_stale(pid_t tid, const ThreadState& thread, StepKind next);
   Expected<void> require_stopped(pid_t tid) const;
   void requeue_signal(pid_t tid, int signal);
   void owe_signal(pid_t tid, ThreadState& thread, int signal);
