@@ -44,6 +44,9 @@ Reply handle(Session&, const ReadRegister&);
 Reply handle(Session&, const WriteRegister&);
 Reply handle(Session&, const ReadMemory&);
 Reply handle(Session&, const WriteMemory&);
+// m and x: the current thread's bytes (its past while it replays), at most
+// what fits in one reply as hex.
+Expected<std::vector<uint8_t>> read_client_memory(Session&, uint64_t addr, uint64_t length);
 
 // handlers_exec.cc
 Reply handle(Session&, const InsertBreakpoint&);

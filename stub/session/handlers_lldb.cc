@@ -37,8 +37,6 @@ std::vector<uint64_t> status_numbers(const std::string& status, const std::strin
   return {};
 }
 
-std::string hex_text(std::string_view text) { return hex_encode(text); }
-
 // What LLDB calls a thread's stop reason: a breakpoint or watchpoint hit,
 // or a signal; empty when the signal (SIGTRAP) says it (lldb then looks
 // for its breakpoint at the pc, as it does for any SIGTRAP stop).
@@ -98,15 +96,15 @@ Process* owner_of_thread(Session& s, pid_t tid) {
 Reply handle(Session& s, const HostInfoQuery&) {
   s.lldb.client = true;
   std::vector<std::pair<std::string, std::string>> facts = {
-      {"triple", hex_text(kTriple)}, {"ptrsize", "8"}, {"endian", "little"},
+      {"triple", hex_encode(kTriple)}, {"ptrsize", "8"}, {"endian", "little"},
       // x86 debug registers trap after the access, as lldb-server says.
       {"watchpoint_exceptions_received", "after"}};
   struct utsname names {};
   if (::uname(&names) == 0) {
     std::string release = names.release;
     facts.emplace_back("os_version", release.substr(0, release.find_first_not_of("0123456789.")));
-    facts.emplace_back("os_build", hex_text(release));
-    facts.emplace_back("hostname", hex_text(names.nodename));
+    facts.emplace_back("os_build", hex_encode(release));
+    facts.emplace_back("hostname", hex_encode(names.nodename));
   }
   return Reply::now(reply_key_values(facts));
 }
@@ -131,7 +129,7 @@ Reply handle(Session& s, const ProcessInfoQuery&) {
     facts.emplace_back("effective-uid", hex_number(uids[1]));
     facts.emplace_back("effective-gid", hex_number(gids[1]));
   }
-  facts.emplace_back("triple", hex_text(kTriple));
+  facts.emplace_back("triple", hex_encode(kTriple));
   facts.emplace_back("ostype", "linux");
   facts.emplace_back("endian", "little");
   facts.emplace_back("ptrsize", "8");
@@ -196,7 +194,7 @@ Reply handle(Session& s, const MemoryRegionQuery& req) {
       std::vector<std::pair<std::string, std::string>> facts = {
           {"start", hex_number(map.begin)}, {"size", hex_number(map.end - map.begin)}, {"permissions", permissions},
           {"flags", ""}};
-      if (!map.name.empty()) facts.emplace_back("name", hex_text(map.name));
+      if (!map.name.empty()) facts.emplace_back("name", hex_encode(map.name));
       return Reply::now(reply_key_values(facts));
     }
     gap_begin = map.end;
@@ -231,10 +229,9 @@ Reply handle(Session& s, const SharedLibraryInfoQuery&) {
 Reply handle(Session& s, const ReadMemoryBinary& req) {
   s.lldb.client = true;
   if (!s.has_process()) return no_process_reply();
-  // At most what fits in one reply even if every byte needs escaping.
-  uint64_t length = std::min<uint64_t>(req.length, RspLink::kMaxPayload / 2 - 1);
-  if (length == 0) return Reply::now(reply_binary_memory({}));
-  auto bytes = s.thread_memory(s.current_thread(), req.addr, length);
+  // As m reads, at most half a reply: even escaped, every byte fits.
+  if (req.length == 0) return Reply::now(reply_binary_memory({}));
+  auto bytes = read_client_memory(s, req.addr, req.length);
   if (!bytes || bytes->empty()) return Reply::now(reply_error_code(kMemoryErrorCode));
   return Reply::now(reply_binary_memory(*bytes));
 }

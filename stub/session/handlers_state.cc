@@ -75,12 +75,17 @@ Reply handle(Session& s, const WriteRegister& req) {
   return Reply::now(reply_ok());
 }
 
+Expected<std::vector<uint8_t>> read_client_memory(Session& s, uint64_t addr, uint64_t length) {
+  // Answer at most what fits in one reply; the client asks again for the rest.
+  length = std::min<uint64_t>(length, RspLink::kMaxPayload / 2 - 1);
+  if (length == 0) return std::vector<uint8_t>{};
+  return s.thread_memory(s.current_thread(), addr, length);
+}
+
 Reply handle(Session& s, const ReadMemory& req) {
   if (!s.has_process()) return no_process_reply();
-  // Answer at most what fits in one reply; gdb asks again for the rest.
-  uint64_t length = std::min<uint64_t>(req.length, RspLink::kMaxPayload / 2 - 1);
-  if (length == 0) return Reply::now(reply_memory({}));
-  auto bytes = s.thread_memory(s.current_thread(), req.addr, length);
+  if (req.length == 0) return Reply::now(reply_memory({}));
+  auto bytes = read_client_memory(s, req.addr, req.length);
   if (!bytes) return Reply::now(reply_error_code(kMemoryErrorCode));
   return Reply::now(reply_memory(*bytes));
 }
