@@ -7,20 +7,14 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
+
+#include "stub/process/proc_file.h"
 
 namespace stub::process {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 std::string pid_dir(const std::string& proc_root, long long pid) { return proc_root + "/" + std::to_string(pid); }
 
@@ -48,18 +42,18 @@ std::vector<std::string> numeric_entries(const std::string& dir) {
 }
 
 std::string short_command(long long pid, const std::string& proc_root) {
-  auto stat = read_file(pid_dir(proc_root, pid) + "/stat");
+  auto stat = read_proc_file(pid_dir(proc_root, pid) + "/stat");
   if (!stat) return std::to_string(pid);
   long long stat_pid = 0;
   char word[18] = {};
   if (std::sscanf(stat->c_str(), "%lld %17s", &stat_pid, word) != 2 || stat_pid != pid) return "";
   std::string name(word);
   name.pop_back();  // the closing parenthesis, or whatever ends the first word
-  return name.substr(1);
+  return name.empty() ? "" : name.substr(1);  // "( x)": the word is "(" alone
 }
 
 std::optional<std::string> command_line(long long pid, const std::string& proc_root) {
-  auto text = read_file(pid_dir(proc_root, pid) + "/cmdline");
+  auto text = read_proc_file(pid_dir(proc_root, pid) + "/cmdline");
   if (!text) return std::nullopt;
   if (text->empty()) return "[" + short_command(pid, proc_root).substr(0, 30) + "]";
   std::replace(text->begin(), text->end(), '\0', ' ');
@@ -67,7 +61,7 @@ std::optional<std::string> command_line(long long pid, const std::string& proc_r
 }
 
 int core_of_thread(long long pid, long long tid, const std::string& proc_root) {
-  auto stat = read_file(pid_dir(proc_root, pid) + "/task/" + std::to_string(tid) + "/stat");
+  auto stat = read_proc_file(pid_dir(proc_root, pid) + "/task/" + std::to_string(tid) + "/stat");
   if (!stat) return -1;
   auto at = stat->rfind(')');
   if (at == std::string::npos) return -1;

@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <set>
 #include <sstream>
 
 #include "stub/process/os_proc_text.h"
+#include "stub/process/proc_file.h"
 
 namespace stub::process {
 
@@ -20,9 +20,9 @@ namespace fs = std::filesystem;
 namespace {
 
 bool read_whole(const fs::path& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  auto text = read_proc_file(path.string());
+  if (!text) return false;
+  out = std::move(*text);
   return true;
 }
 

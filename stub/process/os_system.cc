@@ -7,19 +7,15 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "stub/process/os_proc_text.h"
+#include "stub/process/proc_file.h"
 
 namespace stub::process {
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+std::string read_file(const std::string& path) { return read_proc_file(path).value_or(""); }
 
 // The text as gdbserver's fgets loop sees it: lines with their newline, a
 // line longer than its 8 KiB buffer read in pieces.

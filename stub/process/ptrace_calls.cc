@@ -19,11 +19,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <sstream>
 #include <unordered_map>
 
+#include "stub/process/proc_file.h"
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/wait_routes.h"
 
@@ -159,8 +159,8 @@ std::string hex(uint64_t value) {
 }
 
 std::vector<std::string> thread_stat_fields(pid_t pid, pid_t tid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::string text =
+      read_proc_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat").value_or("");
   std::vector<std::string> fields;
   auto close = text.rfind(')');
   if (close == std::string::npos || close + 2 >= text.size()) return fields;

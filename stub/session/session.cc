@@ -78,7 +78,15 @@ Reply Session::handle_packet(std::string_view payload) {
     if (protocol::packet_name(payload) == "qRcmd") return monitor_failure(request.error().message);
     reply = Reply::now(protocol::reply_error(request.error()));
   } else {
-    reply = handle(*request);
+    // The handlers report failures as values; an exception from a library
+    // (std::bad_alloc, a throwing std:: call missed in review) still ends
+    // as an E. reply with its text, never as a dead server.
+    try {
+      reply = handle(*request);
+    } catch (const std::exception& e) {
+      reply = Reply::now(protocol::reply_error(
+          btstub::make_error(btstub::ErrorCode::Internal, std::string("internal error: ") + e.what())));
+    }
   }
   if (lldb.error_strings && reply.payload) *reply.payload = protocol::lldb_error_strings(*reply.payload);
   return reply;

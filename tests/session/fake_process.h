@@ -3,6 +3,8 @@
 // events to report, and a log of what the session asked it to do.
 #include <deque>
 #include <map>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@ class FakeProcess : public stub::process::Process {
   pid_t pid_ = 100;
   std::vector<pid_t> threads_{100};
   bool attached_ = false;
+  std::optional<std::string> throw_on_read;      // read_memory throws this (a library that throws)
   std::map<uint64_t, uint8_t> memory;           // sparse; absent bytes are unmapped
   std::map<pid_t, protocol::RegisterFile> regs;
   protocol::Amd64Features features;  // what register_features() says
@@ -45,6 +48,7 @@ class FakeProcess : public stub::process::Process {
     return {};
   }
   btstub::Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len) override {
+    if (throw_on_read) throw std::runtime_error(*throw_on_read);
     std::vector<uint8_t> out;
     for (std::size_t i = 0; i < len; ++i) {
       auto it = memory.find(addr + i);

@@ -52,6 +52,15 @@ TEST_CASE("initial stop reply is a SIGTRAP with expedited rbp, rsp, rip and the 
   CHECK(f.ask("qAttached") == "0");
 }
 
+TEST_CASE("an exception inside a handler is an E reply with its text, the session goes on", "[session]") {
+  Fixture f;
+  f.process.memory[0x1000] = 0x2a;
+  f.process.throw_on_read = "basic_filebuf::underflow error reading the file";
+  CHECK(f.ask("m1000,1") == "E.internal error: basic_filebuf::underflow error reading the file");
+  f.process.throw_on_read.reset();
+  CHECK(f.ask("m1000,1") == "2a");
+}
+
 TEST_CASE("memory reads and writes go through the process, errors are numeric", "[session]") {
   Fixture f;
   for (uint64_t a = 0x1000; a < 0x1004; ++a) f.process.memory[a] = static_cast<uint8_t>(a & 0xff);
