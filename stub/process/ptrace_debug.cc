@@ -159,6 +159,20 @@ void PtraceProcess::drop_trace_int3(uint64_t addr) {
   if (breakpoints_.count(addr) == 0 && alive_) (void)raw_write(addr, {original});
 }
 
+void PtraceProcess::code_changed(uint64_t begin, uint64_t end) {
+  if (!alive_ || vfork_parent_ != 0) return;  // a vfork child's int3s go in at the vforkdone
+  std::vector<std::pair<uint64_t, uint8_t>> overwritten;
+  for (auto it = trace_int3s_.lower_bound(begin); it != trace_int3s_.end() && it->first < end; ++it) {
+    if (breakpoints_.count(it->first) != 0) continue;  // gdb's own int3 (and original) there
+    std::vector<uint8_t> byte = raw_read(it->first, 1);
+    if (!byte.empty() && byte[0] != kInt3) overwritten.emplace_back(it->first, byte[0]);
+  }
+  for (const auto& [addr, byte] : overwritten) {
+    trace_int3s_.edit()[addr].original = byte;
+    (void)raw_write(addr, {kInt3});
+  }
+}
+
 void PtraceProcess::keep_trace_breakpoints(bool keep) {
   if (keep_trace_int3s_ == keep) return;
   keep_trace_int3s_ = keep;

@@ -60,6 +60,11 @@ class TracedThreadControl {
   // thread meets each kept int3 as an extra stop. Turning it off lifts the
   // unreferenced ones.
   virtual void keep_trace_breakpoints(bool keep) { (void)keep; }
+  // The program may have stored into [begin, end) behind the tracer's back
+  // (a write to /proc/self/mem, a store between two mprotects): a trace
+  // int3 there that it overwrote takes the new byte as its original and is
+  // written again, or the thread would run past that transfer unseen.
+  virtual void code_changed(uint64_t begin, uint64_t end) { (void)begin, (void)end; }
   // The general registers, rip and eflags (and fs/gs bases) only: all a
   // tracer reads at each stop, without the cost of the FPU/XSAVE state.
   virtual Expected<protocol::RegisterFile> read_general_registers(pid_t tid) { return read_registers(tid); }

@@ -6,6 +6,7 @@
 
 #include "decoder/branch_evaluator.h"
 #include "protocol/amd64_registers.h"
+#include "stub/tracing/code_writes.h"
 
 namespace stub::tracing {
 
@@ -159,6 +160,7 @@ void SoftwareTracer::settle(TracedThreadControl& control, ThreadState& t, pid_t 
         (s.insn->kind == decoder::ControlKind::Syscall || reads_unrepeatable_value(*s.insn))) {
       note_unrepeatable(t, tid, s.from);
     }
+    if (s.insn && step_completed && s.insn->kind == decoder::ControlKind::Syscall) after_system_call(control, tid);
     bool record = false;
     if (!s.insn) {
       // Undecodable: only a landing clearly away from it counts as a branch.
@@ -368,6 +370,29 @@ bool SoftwareTracer::arm_all(TracedThreadControl& control, ThreadState& t, pid_t
   if (!set) return false;  // the old setting stays
   t.armed = addrs;
   return true;
+}
+
+void SoftwareTracer::after_system_call(TracedThreadControl& control, pid_t tid) {
+  auto regs = control.read_general_registers(tid);
+  if (!regs) return;
+  const CodeWrite write = code_write_of(system_call_of(*regs));
+  uint64_t begin = 0;
+  uint64_t end = UINT64_MAX;
+  switch (write.kind) {
+    case CodeWrite::Kind::None: return;
+    case CodeWrite::Kind::Anything: break;
+    case CodeWrite::Kind::Range:
+      begin = write.begin;
+      end = write.end;
+      break;
+    case CodeWrite::Kind::Descriptor:
+      // A file's new bytes never show where an int3 made the page the
+      // program's own copy; only its memory file stores there.
+      if (!writes_process_memory(tid, write.fd)) return;
+      break;
+  }
+  control.code_changed(begin, end);
+  if (blocks_.read_code_in(begin, end)) forget_code();
 }
 
 void SoftwareTracer::forget_code() {

@@ -229,6 +229,10 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   void update_kept_int3s(TracedThreadControl& control) const;
   bool every_thread_traced() const;
   void forget_code();
+  // At the stop after a system call the tracer stepped: the int3s and
+  // cached blocks in code the call may have stored into
+  // (stub/tracing/code_writes.h) are made right.
+  void after_system_call(TracedThreadControl& control, pid_t tid);
   // software_tracer_checkpoints.cc.
   void note_unrepeatable(ThreadState& t, pid_t tid, uint64_t pc);
   void checkpoint_if_due(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);

@@ -84,4 +84,15 @@ std::optional<decoder::Instruction> BlockCache::instruction_at(uint64_t addr, de
   return insn;
 }
 
+bool BlockCache::read_code_in(uint64_t begin, uint64_t end) const {
+  const auto inside = [&](uint64_t address) { return begin <= address && address < end; };
+  for (const auto& [start, block] : ends_) {
+    if (inside(start) || inside(block.address) || (start < begin && block.address >= end)) return true;
+  }
+  for (const auto& [address, insn] : transfers_) {
+    if (inside(address)) return true;
+  }
+  return false;
+}
+
 }  // namespace stub::tracing

@@ -1,8 +1,9 @@
 #pragma once
 // Where does the block starting at an address end? The software tracer asks
 // this at every taken branch, so the answers are cached by start address.
-// Code is read-only in practice (no JITs in scope), so a cached answer stays
-// valid until exec replaces the address space; invalidate() drops them all.
+// A cached answer stays valid until the code changes: exec, or a system
+// call that may store into code (SoftwareTracer::after_system_call);
+// invalidate() drops them all.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -60,6 +61,9 @@ class BlockCache {
     transfers_.clear();
   }
   std::size_t size() const { return ends_.size(); }
+  // Whether a cached answer read code in [begin, end) (a block or an
+  // instruction starting there, or a block ending there).
+  bool read_code_in(uint64_t begin, uint64_t end) const;
 
  private:
   BlockEnd scan(uint64_t start, decoder::CodeReader& code);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace stub::tracing {
@@ -10,36 +11,59 @@ namespace stub::tracing {
 namespace {
 
 // One /proc/PID/maps line: "begin-end perms offset dev inode   path".
-bool translatable_line(const std::string& line, CodeRegion& out) {
-  std::istringstream in(line);
-  std::string range, perms, offset, dev, inode;
-  if (!(in >> range >> perms >> offset >> dev >> inode)) return false;
+struct MapsLine {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  std::string perms;
+  std::string file_id;  // "dev inode"; empty for anonymous memory
   std::string path;
-  std::getline(in, path);
-  path.erase(0, path.find_first_not_of(' '));
-  if (perms.size() < 4 || perms[0] != 'r' || perms[1] != '-' || perms[2] != 'x') return false;
-  if (path.empty() || path[0] != '/' || path.rfind("/memfd:", 0) == 0) return false;
-  if (path.size() >= 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0) return false;
+  std::string text;     // the line itself
+};
+
+bool parse_line(const std::string& line, MapsLine& out) {
+  out.text = line;
+  std::istringstream in(line);
+  std::string range, offset, dev, inode;
+  if (!(in >> range >> out.perms >> offset >> dev >> inode)) return false;
+  std::getline(in, out.path);
+  out.path.erase(0, out.path.find_first_not_of(' '));
+  out.file_id = inode == "0" ? "" : dev + " " + inode;
   const auto dash = range.find('-');
   if (dash == std::string::npos) return false;
   const char* text = range.data();
   const auto first = std::from_chars(text, text + dash, out.begin, 16);
   const auto second = std::from_chars(text + dash + 1, text + range.size(), out.end, 16);
-  if (first.ec != std::errc() || second.ec != std::errc()) return false;
-  return out.begin < out.end;
+  return first.ec == std::errc() && second.ec == std::errc() && out.perms.size() >= 4;
 }
+
+bool translatable(const MapsLine& line) {
+  const std::string& perms = line.perms;
+  const std::string& path = line.path;
+  if (perms[0] != 'r' || perms[1] != '-' || perms[2] != 'x') return false;
+  if (path.empty() || path[0] != '/' || path.rfind("/memfd:", 0) == 0) return false;
+  if (path.size() >= 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0) return false;
+  return line.begin < line.end;
+}
+
+bool shared_writable(const MapsLine& line) { return line.perms[1] == 'w' && line.perms[3] == 's'; }
 
 }  // namespace
 
 TranslatableCode TranslatableCode::parse(const std::string& maps_text) {
-  TranslatableCode code;
+  std::vector<MapsLine> lines;
+  std::set<std::string> written_files;  // files some mapping can store to, shared
   std::istringstream in(maps_text);
-  std::string line;
-  while (std::getline(in, line)) {
-    CodeRegion region;
-    if (!translatable_line(line, region)) continue;
-    code.regions_.push_back(region);
-    code.source_ += line;
+  for (std::string text; std::getline(in, text);) {
+    MapsLine line;
+    if (!parse_line(text, line)) continue;
+    if (shared_writable(line) && !line.file_id.empty()) written_files.insert(line.file_id);
+    lines.push_back(std::move(line));
+  }
+  TranslatableCode code;
+  for (const MapsLine& line : lines) {
+    if (!translatable(line) || written_files.count(line.file_id) != 0) continue;
+    code.regions_.push_back({line.begin, line.end, line.path});
+    code.source_ += line.text;
     code.source_ += '\n';
   }
   std::sort(code.regions_.begin(), code.regions_.end(),
@@ -52,6 +76,15 @@ TranslatableCode TranslatableCode::read(pid_t pid) {
   std::stringstream text;
   text << in.rdbuf();
   return parse(text.str());
+}
+
+bool TranslatableCode::overlaps(uint64_t begin, uint64_t end) const {
+  return std::any_of(regions_.begin(), regions_.end(),
+                     [&](const CodeRegion& r) { return begin < r.end && r.begin < end; });
+}
+
+bool TranslatableCode::maps_file(const std::string& path) const {
+  return std::any_of(regions_.begin(), regions_.end(), [&](const CodeRegion& r) { return r.path == path; });
 }
 
 const CodeRegion* TranslatableCode::region_of(uint64_t address) const {

@@ -5,8 +5,10 @@
 // after). That is code in a mapping of a named file that is not writable:
 // not anonymous memory (a JIT writes and runs that), not a writable
 // mapping (code written then run), not a memfd or deleted file (often
-// mapped a second time, writable), not the vDSO (the ptrace tracer
-// checkpoints at its returns). Code elsewhere runs under the ptrace tracer.
+// mapped a second time, writable), not a file that is also mapped shared
+// and writable anywhere in the program (a store there changes the code
+// with no system call), not the vDSO (the ptrace tracer checkpoints at its
+// returns). Code elsewhere runs under the ptrace tracer.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -18,6 +20,7 @@ namespace stub::tracing {
 struct CodeRegion {
   uint64_t begin = 0;  // [begin, end)
   uint64_t end = 0;
+  std::string path;    // the mapped file, as /proc/PID/maps names it
   bool operator==(const CodeRegion&) const = default;
 };
 
@@ -30,6 +33,10 @@ class TranslatableCode {
 
   // The region holding `address`, or nullptr.
   const CodeRegion* region_of(uint64_t address) const;
+  // Whether [begin, end) meets any region.
+  bool overlaps(uint64_t begin, uint64_t end) const;
+  // Whether `path` is the file of a region.
+  bool maps_file(const std::string& path) const;
   const std::vector<CodeRegion>& regions() const { return regions_; }
   // The maps lines the regions came from: equal texts, equal code.
   const std::string& source() const { return source_; }

@@ -32,6 +32,7 @@ void TranslatingTracer::forget_process() {
   breakpoints_.clear();
   code_.reset();
   code_stale_ = true;
+  code_written_ = false;
 }
 
 std::string TranslatingTracer::activity() const {
@@ -70,6 +71,7 @@ StepKind TranslatingTracer::before_resume(TracedThreadControl& control, pid_t ti
 
 TraceVerdict TranslatingTracer::on_stop(TracedThreadControl& control, const TracedStop& stop) {
   if (Thread* th = thread(stop.tid); th != nullptr && th->in_cache) return on_cache_stop(control, *th, stop);
+  note_code_writes(control, stop.tid);
   const TraceVerdict verdict = ptrace_->on_stop(control, stop);
   if (verdict != TraceVerdict::Continue) {
     // A step (the ptrace tracer steps every system call) or a stop the
@@ -83,6 +85,15 @@ TraceVerdict TranslatingTracer::on_stop(TracedThreadControl& control, const Trac
   const uint64_t pc = regs->get_u64(Amd64Reg::rip);
   if (may_enter(control, stop.tid, pc) && enter(control, stop.tid, pc)) return TraceVerdict::Continue;
   return verdict;
+}
+
+void TranslatingTracer::note_code_writes(TracedThreadControl& control, pid_t tid) {
+  if (code_written_ || !code_ || cache_.size() == 0) return;  // nothing (more) to drop
+  auto regs = control.read_general_registers(tid);
+  if (!regs) return;
+  const SystemCall call = system_call_of(*regs);
+  if (call.number < 0) return;  // stopped by an exception (int3, step trap): no call
+  code_written_ = changes_code(tid, call, *code_);
 }
 
 void TranslatingTracer::on_held(TracedThreadControl& control, pid_t tid) {
@@ -112,6 +123,7 @@ void TranslatingTracer::on_exec(pid_t tid) {
   live_.insert(tid);
   code_.reset();
   code_stale_ = true;
+  code_written_ = false;
 }
 
 }  // namespace stub::tracing

@@ -39,9 +39,12 @@
 // single-stepped to the next clean point, and a signal that came meanwhile
 // is sent again once the thread stands there.
 //
-// Translations are dropped when the client's breakpoints change, and when
-// the translatable code changed (maps re-read after each stint under the
-// ptrace tracer, where every system call runs).
+// Translations are dropped when the client's breakpoints change, when the
+// translatable code changed (maps re-read after each stint under the
+// ptrace tracer, where every system call runs), and after a system call
+// that may have stored into translated code without changing the maps
+// (stub/tracing/code_writes.h: /proc/PID/mem, the mapped file, an
+// mprotect made and undone within one stint).
 #include <sys/types.h>
 
 #include <map>
@@ -53,6 +56,7 @@
 
 #include "decoder/block_translator.h"
 #include "stub/process/trace_hook.h"
+#include "stub/tracing/code_writes.h"
 #include "stub/tracing/software_tracer.h"
 #include "stub/tracing/trace_backend.h"
 #include "stub/tracing/translatable_code.h"
@@ -155,6 +159,10 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   bool ensure_area(TracedThreadControl& control, pid_t tid, Thread& th);
   // Drops translations made under other breakpoints or other code.
   void refresh_code(TracedThreadControl& control, pid_t tid);
+  // At a stop outside the cache: whether the system call the thread just
+  // made (the ptrace tracer steps them) may have changed translated code
+  // (stub/tracing/code_writes.h); the next entry then flushes.
+  void note_code_writes(TracedThreadControl& control, pid_t tid);
 
   // translating_tracer_exits.cc: stops of a thread in the cache.
   TraceVerdict on_cache_stop(TracedThreadControl& control, Thread& th, const TracedStop& stop);
@@ -188,6 +196,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   std::vector<uint64_t> breakpoints_;
   std::optional<TranslatableCode> code_;
   bool code_stale_ = true;  // re-read the maps before the next entry
+  bool code_written_ = false;  // a system call may have changed translated code
   Stats stats_;
 };
 

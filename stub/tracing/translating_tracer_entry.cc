@@ -44,7 +44,8 @@ bool TranslatingTracer::may_enter(TracedThreadControl& control, pid_t tid, uint6
 void TranslatingTracer::refresh_code(TracedThreadControl& control, pid_t tid) {
   std::vector<uint64_t> breakpoints = control.user_breakpoints();
   std::sort(breakpoints.begin(), breakpoints.end());
-  bool flush = breakpoints != breakpoints_;
+  bool flush = breakpoints != breakpoints_ || code_written_;
+  code_written_ = false;
   if (code_stale_ || !code_) {
     TranslatableCode now = TranslatableCode::read(tid);
     flush = flush || (code_ && now.source() != code_->source());

@@ -45,3 +45,36 @@ TEST_CASE("equal maps give equal sources; a change in translatable code shows", 
   CHECK(TranslatableCode::parse(made_writable).regions().empty());
   CHECK(TranslatableCode::parse("garbage\n\n").regions().empty());
 }
+
+TEST_CASE("a file also mapped shared and writable is not translatable", "[translatable_code]") {
+  const std::string code_line = "7ffff7a00000-7ffff7a01000 r-xp 00000000 08:01 4242 /tmp/jit-code\n";
+  const std::string other_code = "7ffff7dc0000-7ffff7f50000 r-xp 00028000 08:01 4321 /usr/lib/libc.so.6\n";
+  REQUIRE(TranslatableCode::parse(code_line + other_code).regions().size() == 2);
+  // The writable twin may come before or after the executable mapping.
+  const std::string twin = "7ffff7b00000-7ffff7b01000 rw-s 00000000 08:01 4242 /tmp/jit-code\n";
+  for (const std::string& maps : {twin + code_line + other_code, code_line + other_code + twin}) {
+    const TranslatableCode code = TranslatableCode::parse(maps);
+    REQUIRE(code.regions().size() == 1);
+    CHECK(code.region_of(0x7ffff7a00000) == nullptr);
+    CHECK(code.region_of(0x7ffff7dc1000) != nullptr);
+    // The twin's arrival changes the source: translations made before it go.
+    CHECK(code.source() != TranslatableCode::parse(code_line + other_code).source());
+  }
+  // A private writable mapping stores into a copy of its own: no twin.
+  const std::string private_copy = "7ffff7b00000-7ffff7b01000 rw-p 00000000 08:01 4242 /tmp/jit-code\n";
+  CHECK(TranslatableCode::parse(private_copy + code_line).regions().size() == 1);
+  // Anonymous shared memory (inode 0) is no file's twin.
+  const std::string anonymous = "7ffff7b00000-7ffff7b01000 rw-s 00000000 00:01 0 \n";
+  CHECK(TranslatableCode::parse(anonymous + code_line).regions().size() == 1);
+}
+
+TEST_CASE("regions know their files and the ranges they cover", "[translatable_code]") {
+  const TranslatableCode code =
+      TranslatableCode::parse("555555555000-555555556000 r-xp 00001000 08:01 1234 /usr/bin/prog\n");
+  CHECK(code.maps_file("/usr/bin/prog"));
+  CHECK_FALSE(code.maps_file("/usr/bin/other"));
+  CHECK(code.overlaps(0x555555555fff, 0x555555556000));
+  CHECK(code.overlaps(0x555555554000, 0x555555557000));
+  CHECK_FALSE(code.overlaps(0x555555556000, 0x555555557000));
+  CHECK_FALSE(code.overlaps(0x555555554000, 0x555555555000));
+}

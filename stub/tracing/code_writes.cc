@@ -1,0 +1,105 @@
+#include "stub/tracing/code_writes.h"
+
+#include <unistd.h>
+
+#include "protocol/amd64_registers.h"
+
+#include <optional>
+#include <regex>
+#include <string>
+
+namespace stub::tracing {
+
+namespace {
+
+// x86-64 system call numbers.
+constexpr int64_t kWrite = 1, kMmap = 9, kMprotect = 10, kMunmap = 11, kPwrite64 = 18, kWritev = 20, kMremap = 25,
+                  kMadvise = 28, kShmdt = 67, kSendfile = 40, kFtruncate = 77, kSplice = 275, kFallocate = 285,
+                  kPwritev = 296, kProcessVmWritev = 311, kCopyFileRange = 326, kPwritev2 = 328, kPkeyMprotect = 329;
+constexpr uint64_t kMapFixed = 0x10, kMapFixedNoreplace = 0x100000;
+
+CodeWrite range(uint64_t begin, uint64_t length) {
+  return {CodeWrite::Kind::Range, begin, begin + length < begin ? UINT64_MAX : begin + length, -1};
+}
+
+CodeWrite descriptor(uint64_t fd) { return {CodeWrite::Kind::Descriptor, 0, 0, static_cast<int>(fd)}; }
+
+// What descriptor `fd` of `tid` names; nullopt when it cannot be read (the
+// descriptor closed by another thread meanwhile).
+std::optional<std::string> descriptor_path(pid_t tid, int fd) {
+  if (fd < 0) return std::nullopt;
+  char target[4096];
+  const std::string link = "/proc/" + std::to_string(tid) + "/fd/" + std::to_string(fd);
+  const ssize_t length = ::readlink(link.c_str(), target, sizeof target - 1);
+  if (length < 0) return std::nullopt;
+  return std::string(target, static_cast<std::size_t>(length));
+}
+
+}  // namespace
+
+SystemCall system_call_of(const protocol::RegisterFile& regs) {
+  using protocol::Amd64Reg;
+  SystemCall call;
+  call.number = static_cast<int64_t>(regs.get_u64(Amd64Reg::orig_rax));
+  call.args = {regs.get_u64(Amd64Reg::rdi), regs.get_u64(Amd64Reg::rsi), regs.get_u64(Amd64Reg::rdx),
+               regs.get_u64(Amd64Reg::r10), regs.get_u64(Amd64Reg::r8),  regs.get_u64(Amd64Reg::r9)};
+  return call;
+}
+
+CodeWrite code_write_of(const SystemCall& call) {
+  const auto& a = call.args;
+  switch (call.number) {
+    case kWrite:
+    case kPwrite64:
+    case kWritev:
+    case kPwritev:
+    case kPwritev2:
+    case kFtruncate:
+    case kFallocate:
+    case kSendfile:  // out_fd first
+      return descriptor(a[0]);
+    case kSplice:         // fd_out third
+    case kCopyFileRange:  // fd_out third
+      return descriptor(a[2]);
+    case kMprotect:
+    case kPkeyMprotect:
+    case kMunmap:
+    case kMadvise:
+    case kMremap:
+      return range(a[0], a[1]);
+    case kMmap:
+      // Without MAP_FIXED the kernel picks free addresses: no code there.
+      if ((a[3] & (kMapFixed | kMapFixedNoreplace)) != 0) return range(a[0], a[1]);
+      return {};
+    case kProcessVmWritev:
+    case kShmdt:
+      return {CodeWrite::Kind::Anything, 0, 0, -1};
+    default:
+      return {};
+  }
+}
+
+bool changes_code(pid_t tid, const SystemCall& call, const TranslatableCode& code) {
+  const CodeWrite write = code_write_of(call);
+  switch (write.kind) {
+    case CodeWrite::Kind::None: return false;
+    case CodeWrite::Kind::Anything: return true;
+    case CodeWrite::Kind::Range: return code.overlaps(write.begin, write.end);
+    case CodeWrite::Kind::Descriptor: break;
+  }
+  if (write.fd < 0) return false;  // the call failed with EBADF
+  if (writes_process_memory(tid, write.fd)) return true;
+  const std::optional<std::string> path = descriptor_path(tid, write.fd);
+  return !path || code.maps_file(*path);
+}
+
+bool writes_process_memory(pid_t tid, int fd) {
+  if (fd < 0) return false;  // the call failed with EBADF
+  const std::optional<std::string> path = descriptor_path(tid, fd);
+  // Any process's memory file: this program's under whatever pid or tid
+  // it was opened, rarely another's (then the tracer's work is wasted only).
+  static const std::regex memory_file(R"(/proc/\d+(/task/\d+)?/mem)");
+  return !path || std::regex_match(*path, memory_file);
+}
+
+}  // namespace stub::tracing

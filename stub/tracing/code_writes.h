@@ -1,0 +1,51 @@
+#pragma once
+// System calls that can change code the translating tracer copied into its
+// cache without changing /proc/PID/maps text: a write to /proc/PID/mem
+// (stores through the page protection, the line stays r-x), a write to
+// the mapped file itself, process_vm_writev, and an mprotect / mmap
+// MAP_FIXED / munmap / mremap / madvise over translated code that is
+// undone before the tracer reads the maps again (made writable, stored
+// to, made executable: the same line as before). The ptrace tracer steps
+// every system call; at the stop after the step the kernel still holds
+// the call's number (orig_rax) and its arguments, and the translating
+// tracer judges them there.
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+
+#include "protocol/register_file.h"
+#include "stub/tracing/translatable_code.h"
+
+namespace stub::tracing {
+
+struct SystemCall {
+  int64_t number = -1;             // orig_rax; negative: no system call
+  std::array<uint64_t, 6> args{};  // rdi, rsi, rdx, r10, r8, r9
+};
+
+struct CodeWrite {
+  enum class Kind { None, Range, Descriptor, Anything };
+  Kind kind = Kind::None;
+  uint64_t begin = 0;  // Range: [begin, end)
+  uint64_t end = 0;
+  int fd = -1;         // Descriptor: the file written
+};
+
+// The call a thread just made, from its registers at the stop after it
+// (number -1 at a stop that follows no system call).
+SystemCall system_call_of(const protocol::RegisterFile& regs);
+
+// What the call may have changed, from its number and arguments alone.
+CodeWrite code_write_of(const SystemCall& call);
+
+// Whether descriptor `fd` of thread `tid` is a process's memory file
+// (/proc/PID/mem, /proc/PID/task/TID/mem), or cannot be resolved any more.
+bool writes_process_memory(pid_t tid, int fd);
+
+// Whether the call changed code that `code` holds. A descriptor is
+// resolved through /proc/PID/fd of `tid` (still open at the stop right
+// after the call); one that cannot be resolved counts as a change.
+bool changes_code(pid_t tid, const SystemCall& call, const TranslatableCode& code);
+
+}  // namespace stub::tracing

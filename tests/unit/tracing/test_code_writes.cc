@@ -1,0 +1,72 @@
+// Which system calls may change translated code without changing the
+// maps (stub/tracing/code_writes.h), judged from their numbers and
+// arguments as the kernel leaves them at the stop after the call.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "stub/tracing/code_writes.h"
+
+using stub::tracing::changes_code;
+using stub::tracing::code_write_of;
+using stub::tracing::CodeWrite;
+using stub::tracing::SystemCall;
+using stub::tracing::TranslatableCode;
+
+namespace {
+
+SystemCall call(int64_t number, std::array<uint64_t, 6> args = {}) { return {number, args}; }
+
+}  // namespace
+
+TEST_CASE("writes name their descriptor, memory calls their range", "[code_writes]") {
+  CHECK(code_write_of(call(1, {5, 0x1000, 10})).kind == CodeWrite::Kind::Descriptor);  // write
+  CHECK(code_write_of(call(1, {5})).fd == 5);
+  CHECK(code_write_of(call(18, {7})).fd == 7);                    // pwrite64
+  CHECK(code_write_of(call(20, {8})).fd == 8);                    // writev
+  CHECK(code_write_of(call(328, {9})).fd == 9);                   // pwritev2
+  CHECK(code_write_of(call(275, {3, 0, 11})).fd == 11);           // splice: fd_out
+  CHECK(code_write_of(call(326, {3, 0, 12})).fd == 12);           // copy_file_range: fd_out
+  const CodeWrite protect = code_write_of(call(10, {0x400000, 0x2000, 3}));  // mprotect
+  CHECK(protect.kind == CodeWrite::Kind::Range);
+  CHECK(protect.begin == 0x400000);
+  CHECK(protect.end == 0x402000);
+  CHECK(code_write_of(call(11, {0x400000, 0x1000})).kind == CodeWrite::Kind::Range);  // munmap
+  CHECK(code_write_of(call(28, {0x400000, 0x1000, 4})).kind == CodeWrite::Kind::Range);  // madvise
+  // mmap over existing code only with MAP_FIXED.
+  CHECK(code_write_of(call(9, {0x400000, 0x1000, 7, 0x12})).kind == CodeWrite::Kind::Range);
+  CHECK(code_write_of(call(9, {0, 0x1000, 7, 0x22})).kind == CodeWrite::Kind::None);
+  CHECK(code_write_of(call(311, {1234})).kind == CodeWrite::Kind::Anything);  // process_vm_writev
+  CHECK(code_write_of(call(0, {0, 0x1000, 10})).kind == CodeWrite::Kind::None);  // read
+  CHECK(code_write_of(call(-1)).kind == CodeWrite::Kind::None);                  // no call
+  // A length that wraps stays at the top of the address space.
+  CHECK(code_write_of(call(10, {0xfffffffffffff000, 0x2000})).end == UINT64_MAX);
+}
+
+TEST_CASE("a call changes code when it meets translated code or writes its files", "[code_writes]") {
+  const TranslatableCode code =
+      TranslatableCode::parse("555555555000-555555556000 r-xp 00001000 08:01 1234 /usr/bin/prog\n");
+  const pid_t self = ::getpid();
+  CHECK(changes_code(self, call(10, {0x555555555000, 0x1000, 3}), code));
+  CHECK_FALSE(changes_code(self, call(10, {0x7f0000000000, 0x1000, 3}), code));
+  CHECK(changes_code(self, call(311, {1}), code));
+  CHECK_FALSE(changes_code(self, call(39), code));  // getpid
+  // Descriptors resolve through /proc/PID/fd: this process's memory file
+  // changes code, /dev/null does not, a closed descriptor counts as a change.
+  const int mem = ::open("/proc/self/mem", O_RDWR);
+  const int null = ::open("/dev/null", O_WRONLY);
+  REQUIRE(mem >= 0);
+  REQUIRE(null >= 0);
+  CHECK(changes_code(self, call(18, {static_cast<uint64_t>(mem)}), code));
+  CHECK_FALSE(changes_code(self, call(1, {static_cast<uint64_t>(null)}), code));
+  ::close(mem);
+  CHECK(changes_code(self, call(18, {static_cast<uint64_t>(mem)}), code));
+  ::close(null);
+  // The file a region maps, written through a descriptor.
+  const TranslatableCode null_code =
+      TranslatableCode::parse("555555555000-555555556000 r-xp 00000000 00:05 4 /dev/null\n");
+  const int again = ::open("/dev/null", O_WRONLY);
+  CHECK(changes_code(self, call(1, {static_cast<uint64_t>(again)}), null_code));
+  ::close(again);
+}
