@@ -381,6 +381,12 @@ GDB_PRELUDE = [
     "set pagination off",
     "set width 0",
     "set height 0",
+    # gdb waits 2 s for a reply, then sends a NAK; on a loaded machine a
+    # slow first reply (qSupported) then arrives twice, the retransmission
+    # taken as the answer to the next packet ("Remote replied unexpectedly
+    # to 'vMustReplyEmpty'"), and the session is lost (CI saw it with two
+    # builds beside ctest -j2). The tests are about answers, not latency.
+    "set remotetimeout 30",
 ]
 
 
