@@ -16,6 +16,7 @@
 #include "protocol/requests.h"
 #include "stub/process/debug_registers.h"
 #include "stub/process/proc_maps.h"
+#include "stub/process/process_identity.h"
 
 namespace stub::process {
 
@@ -154,6 +155,8 @@ class Process {
   virtual void set_pass_signals(const std::set<int>& signals) { (void)signals; }
   // Report thread exits as ProcessEvent::Kind::ThreadExited (QThreadEvents).
   virtual void set_thread_events(bool enabled) { (void)enabled; }
+  // Its parent and user and group ids (qProcessInfo); nullopt: unknown.
+  virtual std::optional<ProcessIdentity> identity() const { return std::nullopt; }
   // For qXfer:threads: the thread's name (comm) and the core it last ran on.
   virtual std::string thread_name(pid_t tid) const { (void)tid; return {}; }
   virtual int thread_core(pid_t tid) const { (void)tid; return -1; }

@@ -94,6 +94,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> remove_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) override;
   void set_pass_signals(const std::set<int>& signals) override { pass_signals_ = signals; }
   void set_thread_events(bool enabled) override { thread_events_ = enabled; }
+  std::optional<ProcessIdentity> identity() const override { return read_process_identity(pid_); }
   std::string thread_name(pid_t tid) const override;
   int thread_core(pid_t tid) const override;
   Expected<std::vector<uint8_t>> read_siginfo(pid_t tid) override;

@@ -5,9 +5,6 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "stub/process/libraries_svr4.h"
 #include "stub/session/handlers.h"
 
@@ -20,22 +17,6 @@ constexpr std::string_view kTriple = "x86_64-pc-linux-gnu";
 
 Reply error(const btstub::Error& e) { return Reply::now(reply_error(e)); }
 Reply error(btstub::ErrorCode code, std::string message) { return error(btstub::make_error(code, std::move(message))); }
-
-// "Uid:\t0\t0\t0\t0" and the like from /proc/PID/status: the first
-// `count` numbers after `key`.
-std::vector<uint64_t> status_numbers(const std::string& status, const std::string& key, std::size_t count) {
-  std::istringstream lines(status);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (!line.starts_with(key + ":")) continue;
-    std::istringstream fields(line.substr(key.size() + 1));
-    std::vector<uint64_t> out;
-    uint64_t value = 0;
-    while (out.size() < count && fields >> value) out.push_back(value);
-    return out;
-  }
-  return {};
-}
 
 // What LLDB calls a thread's stop reason: a breakpoint or watchpoint hit,
 // or a signal; empty when the signal (SIGTRAP) says it (lldb then looks
@@ -113,21 +94,15 @@ Reply handle(Session& s, const ProcessInfoQuery&) {
   s.lldb.client = true;
   Process* owner = s.process();
   if (owner == nullptr) return no_process_reply();
-  std::ifstream file("/proc/" + std::to_string(owner->pid()) + "/status");
-  std::stringstream text;
-  text << file.rdbuf();
-  const std::string status = text.str();
   std::vector<std::pair<std::string, std::string>> facts = {{"pid", hex_number(owner->pid())}};
-  if (auto parent = status_numbers(status, "PPid", 1); parent.size() == 1) {
-    facts.emplace_back("parent-pid", hex_number(parent[0]));
-  }
-  auto uids = status_numbers(status, "Uid", 2);
-  auto gids = status_numbers(status, "Gid", 2);
-  if (uids.size() == 2 && gids.size() == 2) {
-    facts.emplace_back("real-uid", hex_number(uids[0]));
-    facts.emplace_back("real-gid", hex_number(gids[0]));
-    facts.emplace_back("effective-uid", hex_number(uids[1]));
-    facts.emplace_back("effective-gid", hex_number(gids[1]));
+  if (const auto identity = owner->identity()) {
+    if (identity->parent) facts.emplace_back("parent-pid", hex_number(*identity->parent));
+    if (const auto& ids = identity->ids) {
+      facts.emplace_back("real-uid", hex_number(ids->real_uid));
+      facts.emplace_back("real-gid", hex_number(ids->real_gid));
+      facts.emplace_back("effective-uid", hex_number(ids->effective_uid));
+      facts.emplace_back("effective-gid", hex_number(ids->effective_gid));
+    }
   }
   facts.emplace_back("triple", hex_encode(kTriple));
   facts.emplace_back("ostype", "linux");

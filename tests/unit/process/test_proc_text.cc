@@ -12,6 +12,7 @@
 
 #include "stub/process/os_proc_text.h"
 #include "stub/process/proc_file.h"
+#include "stub/process/process_identity.h"
 
 using namespace stub::process;
 namespace fs = std::filesystem;
@@ -62,4 +63,24 @@ TEST_CASE("short_command: gdbserver's first word, a name starting with a space g
   CHECK(short_command(4242, root) == "");  // names another pid
   proc.write("cmdline", std::string("prog\0arg\0", 9));
   CHECK(command_line(4242, root) == std::optional<std::string>("prog arg "));
+}
+
+TEST_CASE("process identity: parent and ids from /proc/PID/status, unknown when missing", "[osdata]") {
+  const ProcessIdentity full =
+      parse_process_status("Name:\tprog\nPPid:\t42\nUid:\t1000\t1001\t1001\t1001\nGid:\t100\t101\t101\t101\n");
+  REQUIRE(full.parent);
+  CHECK(*full.parent == 42);
+  REQUIRE(full.ids);
+  CHECK(full.ids->real_uid == 1000);
+  CHECK(full.ids->effective_uid == 1001);
+  CHECK(full.ids->real_gid == 100);
+  CHECK(full.ids->effective_gid == 101);
+  const ProcessIdentity partial = parse_process_status("PPid:\t7\nUid:\t0\t0\t0\t0\n");  // no Gid line
+  CHECK(partial.parent == std::optional<uint64_t>(7));
+  CHECK_FALSE(partial.ids);
+  CHECK_FALSE(parse_process_status("").parent);
+  CHECK_FALSE(read_process_identity(-1).has_value());
+  const auto self = read_process_identity(::getpid());
+  REQUIRE(self);
+  CHECK(self->parent == std::optional<uint64_t>(static_cast<uint64_t>(::getppid())));
 }
