@@ -42,7 +42,8 @@ std::string TranslatingTracer::activity() const {
          std::to_string(s.indirect_exits) + " indirect, " + std::to_string(s.full_exits) + " log full; " +
          std::to_string(s.links) + " links, " + std::to_string(s.entries) + " entries, " +
          std::to_string(s.flushes) + " flushes, " + std::to_string(s.repairs) + " repaired stops.\n" +
-         (last_refusal_.empty() ? "" : "Last block left to int3s: " + last_refusal_ + "\n");
+         (last_refusal_.empty() ? "" : "Last block left to int3s: " + last_refusal_ + "\n") +
+         ptrace_->activity();
 }
 
 TranslatingTracer::Thread* TranslatingTracer::thread(pid_t tid) {
