@@ -36,7 +36,9 @@ libraries from this machine's files, not over the connection, when they
 load during the `continue`). btstub pins itself and the program to one CPU;
 gdb and the native runs are not pinned.
 
-Reported per program and setup: seconds, x native, the program's context
+Reported per program and setup: seconds, x native, the CPU time (user +
+system, /proc/PID/stat; natively wait4's rusage) of the program and of
+btstub during the `continue`, the program's context
 switches (/proc/PID/status under btstub, read at connect and at the held
 exit: every ptrace stop switches the program out once, so this counts
 ptrace stops plus rare preemptions; natively from wait4's rusage), the
@@ -73,9 +75,17 @@ import harness  # noqa: E402
 CTX = ("python import re; _ctx = lambda: sum(int(v) for v in re.findall("
        "r'ctxt_switches:\\s+(\\d+)', open('/proc/%d/status' % "
        "gdb.selected_inferior().pid).read()))")
-START = "python import time; _c0 = _ctx(); _t0 = time.perf_counter()"
+# CPU seconds (user + system, from /proc/PID/stat) of the program and of
+# its parent, btstub (all of its threads).
+CPU = ("python import os; _cpu = lambda p: (lambda f: (int(f[11]) + int(f[12])) / "
+       "os.sysconf('SC_CLK_TCK'))(open('/proc/%d/stat' % p).read().rsplit(')', 1)[1].split()); "
+       "_pid = gdb.selected_inferior().pid; _server = int(re.search(r'PPid:\\s+(\\d+)', "
+       "open('/proc/%d/status' % _pid).read()).group(1))")
+START = ("python import time; _c0 = _ctx(); _p0 = _cpu(_pid); _s0 = _cpu(_server); "
+         "_t0 = time.perf_counter()")
 STOP = ("python _t1 = time.perf_counter(); print('BENCH_SECONDS %.6f' % "
-        "(_t1 - _t0)); print('BENCH_CTX %d' % (_ctx() - _c0))")
+        "(_t1 - _t0)); print('BENCH_CTX %d' % (_ctx() - _c0)); "
+        "print('BENCH_CPU %.2f %.2f' % (_cpu(_pid) - _p0, _cpu(_server) - _s0))")
 TRACE_STOPS = {"int3": None, "translate": "translate", "translate-no-checkpoints": "translate"}
 
 
@@ -94,7 +104,7 @@ def program_argv(name):
 def measure_native(argv, repeat):
     """The whole process, fork to wait4, `repeat` times: median seconds and
     context switches (the child's own rusage), and what it printed."""
-    runs, switches, output = [], [], None
+    runs, cpus, switches, output = [], [], [], None
     for _ in range(repeat):
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             t0 = time.perf_counter()
@@ -109,9 +119,10 @@ def measure_native(argv, repeat):
             raise harness.HarnessError("native %s failed (%d):\n%s%s" % (
                 shlex.join(argv), proc.returncode, stdout, stderr))
         runs.append(t1 - t0)
+        cpus.append(usage.ru_utime + usage.ru_stime)
         switches.append(usage.ru_nvcsw + usage.ru_nivcsw)
         output = stdout
-    return {"seconds": statistics.median(runs), "runs": runs,
+    return {"seconds": statistics.median(runs), "runs": runs, "cpu": statistics.median(cpus),
             "ctx": int(statistics.median(switches)), "output": output}
 
 
@@ -122,7 +133,7 @@ def gdb_argv(setup, argv, trace_size):
     if setup.endswith("-no-checkpoints"):
         server.append("--checkpoint-memory=0")
     cmds = ["target remote | " + shlex.join(server + ["-"] + argv),
-            "set pagination off", "monitor record status", CTX, START,
+            "set pagination off", "monitor record status", CTX, CPU, START,
             "continue", STOP, "monitor record status", "kill"]
     out = [harness.gdb_path(), "-batch", "-nx", "-q",
            "-iex", "set debuginfod enabled off", "-iex", "set sysroot /",
@@ -164,8 +175,9 @@ def measure_recorded(setup, argv, trace_size, native_output):
     text = out + err
     secs = re.search(r"^BENCH_SECONDS ([0-9.]+)$", text, re.M)
     ctx = re.search(r"^BENCH_CTX (\d+)$", text, re.M)
+    cpu = re.search(r"^BENCH_CPU ([0-9.]+) ([0-9.]+)$", text, re.M)
     statuses = re.findall(r"Branch recording .*?(?=\n[^ A-Z]|\n\Z|\Z)", text, re.S)
-    if not (secs and ctx and len(statuses) >= 2):
+    if not (secs and ctx and cpu and len(statuses) >= 2):
         raise harness.HarnessError("%s did not complete:\n$ %s\n%s" %
                                    (setup, shlex.join(gargv), text[-4000:]))
     missing = [line for line in native_output.splitlines() if line not in text]
@@ -175,15 +187,17 @@ def measure_recorded(setup, argv, trace_size, native_output):
                                    (setup, missing[:3], shlex.join(gargv), text[-4000:]))
     before, after = parse_status(statuses[0]), parse_status(statuses[-1])
     row = {"setup": setup, "argv": gargv, "seconds": float(secs.group(1)),
-           "ctx": int(ctx.group(1)), "status": after, "status_text": statuses[-1]}
+           "ctx": int(ctx.group(1)), "status": after, "status_text": statuses[-1],
+           "program_cpu": float(cpu.group(1)), "server_cpu": float(cpu.group(2))}
     row["branches"] = after["branches"] - before["branches"]
     return row
 
 
 def table(results, programs, setups):
-    lines = ["| program | setup | seconds | x native | program ctx switches (~ptrace stops) | "
+    lines = ["| program | setup | seconds | x native | program CPU s | btstub CPU s | "
+             "program ctx switches (~ptrace stops) | "
              "taken branches stored | stops per branch | checkpoints taken |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for prog in programs:
         native = results[prog].get("native")
         for setup in setups:
@@ -193,10 +207,11 @@ def table(results, programs, setups):
             x = "%.0f" % (r["seconds"] / native["seconds"]) if native and setup != "native" else (
                 "1" if setup == "native" else "-")
             if setup == "native":
-                lines.append("| %s | native | %.4f | 1 | %d | - | - | - |" % (prog, r["seconds"], r["ctx"]))
+                lines.append("| %s | native | %.4f | 1 | %.4f | - | %d | - | - | - |" % (
+                    prog, r["seconds"], r["cpu"], r["ctx"]))
                 continue
-            lines.append("| %s | %s | %.2f | %s | %d | %d | %.4f | %d |" % (
-                prog, setup, r["seconds"], x, r["ctx"], r["branches"],
+            lines.append("| %s | %s | %.2f | %s | %.2f | %.2f | %d | %d | %.4f | %d |" % (
+                prog, setup, r["seconds"], x, r["program_cpu"], r["server_cpu"], r["ctx"], r["branches"],
                 r["ctx"] / r["branches"] if r["branches"] else 0, r["status"]["checkpoints"]))
     return "\n".join(lines)
 
