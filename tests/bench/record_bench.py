@@ -189,7 +189,10 @@ def table(rows, reference, native):
         ratio = "%.1f" % (rate / ref) if (ref and rate) else "-"
         nat = native.get(r["pinned"])
         x_native = "%.0f" % (r["seconds"] / nat) if nat else "-"
-        per = ("%.2f" % (r["ctx"] / r["branches"])) if r["branches"] else "-"
+        per = "-"
+        if r["branches"]:
+            v = r["ctx"] / r["branches"]
+            per = "%.2f" % v if v >= 0.1 else "%.4f" % v
         if not insns:
             shown = "-"
         else:
