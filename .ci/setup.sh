@@ -7,9 +7,12 @@ BUILD=${BUILD:-$ROOT/build}
 # runtime (libFuzzer, sanitizers) build the fuzz targets; lldb (with
 # lldb-server, the reference) drives test_lldb; csmith makes the random
 # programs (its headers, csmith.h, are in libcsmith-dev) of
-# tests/integration/test_translate_csmith.py.
+# tests/integration/test_translate_csmith.py. lua5.4, sqlite3 and
+# zlib1g-dev are the real programs of tests/bench/real_programs_bench.py
+# (a benchmark, not run by CI; zlib's program is built with the tests).
 PACKAGES=(g++ cmake make gdb gdbserver python3 libboost-dev libcapstone-dev libipt-dev nlohmann-json3-dev catch2
-          clang libclang-rt-14-dev lldb csmith libcsmith-dev)
+          clang libclang-rt-14-dev lldb csmith libcsmith-dev
+          lua5.4 sqlite3 zlib1g-dev)
 
 install_packages() {
   local missing=()

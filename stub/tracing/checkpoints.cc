@@ -15,6 +15,7 @@ void Checkpoints::add(pid_t tid, HistoryPoint at, std::unique_ptr<process::Proce
   // A point is reached once: a newer checkpoint never stands before an older one.
   while (!thread.entries.empty() && !(thread.entries.back().at < at)) thread.entries.pop_back();
   thread.entries.push_back(Entry{at, std::move(copy)});
+  ++taken_;
   while (count() > limits_.max_count) drop_one();
   if (++added_since_measured_ >= std::max<std::size_t>(8, count() / 4)) keep_within_memory();
 }
@@ -145,9 +146,10 @@ void Checkpoints::keep_within_memory() {
 std::string Checkpoints::status() const {
   char line[200];
   std::snprintf(line, sizeof line,
-                "Checkpoints: %zu (at most %zu), %llu KiB of memory (their proportional share; at most %llu KiB).\n",
+                "Checkpoints: %zu (at most %zu), %llu KiB of memory (their proportional share; at most %llu KiB); "
+                "%llu taken in all.\n",
                 count(), limits_.max_count, static_cast<unsigned long long>(memory_bytes() / 1024),
-                static_cast<unsigned long long>(limits_.memory_bytes / 1024));
+                static_cast<unsigned long long>(limits_.memory_bytes / 1024), static_cast<unsigned long long>(taken_));
   return line;
 }
 

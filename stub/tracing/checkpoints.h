@@ -92,6 +92,9 @@ class Checkpoints {
   void set_vdso(std::pair<uint64_t, uint64_t> range) { vdso_ = range; }
 
   std::size_t count() const;
+  // Checkpoints added since the tracer was made (the held ones and those
+  // thinned or dropped since): what recording paid for.
+  uint64_t taken() const { return taken_; }
   // The copies' proportional share of memory (Pss), measured now.
   uint64_t memory_bytes() const;
   // For monitor record status: how many, and their private memory.
@@ -114,6 +117,7 @@ class Checkpoints {
 
   Limits limits_;
   std::size_t added_since_measured_ = 0;
+  uint64_t taken_ = 0;
   std::map<pid_t, Thread> threads_;
   std::pair<uint64_t, uint64_t> vdso_{0, 0};
 };

@@ -211,6 +211,15 @@ void SoftwareTracer::settle_abort(TracedThreadControl& control, ThreadState& t, 
   (void)store(t, decoder::kGapAddress, pc, s.stack);
 }
 
+std::string SoftwareTracer::activity() const {
+  const Stats& s = stats_;
+  return "Ptrace tracer: " + std::to_string(s.stops) + " stops of traced threads (" + std::to_string(s.trace_stops) +
+         " at trace stops, " + std::to_string(s.absorbed) + " absorbed), " + std::to_string(s.steps) +
+         " single steps of its own, " + std::to_string(s.emulated) + " transfers emulated, " +
+         std::to_string(s.looked_past) + " run past without a stop; " + std::to_string(s.branches) +
+         " branches stored.\n";
+}
+
 bool SoftwareTracer::store(ThreadState& t, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack) {
   if (!t.trace->append(from, to, stack)) {
     t.frozen = true;

@@ -146,6 +146,8 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   bool stopped_full(pid_t tid) const override;
   Expected<void> set_bound(uint64_t buffer_bytes) override;
   Checkpoints* checkpoints() const override { return checkpoints_.get(); }
+  // Its Stats, for monitor record status.
+  std::string activity() const override;
 
  private:
   // TraceStops::Breakpoint: transfers a thread runs without a stop of its

@@ -2,6 +2,8 @@
 // threads' comings and goings (stub/tracing/translating_tracer.h).
 #include "stub/tracing/translating_tracer.h"
 
+#include <cstdio>
+
 #include "protocol/amd64_registers.h"
 
 namespace stub::tracing {
@@ -37,13 +39,21 @@ void TranslatingTracer::forget_process() {
 
 std::string TranslatingTracer::activity() const {
   const Stats& s = stats_;
-  return "Translated code: " + std::to_string(s.translations) + " blocks translated, " +
-         std::to_string(s.untranslatable) + " left to int3s; " + std::to_string(s.branches) +
-         " branches logged in the program; exits: " + std::to_string(s.direct_exits) + " direct, " +
-         std::to_string(s.indirect_exits) + " indirect, " + std::to_string(s.full_exits) + " log full; " +
-         std::to_string(s.links) + " links, " + std::to_string(s.entries) + " entries, " +
-         std::to_string(s.flushes) + " flushes, " + std::to_string(s.repairs) + " repaired stops.\n" +
-         (last_refusal_.empty() ? "" : "Last block left to int3s: " + last_refusal_ + "\n");
+  std::string out = "Translated code: " + std::to_string(s.translations) + " blocks translated, " +
+                    std::to_string(s.untranslatable) + " left to int3s; " + std::to_string(s.branches) +
+                    " branches logged in the program; exits: " + std::to_string(s.direct_exits) + " direct, " +
+                    std::to_string(s.indirect_exits) + " indirect, " + std::to_string(s.full_exits) +
+                    " log full; " + std::to_string(s.exits_to_int3s) + " of them to code left to int3s; " +
+                    std::to_string(s.links) + " links, " + std::to_string(s.entries) + " entries, " +
+                    std::to_string(s.flushes) + " flushes, " + std::to_string(s.repairs) + " repaired stops.\n" +
+                    (last_refusal_.empty() ? "" : "Last block left to int3s: " + last_refusal_ + "\n");
+  for (const auto& [reason, r] : refusals_) {
+    char example[32];
+    std::snprintf(example, sizeof example, "0x%llx", static_cast<unsigned long long>(r.example));
+    out += "  left to int3s, " + reason + ": " + std::to_string(r.blocks) + " blocks (first " + example + "), " +
+           std::to_string(r.exits) + " exits to them\n";
+  }
+  return out + ptrace_->activity();
 }
 
 TranslatingTracer::Thread* TranslatingTracer::thread(pid_t tid) {

@@ -87,6 +87,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     uint64_t direct_exits = 0;
     uint64_t indirect_exits = 0;
     uint64_t full_exits = 0;
+    uint64_t exits_to_int3s = 0; // exits whose target the ptrace tracer ran (refused)
     uint64_t links = 0;          // direct exits patched to jump straight on
     uint64_t branches = 0;       // drained from logs
     uint64_t flushes = 0;        // all translations dropped
@@ -190,8 +191,17 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   std::set<pid_t> live_;
   // Blocks whose translation failed (the ptrace tracer runs them), until
   // the next flush.
-  std::set<uint64_t> refused_;
+  // the next flush, each with why (the reason without the address).
+  std::map<uint64_t, std::string> refused_;
   std::string last_refusal_;  // why the last of them was refused
+  // For monitor record status, per reason since recording started: the
+  // blocks refused and the exits from the cache to one of them.
+  struct Refusals {
+    uint64_t blocks = 0;
+    uint64_t exits = 0;
+    uint64_t example = 0;  // the first block refused so
+  };
+  std::map<std::string, Refusals> refusals_;
   // What the translations were made under.
   std::vector<uint64_t> breakpoints_;
   std::optional<TranslatableCode> code_;

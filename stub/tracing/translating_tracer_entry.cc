@@ -83,7 +83,14 @@ const decoder::Translation* TranslatingTracer::translation_for(TracedThreadContr
   if (const decoder::Translation* t = cache_.find(pc)) return t;
   if (refused_.count(pc) != 0) return nullptr;
   auto refuse = [&](std::string why) -> const decoder::Translation* {
-    refused_.insert(pc);
+    // "cannot translate the instruction at 0x...: REASON" counts as REASON.
+    std::string reason = why;
+    if (reason.rfind("cannot translate the instruction at ", 0) == 0) {
+      if (auto colon = reason.find(": "); colon != std::string::npos) reason.erase(0, colon + 2);
+    }
+    Refusals& r = refusals_[reason];
+    if (r.blocks++ == 0) r.example = pc;
+    refused_.emplace(pc, std::move(reason));
     ++stats_.untranslatable;
     last_refusal_ = std::move(why);
     return nullptr;

@@ -104,7 +104,11 @@ TraceVerdict TranslatingTracer::at_exit(TracedThreadControl& control, Thread& th
   // Full (the ptrace tracer reports it), or a repair under way: out here.
   if (!room || th.repair_steps > 0 || !th.deferred.empty()) return leave(control, th, tid, target, nullptr);
   const decoder::Translation* next = translation_for(control, tid, target);
-  if (next == nullptr) return leave(control, th, tid, target, nullptr);
+  if (next == nullptr) {
+    ++stats_.exits_to_int3s;
+    if (auto refused = refused_.find(target); refused != refused_.end()) ++refusals_[refused->second].exits;
+    return leave(control, th, tid, target, nullptr);
+  }
   if (exit.kind == decoder::ExitKind::Direct) {
     if (auto patch = decoder::link_exit(*trap.translation, trap.exit_index, next->cache_address)) {
       if (control.write_tracer_memory(patch->address, patch->bytes)) ++stats_.links;

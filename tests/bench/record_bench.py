@@ -20,6 +20,12 @@ Python's perf_counter). Setups:
   full-native    gdb's `record full`, plain native gdb (`run`)
   full-gdbserver gdb's `record full` through gdbserver
 
+and always a row `native`: the program alone, no debugger, timing the same
+range itself (BENCH_TIME=1: clock_gettime just before bench_begin() and
+just after bench_end(), printed on stderr); the median of --native-repeat
+runs, each a new process as under the debugger. Every setup's seconds are
+also given as a multiple of it ("x native", same pinning).
+
 each with gdb unpinned (as users run it) and pinned (`taskset -c CPU gdb`;
 btstub and gdbserver, started by gdb through a pipe, inherit the pinning;
 btstub also pins itself and its program to the CPU it starts on).
@@ -34,7 +40,7 @@ branches it stored (`monitor record status`) and stops per taken branch.
     BTSTUB=build/btstub PROGRAMS_DIR=build/programs \\
         python3 tests/bench/record_bench.py [--rounds 280] [--cpu 0]
         [--setups btrace,btstub-record,full-native,full-gdbserver]
-        [--no-pinned]
+        [--no-pinned] [--native-repeat 5]
 """
 
 import argparse
@@ -42,6 +48,7 @@ import datetime
 import os
 import re
 import shlex
+import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -111,6 +118,23 @@ def gdb_argv(setup, prog, rounds, cpu):
     return argv + (["--args", prog, str(rounds)] if server is None else [prog])
 
 
+def measure_native(prog, rounds, cpu, repeat):
+    """The range's own time with no debugger: median of `repeat` runs."""
+    argv = (["taskset", "-c", str(cpu)] if cpu is not None else []) + [prog, str(rounds)]
+    env = dict(os.environ, BENCH_TIME="1")
+    runs = []
+    for _ in range(repeat):
+        status, out, err = harness.run_command(argv, timeout=60, env=env)
+        m = re.search(r"^bench_range_ns (\d+)$", err, re.M)
+        if status != 0 or not m:
+            raise harness.HarnessError("native run failed:\n$ BENCH_TIME=1 %s\n%s%s" %
+                                       (shlex.join(argv), out, err))
+        runs.append(int(m.group(1)) / 1e9)
+    return {"setup": "native", "pinned": cpu is not None,
+            "argv": ["env", "BENCH_TIME=1"] + argv, "seconds": statistics.median(runs),
+            "runs": runs, "ctx": None, "insns": None, "branches": None}
+
+
 def branches(status_text):
     """Taken branches stored for the main thread, counting dropped ones."""
     m = re.search(r"thread \d+: (\d+) of \d+ branches(?:, (\d+) older dropped)?",
@@ -149,20 +173,36 @@ def measure(setup, prog, rounds, cpu):
     return row
 
 
-def table(rows, reference):
+def table(rows, reference, native):
     lines = ["| setup | gdb pinned | instructions | seconds | insns/s | "
+             "x native (same pinning) | "
              "x record full (same pinning) | program ctx switches (~ptrace stops) | "
              "taken branches | stops per taken branch |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        rate = r["insns"] / r["seconds"] if r["seconds"] else 0
+        insns = r["insns"] if r["insns"] is not None else None
+        if r["setup"] == "native":
+            insns = next((o["insns"] for o in rows if o["setup"] != "native"
+                          and o["insns"]), None)
+        rate = insns / r["seconds"] if (insns and r["seconds"]) else 0
         ref = reference.get(r["pinned"])
-        ratio = "%.1f" % (rate / ref) if ref else "-"
-        per = ("%.2f" % (r["ctx"] / r["branches"])) if r["branches"] else "-"
-        lines.append("| %s | %s | %s | %.3f | %.0f | %s | %d | %s | %s |" % (
-            r["setup"], "yes" if r["pinned"] else "no",
-            "%d%s" % (r["insns"], " (btrace's)" if r.get("borrowed") else ""),
-            r["seconds"], rate, ratio, r["ctx"],
+        ratio = "%.1f" % (rate / ref) if (ref and rate) else "-"
+        nat = native.get(r["pinned"])
+        x_native = "%.0f" % (r["seconds"] / nat) if nat else "-"
+        per = "-"
+        if r["branches"]:
+            v = r["ctx"] / r["branches"]
+            per = "%.2f" % v if v >= 0.1 else "%.4f" % v
+        if not insns:
+            shown = "-"
+        else:
+            shown = "%d%s" % (insns, " (btrace's)" if r.get("borrowed") else
+                              " (the others')" if r["setup"] == "native" else "")
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["setup"], "yes" if r["pinned"] else "no", shown,
+            "%.6f" % r["seconds"] if r["setup"] == "native" else "%.3f" % r["seconds"],
+            "%.0f" % rate if rate else "-", x_native, ratio,
+            r["ctx"] if r["ctx"] is not None else "-",
             r["branches"] if r["branches"] is not None else "-", per))
     return "\n".join(lines)
 
@@ -177,6 +217,8 @@ def main():
                         default="btrace,btstub-record,full-native,full-gdbserver")
     parser.add_argument("--no-pinned", action="store_true")
     parser.add_argument("--no-unpinned", action="store_true")
+    parser.add_argument("--native-repeat", type=int, default=5,
+                        help="native runs (no debugger); the median is used")
     args = parser.parse_args()
 
     prog = harness.program("record_workload", "O2")
@@ -184,6 +226,10 @@ def main():
                ([] if args.no_pinned else [args.cpu])
     rows = []
     for cpu in pinnings:
+        print("running native%s ..." % ("" if cpu is None else
+                                        " (pinned to CPU %d)" % cpu),
+              file=sys.stderr, flush=True)
+        rows.append(measure_native(prog, args.rounds, cpu, args.native_repeat))
         for setup in args.setups.split(","):
             print("running %s%s ..." % (setup, "" if cpu is None else
                                         " (pinned to CPU %d)" % cpu),
@@ -196,14 +242,25 @@ def main():
             r["borrowed"] = True
     reference = {r["pinned"]: r["insns"] / r["seconds"] for r in rows
                  if r["setup"] == "full-native"}
-    counts = sorted({r["insns"] for r in rows if not r.get("borrowed")})
-    print("record_bench: %s, %d rounds, %s" % (
+    native = {r["pinned"]: r["seconds"] for r in rows if r["setup"] == "native"}
+    counts = sorted({r["insns"] for r in rows
+                     if not r.get("borrowed") and r["setup"] != "native"})
+    print("record_bench: %s, %d rounds, %s, load average %s" % (
         os.path.basename(prog), args.rounds,
-        datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")))
+        datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        " ".join("%.2f" % v for v in os.getloadavg())))
     print()
-    print(table(rows, reference))
+    print(table(rows, reference, native))
     print()
-    if len(counts) != 1:
+    for r in rows:
+        if r["setup"] == "native":
+            print("native runs%s (s): %s" % (
+                " (pinned)" if r["pinned"] else "",
+                ", ".join("%.6f" % v for v in r["runs"])))
+    print()
+    if not counts:
+        print("(no setup counted instructions: add btrace to --setups for them)")
+    elif len(counts) != 1:
         print("WARNING: the setups recorded different instruction counts: %s"
               % counts)
     else:

@@ -70,6 +70,9 @@ TEST_CASE("monitor record status counts a thread's branches", "[session][monitor
   CHECK(contains(status.console, "48-byte buffers (2 branches), stop the program when full"));
   CHECK(contains(status.console, "thread 100: 0 of 2 branches in 0 bytes"));
   CHECK(contains(status.console, "a thread's trace holds at most 1073741824 bytes"));
+  // The tracer's counters, which benchmarks read (tests/bench/real_programs_bench.py).
+  CHECK(contains(status.console, "Ptrace tracer: 0 stops of traced threads (0 at trace stops, 0 absorbed), 0 single "
+                                 "steps of its own, 0 transfers emulated, 0 run past without a stop; 0 branches stored.\n"));
 }
 
 TEST_CASE("monitor record without a backend or with a bad argument explains itself", "[session][monitor]") {
