@@ -32,6 +32,9 @@ void TranslatingTracer::forget_process() {
   breakpoints_.clear();
   code_.reset();
   code_stale_ = true;
+  flush_pending_ = false;
+  pending_links_.clear();
+  free_areas_.clear();
 }
 
 std::string TranslatingTracer::activity() const {
@@ -60,7 +63,7 @@ StepKind TranslatingTracer::before_resume(TracedThreadControl& control, pid_t ti
     auto regs = control.read_general_registers(tid);
     if (regs) {
       const uint64_t pc = regs->get_u64(Amd64Reg::rip);
-      if (may_enter(control, tid, pc) && enter(control, tid, pc)) return StepKind::Continue;
+      if (may_enter(control, tid, *regs) && enter(control, tid, pc)) return StepKind::Continue;
     }
   }
   // The ptrace tracer runs it: system calls may change the code.
@@ -69,7 +72,16 @@ StepKind TranslatingTracer::before_resume(TracedThreadControl& control, pid_t ti
 }
 
 TraceVerdict TranslatingTracer::on_stop(TracedThreadControl& control, const TracedStop& stop) {
-  if (Thread* th = thread(stop.tid); th != nullptr && th->in_cache) return on_cache_stop(control, *th, stop);
+  if (Thread* th = thread(stop.tid); th != nullptr && th->in_cache) {
+    const TraceVerdict verdict = on_cache_stop(control, *th, stop);
+    // Absorbed while the process layer stops every thread: the thread
+    // stays stopped, and the client sees it, so not in the cache.
+    if (th->in_cache && control.stopping_all()) {
+      bring_out(control, stop.tid, *th);
+      return TraceVerdict::Continue;
+    }
+    return verdict;
+  }
   const TraceVerdict verdict = ptrace_->on_stop(control, stop);
   if (verdict != TraceVerdict::Continue) {
     // A step (the ptrace tracer steps every system call) or a stop the
@@ -81,13 +93,15 @@ TraceVerdict TranslatingTracer::on_stop(TracedThreadControl& control, const Trac
   auto regs = control.read_general_registers(stop.tid);
   if (!regs) return verdict;
   const uint64_t pc = regs->get_u64(Amd64Reg::rip);
-  if (may_enter(control, stop.tid, pc) && enter(control, stop.tid, pc)) return TraceVerdict::Continue;
+  if (may_enter(control, stop.tid, *regs) && enter(control, stop.tid, pc)) return TraceVerdict::Continue;
   return verdict;
 }
 
 void TranslatingTracer::on_held(TracedThreadControl& control, pid_t tid) {
-  // A thread in the cache is never held: it is alone in its program.
-  if (Thread* th = thread(tid); th != nullptr && th->in_cache) return;
+  if (Thread* th = thread(tid); th != nullptr && th->in_cache) {
+    bring_out(control, tid, *th);
+    return;
+  }
   ptrace_->on_held(control, tid);
 }
 
@@ -99,6 +113,12 @@ void TranslatingTracer::on_thread_created(pid_t tid, pid_t parent) {
 void TranslatingTracer::on_thread_exited(pid_t tid) {
   ptrace_->on_thread_exited(tid);
   live_.erase(tid);
+  // Its area serves the next new thread. (A thread killed in the cache, by
+  // another's exit_group or a SIGKILL, takes the branches its log held
+  // since its last stop with it.)
+  if (Thread* th = thread(tid); th != nullptr && th->area_base != 0) {
+    free_areas_.push_back(FreeArea{th->area_base, std::move(th->table_entries)});
+  }
   threads_.erase(tid);
 }
 
@@ -112,6 +132,16 @@ void TranslatingTracer::on_exec(pid_t tid) {
   live_.insert(tid);
   code_.reset();
   code_stale_ = true;
+  flush_pending_ = false;
+  pending_links_.clear();
+  free_areas_.clear();
+}
+
+bool TranslatingTracer::others_in_cache(pid_t tid) const {
+  for (const auto& [other, th] : threads_) {
+    if (other != tid && th.in_cache) return true;
+  }
+  return false;
 }
 
 }  // namespace stub::tracing
