@@ -20,6 +20,11 @@ pointers, a jump table, recursion, setjmp/longjmp, a C++ throw and catch
 calls and vDSO calls (which fall back to the ptrace tracer), raised
 signals with handlers and a SIGILL whose handler moves the pc.
 
+Threaded programs (trace_threads: three threads through shared code at
+once; past_join: a thread that runs and is joined) are compared thread by
+thread, threads matched by their order of creation, each cut to the
+program's own code (translate_compare.py says why).
+
 So that the test cannot pass with the cache unused, each translate run must
 say in `monitor record status` that most of its branches were logged by
 translated code, and its documents must hold many blocks.
@@ -32,7 +37,7 @@ The recording and the checks live in translate_compare.py.
 """
 
 from harness import program, run_test
-from translate_compare import check_same, record
+from translate_compare import check_same, check_same_threads, record, record_threads
 
 # (program, arguments): single-threaded, deterministic control flow.
 PROGRAMS = [
@@ -46,6 +51,14 @@ PROGRAMS = [
     ("trace_signals", []),
 ]
 
+# (program, arguments, function): threads whose own code runs a fixed path
+# (the C library's thread start, barriers and joins aside), each read where
+# it runs the last ret of `function`, the first thread at the end.
+THREADED = [
+    ("trace_threads", [], "worker"),
+    ("past_join", [], "worker"),
+]
+
 
 def main(args, c):
     if args.server != "btstub":
@@ -56,6 +69,12 @@ def main(args, c):
             prog = program(name, opt)
             label = "%s_%s" % (name, opt)
             check_same(c, label, record(prog, prog_args, "int3"), record(prog, prog_args, "translate"))
+    for name, prog_args, function in THREADED:
+        for opt in ("O0", "O2"):
+            prog = program(name, opt)
+            label = "%s_%s" % (name, opt)
+            check_same_threads(c, label, record_threads(prog, prog_args, "int3", function),
+                               record_threads(prog, prog_args, "translate", function))
 
 
 if __name__ == "__main__":
