@@ -25,7 +25,9 @@
 //     breakpoint, while any hardware breakpoint or watchpoint is in, in
 //     non-stop mode while the program has more than one thread (the client
 //     changes breakpoints while threads run translations made without
-//     them), and a trace that is frozen or full;
+//     them), a thread stopped in a system call the kernel restarts when
+//     it resumes (it moves the pc back onto the `syscall`), and a trace
+//     that is frozen or full;
 //   - any translation that fails (e.g. a RIP-relative operand out of reach
 //     of every cache region that could be mapped).
 // The thread comes back into the cache at the first of the ptrace
