@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 
 #include <cerrno>
+#include <csignal>
 
 #include "stub/process/proc_maps.h"
 #include "stub/process/ptrace_internal.h"
@@ -39,8 +40,16 @@ Expected<uint64_t> PtraceProcess::map_program_memory(pid_t tid, uint64_t near, u
   release_held(held);
   if (!mapped) return mapped.error();
   // Signals that came meanwhile are the program's: sent again, to be seen
-  // as if they came just after.
-  for (int signal : mapped->signals_met) requeue_signal(tid, signal);
+  // as if they came just after. But for the SIGSTOP of an all-stop the
+  // thread still owed: that one is ours, and done with.
+  for (int signal : mapped->signals_met) {
+    auto found = threads_.find(tid);
+    if (signal == SIGSTOP && found != threads_.end() && found->second.sigstop_expected) {
+      found->second.sigstop_expected = false;
+      continue;
+    }
+    requeue_signal(tid, signal);
+  }
   if (mapped->result < 0) {
     return make_error(ErrorCode::Internal, "The program's mmap of " + hex(size) + " bytes failed (errno " +
                                                std::to_string(-mapped->result) + ")");

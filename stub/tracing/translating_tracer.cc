@@ -44,7 +44,8 @@ std::string TranslatingTracer::activity() const {
          " branches logged in the program; exits: " + std::to_string(s.direct_exits) + " direct, " +
          std::to_string(s.indirect_exits) + " indirect, " + std::to_string(s.full_exits) + " log full; " +
          std::to_string(s.links) + " links, " + std::to_string(s.entries) + " entries, " +
-         std::to_string(s.flushes) + " flushes, " + std::to_string(s.repairs) + " repaired stops.\n" +
+         std::to_string(s.flushes) + " flushes, " + std::to_string(s.repairs) + " repaired stops, " +
+         std::to_string(s.held) + " threads moved out at others' stops.\n" +
          (last_refusal_.empty() ? "" : "Last block left to int3s: " + last_refusal_ + "\n");
 }
 

@@ -107,6 +107,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     uint64_t branches = 0;       // drained from logs
     uint64_t flushes = 0;        // all translations dropped
     uint64_t repairs = 0;        // stops inside the instrumentation
+    uint64_t held = 0;           // threads moved out at another thread's stop
   };
   const Stats& stats() const { return stats_; }
 

@@ -22,6 +22,7 @@ constexpr int kMaxSteps = 256;
 }  // namespace
 
 void TranslatingTracer::bring_out(TracedThreadControl& control, pid_t tid, Thread& th) {
+  ++stats_.held;
   for (int steps = 0;; ++steps) {
     auto regs = control.read_general_registers(tid);
     if (!regs) {
