@@ -39,13 +39,20 @@ void TranslatingTracer::forget_process() {
 
 std::string TranslatingTracer::activity() const {
   const Stats& s = stats_;
+  // Each thread's own share (the threads still there), so that a test can
+  // tell a thread that ran in the cache from one the ptrace tracer ran.
+  std::string per_thread;
+  for (const auto& [tid, th] : threads_) {
+    per_thread += "  thread " + std::to_string(tid) + ": " + std::to_string(th.logged) +
+                  " branches logged by translated code\n";
+  }
   return "Translated code: " + std::to_string(s.translations) + " blocks translated, " +
          std::to_string(s.untranslatable) + " left to int3s; " + std::to_string(s.branches) +
          " branches logged in the program; exits: " + std::to_string(s.direct_exits) + " direct, " +
          std::to_string(s.indirect_exits) + " indirect, " + std::to_string(s.full_exits) + " log full; " +
          std::to_string(s.links) + " links, " + std::to_string(s.entries) + " entries, " +
          std::to_string(s.flushes) + " flushes, " + std::to_string(s.repairs) + " repaired stops, " +
-         std::to_string(s.held) + " threads moved out at others' stops.\n" +
+         std::to_string(s.held) + " threads moved out at others' stops.\n" + per_thread +
          (last_refusal_.empty() ? "" : "Last block left to int3s: " + last_refusal_ + "\n");
 }
 

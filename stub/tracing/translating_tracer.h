@@ -153,6 +153,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     std::vector<int> deferred;   // signals that came inside the instrumentation
     std::set<uint64_t> table_entries;  // offsets of the indirect-table entries filled
     int repair_steps = 0;        // steps taken towards a clean point
+    uint64_t logged = 0;         // branches its translated code logged
   };
   // The per-thread area's slots, as read at a stop.
   struct Slots {
@@ -204,7 +205,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   bool read_slots(TracedThreadControl& control, const Thread& th, Slots& out);
   // Hands the log's records to the ptrace tracer and empties the log.
   // False when the trace refused more (full under the stop policy).
-  bool drain(TracedThreadControl& control, pid_t tid, const Thread& th, const Slots& slots);
+  bool drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots);
   bool reset_cursor(TracedThreadControl& control, const Thread& th);
   // translating_tracer_held.cc: a thread in the cache stopped because
   // another thread stopped (all-stop, or a non-stop vCont;t). Moves it out

@@ -37,7 +37,7 @@ bool TranslatingTracer::read_slots(TracedThreadControl& control, const Thread& t
   return true;
 }
 
-bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, const Thread& th, const Slots& slots) {
+bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots) {
   const int64_t log_bytes = static_cast<int64_t>(th.log_capacity * decoder::kLogRecordSize);
   const int64_t used = log_bytes + slots.cursor;
   if (used < 0 || used > log_bytes || used % static_cast<int64_t>(decoder::kLogRecordSize) != 0) {
@@ -54,6 +54,7 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, const Thr
       const decoder::StackSnapshot stack{u64_at(*bytes, at + 16), u64_at(*bytes, at + 24)};
       room = ptrace_->store_lent_branch(tid, u64_at(*bytes, at), u64_at(*bytes, at + 8), stack);
       stats_.branches += room ? 1 : 0;
+      th.logged += room ? 1 : 0;
     }
   }
   return reset_cursor(control, th) && room;
@@ -106,6 +107,7 @@ std::optional<TranslatingTracer::ExitTaken> TranslatingTracer::take_exit(TracedT
     const uint64_t rsp = regs.get_u64(Amd64Reg::rsp) + static_cast<uint64_t>(static_cast<int64_t>(exit.rsp_adjust));
     taken.room = ptrace_->store_lent_branch(tid, exit.from, taken.target, {rsp, regs.get_u64(Amd64Reg::rbp)});
     stats_.branches += taken.room ? 1 : 0;
+    th.logged += taken.room ? 1 : 0;
   }
   return taken;
 }

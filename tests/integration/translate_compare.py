@@ -33,6 +33,7 @@ from rsp_client import RspClient, RspError, hexs
 
 ACTIVITY = re.compile(r"Translated code: (\d+) blocks translated, (\d+) left to int3s; (\d+) branches logged")
 HELD = re.compile(r"thread \d+: (\d+) of (\d+) branches")
+THREAD_LOGGED = re.compile(r"thread (\d+): (\d+) branches logged by translated code")
 BLOCK = re.compile(r'<block begin="0x([0-9a-f]+)" end="0x([0-9a-f]+)"/>')
 TIMEOUT = 120.0
 
@@ -263,11 +264,15 @@ def record_threads(prog, args, mode, stop_in, options=()):
 
 
 def _thread_trace(c, thread):
-    """The whole trace of `thread` (as in a stop reply), as gdb reads it."""
+    """The whole trace of `thread` (as in a stop reply), as gdb reads it,
+    and how many of its branches translated code logged (None: not said)."""
     c.request("Hg" + thread)
     c.request("Qbtrace:bts")
     doc, _ = read_document(c, "qXfer:btrace:read:all")
-    return doc
+    status, _ = monitor(c, "record status")
+    tid = int(thread.split(".")[-1], 16)
+    logged = {int(t): int(n) for t, n in THREAD_LOGGED.findall(status)}
+    return doc, logged.get(tid)
 
 
 def _record_threads_session(server, prog, code_ranges, rets, pie):
@@ -297,17 +302,19 @@ def _record_threads_session(server, prog, code_ranges, rets, pie):
         status, _ = monitor(c, "record status")
         c.send_packet("k")
     order = sorted(docs, key=lambda t: int(t.split(".")[-1], 16))
-    return {"threads": [blocks_within(docs[t], code_ranges) for t in order],
-            "branches": sum(max(0, len(BLOCK.findall(docs[t] or "")) - 1) for t in order), "unread": [t for t in order if docs[t] is None],
+    return {"threads": [blocks_within(docs[t][0], code_ranges) for t in order],
+            # Each thread's branches, and those translated code logged.
+            "shares": [(max(0, len(BLOCK.findall(docs[t][0] or "")) - 1), docs[t][1]) for t in order],
+            "unread": [t for t in order if docs[t][0] is None],
             "status": status, "stops": stops}
 
 
 def check_same_threads(c, label, ref, got, min_blocks=1000, min_share=0.5):
     """check_same for record_threads' results: the same stops, and each
     thread (by order of creation) the same blocks of the program's own code
-    under both, more than `min_blocks` of them in all; over `min_share` of
-    the branches of all threads (their documents' blocks) logged by
-    translated code."""
+    under both, more than `min_blocks` of them in all; in the translate
+    run, over `min_share` of each thread's branches logged by translated
+    code (`monitor record status` where its trace was read)."""
     ctx = "int3 stops: %s\ntranslate stops: %s\nint3 status:\n%s\ntranslate status:\n%s\n" \
           "translate stderr:\n%s" % (ref["stops"], got["stops"], ref["status"], got["status"],
                                       got["stderr"][-3000:])
@@ -329,12 +336,10 @@ def check_same_threads(c, label, ref, got, min_blocks=1000, min_share=0.5):
                       (len(a), len(b), first, [(hex(x), hex(y)) for x, y in a[first:first + 3]],
                        [(hex(x), hex(y)) for x, y in b[first:first + 3]], ctx))
         c.true("%s: thread %d, the same branch trace under both tracers" % (label, i + 1), first is None, detail)
-    # The status counts the threads still there only: the documents count
-    # every thread's branches.
-    m = ACTIVITY.search(got["status"])
-    c.true("%s: the translate run reports its translated code" % label, m is not None and got["branches"] > 0, ctx)
-    if m and got["branches"]:
-        logged = int(m.group(3))
-        c.true("%s: translated code logged over %d%% of the branches (%d of %d)" %
-               (label, 100 * min_share, logged, got["branches"]), logged > min_share * got["branches"], ctx)
+    c.true("%s: the translate run reports its translated code" % label, ACTIVITY.search(got["status"]) is not None,
+           ctx)
+    for i, (branches, logged) in enumerate(got["shares"]):
+        c.true("%s: thread %d, translated code logged over %d%% of its branches (%s of %d)" %
+               (label, i + 1, 100 * min_share, logged, branches),
+               logged is not None and branches > 0 and logged > min_share * branches, ctx)
     c.not_contains("%s: no complaint from the translating tracer" % label, got["stderr"], "btstub: ", ctx)
