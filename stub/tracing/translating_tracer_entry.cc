@@ -39,8 +39,6 @@ std::vector<uint8_t> le64(uint64_t v) {
 
 bool TranslatingTracer::may_enter(TracedThreadControl& control, pid_t tid, const protocol::RegisterFile& regs) const {
   const uint64_t pc = regs.get_u64(Amd64Reg::rip);
-  // Hardware breakpoints and watchpoints, and a user breakpoint under the
-  // pc (the process layer steps off it) are the ptrace tracer's.
   if (live_.count(tid) == 0) return false;
   // Stopped in a system call the kernel restarts when it resumes (a thread
   // held in a futex wait): the kernel moves the pc back onto the `syscall`
@@ -53,6 +51,8 @@ bool TranslatingTracer::may_enter(TracedThreadControl& control, pid_t tid, const
   // Non-stop: the client changes breakpoints while other threads run in
   // translations made before the change, which would run past them.
   if (live_threads() > 1 && control.non_stop()) return false;
+  // Hardware breakpoints and watchpoints, and a user breakpoint under the
+  // pc (the process layer steps off it) are the ptrace tracer's.
   if (control.hw_points_in_use() || control.has_user_breakpoint(pc)) return false;
   return ptrace_->enabled(tid);
 }
