@@ -426,13 +426,11 @@ bool PtraceProcess::pass_untraced_trace_hit(pid_t tid, ThreadState& thread, uint
   return step_held(tid, thread, pc, 0).ok();
 }
 
-// Runs the real instruction under one of the tracer's int3s. Every other
-// running thread is held (SIGSTOP) while the int3 is lifted: without that a
-// traced thread could run through the address unseen and its trace would
-// lose a branch. Trace int3s sit only on jumps, calls, returns and loops,
-// which never block, so the hold is one instruction long. Statuses reaped
-// from held threads that were not our SIGSTOP are replayed later (reap).
-Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t pc, int signal) {
+// Holds (SIGSTOP) every other running thread of the program, for a moment
+// in which `tid` does something no other thread may run through: the
+// threads held, to be let go by release_held. Statuses reaped from them
+// that were not our SIGSTOP are replayed later (reap).
+std::vector<pid_t> PtraceProcess::hold_others(pid_t tid) {
   // Statuses another debugged process reaped for our threads count as in
   // hand too: waiting for such a thread's stop would block for good.
   while (auto handed = WaitRoutes::instance().take_handed(this, -1)) replay_.push_back(*handed);
@@ -462,6 +460,25 @@ Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t
     state.sigstop_expected = !(WIFEXITED(status) || WIFSIGNALED(status));  // ours is still queued
     replay_.emplace_back(other, status);
   }
+  return held;
+}
+
+// The threads hold_others held go on as they were going, unseen by the
+// tracer (nothing of theirs changed).
+void PtraceProcess::release_held(const std::vector<pid_t>& held) {
+  for (pid_t other : held) {
+    const bool step = threads_[other].last_kind == StepKind::SingleStep;
+    (void)do_ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, other, 0, nullptr);
+  }
+}
+
+// Runs the real instruction under one of the tracer's int3s. Every other
+// running thread is held (SIGSTOP) while the int3 is lifted: without that a
+// traced thread could run through the address unseen and its trace would
+// lose a branch. Trace int3s sit only on jumps, calls, returns and loops,
+// which never block, so the hold is one instruction long.
+Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t pc, int signal) {
+  const std::vector<pid_t> held = hold_others(tid);
   const uint8_t original = trace_int3s_.at(pc).original;
   Expected<void> result = raw_write(pc, {original});
   int status = 0;
@@ -472,16 +489,43 @@ Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t
     stepped = r && wait_retry(tid, &status, __WALL) == tid;
   }
   if (trace_int3_written(pc) || breakpoints_.count(pc) != 0) (void)raw_write(pc, {kInt3});
-  for (pid_t other : held) {
-    const bool step = threads_[other].last_kind == StepKind::SingleStep;
-    (void)do_ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, other, 0, nullptr);
-  }
+  release_held(held);
   if (!result) return result;
   thread.running = true;
   thread.stepping = true;
   thread.last_kind = StepKind::SingleStep;
   if (stepped) replay_.emplace_front(tid, status);
   return {};
+}
+
+// One step of a stopped thread, waited for here (the translating tracer
+// moving a held thread out of its instrumentation). The SIGSTOP of an
+// all-stop still queued for it is the one it owes: absorbed, and the step
+// made again.
+Expected<int> PtraceProcess::step_now(pid_t tid) {
+  auto found = threads_.find(tid);
+  if (found == threads_.end() || found->second.running || found->second.exited) {
+    return make_error(ErrorCode::InvalidArgument, "Thread " + std::to_string(tid) + " is not stopped");
+  }
+  ThreadState& thread = found->second;
+  for (int tries = 0; tries < 4; ++tries) {
+    if (auto r = do_ptrace(PTRACE_SINGLESTEP, tid, 0, nullptr); !r) return r.error();
+    int status = 0;
+    if (wait_retry(tid, &status, __WALL) != tid) return make_error(ErrorCode::NoProcess, "The thread is gone");
+    if (!WIFSTOPPED(status) || (status >> 16) != 0) {
+      // Its end (or an event a step cannot cause): the event loop's.
+      thread.running = true;
+      replay_.emplace_front(tid, status);
+      return make_error(ErrorCode::NoProcess, "The thread ended during a step of btstub's");
+    }
+    const int signal = WSTOPSIG(status);
+    if (signal == SIGSTOP && thread.sigstop_expected) {
+      thread.sigstop_expected = false;
+      continue;
+    }
+    return signal;
+  }
+  return make_error(ErrorCode::Internal, "The thread does not step");
 }
 
 }  // namespace stub::process

@@ -4,6 +4,9 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include <cerrno>
+#include <csignal>
+
 #include "stub/process/proc_maps.h"
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/ptrace_process.h"
@@ -25,21 +28,33 @@ Expected<uint64_t> PtraceProcess::map_program_memory(pid_t tid, uint64_t near, u
     flags |= MAP_FIXED_NOREPLACE;
   }
   const uint64_t prot = PROT_READ | PROT_WRITE | (executable ? PROT_EXEC : 0);
+  // The `syscall` borrows the bytes under the thread's pc: no other thread
+  // may run through them meanwhile (the translating tracer maps memory for
+  // one thread while others run).
+  const std::vector<pid_t> held = hold_others(tid);
   auto mapped = inject_syscall(tid, SYS_mmap, {at, size, prot, flags, ~uint64_t{0}, 0});
+  if (mapped && mapped->result >= 0 && near != 0 && static_cast<uint64_t>(mapped->result) != at) {
+    (void)inject_syscall(tid, SYS_munmap, {static_cast<uint64_t>(mapped->result), size});
+    mapped->result = -EEXIST;  // a kernel that took the address as a hint
+  }
+  release_held(held);
   if (!mapped) return mapped.error();
   // Signals that came meanwhile are the program's: sent again, to be seen
-  // as if they came just after.
-  for (int signal : mapped->signals_met) requeue_signal(tid, signal);
+  // as if they came just after. But for the SIGSTOP of an all-stop the
+  // thread still owed: that one is ours, and done with.
+  for (int signal : mapped->signals_met) {
+    auto found = threads_.find(tid);
+    if (signal == SIGSTOP && found != threads_.end() && found->second.sigstop_expected) {
+      found->second.sigstop_expected = false;
+      continue;
+    }
+    requeue_signal(tid, signal);
+  }
   if (mapped->result < 0) {
     return make_error(ErrorCode::Internal, "The program's mmap of " + hex(size) + " bytes failed (errno " +
                                                std::to_string(-mapped->result) + ")");
   }
-  const uint64_t got = static_cast<uint64_t>(mapped->result);
-  if (near != 0 && got != at) {  // a kernel that took the address as a hint
-    (void)inject_syscall(tid, SYS_munmap, {got, size});
-    return make_error(ErrorCode::NotSupported, "The program's mmap did not map at " + hex(at));
-  }
-  return got;
+  return static_cast<uint64_t>(mapped->result);
 }
 
 Expected<uint64_t> PtraceProcess::allocate_memory(pid_t tid, uint64_t size, int prot) {

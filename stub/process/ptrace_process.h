@@ -140,6 +140,9 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   }
   std::vector<uint64_t> user_breakpoints() const override;
   void resend_signal(pid_t tid, int signal) override { requeue_signal(tid, signal); }
+  bool stopping_all() const override { return stopping_all_; }
+  bool non_stop() const override { return non_stop_; }
+  Expected<int> step_now(pid_t tid) override;  // ptrace_debug.cc
   // Every int3 we keep in the program's memory (user breakpoints and the
   // tracer's) with the byte it hides: a forked child inherits them all and
   // must get the original bytes back before it runs untraced.
@@ -281,6 +284,8 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   bool was_trace_int3(uint64_t addr);
   bool pass_untraced_trace_hit(pid_t tid, ThreadState& thread, uint64_t pc);
   Expected<void> step_held(pid_t tid, ThreadState& thread, uint64_t pc, int signal);
+  std::vector<pid_t> hold_others(pid_t tid);
+  void release_held(const std::vector<pid_t>& held);
   pid_t reap(pid_t want, int* status, int flags);
 
   pid_t pid_ = 0;

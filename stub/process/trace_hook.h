@@ -91,8 +91,9 @@ class TracedThreadControl {
   // ---- the translating tracer (stub/tracing/translating_tracer.h) ----
   // Maps `size` bytes (a multiple of the page size) of fresh anonymous
   // memory into the program, readable and writable, executable when
-  // `executable`, by a system call the stopped thread `tid` makes; within
-  // `reach` bytes of `near` unless near is 0. Its address.
+  // `executable`, by a system call the stopped thread `tid` makes (its pc's
+  // bytes borrowed for the `syscall`, every other thread held meanwhile);
+  // within `reach` bytes of `near` unless near is 0. Its address.
   virtual Expected<uint64_t> map_program_memory(pid_t tid, uint64_t near, uint64_t reach, uint64_t size,
                                                 bool executable) {
     (void)tid, (void)near, (void)reach, (void)size, (void)executable;
@@ -111,6 +112,21 @@ class TracedThreadControl {
   // Queues `signal` for thread `tid` again: it stopped the thread where the
   // tracer could not let the client see it, and is to come back at once.
   virtual void resend_signal(pid_t tid, int signal) { (void)tid, (void)signal; }
+  // Whether the process layer is stopping every thread (all-stop) right
+  // now: a stop the tracer absorbs then keeps its thread stopped, and the
+  // client sees it where it stands.
+  virtual bool stopping_all() const { return false; }
+  // Non-stop mode: the client may change breakpoints while threads run.
+  virtual bool non_stop() const { return false; }
+  // Single-steps the stopped thread `tid` at once and waits for that step,
+  // every other thread going on as it was: the signal of the stop it ended
+  // in (SIGTRAP: the step done; another: a signal that stopped it first,
+  // not delivered). An error when the thread is gone (its end is reported
+  // as usual).
+  virtual Expected<int> step_now(pid_t tid) {
+    (void)tid;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "Cannot step a thread here");
+  }
 };
 
 // One stop of a traced thread as the process layer observed it.

@@ -35,18 +35,27 @@ void TranslatingTracer::forget_process() {
   code_.reset();
   code_stale_ = true;
   code_written_ = false;
+  flush_pending_ = false;
+  pending_links_.clear();
+  free_areas_.clear();
 }
 
 std::string TranslatingTracer::activity() const {
   const Stats& s = stats_;
+  // Each thread's own share (the threads still there), so that a test can
+  // tell a thread that ran in the cache from one the ptrace tracer ran.
   std::string out = "Translated code: " + std::to_string(s.translations) + " blocks translated, " +
                     std::to_string(s.untranslatable) + " left to int3s; " + std::to_string(s.branches) +
                     " branches logged in the program; exits: " + std::to_string(s.direct_exits) + " direct, " +
                     std::to_string(s.indirect_exits) + " indirect, " + std::to_string(s.full_exits) +
                     " log full; " + std::to_string(s.exits_to_int3s) + " of them to code left to int3s; " +
                     std::to_string(s.links) + " links, " + std::to_string(s.entries) + " entries, " +
-                    std::to_string(s.flushes) + " flushes, " + std::to_string(s.repairs) + " repaired stops.\n" +
-                    (last_refusal_.empty() ? "" : "Last block left to int3s: " + last_refusal_ + "\n");
+                    std::to_string(s.flushes) + " flushes, " + std::to_string(s.repairs) + " repaired stops, " +
+                    std::to_string(s.held) + " threads moved out at others' stops.\n";
+  for (const auto& [tid, th] : threads_) {
+    out += "  thread " + std::to_string(tid) + ": " + std::to_string(th.logged) + " branches logged by translated code\n";
+  }
+  if (!last_refusal_.empty()) out += "Last block left to int3s: " + last_refusal_ + "\n";
   for (const auto& [reason, r] : refusals_) {
     char example[32];
     std::snprintf(example, sizeof example, "0x%llx", static_cast<unsigned long long>(r.example));
@@ -71,7 +80,7 @@ StepKind TranslatingTracer::before_resume(TracedThreadControl& control, pid_t ti
     auto regs = control.read_general_registers(tid);
     if (regs) {
       const uint64_t pc = regs->get_u64(Amd64Reg::rip);
-      if (may_enter(control, tid, pc) && enter(control, tid, pc)) return StepKind::Continue;
+      if (may_enter(control, tid, *regs) && enter(control, tid, pc)) return StepKind::Continue;
     }
   }
   // The ptrace tracer runs it: system calls may change the code.
@@ -80,7 +89,16 @@ StepKind TranslatingTracer::before_resume(TracedThreadControl& control, pid_t ti
 }
 
 TraceVerdict TranslatingTracer::on_stop(TracedThreadControl& control, const TracedStop& stop) {
-  if (Thread* th = thread(stop.tid); th != nullptr && th->in_cache) return on_cache_stop(control, *th, stop);
+  if (Thread* th = thread(stop.tid); th != nullptr && th->in_cache) {
+    const TraceVerdict verdict = on_cache_stop(control, *th, stop);
+    // Absorbed while the process layer stops every thread: the thread
+    // stays stopped, and the client sees it, so not in the cache.
+    if (th->in_cache && control.stopping_all()) {
+      bring_out(control, stop.tid, *th);
+      return TraceVerdict::Continue;
+    }
+    return verdict;
+  }
   note_code_writes(control, stop.tid);
   const TraceVerdict verdict = ptrace_->on_stop(control, stop);
   if (verdict != TraceVerdict::Continue) {
@@ -93,7 +111,7 @@ TraceVerdict TranslatingTracer::on_stop(TracedThreadControl& control, const Trac
   auto regs = control.read_general_registers(stop.tid);
   if (!regs) return verdict;
   const uint64_t pc = regs->get_u64(Amd64Reg::rip);
-  if (may_enter(control, stop.tid, pc) && enter(control, stop.tid, pc)) return TraceVerdict::Continue;
+  if (may_enter(control, stop.tid, *regs) && enter(control, stop.tid, pc)) return TraceVerdict::Continue;
   return verdict;
 }
 
@@ -107,8 +125,10 @@ void TranslatingTracer::note_code_writes(TracedThreadControl& control, pid_t tid
 }
 
 void TranslatingTracer::on_held(TracedThreadControl& control, pid_t tid) {
-  // A thread in the cache is never held: it is alone in its program.
-  if (Thread* th = thread(tid); th != nullptr && th->in_cache) return;
+  if (Thread* th = thread(tid); th != nullptr && th->in_cache) {
+    bring_out(control, tid, *th);
+    return;
+  }
   ptrace_->on_held(control, tid);
 }
 
@@ -120,6 +140,12 @@ void TranslatingTracer::on_thread_created(pid_t tid, pid_t parent) {
 void TranslatingTracer::on_thread_exited(pid_t tid) {
   ptrace_->on_thread_exited(tid);
   live_.erase(tid);
+  // Its area serves the next new thread. (A thread killed in the cache, by
+  // another's exit_group or a SIGKILL, takes the branches its log held
+  // since its last stop with it.)
+  if (Thread* th = thread(tid); th != nullptr && th->area_base != 0) {
+    free_areas_.push_back(FreeArea{th->area_base, std::move(th->table_entries)});
+  }
   threads_.erase(tid);
 }
 
@@ -134,6 +160,16 @@ void TranslatingTracer::on_exec(pid_t tid) {
   code_.reset();
   code_stale_ = true;
   code_written_ = false;
+  flush_pending_ = false;
+  pending_links_.clear();
+  free_areas_.clear();
+}
+
+bool TranslatingTracer::others_in_cache(pid_t tid) const {
+  for (const auto& [other, th] : threads_) {
+    if (other != tid && th.in_cache) return true;
+  }
+  return false;
 }
 
 }  // namespace stub::tracing

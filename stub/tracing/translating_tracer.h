@@ -22,9 +22,12 @@
 //     (stub/tracing/translatable_code.h): the vDSO, anonymous or writable
 //     memory (JITs, code written then run), memfd and deleted files;
 //   - a resume with a signal, a single step, a thread at a user
-//     breakpoint, while any hardware breakpoint or watchpoint is in, while
-//     the program has more than one thread, and a trace that is frozen or
-//     full;
+//     breakpoint, while any hardware breakpoint or watchpoint is in, in
+//     non-stop mode while the program has more than one thread (the client
+//     changes breakpoints while threads run translations made without
+//     them), a thread stopped in a system call the kernel restarts when
+//     it resumes (it moves the pc back onto the `syscall`), and a trace
+//     that is frozen or full;
 //   - any translation that fails (e.g. a RIP-relative operand out of reach
 //     of every cache region that could be mapped).
 // The thread comes back into the cache at the first of the ptrace
@@ -38,6 +41,23 @@
 // first: a fault there is undone (decoder::FaultPoint), anything else is
 // single-stepped to the next clean point, and a signal that came meanwhile
 // is sent again once the thread stands there.
+//
+// Threads. Every thread has its own area (log, slots, indirect-target
+// table; its gs base), mapped when it first enters (by an mmap it makes,
+// every other thread held meanwhile) and handed on to a new thread when it
+// ends; a thread the program creates enters at its first resume. Several
+// threads run in the cache at once. All-stop: a thread in the cache that
+// the process layer stops because another thread reported (on_held), or
+// whose own exit comes while every thread is being stopped, is moved out
+// as above (its log drained, stepped out of the instrumentation first if
+// need be: a step it takes at once, TracedThreadControl::step_now) and left
+// stopped outside, lent; its next resume puts it back.
+// Code shared by running threads is never rewritten under them: new
+// translations go to unused cache memory; a direct exit is linked (its
+// rel32 rewritten) only while no other thread is in the cache, else the
+// link waits for such a moment; and translations to be dropped stay until
+// every thread is out (each leaves at its next exit, nobody enters
+// meanwhile).
 //
 // Translations are dropped when the client's breakpoints change, when the
 // translatable code changed (maps re-read after each stint under the
@@ -92,6 +112,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     uint64_t branches = 0;       // drained from logs
     uint64_t flushes = 0;        // all translations dropped
     uint64_t repairs = 0;        // stops inside the instrumentation
+    uint64_t held = 0;           // threads moved out at another thread's stop
   };
   const Stats& stats() const { return stats_; }
 
@@ -137,6 +158,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     std::vector<int> deferred;   // signals that came inside the instrumentation
     std::set<uint64_t> table_entries;  // offsets of the indirect-table entries filled
     int repair_steps = 0;        // steps taken towards a clean point
+    uint64_t logged = 0;         // branches its translated code logged
   };
   // The per-thread area's slots, as read at a stop.
   struct Slots {
@@ -149,7 +171,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   explicit TranslatingTracer(std::unique_ptr<SoftwareTracer> ptrace) : ptrace_(std::move(ptrace)) {}
 
   // translating_tracer_entry.cc: into the cache.
-  bool may_enter(TracedThreadControl& control, pid_t tid, uint64_t pc) const;
+  bool may_enter(TracedThreadControl& control, pid_t tid, const protocol::RegisterFile& regs) const;
   // Lends the stopped thread (out of the cache, at `pc`) and puts it into
   // the translation of `pc`; false (the thread untouched and not lent)
   // where that cannot be done.
@@ -158,8 +180,10 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // need be; nullptr where the ptrace tracer must run that code.
   const decoder::Translation* translation_for(TracedThreadControl& control, pid_t tid, uint64_t pc);
   bool ensure_area(TracedThreadControl& control, pid_t tid, Thread& th);
-  // Drops translations made under other breakpoints or other code.
-  void refresh_code(TracedThreadControl& control, pid_t tid);
+  // Drops translations made under other breakpoints or other code. False
+  // when they must be dropped but another thread is in the cache (the drop
+  // waits for it to come out; nobody enters meanwhile).
+  bool refresh_code(TracedThreadControl& control, pid_t tid);
   // At a stop outside the cache: whether the system call the thread just
   // made (the ptrace tracer steps them) may have changed translated code
   // (stub/tracing/code_writes.h); the next entry then flushes.
@@ -169,15 +193,39 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   TraceVerdict on_cache_stop(TracedThreadControl& control, Thread& th, const TracedStop& stop);
   TraceVerdict at_exit(TracedThreadControl& control, Thread& th, pid_t tid, const TranslationCache::Trap& trap,
                        protocol::RegisterFile& regs);
+  // The thread ran the int3 of `trap`: the branch into it is taken. Its log
+  // drained (and the record a full log owes stored); where it stands now,
+  // and whether the trace took everything. nullopt when its slots cannot be
+  // read.
+  struct ExitTaken {
+    uint64_t target = 0;
+    bool room = true;
+  };
+  std::optional<ExitTaken> take_exit(TracedThreadControl& control, Thread& th, pid_t tid,
+                                     const TranslationCache::Trap& trap, const protocol::RegisterFile& regs);
   // Moves the thread out of the cache to `original` (registers as they
   // are otherwise) and gives it back to the ptrace tracer.
   TraceVerdict leave(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
                      const TracedStop* stop);
+  // Puts the thread (in the cache) at `original`, out of it, its gs base
+  // the program's, the signals held back sent again. False when its
+  // registers cannot be written (gone).
+  bool step_out(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original);
   bool read_slots(TracedThreadControl& control, const Thread& th, Slots& out);
   // Hands the log's records to the ptrace tracer and empties the log.
   // False when the trace refused more (full under the stop policy).
-  bool drain(TracedThreadControl& control, pid_t tid, const Thread& th, const Slots& slots);
+  bool drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots);
   bool reset_cursor(TracedThreadControl& control, const Thread& th);
+  // translating_tracer_held.cc: a thread in the cache stopped because
+  // another thread stopped (all-stop, or a non-stop vCont;t). Moves it out
+  // (drained, stepped out of the instrumentation if need be) and leaves it
+  // stopped there, lent, for the next resume to put back.
+  void bring_out(TracedThreadControl& control, pid_t tid, Thread& th);
+  // Whether a thread other than `tid` is in the cache (it may be running
+  // code there, which must then not be rewritten under it).
+  bool others_in_cache(pid_t tid) const;
+  // Links exits whose patch waited for the cache to be this thread's alone.
+  void apply_links(TracedThreadControl& control);
   // Lets indirect transfers to `original` go straight to `t` from now on.
   void enter_indirect(TracedThreadControl& control, Thread& th, uint64_t original, const decoder::Translation& t);
   // Drops every translation, and the table entries that led to them.
@@ -207,6 +255,19 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   std::optional<TranslatableCode> code_;
   bool code_stale_ = true;  // re-read the maps before the next entry
   bool code_written_ = false;  // a system call may have changed translated code
+  // Translations to drop once no thread is in the cache (refresh_code).
+  bool flush_pending_ = false;
+  // Direct exits to link (patch address -> rel32) once no other thread
+  // runs in the cache: a rel32 rewritten under a running jump is unsafe.
+  std::map<uint64_t, std::vector<uint8_t>> pending_links_;
+  // Areas of threads that ended, for new threads (their table entries to
+  // clear first): a program starting threads over and over maps no more
+  // areas than it ever had threads at once.
+  struct FreeArea {
+    uint64_t base = 0;
+    std::set<uint64_t> table_entries;
+  };
+  std::vector<FreeArea> free_areas_;
   Stats stats_;
 };
 

@@ -24,6 +24,10 @@ constexpr uint64_t kPage = 4096;
 constexpr uint64_t kCacheAway = uint64_t{1} << 30;
 constexpr uint64_t kLogsNear = uint64_t{0x100000000000};
 constexpr uint64_t kLogsReach = uint64_t{1} << 40;
+// ERESTARTSYS .. ERESTART_RESTARTBLOCK: a system call's result while the
+// kernel is to restart it (include/linux/errno.h, kernel-internal).
+constexpr int64_t kFirstRestartErrno = 512;
+constexpr int64_t kLastRestartErrno = 516;
 
 std::vector<uint8_t> le64(uint64_t v) {
   std::vector<uint8_t> out(8);
@@ -33,18 +37,30 @@ std::vector<uint8_t> le64(uint64_t v) {
 
 }  // namespace
 
-bool TranslatingTracer::may_enter(TracedThreadControl& control, pid_t tid, uint64_t pc) const {
-  // Threads, hardware breakpoints and watchpoints, and a user breakpoint
-  // under the pc (the process layer steps off it) are the ptrace tracer's.
-  if (live_threads() != 1 || live_.count(tid) == 0) return false;
+bool TranslatingTracer::may_enter(TracedThreadControl& control, pid_t tid, const protocol::RegisterFile& regs) const {
+  const uint64_t pc = regs.get_u64(Amd64Reg::rip);
+  if (live_.count(tid) == 0) return false;
+  // Stopped in a system call the kernel restarts when it resumes (a thread
+  // held in a futex wait): the kernel moves the pc back onto the `syscall`
+  // then, which must be the program's pc, not a cache one.
+  const int64_t syscall = static_cast<int64_t>(regs.get_u64(Amd64Reg::orig_rax));
+  const int64_t result = static_cast<int64_t>(regs.get_u64(Amd64Reg::rax));
+  if (syscall >= 0 && result >= -kLastRestartErrno && result <= -kFirstRestartErrno) return false;
+  // A thread kept stopped now (all-stop) is seen where it stands: outside.
+  if (control.stopping_all()) return false;
+  // Non-stop: the client changes breakpoints while other threads run in
+  // translations made before the change, which would run past them.
+  if (live_threads() > 1 && control.non_stop()) return false;
+  // Hardware breakpoints and watchpoints, and a user breakpoint under the
+  // pc (the process layer steps off it) are the ptrace tracer's.
   if (control.hw_points_in_use() || control.has_user_breakpoint(pc)) return false;
   return ptrace_->enabled(tid);
 }
 
-void TranslatingTracer::refresh_code(TracedThreadControl& control, pid_t tid) {
+bool TranslatingTracer::refresh_code(TracedThreadControl& control, pid_t tid) {
   std::vector<uint64_t> breakpoints = control.user_breakpoints();
   std::sort(breakpoints.begin(), breakpoints.end());
-  bool flush = breakpoints != breakpoints_ || code_written_;
+  bool flush = flush_pending_ || breakpoints != breakpoints_ || code_written_;
   code_written_ = false;
   if (code_stale_ || !code_) {
     TranslatableCode now = TranslatableCode::read(tid);
@@ -53,14 +69,27 @@ void TranslatingTracer::refresh_code(TracedThreadControl& control, pid_t tid) {
     code_stale_ = false;
   }
   breakpoints_ = std::move(breakpoints);
-  if (flush && (cache_.size() != 0 || !refused_.empty())) this->flush(control);
+  if (!flush || (cache_.size() == 0 && refused_.empty())) {
+    flush_pending_ = false;
+    return true;
+  }
+  if (others_in_cache(tid)) {
+    // They run translations of the old code (or without the new
+    // breakpoints) until their next exit, which hands them back.
+    flush_pending_ = true;
+    return false;
+  }
+  this->flush(control);
+  flush_pending_ = false;
+  return true;
 }
 
 void TranslatingTracer::flush(TracedThreadControl& control) {
-  // No thread is in the cache (this one is stopped outside it and there
-  // is no other), so nothing runs what is dropped.
+  // No thread is in the cache (refresh_code), so nothing runs what is
+  // dropped.
   cache_.clear();
   refused_.clear();
+  pending_links_.clear();
   const std::vector<uint8_t> empty(decoder::kIndirectEntrySize, 0);
   for (auto& [tid, th] : threads_) {
     for (uint64_t offset : th.table_entries) (void)control.write_tracer_memory(th.area_base + offset, empty);
@@ -126,10 +155,20 @@ const decoder::Translation* TranslatingTracer::translation_for(TracedThreadContr
 bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid, Thread& th) {
   if (th.area_base != 0) return true;
   const uint64_t log_bytes = kLogCapacity * decoder::kLogRecordSize;
-  const uint64_t size = (log_bytes + decoder::kThreadAreaAboveBase + kPage - 1) / kPage * kPage;
-  auto mapped = control.map_program_memory(tid, kLogsNear, kLogsReach, size, false);
-  if (!mapped) return false;
-  th.area_base = *mapped + log_bytes;
+  if (!free_areas_.empty()) {
+    // An ended thread's: its table entries lead into the cache as it was
+    // then, and are not this thread's.
+    FreeArea area = std::move(free_areas_.back());
+    free_areas_.pop_back();
+    const std::vector<uint8_t> empty(decoder::kIndirectEntrySize, 0);
+    for (uint64_t offset : area.table_entries) (void)control.write_tracer_memory(area.base + offset, empty);
+    th.area_base = area.base;
+  } else {
+    const uint64_t size = (log_bytes + decoder::kThreadAreaAboveBase + kPage - 1) / kPage * kPage;
+    auto mapped = control.map_program_memory(tid, kLogsNear, kLogsReach, size, false);
+    if (!mapped) return false;
+    th.area_base = *mapped + log_bytes;
+  }
   th.log_capacity = kLogCapacity;
   if (const Checkpoints* checkpoints = ptrace_->checkpoints(); checkpoints && ptrace_->all_enabled()) {
     th.log_capacity = std::clamp<uint64_t>(checkpoints->limits().every_branches, 1, kLogCapacity);
@@ -142,8 +181,16 @@ bool TranslatingTracer::reset_cursor(TracedThreadControl& control, const Thread&
   return control.write_tracer_memory(th.area_base + decoder::kSlotLogCursor, le64(empty)).ok();
 }
 
+void TranslatingTracer::apply_links(TracedThreadControl& control) {
+  for (const auto& [address, rel32] : pending_links_) {
+    if (control.write_tracer_memory(address, rel32)) ++stats_.links;
+  }
+  pending_links_.clear();
+}
+
 bool TranslatingTracer::enter(TracedThreadControl& control, pid_t tid, uint64_t pc) {
-  refresh_code(control, tid);
+  if (!refresh_code(control, tid)) return false;
+  if (!others_in_cache(tid)) apply_links(control);
   Thread& th = threads_[tid];
   const decoder::Translation* t = translation_for(control, tid, pc);
   if (t == nullptr || !ensure_area(control, tid, th)) return false;

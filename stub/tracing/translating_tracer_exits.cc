@@ -37,7 +37,7 @@ bool TranslatingTracer::read_slots(TracedThreadControl& control, const Thread& t
   return true;
 }
 
-bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, const Thread& th, const Slots& slots) {
+bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots) {
   const int64_t log_bytes = static_cast<int64_t>(th.log_capacity * decoder::kLogRecordSize);
   const int64_t used = log_bytes + slots.cursor;
   if (used < 0 || used > log_bytes || used % static_cast<int64_t>(decoder::kLogRecordSize) != 0) {
@@ -54,13 +54,13 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, const Thr
       const decoder::StackSnapshot stack{u64_at(*bytes, at + 16), u64_at(*bytes, at + 24)};
       room = ptrace_->store_lent_branch(tid, u64_at(*bytes, at), u64_at(*bytes, at + 8), stack);
       stats_.branches += room ? 1 : 0;
+      th.logged += room ? 1 : 0;
     }
   }
   return reset_cursor(control, th) && room;
 }
 
-TraceVerdict TranslatingTracer::leave(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
-                                      const TracedStop* stop) {
+bool TranslatingTracer::step_out(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original) {
   protocol::RegisterFile out;
   out.set_u64(Amd64Reg::rip, original);
   out.set_u64(Amd64Reg::gs_base, th.program_gs);
@@ -72,7 +72,12 @@ TraceVerdict TranslatingTracer::leave(TracedThreadControl& control, Thread& th, 
   code_stale_ = true;
   for (int signal : th.deferred) control.resend_signal(tid, signal);
   th.deferred.clear();
-  if (!moved) return TraceVerdict::Report;  // the thread is gone
+  return moved;
+}
+
+TraceVerdict TranslatingTracer::leave(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
+                                      const TracedStop* stop) {
+  if (!step_out(control, th, tid, original)) return TraceVerdict::Report;  // the thread is gone
   if (stop != nullptr) {
     // A stop of the program's (a signal): the ptrace tracer judges it
     // where the original code stands.
@@ -83,35 +88,59 @@ TraceVerdict TranslatingTracer::leave(TracedThreadControl& control, Thread& th, 
   return ptrace_->take_back(control, tid);
 }
 
-TraceVerdict TranslatingTracer::at_exit(TracedThreadControl& control, Thread& th, pid_t tid,
-                                        const TranslationCache::Trap& trap, protocol::RegisterFile& regs) {
+std::optional<TranslatingTracer::ExitTaken> TranslatingTracer::take_exit(TracedThreadControl& control, Thread& th,
+                                                                         pid_t tid, const TranslationCache::Trap& trap,
+                                                                         const protocol::RegisterFile& regs) {
   const decoder::BlockExit& exit = *trap.exit;
   Slots slots;
-  if (!read_slots(control, th, slots)) return leave(control, th, tid, trap.translation->original_pc(regs.get_u64(Amd64Reg::rip) - 1), nullptr);
-  const uint64_t target = exit.kind == decoder::ExitKind::Direct ? exit.target : slots.exit_target;
+  if (!read_slots(control, th, slots)) return std::nullopt;
+  ExitTaken taken;
+  taken.target = exit.kind == decoder::ExitKind::Direct ? exit.target : slots.exit_target;
   switch (exit.kind) {
     case decoder::ExitKind::Direct: ++stats_.direct_exits; break;
     case decoder::ExitKind::Indirect: ++stats_.indirect_exits; break;
     case decoder::ExitKind::LogFull: ++stats_.full_exits; break;
   }
   // The thread stands at `target` now, the branch into it taken.
-  bool room = drain(control, tid, th, slots);
-  if (room && exit.kind == decoder::ExitKind::LogFull) {
+  taken.room = drain(control, tid, th, slots);
+  if (taken.room && exit.kind == decoder::ExitKind::LogFull) {
     const uint64_t rsp = regs.get_u64(Amd64Reg::rsp) + static_cast<uint64_t>(static_cast<int64_t>(exit.rsp_adjust));
-    room = ptrace_->store_lent_branch(tid, exit.from, target, {rsp, regs.get_u64(Amd64Reg::rbp)});
-    stats_.branches += room ? 1 : 0;
+    taken.room = ptrace_->store_lent_branch(tid, exit.from, taken.target, {rsp, regs.get_u64(Amd64Reg::rbp)});
+    stats_.branches += taken.room ? 1 : 0;
+    th.logged += taken.room ? 1 : 0;
   }
-  // Full (the ptrace tracer reports it), or a repair under way: out here.
-  if (!room || th.repair_steps > 0 || !th.deferred.empty()) return leave(control, th, tid, target, nullptr);
+  return taken;
+}
+
+TraceVerdict TranslatingTracer::at_exit(TracedThreadControl& control, Thread& th, pid_t tid,
+                                        const TranslationCache::Trap& trap, protocol::RegisterFile& regs) {
+  const decoder::BlockExit& exit = *trap.exit;
+  const auto taken = take_exit(control, th, tid, trap, regs);
+  if (!taken) return leave(control, th, tid, trap.translation->original_pc(regs.get_u64(Amd64Reg::rip) - 1), nullptr);
+  const uint64_t target = taken->target;
+  const bool room = taken->room;
+  // Full (the ptrace tracer reports it), a repair under way, the
+  // translations to be dropped once every thread is out, or every thread
+  // being stopped (the thread stays stopped, seen; and no memory may be
+  // mapped now, which holds the other threads): out here.
+  if (!room || th.repair_steps > 0 || !th.deferred.empty() || flush_pending_ || control.stopping_all()) {
+    return leave(control, th, tid, target, nullptr);
+  }
   const decoder::Translation* next = translation_for(control, tid, target);
   if (next == nullptr) {
     ++stats_.exits_to_int3s;
     if (auto refused = refused_.find(target); refused != refused_.end()) ++refusals_[refused->second].exits;
     return leave(control, th, tid, target, nullptr);
   }
+  const bool alone = !others_in_cache(tid);
+  if (alone) apply_links(control);
   if (exit.kind == decoder::ExitKind::Direct) {
     if (auto patch = decoder::link_exit(*trap.translation, trap.exit_index, next->cache_address)) {
-      if (control.write_tracer_memory(patch->address, patch->bytes)) ++stats_.links;
+      if (!alone) {
+        pending_links_[patch->address] = patch->bytes;
+      } else if (control.write_tracer_memory(patch->address, patch->bytes)) {
+        ++stats_.links;
+      }
     }
   } else if (exit.target == 0) {
     enter_indirect(control, th, target, *next);  // an indirect transfer's

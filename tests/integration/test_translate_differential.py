@@ -22,6 +22,11 @@ signals with handlers and a SIGILL whose handler moves the pc, and a
 program that rewrites a function it has run (code_rewrite, checked on its
 own: check_code_rewrite).
 
+Threaded programs (trace_threads: three threads through shared code at
+once; past_join: a thread that runs and is joined) are compared thread by
+thread, threads matched by their order of creation, each cut to the
+program's own code (translate_compare.py says why).
+
 So that the test cannot pass with the cache unused, each translate run must
 say in `monitor record status` that most of its branches were logged by
 translated code, and its documents must hold many blocks.
@@ -34,7 +39,7 @@ The recording and the checks live in translate_compare.py.
 """
 
 from harness import program, run_test
-from translate_compare import check_same, record, translated_share
+from translate_compare import check_same, check_same_threads, record, record_threads, translated_share
 
 # (program, arguments): single-threaded, deterministic control flow.
 PROGRAMS = [
@@ -46,6 +51,14 @@ PROGRAMS = [
     ("trace_exception", []),
     ("trace_syscalls", []),
     ("trace_signals", []),
+]
+
+# (program, arguments, function): threads whose own code runs a fixed path
+# (the C library's thread start, barriers and joins aside), each read where
+# it runs the last ret of `function`, the first thread at the end.
+THREADED = [
+    ("trace_threads", [], "worker"),
+    ("past_join", [], "worker"),
 ]
 
 # What code_rewrite prints natively for the ways of rewriting code that
@@ -97,6 +110,12 @@ def main(args, c):
     for opt in ("O0", "O2"):
         prog = program("code_rewrite", opt)
         check_code_rewrite(c, "code_rewrite_" + opt, record(prog, [], "int3"), record(prog, [], "translate"))
+    for name, prog_args, function in THREADED:
+        for opt in ("O0", "O2"):
+            prog = program(name, opt)
+            label = "%s_%s" % (name, opt)
+            check_same_threads(c, label, record_threads(prog, prog_args, "int3", function),
+                               record_threads(prog, prog_args, "translate", function))
 
 
 if __name__ == "__main__":

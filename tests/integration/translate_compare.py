@@ -14,15 +14,26 @@ vDSO's left out: its clock reads retry when the kernel updates the time
 meanwhile, which differs from run to run whichever tracer records), and
 most branches of the translate run logged by translated code, so that a
 comparison cannot pass with the cache unused.
+
+Threaded programs are compared thread by thread: `record_threads(prog,
+args, mode, stop_in)` stops each thread at a `ret` of function `stop_in`
+(breakpoints, the same in both runs) and reads that thread's trace there,
+the first thread's at the held end; `check_same_threads` matches the
+threads by their order of creation and compares the blocks of each that
+start in the program's own code (its .text and traced_work sections: the
+C library's thread start, barriers, locks and joins take paths that
+depend on which thread came first, whichever tracer records).
 """
 
 import re
+import subprocess
 
-from harness import HarnessError, Server
+from harness import HarnessError, Server, load_base
 from rsp_client import RspClient, RspError, hexs
 
 ACTIVITY = re.compile(r"Translated code: (\d+) blocks translated, (\d+) left to int3s; (\d+) branches logged")
 HELD = re.compile(r"thread \d+: (\d+) of (\d+) branches")
+THREAD_LOGGED = re.compile(r"thread (\d+): (\d+) branches logged by translated code")
 BLOCK = re.compile(r'<block begin="0x([0-9a-f]+)" end="0x([0-9a-f]+)"/>')
 TIMEOUT = 120.0
 
@@ -190,3 +201,148 @@ def check_same(c, label, ref, got, min_blocks=1000, min_share=0.5):
     c.equal("%s: the program prints the same under both tracers" % label, ref["stdout"], got["stdout"], ctx)
     c.not_contains("%s: no complaint from the translating tracer" % label, got["stderr"],
                    "btstub: ", ctx)
+
+
+# ---- threaded programs, compared thread by thread ----
+
+# The program's own code: the sections of the executable compared.
+OWN_CODE = (".text", "traced_work")
+
+
+def elf_facts(prog, function):
+    """The program file's own code (OWN_CODE sections, [begin, end) each)
+    and the addresses of the `ret`s of `function` (all as linked), and
+    whether it is position independent (then they are offsets from its
+    load base)."""
+    headers = subprocess.run(["objdump", "-h", prog], capture_output=True, text=True, check=True).stdout
+    code_ranges = []
+    for line in headers.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[1] in OWN_CODE:
+            vma, size = int(fields[3], 16), int(fields[2], 16)
+            code_ranges.append((vma, vma + size))
+    code = subprocess.run(["objdump", "-d", "--no-show-raw-insn", prog], capture_output=True, text=True,
+                          check=True).stdout
+    rets, inside = [], False
+    for line in code.splitlines():
+        if re.match(r"^[0-9a-f]+ <%s>:$" % re.escape(function), line):
+            inside = True
+        elif inside and not line.strip():
+            break
+        elif inside:
+            m = re.match(r"^\s*([0-9a-f]+):\s+ret", line)
+            if m:
+                rets.append(int(m.group(1), 16))
+    kind = subprocess.run(["readelf", "-h", prog], capture_output=True, text=True, check=True).stdout
+    if not code_ranges or not rets:
+        raise HarnessError("%s: no .text or no ret in %s" % (prog, function))
+    return code_ranges, rets, "DYN" in kind
+
+
+def blocks_within(doc, code_ranges):
+    """The document's blocks (begin, end) that start in one of the ranges."""
+    return [(int(b, 16), int(e, 16)) for b, e in BLOCK.findall(doc or "")
+            if any(begin <= int(b, 16) < end for begin, end in code_ranges)]
+
+
+def record_threads(prog, args, mode, stop_in, options=()):
+    """Runs `prog` to its held end under --trace-stops=`mode` with
+    breakpoints at the rets of `stop_in`: each thread's branch trace read
+    where it stopped there (the first thread's at the end), in the order
+    the threads were created (their tids ascending, as Linux hands them
+    out), cut to the blocks of the program's own code; `monitor record
+    status` and the stops seen."""
+    text, rets, pie = elf_facts(prog, stop_in)
+    options = ("--once", "--record", "--trace-stops=" + mode) + tuple(options)
+    with Server("btstub", [prog] + args, options=options) as server:
+        try:
+            result = _record_threads_session(server, prog, text, rets, pie)
+        except (OSError, RspError) as e:
+            exited = server.wait_exit(1.0)
+            server.stop()
+            raise HarnessError("%s under --trace-stops=%s: %s: %s\nbtstub's exit status: %s\nbtstub's stderr:\n%s" %
+                               (prog, mode, type(e).__name__, e, exited, server.stderr[-3000:])) from e
+    result.update(stdout=server.stdout, stderr=server.stderr)
+    return result
+
+
+def _thread_trace(c, thread):
+    """The whole trace of `thread` (as in a stop reply), as gdb reads it,
+    and how many of its branches translated code logged (None: not said)."""
+    c.request("Hg" + thread)
+    c.request("Qbtrace:bts")
+    doc, _ = read_document(c, "qXfer:btrace:read:all")
+    status, _ = monitor(c, "record status")
+    tid = int(thread.split(".")[-1], 16)
+    logged = {int(t): int(n) for t, n in THREAD_LOGGED.findall(status)}
+    return doc, logged.get(tid)
+
+
+def _record_threads_session(server, prog, code_ranges, rets, pie):
+    base = load_base(server.inferior_pid, prog) if pie else 0
+    code_ranges = [(base + begin, base + end) for begin, end in code_ranges]
+    with RspClient.connect(server.port, timeout=TIMEOUT) as c:
+        c.handshake()
+        for ret in rets:
+            inserted = c.request("Z0,%x,1" % (base + ret))
+            if inserted != "OK":
+                raise HarnessError("Z0 at a ret: %r" % inserted)
+        docs, stops = {}, []
+        reply = c.request("vCont;c", timeout=TIMEOUT)
+        while len(stops) < 200:
+            stops.append(reply)
+            sig = stop_signal(reply)
+            thread = re.search(r"thread:([0-9a-fp.]+);", reply)
+            if sig is None or sig == 0 or thread is None:
+                break
+            if sig == 5 and "swbreak" in reply:
+                docs[thread.group(1)] = _thread_trace(c, thread.group(1))
+                sig = 0
+            reply = c.request("vCont;C%02x" % sig if sig else "vCont;c", timeout=TIMEOUT)
+        thread = re.search(r"thread:([0-9a-fp.]+);", stops[-1])
+        if thread:
+            docs[thread.group(1)] = _thread_trace(c, thread.group(1))
+        status, _ = monitor(c, "record status")
+        c.send_packet("k")
+    order = sorted(docs, key=lambda t: int(t.split(".")[-1], 16))
+    return {"threads": [blocks_within(docs[t][0], code_ranges) for t in order],
+            # Each thread's branches, and those translated code logged.
+            "shares": [(max(0, len(BLOCK.findall(docs[t][0] or "")) - 1), docs[t][1]) for t in order],
+            "unread": [t for t in order if docs[t][0] is None],
+            "status": status, "stops": stops}
+
+
+def check_same_threads(c, label, ref, got, min_blocks=1000, min_share=0.5):
+    """check_same for record_threads' results: the same stops, and each
+    thread (by order of creation) the same blocks of the program's own code
+    under both, more than `min_blocks` of them in all; in the translate
+    run, over `min_share` of each thread's branches logged by translated
+    code (`monitor record status` where its trace was read)."""
+    ctx = "int3 stops: %s\ntranslate stops: %s\nint3 status:\n%s\ntranslate status:\n%s\n" \
+          "translate stderr:\n%s" % (ref["stops"], got["stops"], ref["status"], got["status"],
+                                      got["stderr"][-3000:])
+    c.true("%s: the reference run ends held before the exit" % label, stop_signal(ref["stops"][-1]) == 0, ctx)
+    c.equal("%s: the same stops" % label, [strip_thread(r) for r in ref["stops"]],
+            [strip_thread(r) for r in got["stops"]], ctx)
+    c.true("%s: every thread's trace reads" % label, not ref["unread"] and not got["unread"], ctx)
+    c.true("%s: several threads" % label, len(ref["threads"]) > 1, ctx)
+    c.equal("%s: as many threads under both tracers" % label, len(ref["threads"]), len(got["threads"]), ctx)
+    total = sum(len(a) for a in ref["threads"])
+    c.true("%s: the reference holds many blocks (%d)" % (label, total), total > min_blocks, ctx)
+    for i, (a, b) in enumerate(zip(ref["threads"], got["threads"])):
+        c.true("%s: thread %d's reference holds blocks (%d)" % (label, i + 1, len(a)), len(a) > 0, ctx)
+        first = first_difference(a, b)
+        detail = ctx
+        if first is not None:
+            detail = ("%d vs %d blocks; newest first, the first difference at block %d:\n"
+                      "int3:      %s\ntranslate: %s\n%s" %
+                      (len(a), len(b), first, [(hex(x), hex(y)) for x, y in a[first:first + 3]],
+                       [(hex(x), hex(y)) for x, y in b[first:first + 3]], ctx))
+        c.true("%s: thread %d, the same branch trace under both tracers" % (label, i + 1), first is None, detail)
+    c.true("%s: the translate run reports its translated code" % label, ACTIVITY.search(got["status"]) is not None,
+           ctx)
+    for i, (branches, logged) in enumerate(got["shares"]):
+        c.true("%s: thread %d, translated code logged over %d%% of its branches (%s of %d)" %
+               (label, i + 1, 100 * min_share, logged, branches),
+               logged is not None and branches > 0 and logged > min_share * branches, ctx)
+    c.not_contains("%s: no complaint from the translating tracer" % label, got["stderr"], "btstub: ", ctx)

@@ -92,6 +92,9 @@ class SnapshotControl final : public stub::process::TracedThreadControl {
   std::vector<uint64_t> user_breakpoints() const override { return real_->user_breakpoints(); }
   bool hw_points_in_use() const override { return real_->hw_points_in_use(); }
   void resend_signal(pid_t tid, int signal) override { real_->resend_signal(tid, signal); }
+  bool stopping_all() const override { return real_->stopping_all(); }
+  bool non_stop() const override { return real_->non_stop(); }
+  Expected<int> step_now(pid_t tid) override { return real_->step_now(tid); }
   const std::map<uint64_t, std::vector<uint8_t>>& pages() const { return pages_; }
 
  private:
@@ -433,16 +436,29 @@ Expected<std::pair<uint64_t, uint64_t>> section_range(const std::string& path, c
 }
 
 Expected<ThreadRuns> run_software_threads(const stub::process::LaunchOptions& launch, stub::tracing::TraceStops stops,
-                                          bool trace_one) {
-  auto tracer = stub::tracing::SoftwareTracer::create(
+                                          bool trace_one, bool translate) {
+  auto created = stub::tracing::SoftwareTracer::create(
       stub::tracing::TraceConfig{uint64_t{1} << 26, decoder::OverflowPolicy::Stop},
       /*enable_all=*/!trace_one, stops);
-  if (!tracer) return tracer.error();
+  if (!created) return created.error();
+  // The translating tracer owns the software tracer it falls back on.
+  std::unique_ptr<stub::tracing::SoftwareTracer> software = std::move(*created);
+  std::unique_ptr<stub::tracing::TranslatingTracer> translator;
+  if (translate) {
+    auto made = stub::tracing::TranslatingTracer::create(std::move(software));
+    if (!made) return made.error();
+    translator = std::move(*made);
+  }
+  stub::tracing::SoftwareTracer* tracer = translator ? &translator->ptrace_tracer() : software.get();
+  stub::process::TraceHook& traced_by = translator ? static_cast<stub::process::TraceHook&>(*translator) : *tracer;
+  stub::tracing::TraceBackend& backend =
+      translator ? static_cast<stub::tracing::TraceBackend&>(*translator) : *tracer;
   auto process = stub::process::PtraceProcess::launch(launch);
   if (!process) return process.error();
   stub::process::PtraceProcess& p = **process;
+  if (translator) translator->adopt_threads(p.threads());
   SnapshotControl snapshot(p);
-  SnapshotHook hook(**tracer, **tracer, snapshot);
+  SnapshotHook hook(traced_by, backend, snapshot);
   hook.trace_first_created = trace_one;
   p.set_trace_hook(&hook);
   ThreadRuns result;
@@ -467,14 +483,15 @@ Expected<ThreadRuns> run_software_threads(const stub::process::LaunchOptions& la
   }
   result.seconds = since(start);
   p.set_trace_hook(nullptr);
-  result.tracer_stats = (*tracer)->stats();
+  result.tracer_stats = tracer->stats();
+  if (translator) result.translated_branches = translator->stats().branches;
   auto decoder = decoder::InstructionDecoder::create();
   if (!decoder) return decoder.error();
   SnapshotReader code(snapshot.pages());
   std::vector<pid_t> tids = hook.created;
   if (!trace_one) tids.insert(tids.begin(), p.pid());
   for (pid_t tid : tids) {
-    const decoder::BlockTrace* trace = (*tracer)->trace(tid);
+    const decoder::BlockTrace* trace = backend.trace(tid);
     if (trace == nullptr || trace->size() == 0) continue;
     if (trace->lost_since(0) || trace->full()) return make_error(ErrorCode::Internal, "trace buffer full");
     result.branches += trace->size();

@@ -80,9 +80,12 @@ struct ThreadRuns {
   uint64_t branches = 0;
   uint64_t load_base = 0;
   stub::tracing::SoftwareTracer::Stats tracer_stats;
+  uint64_t translated_branches = 0;  // logged by translated code (`translate`)
 };
+// `translate`: the translating tracer over `stops` (int3s).
 btstub::Expected<ThreadRuns> run_software_threads(const stub::process::LaunchOptions& launch,
-                                                  stub::tracing::TraceStops stops, bool trace_one);
+                                                  stub::tracing::TraceStops stops, bool trace_one,
+                                                  bool translate = false);
 
 // [begin, end) of ELF section `name` in the file (add the load base).
 btstub::Expected<std::pair<uint64_t, uint64_t>> section_range(const std::string& path, const std::string& name);

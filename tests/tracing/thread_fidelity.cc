@@ -7,9 +7,12 @@
 //    every thread traced and once with only the first created thread traced
 //    (the untraced ones meet its trace stops in the shared code).
 // Each thread's path through the section must equal one reference run of
-// the same work, instruction for instruction.
+// the same work, instruction for instruction. With `--stops translate` the
+// threads run under the translating tracer (translated code in a cache in
+// the program, int3s where it falls back), and most of the branches must
+// come from translated code.
 //
-//   thread_fidelity [--stops breakpoint|step|debugreg] PROGRAM
+//   thread_fidelity [--stops breakpoint|step|debugreg|translate] PROGRAM
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -70,16 +73,18 @@ bool check(const char* label, const tracing::ThreadRuns& software, const Runs& r
 
 int main(int argc, char** argv) {
   stub::tracing::TraceStops stops = stub::tracing::TraceStops::Breakpoint;  // btstub's default (stub/server/server.cc)
+  bool translate = false;
   int arg = 1;
   if (arg + 1 < argc && std::string(argv[arg]) == "--stops") {
     const std::string value = argv[arg + 1];
     if (value == "step") stops = stub::tracing::TraceStops::SingleStep;
     if (value == "breakpoint") stops = stub::tracing::TraceStops::Breakpoint;
     if (value == "debugreg") stops = stub::tracing::TraceStops::DebugRegister;
+    translate = value == "translate";  // over int3s
     arg += 2;
   }
   if (arg >= argc) {
-    std::fprintf(stderr, "usage: thread_fidelity [--stops breakpoint|step|debugreg] PROGRAM\n");
+    std::fprintf(stderr, "usage: thread_fidelity [--stops breakpoint|step|debugreg|translate] PROGRAM\n");
     return 2;
   }
   if (tracing::unusable_here(stops)) return tracing::kSkipped;
@@ -111,7 +116,7 @@ int main(int argc, char** argv) {
   bool ok = true;
   for (bool trace_one : {false, true}) {
     const char* label = trace_one ? "one thread traced" : "all threads traced";
-    auto software = tracing::run_software_threads(threaded, stops, trace_one);
+    auto software = tracing::run_software_threads(threaded, stops, trace_one, translate);
     if (!software) {
       std::fprintf(stderr, "FAIL %s: %s\n", label, software.error().message.c_str());
       ok = false;
@@ -119,6 +124,16 @@ int main(int argc, char** argv) {
     }
     ok = check(label, *software, ref_runs, section->first, section->second, trace_one ? 1 : ref_runs.size(),
                reference->exit_code) && ok;
+    if (translate) {
+      // So that the test cannot pass with the cache unused.
+      std::printf("%s: translated code logged %llu of %llu branches\n", label,
+                  static_cast<unsigned long long>(software->translated_branches),
+                  static_cast<unsigned long long>(software->branches));
+      if (software->translated_branches * 2 <= software->branches) {
+        std::fprintf(stderr, "FAIL %s: translated code logged too few of the branches\n", label);
+        ok = false;
+      }
+    }
   }
   std::printf("%s\n", ok ? "PASS: every thread's run through the work is a reference run" : "FAIL");
   return ok ? 0 : 1;
