@@ -553,12 +553,21 @@ def _sanitizer_logs_begin():
     return log_dir
 
 
+# LeakSanitizer's own trouble stopping a thread of btstub that is ending
+# at exit (its leak check goes on, taking that stack as reachable): not a
+# finding. CI saw a report holding only this line.
+_LSAN_THREAD_NOTE = re.compile(r"^==\d+==Unable to get registers from thread \d+\.$")
+
+
 def _sanitizer_reports(log_dir):
     import shutil
     reports = []
     for name in sorted(os.listdir(log_dir)):
         with open(os.path.join(log_dir, name), errors="replace") as f:
-            reports.append("%s:\n%s" % (name, f.read()))
+            text = f.read()
+        if all(_LSAN_THREAD_NOTE.match(line) for line in text.splitlines() if line.strip()):
+            continue
+        reports.append("%s:\n%s" % (name, text))
     shutil.rmtree(log_dir, ignore_errors=True)
     return reports
 
