@@ -100,10 +100,16 @@ def record(prog, args, mode, options=()):
     stops seen, the server's stdout (where the program writes) and stderr,
     the program's mappings at the end.
     `options` go to btstub after the default ones."""
+    return _recorded(prog, args, mode, options, _record_session)
+
+
+def _recorded(prog, args, mode, options, session):
+    """`session(server)`'s result for `prog` under `btstub --once --record
+    --trace-stops=MODE OPTIONS`, with the server's stdout and stderr."""
     options = ("--once", "--record", "--trace-stops=" + mode) + tuple(options)
     with Server("btstub", [prog] + args, options=options) as server:
         try:
-            result = _record_session(server)
+            result = session(server)
         except (OSError, RspError) as e:
             # Said with what btstub said and how it ended (a crash's signal).
             exited = server.wait_exit(1.0)
@@ -253,17 +259,8 @@ def record_threads(prog, args, mode, stop_in, options=()):
     out), cut to the blocks of the program's own code; `monitor record
     status` and the stops seen."""
     text, rets, pie = elf_facts(prog, stop_in)
-    options = ("--once", "--record", "--trace-stops=" + mode) + tuple(options)
-    with Server("btstub", [prog] + args, options=options) as server:
-        try:
-            result = _record_threads_session(server, prog, text, rets, pie)
-        except (OSError, RspError) as e:
-            exited = server.wait_exit(1.0)
-            server.stop()
-            raise HarnessError("%s under --trace-stops=%s: %s: %s\nbtstub's exit status: %s\nbtstub's stderr:\n%s" %
-                               (prog, mode, type(e).__name__, e, exited, server.stderr[-3000:])) from e
-    result.update(stdout=server.stdout, stderr=server.stderr)
-    return result
+    return _recorded(prog, args, mode, options,
+                     lambda server: _record_threads_session(server, prog, text, rets, pie))
 
 
 def _thread_trace(c, thread):
