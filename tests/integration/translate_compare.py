@@ -100,10 +100,16 @@ def record(prog, args, mode, options=()):
     stops seen, the server's stdout (where the program writes) and stderr,
     the program's mappings at the end.
     `options` go to btstub after the default ones."""
+    return _recorded(prog, args, mode, options, _record_session)
+
+
+def _recorded(prog, args, mode, options, session):
+    """`session(server)`'s result for `prog` under `btstub --once --record
+    --trace-stops=MODE OPTIONS`, with the server's stdout and stderr."""
     options = ("--once", "--record", "--trace-stops=" + mode) + tuple(options)
     with Server("btstub", [prog] + args, options=options) as server:
         try:
-            result = _record_session(server)
+            result = session(server)
         except (OSError, RspError) as e:
             # Said with what btstub said and how it ended (a crash's signal).
             exited = server.wait_exit(1.0)
@@ -149,6 +155,18 @@ def first_difference(a, b):
     return next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
 
 
+def compared_blocks(a, b, ctx):
+    """(index of the first differing block or None, what to show): the
+    blocks there under both tracers, then `ctx`."""
+    first = first_difference(a, b)
+    if first is None:
+        return None, ctx
+    return first, ("%d vs %d blocks; newest first, the first difference at block %d:\n"
+                   "int3:      %s\ntranslate: %s\n%s" %
+                   (len(a), len(b), first, [(hex(x), hex(y)) for x, y in a[first:first + 3]],
+                    [(hex(x), hex(y)) for x, y in b[first:first + 3]], ctx))
+
+
 def translated_share(status):
     """(branches logged by translated code, branches held) from `monitor
     record status`, or None when it does not say."""
@@ -182,13 +200,7 @@ def check_same(c, label, ref, got, min_blocks=1000, min_share=0.5):
     c.true("%s: the reference holds many blocks (%d)" % (label, len(a)), len(a) > min_blocks, ctx)
     c.true("%s: the reference holds the whole run" % label, held_whole(ref["status"]), ctx)
     c.true("%s: the vDSO is found" % label, ref["vdso"][1] > 0 and ref["vdso"] == got["vdso"], ctx)
-    first = first_difference(a, b)
-    detail = ctx
-    if first is not None:
-        detail = ("%d vs %d blocks; newest first, the first difference at block %d:\n"
-                  "int3:      %s\ntranslate: %s\n%s" %
-                  (len(a), len(b), first, [(hex(x), hex(y)) for x, y in a[first:first + 3]],
-                   [(hex(x), hex(y)) for x, y in b[first:first + 3]], ctx))
+    first, detail = compared_blocks(a, b, ctx)
     c.true("%s: the same branch trace under both tracers" % label, first is None, detail)
     share = translated_share(got["status"])
     c.true("%s: the translate run reports its translated code" % label, share is not None, ctx)
@@ -253,17 +265,8 @@ def record_threads(prog, args, mode, stop_in, options=()):
     out), cut to the blocks of the program's own code; `monitor record
     status` and the stops seen."""
     text, rets, pie = elf_facts(prog, stop_in)
-    options = ("--once", "--record", "--trace-stops=" + mode) + tuple(options)
-    with Server("btstub", [prog] + args, options=options) as server:
-        try:
-            result = _record_threads_session(server, prog, text, rets, pie)
-        except (OSError, RspError) as e:
-            exited = server.wait_exit(1.0)
-            server.stop()
-            raise HarnessError("%s under --trace-stops=%s: %s: %s\nbtstub's exit status: %s\nbtstub's stderr:\n%s" %
-                               (prog, mode, type(e).__name__, e, exited, server.stderr[-3000:])) from e
-    result.update(stdout=server.stdout, stderr=server.stderr)
-    return result
+    return _recorded(prog, args, mode, options,
+                     lambda server: _record_threads_session(server, prog, text, rets, pie))
 
 
 def _thread_trace(c, thread):
@@ -331,13 +334,7 @@ def check_same_threads(c, label, ref, got, min_blocks=1000, min_share=0.5):
     c.true("%s: the reference holds many blocks (%d)" % (label, total), total > min_blocks, ctx)
     for i, (a, b) in enumerate(zip(ref["threads"], got["threads"])):
         c.true("%s: thread %d's reference holds blocks (%d)" % (label, i + 1, len(a)), len(a) > 0, ctx)
-        first = first_difference(a, b)
-        detail = ctx
-        if first is not None:
-            detail = ("%d vs %d blocks; newest first, the first difference at block %d:\n"
-                      "int3:      %s\ntranslate: %s\n%s" %
-                      (len(a), len(b), first, [(hex(x), hex(y)) for x, y in a[first:first + 3]],
-                       [(hex(x), hex(y)) for x, y in b[first:first + 3]], ctx))
+        first, detail = compared_blocks(a, b, ctx)
         c.true("%s: thread %d, the same branch trace under both tracers" % (label, i + 1), first is None, detail)
     c.true("%s: the translate run reports its translated code" % label, ACTIVITY.search(got["status"]) is not None,
            ctx)

@@ -302,27 +302,51 @@ bool unusable_here(stub::tracing::TraceStops stops) {
   return true;
 }
 
+namespace {
+
+// The tracer a run records with: the software tracer btstub would run, or
+// the translating tracer over it (which owns the software tracer it falls
+// back on); the hook the process calls and the backend whose traces are read.
+struct Tracers {
+  std::unique_ptr<stub::tracing::SoftwareTracer> software;
+  std::unique_ptr<stub::tracing::TranslatingTracer> translator;
+  stub::tracing::SoftwareTracer& ptrace_tracer() { return translator ? translator->ptrace_tracer() : *software; }
+  stub::process::TraceHook& hook() {
+    return translator ? static_cast<stub::process::TraceHook&>(*translator) : *software;
+  }
+  stub::tracing::TraceBackend& backend() {
+    return translator ? static_cast<stub::tracing::TraceBackend&>(*translator) : *software;
+  }
+};
+
+Expected<Tracers> make_tracers(stub::tracing::TraceStops stops, bool enable_all, bool translate) {
+  auto created = stub::tracing::SoftwareTracer::create(
+      stub::tracing::TraceConfig{uint64_t{1} << 26, decoder::OverflowPolicy::Stop}, enable_all, stops);
+  if (!created) return created.error();
+  Tracers tracers;
+  tracers.software = std::move(*created);
+  if (translate) {
+    auto made = stub::tracing::TranslatingTracer::create(std::move(tracers.software));
+    if (!made) return made.error();
+    tracers.translator = std::move(*made);
+  }
+  return tracers;
+}
+
+}  // namespace
+
 Expected<RunResult> run_software(const stub::process::LaunchOptions& launch, uint64_t last_pc,
                                  std::optional<stub::tracing::TraceStops> wanted, uint64_t start_offset,
                                  bool translate) {
   // btstub's default (stub/server/server.cc): int3s.
   const auto stops = wanted.value_or(stub::tracing::TraceStops::Breakpoint);
-  auto created = stub::tracing::SoftwareTracer::create(
-      stub::tracing::TraceConfig{uint64_t{1} << 26, decoder::OverflowPolicy::Stop},
-      /*enable_all=*/start_offset == 0, stops);
-  if (!created) return created.error();
-  // The translating tracer owns the software tracer it falls back on.
-  std::unique_ptr<stub::tracing::SoftwareTracer> software = std::move(*created);
-  std::unique_ptr<stub::tracing::TranslatingTracer> translator;
-  if (translate) {
-    auto made = stub::tracing::TranslatingTracer::create(std::move(software));
-    if (!made) return made.error();
-    translator = std::move(*made);
-  }
-  stub::tracing::SoftwareTracer* tracer = translator ? &translator->ptrace_tracer() : software.get();
-  stub::process::TraceHook& traced_by = translator ? static_cast<stub::process::TraceHook&>(*translator) : *tracer;
-  stub::tracing::TraceBackend& backend =
-      translator ? static_cast<stub::tracing::TraceBackend&>(*translator) : *tracer;
+  auto made = make_tracers(stops, /*enable_all=*/start_offset == 0, translate);
+  if (!made) return made.error();
+  Tracers& tracers = *made;
+  stub::tracing::SoftwareTracer* tracer = &tracers.ptrace_tracer();
+  stub::tracing::TranslatingTracer* translator = tracers.translator.get();
+  stub::process::TraceHook& traced_by = tracers.hook();
+  stub::tracing::TraceBackend& backend = tracers.backend();
   auto process = stub::process::PtraceProcess::launch(launch);
   if (!process) return process.error();
   stub::process::PtraceProcess& p = **process;
@@ -437,22 +461,13 @@ Expected<std::pair<uint64_t, uint64_t>> section_range(const std::string& path, c
 
 Expected<ThreadRuns> run_software_threads(const stub::process::LaunchOptions& launch, stub::tracing::TraceStops stops,
                                           bool trace_one, bool translate) {
-  auto created = stub::tracing::SoftwareTracer::create(
-      stub::tracing::TraceConfig{uint64_t{1} << 26, decoder::OverflowPolicy::Stop},
-      /*enable_all=*/!trace_one, stops);
-  if (!created) return created.error();
-  // The translating tracer owns the software tracer it falls back on.
-  std::unique_ptr<stub::tracing::SoftwareTracer> software = std::move(*created);
-  std::unique_ptr<stub::tracing::TranslatingTracer> translator;
-  if (translate) {
-    auto made = stub::tracing::TranslatingTracer::create(std::move(software));
-    if (!made) return made.error();
-    translator = std::move(*made);
-  }
-  stub::tracing::SoftwareTracer* tracer = translator ? &translator->ptrace_tracer() : software.get();
-  stub::process::TraceHook& traced_by = translator ? static_cast<stub::process::TraceHook&>(*translator) : *tracer;
-  stub::tracing::TraceBackend& backend =
-      translator ? static_cast<stub::tracing::TraceBackend&>(*translator) : *tracer;
+  auto made = make_tracers(stops, /*enable_all=*/!trace_one, translate);
+  if (!made) return made.error();
+  Tracers& tracers = *made;
+  stub::tracing::SoftwareTracer* tracer = &tracers.ptrace_tracer();
+  stub::tracing::TranslatingTracer* translator = tracers.translator.get();
+  stub::process::TraceHook& traced_by = tracers.hook();
+  stub::tracing::TraceBackend& backend = tracers.backend();
   auto process = stub::process::PtraceProcess::launch(launch);
   if (!process) return process.error();
   stub::process::PtraceProcess& p = **process;
