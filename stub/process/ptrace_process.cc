@@ -20,6 +20,7 @@
 #include <cstring>
 #include <set>
 
+#include "stub/process/proc_file.h"
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/register_mapping.h"
 #include "stub/process/shell_command.h"
@@ -39,26 +40,6 @@ constexpr std::size_t kXstateMaxSize = 32768;
 
 Error memory_fault(uint64_t addr) {
   return make_error(ErrorCode::MemoryFault, "Cannot access memory at address " + hex(addr));
-}
-
-Expected<std::string> read_whole_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error(ErrorCode::IoError, "Cannot open " + path + ": " + std::strerror(errno));
-  std::string data;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      return make_error(ErrorCode::IoError, "Cannot read " + path + ": " + std::strerror(err));
-    }
-    if (n == 0) break;
-    data.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return data;
 }
 
 std::vector<pid_t> list_tasks(pid_t pid) {

@@ -13,16 +13,17 @@ namespace stub::tracing {
 namespace {
 
 // x86-64 system call numbers.
-constexpr int64_t kWrite = 1, kMmap = 9, kMprotect = 10, kMunmap = 11, kPwrite64 = 18, kWritev = 20, kMremap = 25,
-                  kMadvise = 28, kShmdt = 67, kSendfile = 40, kFtruncate = 77, kSplice = 275, kFallocate = 285,
+constexpr int64_t kWrite = 1, kMmap = 9, kMprotect = 10, kMunmap = 11, kBrk = 12, kPwrite64 = 18, kWritev = 20,
+                  kMremap = 25, kMadvise = 28, kShmat = 30, kShmdt = 67, kRemapFilePages = 216,
+                  kMapShadowStack = 453, kMseal = 462, kSendfile = 40, kFtruncate = 77, kSplice = 275, kFallocate = 285,
                   kPwritev = 296, kProcessVmWritev = 311, kCopyFileRange = 326, kPwritev2 = 328, kPkeyMprotect = 329;
 constexpr uint64_t kMapFixed = 0x10, kMapFixedNoreplace = 0x100000;
 
 CodeWrite range(uint64_t begin, uint64_t length) {
-  return {CodeWrite::Kind::Range, begin, begin + length < begin ? UINT64_MAX : begin + length, -1};
+  return {CodeWrite::Kind::Range, begin, begin + length < begin ? UINT64_MAX : begin + length, -1, std::nullopt};
 }
 
-CodeWrite descriptor(uint64_t fd) { return {CodeWrite::Kind::Descriptor, 0, 0, static_cast<int>(fd)}; }
+CodeWrite descriptor(uint64_t fd) { return {CodeWrite::Kind::Descriptor, 0, 0, static_cast<int>(fd), std::nullopt}; }
 
 // What descriptor `fd` of `tid` names; nullopt when it cannot be read (the
 // descriptor closed by another thread meanwhile).
@@ -73,14 +74,27 @@ CodeWrite code_write_of(const SystemCall& call) {
       return {};
     case kProcessVmWritev:
     case kShmdt:
-      return {CodeWrite::Kind::Anything, 0, 0, -1};
+      return {CodeWrite::Kind::Anything, 0, 0, -1, std::nullopt};
     default:
       return {};
   }
 }
 
-bool changes_code(pid_t tid, const SystemCall& call, const TranslatableCode& code) {
-  const CodeWrite write = code_write_of(call);
+CodeWrite code_write_in(pid_t tid, const SystemCall& call) {
+  CodeWrite write = code_write_of(call);
+  if (write.kind == CodeWrite::Kind::Descriptor) write.file = descriptor_path(tid, write.fd);
+  return write;
+}
+
+bool writes_process_memory(const CodeWrite& write) {
+  if (write.kind != CodeWrite::Kind::Descriptor || write.fd < 0) return false;  // fd < 0: failed with EBADF
+  // Any process's memory file: this program's under whatever pid or tid
+  // it was opened, rarely another's (then the tracer's work is wasted only).
+  static const std::regex memory_file(R"(/proc/\d+(/task/\d+)?/mem)");
+  return !write.file || std::regex_match(*write.file, memory_file);
+}
+
+bool changes_code(const CodeWrite& write, const TranslatableCode& code) {
   switch (write.kind) {
     case CodeWrite::Kind::None: return false;
     case CodeWrite::Kind::Anything: return true;
@@ -88,18 +102,28 @@ bool changes_code(pid_t tid, const SystemCall& call, const TranslatableCode& cod
     case CodeWrite::Kind::Descriptor: break;
   }
   if (write.fd < 0) return false;  // the call failed with EBADF
-  if (writes_process_memory(tid, write.fd)) return true;
-  const std::optional<std::string> path = descriptor_path(tid, write.fd);
-  return !path || code.maps_file(*path);
+  return writes_process_memory(write) || code.maps_file(*write.file);
 }
 
-bool writes_process_memory(pid_t tid, int fd) {
-  if (fd < 0) return false;  // the call failed with EBADF
-  const std::optional<std::string> path = descriptor_path(tid, fd);
-  // Any process's memory file: this program's under whatever pid or tid
-  // it was opened, rarely another's (then the tracer's work is wasted only).
-  static const std::regex memory_file(R"(/proc/\d+(/task/\d+)?/mem)");
-  return !path || std::regex_match(*path, memory_file);
+bool changes_memory_map(const SystemCall& call) {
+  // madvise is not here: malloc calls it often, and where it drops pages of
+  // translated code code_write_of names their range.
+  switch (call.number) {
+    case kMmap:
+    case kMprotect:
+    case kMunmap:
+    case kBrk:
+    case kMremap:
+    case kShmat:
+    case kShmdt:
+    case kRemapFilePages:
+    case kPkeyMprotect:
+    case kMapShadowStack:
+    case kMseal:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace stub::tracing

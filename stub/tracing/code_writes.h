@@ -13,6 +13,8 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "protocol/register_file.h"
 #include "stub/tracing/translatable_code.h"
@@ -30,6 +32,9 @@ struct CodeWrite {
   uint64_t begin = 0;  // Range: [begin, end)
   uint64_t end = 0;
   int fd = -1;         // Descriptor: the file written
+  // Descriptor, after code_write_in: the file `fd` named at the stop right
+  // after the call; nullopt when it could not be read (closed meanwhile).
+  std::optional<std::string> file;
 };
 
 // The call a thread just made, from its registers at the stop after it
@@ -39,13 +44,20 @@ SystemCall system_call_of(const protocol::RegisterFile& regs);
 // What the call may have changed, from its number and arguments alone.
 CodeWrite code_write_of(const SystemCall& call);
 
-// Whether descriptor `fd` of thread `tid` is a process's memory file
-// (/proc/PID/mem, /proc/PID/task/TID/mem), or cannot be resolved any more.
-bool writes_process_memory(pid_t tid, int fd);
+// The same with a descriptor's file resolved once, through /proc/TID/fd of
+// the thread that made the call (still open at the stop right after it).
+CodeWrite code_write_in(pid_t tid, const SystemCall& call);
 
-// Whether the call changed code that `code` holds. A descriptor is
-// resolved through /proc/PID/fd of `tid` (still open at the stop right
-// after the call); one that cannot be resolved counts as a change.
-bool changes_code(pid_t tid, const SystemCall& call, const TranslatableCode& code);
+// Whether a resolved write went to a process's memory file (/proc/PID/mem,
+// /proc/PID/task/TID/mem) or to a descriptor that could not be resolved.
+bool writes_process_memory(const CodeWrite& write);
+
+// Whether a resolved write changed code that `code` holds: a range over it,
+// a process's memory file, one of its files, or anything unresolvable.
+bool changes_code(const CodeWrite& write, const TranslatableCode& code);
+
+// Whether the call may have changed the memory map (the text of
+// /proc/PID/maps): the translating tracer re-reads the maps only then.
+bool changes_memory_map(const SystemCall& call);
 
 }  // namespace stub::tracing

@@ -384,7 +384,9 @@ bool SoftwareTracer::arm_all(TracedThreadControl& control, ThreadState& t, pid_t
 void SoftwareTracer::after_system_call(TracedThreadControl& control, pid_t tid) {
   auto regs = control.read_general_registers(tid);
   if (!regs) return;
-  const CodeWrite write = code_write_of(system_call_of(*regs));
+  const SystemCall call = system_call_of(*regs);
+  const CodeWrite write = code_write_in(tid, call);
+  if (system_call_observer_) system_call_observer_(call, write);
   uint64_t begin = 0;
   uint64_t end = UINT64_MAX;
   switch (write.kind) {
@@ -397,7 +399,7 @@ void SoftwareTracer::after_system_call(TracedThreadControl& control, pid_t tid) 
     case CodeWrite::Kind::Descriptor:
       // A file's new bytes never show where an int3 made the page the
       // program's own copy; only its memory file stores there.
-      if (!writes_process_memory(tid, write.fd)) return;
+      if (!writes_process_memory(write)) return;
       break;
   }
   control.code_changed(begin, end);

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +35,7 @@
 #include "decoder/block_trace.h"
 #include "decoder/instruction.h"
 #include "stub/tracing/checkpoints.h"
+#include "stub/tracing/code_writes.h"
 #include "stub/tracing/software_tracer_blocks.h"
 #include "stub/tracing/trace_backend.h"
 #include "stub/process/trace_hook.h"
@@ -98,6 +100,14 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   void set_packer_cpus(std::vector<int> cpus) { packer_cpus_ = std::move(cpus); }
   // Forgets decoded code (e.g. after the client wrote into code).
   void invalidate_code() { forget_code(); }
+  // Whether every thread of the program is traced (and so every system
+  // call it makes is stepped and seen here).
+  bool every_thread_traced() const;
+  // Told of each system call a traced thread made, judged once at the stop
+  // after its step: the translating tracer drops translations and
+  // re-reads the maps by it.
+  using SystemCallObserver = std::function<void(const SystemCall&, const CodeWrite&)>;
+  void observe_system_calls(SystemCallObserver observer) { system_call_observer_ = std::move(observer); }
 
   // ---- lending a thread to the translating tracer (software_tracer_lending.cc) ----
   // The thread stands at an original pc with everything before it in its
@@ -229,7 +239,6 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // Tells the process layer whether int3s may stay at transfers no thread
   // is armed on (TracedThreadControl::keep_trace_breakpoints).
   void update_kept_int3s(TracedThreadControl& control) const;
-  bool every_thread_traced() const;
   void forget_code();
   // At the stop after a system call the tracer stepped: the int3s and
   // cached blocks in code the call may have stored into
@@ -274,6 +283,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   std::unordered_set<uint64_t> must_stop_;
   Stats stats_;
   std::unique_ptr<Checkpoints> checkpoints_;
+  SystemCallObserver system_call_observer_;
 };
 
 }  // namespace stub::tracing

@@ -99,12 +99,12 @@ TraceVerdict TranslatingTracer::on_stop(TracedThreadControl& control, const Trac
     }
     return verdict;
   }
-  note_code_writes(control, stop.tid);
   const TraceVerdict verdict = ptrace_->on_stop(control, stop);
   if (verdict != TraceVerdict::Continue) {
-    // A step (the ptrace tracer steps every system call) or a stop the
-    // client sees: the code may have changed by the next entry.
-    code_stale_ = true;
+    // A stop the client sees (it may write memory, run the program for a
+    // while untraced): the code may have changed by the next entry. A step
+    // is of a system call, which note_system_call judges after it.
+    if (verdict != TraceVerdict::SingleStep || maps_may_change_unseen()) code_stale_ = true;
     return verdict;
   }
   // The ptrace tracer lets the thread go on: from here the cache may run it.
@@ -115,13 +115,10 @@ TraceVerdict TranslatingTracer::on_stop(TracedThreadControl& control, const Trac
   return verdict;
 }
 
-void TranslatingTracer::note_code_writes(TracedThreadControl& control, pid_t tid) {
-  if (code_written_ || !code_ || cache_.size() == 0) return;  // nothing (more) to drop
-  auto regs = control.read_general_registers(tid);
-  if (!regs) return;
-  const SystemCall call = system_call_of(*regs);
-  if (call.number < 0) return;  // stopped by an exception (int3, step trap): no call
-  code_written_ = changes_code(tid, call, *code_);
+void TranslatingTracer::note_system_call(const SystemCall& call, const CodeWrite& write) {
+  if (changes_memory_map(call)) code_stale_ = true;
+  if (code_written_ || !code_) return;  // nothing (more) to drop
+  code_written_ = changes_code(write, *code_);
 }
 
 void TranslatingTracer::on_held(TracedThreadControl& control, pid_t tid) {

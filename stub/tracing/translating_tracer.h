@@ -60,11 +60,12 @@
 // meanwhile).
 //
 // Translations are dropped when the client's breakpoints change, when the
-// translatable code changed (maps re-read after each stint under the
-// ptrace tracer, where every system call runs), and after a system call
-// that may have stored into translated code without changing the maps
-// (stub/tracing/code_writes.h: /proc/PID/mem, the mapped file, an
-// mprotect made and undone within one stint).
+// translatable code changed (the maps are re-read after a system call that
+// may change them, a stop the client saw, or, while some thread runs
+// untraced, after every stint under the ptrace tracer, where every system
+// call runs), and after a system call that may have stored into
+// translated code without changing the maps (stub/tracing/code_writes.h:
+// /proc/PID/mem, the mapped file, an mprotect made and undone).
 #include <sys/types.h>
 
 #include <map>
@@ -168,7 +169,10 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     uint64_t exit_target = 0;
   };
 
-  explicit TranslatingTracer(std::unique_ptr<SoftwareTracer> ptrace) : ptrace_(std::move(ptrace)) {}
+  explicit TranslatingTracer(std::unique_ptr<SoftwareTracer> ptrace) : ptrace_(std::move(ptrace)) {
+    ptrace_->observe_system_calls(
+        [this](const SystemCall& call, const CodeWrite& write) { note_system_call(call, write); });
+  }
 
   // translating_tracer_entry.cc: into the cache.
   bool may_enter(TracedThreadControl& control, pid_t tid, const protocol::RegisterFile& regs) const;
@@ -184,10 +188,14 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // when they must be dropped but another thread is in the cache (the drop
   // waits for it to come out; nobody enters meanwhile).
   bool refresh_code(TracedThreadControl& control, pid_t tid);
-  // At a stop outside the cache: whether the system call the thread just
-  // made (the ptrace tracer steps them) may have changed translated code
-  // (stub/tracing/code_writes.h); the next entry then flushes.
-  void note_code_writes(TracedThreadControl& control, pid_t tid);
+  // Each system call the ptrace tracer stepped (it steps them all), judged
+  // once there: whether it may have changed translated code
+  // (stub/tracing/code_writes.h; the next entry then flushes) or the maps
+  // (the next entry re-reads them).
+  void note_system_call(const SystemCall& call, const CodeWrite& write);
+  // Whether a thread could have changed the maps unseen: some thread runs
+  // untraced, its system calls not stepped.
+  bool maps_may_change_unseen() const { return !ptrace_->every_thread_traced(); }
 
   // translating_tracer_exits.cc: stops of a thread in the cache.
   TraceVerdict on_cache_stop(TracedThreadControl& control, Thread& th, const TracedStop& stop);

@@ -67,9 +67,9 @@ bool TranslatingTracer::step_out(TracedThreadControl& control, Thread& th, pid_t
   const bool moved = control.write_registers(tid, out).ok();
   th.in_cache = false;
   th.repair_steps = 0;
-  // The ptrace tracer runs the system calls: the code may differ when the
-  // thread comes back.
-  code_stale_ = true;
+  // The ptrace tracer runs the system calls: note_system_call sees those
+  // that may change the maps, unless some thread runs untraced.
+  if (maps_may_change_unseen()) code_stale_ = true;
   for (int signal : th.deferred) control.resend_signal(tid, signal);
   th.deferred.clear();
   return moved;

@@ -9,7 +9,10 @@
 #include "stub/tracing/code_writes.h"
 
 using stub::tracing::changes_code;
+using stub::tracing::changes_memory_map;
+using stub::tracing::code_write_in;
 using stub::tracing::code_write_of;
+using stub::tracing::writes_process_memory;
 using stub::tracing::CodeWrite;
 using stub::tracing::SystemCall;
 using stub::tracing::TranslatableCode;
@@ -48,25 +51,49 @@ TEST_CASE("a call changes code when it meets translated code or writes its files
   const TranslatableCode code =
       TranslatableCode::parse("555555555000-555555556000 r-xp 00001000 08:01 1234 /usr/bin/prog\n");
   const pid_t self = ::getpid();
-  CHECK(changes_code(self, call(10, {0x555555555000, 0x1000, 3}), code));
-  CHECK_FALSE(changes_code(self, call(10, {0x7f0000000000, 0x1000, 3}), code));
-  CHECK(changes_code(self, call(311, {1}), code));
-  CHECK_FALSE(changes_code(self, call(39), code));  // getpid
-  // Descriptors resolve through /proc/PID/fd: this process's memory file
-  // changes code, /dev/null does not, a closed descriptor counts as a change.
+  const auto changes = [&](const SystemCall& c, const TranslatableCode& in) {
+    return changes_code(code_write_in(self, c), in);
+  };
+  CHECK(changes(call(10, {0x555555555000, 0x1000, 3}), code));
+  CHECK_FALSE(changes(call(10, {0x7f0000000000, 0x1000, 3}), code));
+  CHECK(changes(call(311, {1}), code));
+  CHECK_FALSE(changes(call(39), code));  // getpid
+  // Descriptors resolve through /proc/PID/fd, once: this process's memory
+  // file changes code, /dev/null does not, a closed descriptor counts as a
+  // change.
   const int mem = ::open("/proc/self/mem", O_RDWR);
   const int null = ::open("/dev/null", O_WRONLY);
   REQUIRE(mem >= 0);
   REQUIRE(null >= 0);
-  CHECK(changes_code(self, call(18, {static_cast<uint64_t>(mem)}), code));
-  CHECK_FALSE(changes_code(self, call(1, {static_cast<uint64_t>(null)}), code));
+  const CodeWrite to_mem = code_write_in(self, call(18, {static_cast<uint64_t>(mem)}));
+  REQUIRE(to_mem.file);
+  CHECK(writes_process_memory(to_mem));
+  CHECK(changes_code(to_mem, code));
+  const CodeWrite to_null = code_write_in(self, call(1, {static_cast<uint64_t>(null)}));
+  CHECK(to_null.file == std::optional<std::string>("/dev/null"));
+  CHECK_FALSE(writes_process_memory(to_null));
+  CHECK_FALSE(changes_code(to_null, code));
   ::close(mem);
-  CHECK(changes_code(self, call(18, {static_cast<uint64_t>(mem)}), code));
-  ::close(null);
+  const CodeWrite to_closed = code_write_in(self, call(18, {static_cast<uint64_t>(mem)}));
+  CHECK_FALSE(to_closed.file);
+  CHECK(writes_process_memory(to_closed));
+  CHECK(changes_code(to_closed, code));
   // The file a region maps, written through a descriptor.
   const TranslatableCode null_code =
       TranslatableCode::parse("555555555000-555555556000 r-xp 00000000 00:05 4 /dev/null\n");
-  const int again = ::open("/dev/null", O_WRONLY);
-  CHECK(changes_code(self, call(1, {static_cast<uint64_t>(again)}), null_code));
-  ::close(again);
+  CHECK(changes_code(to_null, null_code));
+  ::close(null);
+  // A failed call (EBADF) wrote nothing.
+  CHECK_FALSE(changes_code(code_write_in(self, call(1, {static_cast<uint64_t>(-1)})), code));
+}
+
+TEST_CASE("only calls that change the memory map make the maps be read again", "[code_writes]") {
+  for (int64_t number : {9, 10, 11, 12, 25, 30, 67, 216, 329}) {  // mmap ... pkey_mprotect
+    INFO("system call " << number);
+    CHECK(changes_memory_map(call(number)));
+  }
+  for (int64_t number : {-1, 0, 1, 18, 28, 39, 56, 60, 202, 311}) {  // none, read, write, pwrite64, madvise, ...
+    INFO("system call " << number);
+    CHECK_FALSE(changes_memory_map(call(number)));
+  }
 }
