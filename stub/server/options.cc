@@ -53,6 +53,7 @@ btstub::Expected<void> parse_trace_option(CommandLine& cl, const std::string& a)
     cl.trace_config.buffer_bytes = *size;
     cl.trace_size_given = true;
   } else if (starts_with(a, "--trace-stops=")) {
+    cl.trace_stops_given = true;
     if (value == "int3") cl.trace_stops = TraceStopChoice::Int3;
     else if (value == "debugreg") cl.trace_stops = TraceStopChoice::DebugRegister;
     else if (value == "step") cl.trace_stops = TraceStopChoice::SingleStep;
@@ -153,14 +154,14 @@ std::string usage_text() {
          "                        When a buffer is full: drop the oldest branches\n"
          "                        (default) or stop the program and report it.\n"
          "  --trace-stops=int3|debugreg|step|translate\n"
-         "                        How the software tracer stops a thread at the end of\n"
-         "                        a block: int3s, whose transfers it emulates and looks\n"
-         "                        past (default: fewest stops); a debug register (one\n"
-         "                        stop per block, where they trap; leaves Z1-Z4 three);\n"
-         "                        or a single step per instruction. translate\n"
-         "                        (experimental): translated code in a cache in PROG\n"
-         "                        logs the branches and stops only at what it cannot\n"
-         "                        run; int3s for the rest (docs/backends.md).\n"
+         "                        How the software tracer sees a thread's branches.\n"
+         "                        translate (default): translated code in a cache in\n"
+         "                        PROG logs them and stops only at what it cannot run,\n"
+         "                        int3s for the rest (docs/backends.md); int3: int3s at\n"
+         "                        block ends, whose transfers it emulates and looks\n"
+         "                        past; debugreg: a debug register (one stop per\n"
+         "                        block, where they trap; leaves Z1-Z4 three); step: a\n"
+         "                        single step per instruction.\n"
          "  --checkpoint-memory=BYTES\n"
          "                        Memory for the copies of the program that give\n"
          "                        registers and memory in the recorded past (k/m\n"

@@ -20,11 +20,12 @@ using tracing::TraceConfig;
 // --trace-stops: how the software tracer stops a thread at the end of a
 // block (stub::tracing::TraceStops).
 enum class TraceStopChoice {
-  Int3,           // int3s with emulated transfers and lookahead (default: fewest stops)
+  Int3,           // int3s with emulated transfers and lookahead (fewest ptrace stops)
   DebugRegister,  // a debug-register execution breakpoint per block
   SingleStep,     // every instruction stepped (slow, for comparison)
   Translate,      // translated code in a cache in the program logs the branches
                   // (stub::tracing::TranslatingTracer); int3s where it cannot
+                  // (default: fewest stops of all)
 };
 
 // Limits of --trace-size: one BTS record, and a bound that keeps a typo
@@ -67,7 +68,8 @@ struct CommandLine {
   TraceConfig trace_config;            // --trace-size=, --trace-full=
   bool trace_size_given = false;       // --trace-size= was on the command line
   uint64_t checkpoint_memory = uint64_t{1} << 30;  // --checkpoint-memory= (0: no checkpoints)
-  TraceStopChoice trace_stops = TraceStopChoice::Int3;  // --trace-stops=
+  TraceStopChoice trace_stops = TraceStopChoice::Translate;  // --trace-stops=
+  bool trace_stops_given = false;  // named on the command line: failing to set it up is fatal
   bool no_vfile = false;               // --no-vfile: vFile (host file access) unsupported
   bool no_run = false;                 // --no-run: vRun/vAttach/R refused (docs/security.md)
 

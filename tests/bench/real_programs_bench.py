@@ -19,7 +19,7 @@ Setups:
 
   native           the program alone, no debugger: the whole process, from
                    fork to wait (os.wait4), median of --native-repeat runs
-  int3             gdb over `btstub --record` (int3 trace stops, the default)
+  int3             gdb over `btstub --record --trace-stops=int3` (the ptrace tracer alone)
   translate        gdb over `btstub --record --trace-stops=translate`
   translate-no-checkpoints
                    the same with --checkpoint-memory=0: no copies of the
@@ -86,7 +86,7 @@ START = ("python import time; _c0 = _ctx(); _p0 = _cpu(_pid); _s0 = _cpu(_server
 STOP = ("python _t1 = time.perf_counter(); print('BENCH_SECONDS %.6f' % "
         "(_t1 - _t0)); print('BENCH_CTX %d' % (_ctx() - _c0)); "
         "print('BENCH_CPU %.2f %.2f' % (_cpu(_pid) - _p0, _cpu(_server) - _s0))")
-TRACE_STOPS = {"int3": None, "translate": "translate", "translate-no-checkpoints": "translate"}
+TRACE_STOPS = {"int3": "int3", "translate": "translate", "translate-no-checkpoints": "translate"}
 
 
 def program_argv(name):

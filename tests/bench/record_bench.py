@@ -8,8 +8,9 @@ per round). Only the `continue` across that range is timed (inside gdb, with
 Python's perf_counter). Setups:
 
   btrace         gdb `record btrace` (bts) over btstub, then `continue`
-  btstub-record  `btstub --record` (tracing from the first instruction; gdb
-                 finds the trace on connecting), then `continue`
+  btstub-record  `btstub --record --trace-stops=int3` (the ptrace tracer
+                 alone, tracing from the first instruction; gdb finds the
+                 trace on connecting), then `continue`
   btstub-record-debugreg
                  the same with `--trace-stops=debugreg`: a debug register at
                  each block end instead of int3s (where debug registers trap)
@@ -65,7 +66,7 @@ STOP = ("python _t1 = time.perf_counter(); print('BENCH_SECONDS %.6f' % "
 
 
 BTSTUB_SETUPS = ("btrace", "btstub-record", "btstub-record-debugreg", "btstub-record-translate")
-TRACE_STOPS = {"btstub-record-debugreg": "debugreg", "btstub-record-translate": "translate"}
+TRACE_STOPS = {"btstub-record": "int3", "btstub-record-debugreg": "debugreg", "btstub-record-translate": "translate"}
 
 
 def setup_commands(setup):

@@ -46,7 +46,7 @@ import sys
 import harness
 from harness import program, run_gdb, run_test, server_path
 
-MODES = ["int3", "debugreg", "step"]
+MODES = ["translate", "int3", "debugreg", "step"]
 FUNCTION = re.compile(r"^[0-9a-f]+ <((?:bb_|main)[^>]*)>:$")
 INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
 DIRECT = re.compile(r"^[0-9a-f]+ <((?:bb_|main)[^+>]*)(?:\+0x([0-9a-f]+))?>$")

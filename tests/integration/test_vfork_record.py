@@ -48,7 +48,7 @@ import re
 from harness import (Server, marker_line, normalise, program, run_gdb, run_gdb_tcp, run_test, source_line,
                      unified_diff, wait_until)
 
-MODES = ("int3", "debugreg", "step")
+MODES = ("translate", "int3", "debugreg", "step")
 OUTPUT = ("vfork child\nvfork status 0\nsystem child\nsystem status 0\nspawn child\n"
           "spawn 0 status 0\npopen read popen child\npopen status 0\n")
 THREADED_OUTPUT = OUTPUT + "work x\n"

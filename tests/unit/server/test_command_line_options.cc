@@ -59,8 +59,11 @@ TEST_CASE("--trace-size accepts bytes, hex and k/m suffixes within limits") {
   REQUIRE(stub::server::parse_trace_size("23").error().message.find("at least 24") != std::string::npos);
 }
 
-TEST_CASE("--trace-stops picks int3s by default") {
-  REQUIRE(parse_ok({":0", "prog"}).trace_stops == stub::server::TraceStopChoice::Int3);
+TEST_CASE("--trace-stops picks the translating tracer by default") {
+  REQUIRE(parse_ok({":0", "prog"}).trace_stops == stub::server::TraceStopChoice::Translate);
+  REQUIRE_FALSE(parse_ok({":0", "prog"}).trace_stops_given);
+  REQUIRE(parse_ok({"--trace-stops=int3", ":0", "prog"}).trace_stops == stub::server::TraceStopChoice::Int3);
+  REQUIRE(parse_ok({"--trace-stops=int3", ":0", "prog"}).trace_stops_given);
   REQUIRE(parse_ok({"--trace-stops=debugreg", ":0", "prog"}).trace_stops ==
           stub::server::TraceStopChoice::DebugRegister);
   REQUIRE(parse_ok({"--trace-stops=step", ":0", "prog"}).trace_stops == stub::server::TraceStopChoice::SingleStep);
