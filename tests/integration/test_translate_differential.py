@@ -18,9 +18,12 @@ The programs cover loops, calls and returns, calls through function
 pointers, a jump table, recursion, setjmp/longjmp, a C++ throw and catch
 (the unwinder reads the return addresses the translations push), system
 calls and vDSO calls (which fall back to the ptrace tracer), raised
-signals with handlers and a SIGILL whose handler moves the pc, and a
-program that rewrites a function it has run (code_rewrite, checked on its
-own: check_code_rewrite).
+signals with handlers and a SIGILL whose handler moves the pc, fork and
+vfork (the children detached: this client offers no fork events), an exec
+of the program itself (the trace and the cache start again in the new
+image; the run goes on from the exec stop as gdb does), and a program that
+rewrites a function it has run (code_rewrite, checked on its own:
+check_code_rewrite).
 
 Threaded programs (trace_threads: three threads through shared code at
 once; past_join: a thread that runs and is joined) are compared thread by
@@ -51,6 +54,8 @@ PROGRAMS = [
     ("trace_exception", []),
     ("trace_syscalls", []),
     ("trace_signals", []),
+    ("forker", []),  # fork and vfork children, detached (the client offers no fork events)
+    ("execer", []),  # execs itself: the trace and the cache start again in the new image
 ]
 
 # (program, arguments, function): threads whose own code runs a fixed path

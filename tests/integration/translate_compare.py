@@ -123,17 +123,18 @@ def _recorded(prog, args, mode, options, session):
 def _record_session(server):
     """record()'s session with the started server."""
     with RspClient.connect(server.port, timeout=TIMEOUT) as c:
-        c.handshake()
+        c.handshake(features="multiprocess+;swbreak+;hwbreak+;vContSupported+;exec-events+")
         stops = []
         reply = c.request("vCont;c", timeout=TIMEOUT)
         # Signals go back to the program; signal 0 is the stop before
-        # the exit (where a recorded program is held).
+        # the exit (where a recorded program is held); an exec goes on as
+        # gdb goes on from it.
         while len(stops) < 20:
             stops.append(reply)
             sig = stop_signal(reply)
             if sig is None or sig == 0:
                 break
-            reply = c.request("C%02x" % sig, timeout=TIMEOUT)
+            reply = c.request("vCont;c" if ";exec:" in reply else "C%02x" % sig, timeout=TIMEOUT)
         thread = re.search(r"thread:([0-9a-fp.]+);", stops[-1])
         if thread:
             c.request("Hg" + thread.group(1))
@@ -169,11 +170,15 @@ def compared_blocks(a, b, ctx):
 
 def translated_share(status):
     """(branches logged by translated code, branches held) from `monitor
-    record status`, or None when it does not say."""
+    record status`, or None when it does not say. Logged: by the threads
+    there now (after an exec, by the new image: its trace starts there),
+    the whole run's count where no thread is listed."""
     m, held = ACTIVITY.search(status), HELD.search(status)
     if not m or not held:
         return None
-    return int(m.group(3)), int(held.group(1))
+    per_thread = THREAD_LOGGED.findall(status)
+    logged = sum(int(n) for _, n in per_thread) if per_thread else int(m.group(3))
+    return logged, int(held.group(1))
 
 
 def held_whole(status):
@@ -261,12 +266,25 @@ def record_threads(prog, args, mode, stop_in, options=()):
     """Runs `prog` to its held end under --trace-stops=`mode` with
     breakpoints at the rets of `stop_in`: each thread's branch trace read
     where it stopped there (the first thread's at the end), in the order
-    the threads were created (their tids ascending, as Linux hands them
-    out), cut to the blocks of the program's own code; `monitor record
-    status` and the stops seen."""
+    the threads were created (creation_order), cut to the blocks of the
+    program's own code; `monitor record status` and the stops seen."""
     text, rets, pie = elf_facts(prog, stop_in)
     return _recorded(prog, args, mode, options,
                      lambda server: _record_threads_session(server, prog, text, rets, pie))
+
+
+def creation_order(threads, pid):
+    """`threads` (as in stop replies, "pP.T" or "T" in hex) in the order
+    Linux created them: tids ascending from the process's pid, which is its
+    first thread's. Linux hands out ids upwards and wraps at pid_max (32768
+    here, soon reached on a busy machine), so a plain sort misorders the
+    threads of a program started just before the wrap."""
+    try:
+        with open("/proc/sys/kernel/pid_max") as f:
+            pid_max = int(f.read())
+    except (OSError, ValueError):
+        pid_max = 1 << 22  # the kernel's upper bound
+    return sorted(threads, key=lambda t: (int(t.split(".")[-1], 16) - pid) % pid_max)
 
 
 def _thread_trace(c, thread):
@@ -307,7 +325,7 @@ def _record_threads_session(server, prog, code_ranges, rets, pie):
             docs[thread.group(1)] = _thread_trace(c, thread.group(1))
         status, _ = monitor(c, "record status")
         c.send_packet("k")
-    order = sorted(docs, key=lambda t: int(t.split(".")[-1], 16))
+    order = creation_order(docs, server.inferior_pid)
     return {"threads": [blocks_within(docs[t][0], code_ranges) for t in order],
             # Each thread's branches, and those translated code logged.
             "shares": [(max(0, len(BLOCK.findall(docs[t][0] or "")) - 1), docs[t][1]) for t in order],
