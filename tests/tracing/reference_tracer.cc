@@ -338,7 +338,8 @@ Expected<Tracers> make_tracers(stub::tracing::TraceStops stops, bool enable_all,
 Expected<RunResult> run_software(const stub::process::LaunchOptions& launch, uint64_t last_pc,
                                  std::optional<stub::tracing::TraceStops> wanted, uint64_t start_offset,
                                  bool translate) {
-  // btstub's default (stub/server/server.cc): int3s.
+  // int3 trace stops, as btstub uses them (stub/server/server.cc), the
+  // translating tracer over them when `translate`.
   const auto stops = wanted.value_or(stub::tracing::TraceStops::Breakpoint);
   auto made = make_tracers(stops, /*enable_all=*/start_offset == 0, translate);
   if (!made) return made.error();

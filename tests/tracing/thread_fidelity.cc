@@ -72,7 +72,7 @@ bool check(const char* label, const tracing::ThreadRuns& software, const Runs& r
 }  // namespace
 
 int main(int argc, char** argv) {
-  stub::tracing::TraceStops stops = stub::tracing::TraceStops::Breakpoint;  // btstub's default (stub/server/server.cc)
+  stub::tracing::TraceStops stops = stub::tracing::TraceStops::Breakpoint;  // as btstub (stub/server/server.cc)
   bool translate = false;
   int arg = 1;
   if (arg + 1 < argc && std::string(argv[arg]) == "--stops") {
