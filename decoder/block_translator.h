@@ -25,8 +25,9 @@
 //   gs:32  jump target (scratch of the indirect lookup)
 // Above the slots, from gs:kIndirectTable, the indirect-target table:
 // kIndirectTableEntries entries of 16 bytes, indexed by the target's low 16
-// bits: {-original, cache address of its translation}, all zero when
-// empty. The tracer fills it; the translations only read it.
+// bits: {-original, cache address of its translation}; an empty entry is
+// all zero except entry 0 (empty_indirect_entry). The tracer fills it; the
+// translations only read it.
 // The log lies just below the base: [base - 32 * capacity, base). The
 // cursor is the (negative) offset from the base of the next free record,
 // -32 * capacity when the log is empty, 0 when it is full, so the check
@@ -93,6 +94,16 @@ inline constexpr std::size_t kThreadAreaAboveBase = kIndirectTable + kIndirectTa
 // indirect transfers to `original` straight to `cache_address`.
 inline uint64_t indirect_entry_offset(uint64_t original) {
   return kIndirectTable + (original & (kIndirectTableEntries - 1)) * kIndirectEntrySize;
+}
+// The bytes of the empty entry at `offset`, which no target matches. A
+// target t looks only at its own index's entry and matches key -t: {0, 0}
+// is matched by no target but 0, whose index is 0, so entry 0 holds key 1
+// (matched only by 0xffff...ffff, whose index is 0xffff). All zero, a call
+// through a null pointer "found" a translation at cache address 0.
+inline std::vector<uint8_t> empty_indirect_entry(uint64_t offset) {
+  std::vector<uint8_t> entry(kIndirectEntrySize, 0);
+  if (offset == indirect_entry_offset(0)) entry[0] = 1;
+  return entry;
 }
 // Most instructions one block holds; a longer run ends in a direct exit.
 inline constexpr std::size_t kMaxBlockInstructions = 64;

@@ -90,9 +90,10 @@ void TranslatingTracer::flush(TracedThreadControl& control) {
   cache_.clear();
   refused_.clear();
   pending_links_.clear();
-  const std::vector<uint8_t> empty(decoder::kIndirectEntrySize, 0);
   for (auto& [tid, th] : threads_) {
-    for (uint64_t offset : th.table_entries) (void)control.write_tracer_memory(th.area_base + offset, empty);
+    for (uint64_t offset : th.table_entries) {
+      (void)control.write_tracer_memory(th.area_base + offset, decoder::empty_indirect_entry(offset));
+    }
     th.table_entries.clear();
   }
   ++stats_.flushes;
@@ -160,14 +161,19 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid, Thr
     // then, and are not this thread's.
     FreeArea area = std::move(free_areas_.back());
     free_areas_.pop_back();
-    const std::vector<uint8_t> empty(decoder::kIndirectEntrySize, 0);
-    for (uint64_t offset : area.table_entries) (void)control.write_tracer_memory(area.base + offset, empty);
+    for (uint64_t offset : area.table_entries) {
+      (void)control.write_tracer_memory(area.base + offset, decoder::empty_indirect_entry(offset));
+    }
     th.area_base = area.base;
   } else {
     const uint64_t size = (log_bytes + decoder::kThreadAreaAboveBase + kPage - 1) / kPage * kPage;
     auto mapped = control.map_program_memory(tid, kLogsNear, kLogsReach, size, false);
     if (!mapped) return false;
-    th.area_base = *mapped + log_bytes;
+    // Mapped zero: every entry empty but entry 0 (decoder::empty_indirect_entry).
+    const uint64_t zero_entry = decoder::indirect_entry_offset(0);
+    const uint64_t base = *mapped + log_bytes;
+    if (!control.write_tracer_memory(base + zero_entry, decoder::empty_indirect_entry(zero_entry))) return false;
+    th.area_base = base;
   }
   th.log_capacity = kLogCapacity;
   if (const Checkpoints* checkpoints = ptrace_->checkpoints(); checkpoints && ptrace_->all_enabled()) {

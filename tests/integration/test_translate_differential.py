@@ -18,7 +18,9 @@ The programs cover loops, calls and returns, calls through function
 pointers, a jump table, recursion, setjmp/longjmp, a C++ throw and catch
 (the unwinder reads the return addresses the translations push), system
 calls and vDSO calls (which fall back to the ptrace tracer), raised
-signals with handlers and a SIGILL whose handler moves the pc, fork and
+signals with handlers and a SIGILL whose handler moves the pc, calls
+through null and wild function pointers (faults the program recovers
+from: in the cache they go through the table of indirect targets), fork and
 vfork (the children detached: this client offers no fork events), an exec
 of the program itself (the trace and the cache start again in the new
 image; the run goes on from the exec stop as gdb does), and a program that
@@ -56,6 +58,7 @@ PROGRAMS = [
     ("trace_signals", []),
     ("forker", []),  # fork and vfork children, detached (the client offers no fork events)
     ("execer", []),  # execs itself: the trace and the cache start again in the new image
+    ("null_call", []),  # calls and a tail jump to 0 and wild addresses, each fault recovered
 ]
 
 # (program, arguments, function): threads whose own code runs a fixed path

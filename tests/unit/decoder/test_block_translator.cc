@@ -51,6 +51,10 @@ class Area {
   explicit Area(std::size_t capacity)
       : capacity_(capacity), words_(kWords * capacity + decoder::kThreadAreaAboveBase / 8) {
     reset();
+    // Empty as the tracer leaves it (decoder::empty_indirect_entry).
+    const auto zero = static_cast<int32_t>(decoder::indirect_entry_offset(0));
+    std::memcpy(&slot(zero), decoder::empty_indirect_entry(static_cast<uint64_t>(zero)).data(),
+                decoder::kIndirectEntrySize);
   }
   uint64_t base() const { return addr(words_.data() + kWords * capacity_); }
   uint64_t& slot(int32_t offset) { return words_[kWords * capacity_ + offset / 8]; }
@@ -424,6 +428,21 @@ TEST_CASE("an indirect target in the table is reached without an exit", "[block_
   CHECK(collided.run(reinterpret_cast<const void*>(bttest_call), 1) == 2);
   CHECK(collided.indirect_exits == exits + 2);  // the callee's ret and the final one
   CHECK(normalized(collided.log).size() == 3);
+}
+
+TEST_CASE("no indirect target matches an empty table entry, a null one included", "[block_translator]") {
+  for (uint64_t target : {uint64_t{0}, uint64_t{1}, uint64_t{0xffff}, uint64_t{0x10000}, ~uint64_t{0},
+                          ~uint64_t{0} << 16, uint64_t{0x555555554000}}) {
+    CAPTURE(target);
+    const uint64_t offset = decoder::indirect_entry_offset(target);
+    const std::vector<uint8_t> entry = decoder::empty_indirect_entry(offset);
+    REQUIRE(entry.size() == decoder::kIndirectEntrySize);
+    uint64_t key = 0, cache_address = 0;
+    std::memcpy(&key, entry.data(), 8);
+    std::memcpy(&cache_address, entry.data() + 8, 8);
+    CHECK(key + target != 0);  // the translations' test: -original + target == 0
+    CHECK(cache_address == 0);
+  }
 }
 
 TEST_CASE("ret imm16 pops its bytes", "[block_translator]") {
