@@ -183,7 +183,9 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // The translation of `pc`, made (and its regions mapped, by `tid`) if
   // need be; nullptr where the ptrace tracer must run that code.
   const decoder::Translation* translation_for(TracedThreadControl& control, pid_t tid, uint64_t pc);
-  bool ensure_area(TracedThreadControl& control, pid_t tid, Thread& th);
+  // The thread's area (log, slots, table), mapped or reused; false when it
+  // cannot be had or the thread ended meanwhile (the mmap waits for it).
+  bool ensure_area(TracedThreadControl& control, pid_t tid);
   // Drops translations made under other breakpoints or other code. False
   // when they must be dropped but another thread is in the cache (the drop
   // waits for it to come out; nobody enters meanwhile).

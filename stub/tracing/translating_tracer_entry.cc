@@ -153,9 +153,10 @@ const decoder::Translation* TranslatingTracer::translation_for(TracedThreadContr
   return placed != nullptr ? placed : refuse("the code cache did not take it");
 }
 
-bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid, Thread& th) {
-  if (th.area_base != 0) return true;
+bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
+  if (threads_[tid].area_base != 0) return true;
   const uint64_t log_bytes = kLogCapacity * decoder::kLogRecordSize;
+  uint64_t base = 0;
   if (!free_areas_.empty()) {
     // An ended thread's: its table entries lead into the cache as it was
     // then, and are not this thread's.
@@ -164,22 +165,25 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid, Thr
     for (uint64_t offset : area.table_entries) {
       (void)control.write_tracer_memory(area.base + offset, decoder::empty_indirect_entry(offset));
     }
-    th.area_base = area.base;
+    base = area.base;
   } else {
     const uint64_t size = (log_bytes + decoder::kThreadAreaAboveBase + kPage - 1) / kPage * kPage;
     auto mapped = control.map_program_memory(tid, kLogsNear, kLogsReach, size, false);
     if (!mapped) return false;
     // Mapped zero: every entry empty but entry 0 (decoder::empty_indirect_entry).
     const uint64_t zero_entry = decoder::indirect_entry_offset(0);
-    const uint64_t base = *mapped + log_bytes;
+    base = *mapped + log_bytes;
     if (!control.write_tracer_memory(base + zero_entry, decoder::empty_indirect_entry(zero_entry))) return false;
-    th.area_base = base;
   }
-  th.log_capacity = kLogCapacity;
+  // The mmap's waits may have seen the thread end (a SIGKILL meanwhile).
+  Thread* th = thread(tid);
+  if (th == nullptr) return false;
+  th->area_base = base;
+  th->log_capacity = kLogCapacity;
   if (const Checkpoints* checkpoints = ptrace_->checkpoints(); checkpoints && ptrace_->all_enabled()) {
-    th.log_capacity = std::clamp<uint64_t>(checkpoints->limits().every_branches, 1, kLogCapacity);
+    th->log_capacity = std::clamp<uint64_t>(checkpoints->limits().every_branches, 1, kLogCapacity);
   }
-  return reset_cursor(control, th);
+  return reset_cursor(control, *th);
 }
 
 bool TranslatingTracer::reset_cursor(TracedThreadControl& control, const Thread& th) {
@@ -197,11 +201,15 @@ void TranslatingTracer::apply_links(TracedThreadControl& control) {
 bool TranslatingTracer::enter(TracedThreadControl& control, pid_t tid, uint64_t pc) {
   if (!refresh_code(control, tid)) return false;
   if (!others_in_cache(tid)) apply_links(control);
-  Thread& th = threads_[tid];
   const decoder::Translation* t = translation_for(control, tid, pc);
-  if (t == nullptr || !ensure_area(control, tid, th)) return false;
+  if (t == nullptr || !ensure_area(control, tid)) return false;
   auto regs = control.read_general_registers(tid);
   if (!regs || !ptrace_->lend_thread(control, tid)) return false;
+  // Lending may take a checkpoint, whose waits may see the thread end (a
+  // SIGKILL meanwhile): its Thread is gone with it then.
+  Thread* lent = thread(tid);
+  if (lent == nullptr) return false;
+  Thread& th = *lent;
   th.program_gs = regs->get_u64(Amd64Reg::gs_base);
   protocol::RegisterFile in;
   in.set_u64(Amd64Reg::rip, t->cache_address);

@@ -146,14 +146,20 @@ TraceVerdict TranslatingTracer::at_exit(TracedThreadControl& control, Thread& th
     enter_indirect(control, th, target, *next);  // an indirect transfer's
   }
   protocol::RegisterFile out;
+  uint64_t area_base = th.area_base;
   if (ptrace_->checkpoint_wanted(tid)) {
     // The copy must stand where the original code does.
     out.set_u64(Amd64Reg::rip, target);
     out.set_u64(Amd64Reg::gs_base, th.program_gs);
     if (control.write_registers(tid, out)) (void)ptrace_->lend_thread(control, tid);
+    // The checkpoint's waits may have seen the thread end (a SIGKILL meanwhile):
+    // then `th` is gone, and its end is what the process layer reports.
+    const Thread* still = thread(tid);
+    if (still == nullptr) return TraceVerdict::Report;
+    area_base = still->area_base;
   }
   out.set_u64(Amd64Reg::rip, next->cache_address);
-  out.set_u64(Amd64Reg::gs_base, th.area_base);
+  out.set_u64(Amd64Reg::gs_base, area_base);
   if (!control.write_registers(tid, out)) return TraceVerdict::Report;
   return TraceVerdict::Continue;
 }
