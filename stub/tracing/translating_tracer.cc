@@ -91,9 +91,12 @@ StepKind TranslatingTracer::before_resume(TracedThreadControl& control, pid_t ti
 TraceVerdict TranslatingTracer::on_stop(TracedThreadControl& control, const TracedStop& stop) {
   if (Thread* th = thread(stop.tid); th != nullptr && th->in_cache) {
     const TraceVerdict verdict = on_cache_stop(control, *th, stop);
+    // Looked up again: a checkpoint taken on the way (lending the thread
+    // back) may have seen it end, and its Thread with it.
+    th = thread(stop.tid);
     // Absorbed while the process layer stops every thread: the thread
     // stays stopped, and the client sees it, so not in the cache.
-    if (th->in_cache && control.stopping_all()) {
+    if (th != nullptr && th->in_cache && control.stopping_all()) {
       bring_out(control, stop.tid, *th);
       return TraceVerdict::Continue;
     }
