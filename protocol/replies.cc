@@ -135,6 +135,11 @@ std::string reply_empty() { return ""; }
 
 std::string reply_error(const btstub::Error& error) {
   std::string text = error.message.empty() ? "error" : error.message;
+  // A message may quote the request, which can fill a whole packet; the
+  // reply must still fit the client's PacketSize.
+  constexpr std::string_view kCut = "...";
+  constexpr std::size_t kMaxText = RspLink::kMaxPayload - 2;  // after "E."
+  if (text.size() > kMaxText) text = text.substr(0, kMaxText - kCut.size()) + std::string(kCut);
   // '#', '$' would break framing, '*' is run-length encoding to gdb and '}'
   // an escape; non-printables are just noise in gdb's error message.
   for (char& c : text) {

@@ -32,7 +32,7 @@ Expected<ThreadAction> parse_vcont_action(std::string_view text) {
     case 't': action.action = ResumeAction::Stop; break;
     case 'C': action.action = ResumeAction::Continue; break;
     case 'S': action.action = ResumeAction::Step; break;
-    default: return bad_packet("vCont: unsupported action '" + std::string(verb) + "'");
+    default: return bad_packet("vCont: unsupported action '" + std::string(verb.substr(0, 16)) + "'");
   }
   bool with_signal = verb.front() == 'C' || verb.front() == 'S';
   if (with_signal) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "protocol/replies.h"
+#include "protocol/requests.h"
 #include "protocol/rsp_link.h"
 
 namespace {
@@ -37,4 +39,16 @@ TEST_CASE("a packet after an abandoned oversize one survives any read split", "[
     CHECK(packets == std::vector<std::string>{"?"});
     CHECK(written == "-+");  // the oversize packet NAKed once, the new one acked
   }
+}
+
+// fuzz_requests: a vCont action that is not an action letter was quoted
+// whole in the error, so a packet-sized request got an error reply over
+// PacketSize, which the client cannot receive.
+TEST_CASE("the error for a packet-sized vCont fits PacketSize", "[requests][fuzz]") {
+  std::string payload = "vCont;r5555," + std::string(protocol::RspLink::kMaxPayload - 12, 'A');
+  REQUIRE(payload.size() == protocol::RspLink::kMaxPayload);
+  auto request = protocol::parse_request(payload);
+  REQUIRE_FALSE(request);
+  CHECK(request.error().message.size() < 100);
+  CHECK(protocol::reply_error(request.error()).size() <= protocol::RspLink::kMaxPayload);
 }

@@ -51,6 +51,10 @@ TEST_CASE("generic replies", "[replies]") {
   CHECK(reply_error(btstub::Error{}) == "E.error");
   // Characters that would break framing or be read as run-length encoding.
   CHECK(reply_error(btstub::make_error(btstub::ErrorCode::BadPacket, "a#b$c*d}e\n")) == "E.a?b?c?d?e?");
+  // A message quoting a whole request is cut to fit PacketSize.
+  std::string long_reply = reply_error(btstub::make_error(btstub::ErrorCode::BadPacket, std::string(20000, 'x')));
+  CHECK(long_reply.size() == RspLink::kMaxPayload);
+  CHECK(long_reply.substr(long_reply.size() - 4) == "x...");
   CHECK(reply_error_code(1) == "E01");
   CHECK(reply_error_code(0x2a) == "E2a");
 }
