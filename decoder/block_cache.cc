@@ -2,6 +2,8 @@
 
 #include "decoder/instruction_history.h"
 
+#include <algorithm>
+
 namespace decoder {
 namespace {
 
@@ -13,12 +15,49 @@ ReplayInstruction reduce(const Instruction& insn) {
 
 const DecodedBlock& BlockCache::get(const Block& block) {
   auto it = blocks_.find(block);
-  if (it != blocks_.end()) return it->second;
-  return blocks_.emplace(block, decode(block)).first->second;
+  if (it == blocks_.end()) return blocks_.emplace(block, decoded_entry(block)).first->second.block;
+  Entry& entry = it->second;
+  if (entry.checked != generation_) {
+    if (!holds_bytes(entry)) entry = decoded_entry(block);
+    entry.checked = generation_;
+  }
+  return entry.block;
+}
+
+void BlockCache::use_reader(CodeReader& code) {
+  code_ = &code;
+  ++generation_;
+  if (blocks_.size() >= kMaxKeptBlocks) blocks_.clear();
+}
+
+BlockCache::Entry BlockCache::decoded_entry(const Block& block) {
+  Entry entry;
+  entry.block = decode(block);
+  entry.checked = generation_;
+  // An incomplete block keeps no bytes: what stopped its decoding (code
+  // that could not be read) is not in them, so it is decoded again.
+  // Nor does a long one (bounds the kept bytes; straight-line code that
+  // long is rare and costs only its decoding again).
+  const bool keep = entry.block.complete && !entry.block.instructions.empty() &&
+                    entry.block.instructions.back().next_address() - block.begin <= kMaxKeptBlockBytes;
+  if (keep) {
+    entry.bytes.resize(entry.block.instructions.back().next_address() - block.begin);
+    if (code_->read(block.begin, entry.bytes.data(), entry.bytes.size()) != entry.bytes.size()) entry.bytes.clear();
+  }
+  return entry;
+}
+
+// An instruction's decoding depends on its own bytes only, so equal bytes
+// decode to the same block.
+bool BlockCache::holds_bytes(const Entry& entry) {
+  if (entry.bytes.empty()) return false;
+  scratch_.resize(entry.bytes.size());
+  const uint64_t begin = entry.block.instructions.front().address;
+  return code_->read(begin, scratch_.data(), scratch_.size()) == scratch_.size() && scratch_ == entry.bytes;
 }
 
 std::optional<ReplayInstruction> BlockCache::instruction_at(uint64_t addr) {
-  auto insn = decoder_.decode(addr, code_);
+  auto insn = decoder_.decode(addr, *code_);
   if (!insn) return std::nullopt;
   return reduce(*insn);
 }
@@ -32,7 +71,7 @@ DecodedBlock BlockCache::decode(const Block& block) {
   if (block.end < block.begin || block.end - block.begin > kMaxBlockBytes) return out;
   uint64_t addr = block.begin;
   for (;;) {
-    auto insn = decode_with_fallback(decoder_, addr, code_);
+    auto insn = decode_with_fallback(decoder_, addr, *code_);
     if (!insn) return out;
     out.instructions.push_back(reduce(*insn));
     if (addr == block.end) {

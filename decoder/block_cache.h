@@ -35,14 +35,26 @@ struct DecodedBlock {
 
 class BlockCache {
  public:
-  // Both must outlive the cache. Code is assumed not to change while the
-  // cache lives (clear() it when the program ran).
-  BlockCache(InstructionDecoder& decoder, CodeReader& code) : decoder_(decoder), code_(code) {}
+  // Both must outlive the cache (or `code` until use_reader() names
+  // another). Code is assumed not to change while the cache reads through
+  // one reader (clear() it when the program ran, or use_reader()).
+  BlockCache(InstructionDecoder& decoder, CodeReader& code) : decoder_(decoder), code_(&code) {}
 
-  // The decoded block; the reference stays valid until clear().
+  // The decoded block; the reference stays valid until clear() or use_reader().
   const DecodedBlock& get(const Block& block);
   // One instruction (e.g. a branch whose block is not needed otherwise).
   std::optional<ReplayInstruction> instruction_at(uint64_t addr);
+
+  // Reads through `code` from now on, keeping the blocks decoded so far:
+  // each is used again only where `code` holds the very bytes it was
+  // decoded from (compared at its first use after the switch), else
+  // decoded again. For a cache that outlives many short-lived readers of
+  // code that may have changed in between (packing chunk after chunk): a
+  // compare of a block's few bytes instead of Capstone over each of its
+  // instructions. Forgets everything once it holds kMaxKeptBlocks.
+  void use_reader(CodeReader& code);
+  static constexpr std::size_t kMaxKeptBlocks = 1 << 16;
+  static constexpr uint64_t kMaxKeptBlockBytes = 4096;
 
   std::size_t size() const { return blocks_.size(); }
   void clear() { blocks_.clear(); }
@@ -53,11 +65,20 @@ class BlockCache {
       return std::hash<uint64_t>()(b.begin * 0x9e3779b97f4a7c15ULL ^ b.end);
     }
   };
+  struct Entry {
+    DecodedBlock block;
+    std::vector<uint8_t> bytes;  // from block.begin to the last instruction's end
+    uint64_t checked = 0;        // the reader generation that decoded or checked it
+  };
   DecodedBlock decode(const Block& block);
+  Entry decoded_entry(const Block& block);
+  bool holds_bytes(const Entry& entry);
 
   InstructionDecoder& decoder_;
-  CodeReader& code_;
-  std::unordered_map<Block, DecodedBlock, KeyHash> blocks_;
+  CodeReader* code_;
+  uint64_t generation_ = 0;
+  std::vector<uint8_t> scratch_;  // the bytes holds_bytes() reads
+  std::unordered_map<Block, Entry, KeyHash> blocks_;
 };
 
 }  // namespace decoder

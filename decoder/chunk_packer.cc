@@ -73,12 +73,12 @@ std::size_t CodeSnapshot::read(uint64_t addr, uint8_t* out, std::size_t len) {
   return n;
 }
 
-PackResult run_pack_job(const PackJob& job, InstructionDecoder& insns) {
+PackResult run_pack_job(const PackJob& job, SegmentPacker& packer) {
   PackResult result;
   result.first_sequence = job.first_sequence;
   result.count = static_cast<uint32_t>(job.branches.size());
   if (!job.code) return result;
-  result.segment = pack_pt_segment(insns, *job.code, job.previous_to, job.branches);
+  result.segment = packer.pack(*job.code, job.previous_to, job.branches);
   if (result.segment) {
     result.packet_bytes = static_cast<uint32_t>(result.segment->bytes.size());
     if (!job.stacks.empty()) {

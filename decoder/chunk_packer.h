@@ -66,7 +66,7 @@ struct PackResult {
 };
 
 // Packs `job` (over its snapshot) as BlockTrace would in place.
-PackResult run_pack_job(const PackJob& job, InstructionDecoder& insns);
+PackResult run_pack_job(const PackJob& job, SegmentPacker& packer);
 
 // One trace's finished jobs: put by the packer, taken by the trace.
 class PackInbox {

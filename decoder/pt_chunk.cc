@@ -21,13 +21,15 @@ class PageView final : public PageCachedReader {
   CodeReader& code_;
 };
 
-}  // namespace
+// Nothing to read: a BlockCache's reader until use_reader() names one.
+class NoCode final : public CodeReader {
+ public:
+  std::size_t read(uint64_t, uint8_t*, std::size_t) override { return 0; }
+};
+NoCode no_code;
 
-std::optional<PackedPtSegment> pack_pt_segment(InstructionDecoder& insns, CodeReader& code, uint64_t previous_to,
-                                               const std::vector<Branch>& branches) {
-  if (branches.empty()) return std::nullopt;
-  PageView view(code);
-  BlockCache blocks(insns, view);
+std::optional<PackedPtSegment> pack_over(BlockCache& blocks, PageView& view, uint64_t previous_to,
+                                         const std::vector<Branch>& branches) {
   auto segment = encode_pt_segment(previous_to, branches, blocks);
   if (!segment || !segment->has_value()) return std::nullopt;
   std::vector<uint8_t>& bytes = (*segment)->bytes;
@@ -37,14 +39,39 @@ std::optional<PackedPtSegment> pack_pt_segment(InstructionDecoder& insns, CodeRe
   return PackedPtSegment{std::move(bytes), decoded->code_hash};
 }
 
+}  // namespace
+
+std::optional<PackedPtSegment> pack_pt_segment(InstructionDecoder& insns, CodeReader& code, uint64_t previous_to,
+                                               const std::vector<Branch>& branches) {
+  if (branches.empty()) return std::nullopt;
+  PageView view(code);
+  BlockCache blocks(insns, view);
+  return pack_over(blocks, view, previous_to, branches);
+}
+
+SegmentPacker::SegmentPacker(InstructionDecoder insns)
+    : insns_(std::move(insns)), blocks_(std::make_unique<BlockCache>(insns_, no_code)) {}
+
+SegmentPacker::~SegmentPacker() = default;
+
+std::optional<PackedPtSegment> SegmentPacker::pack(CodeReader& code, uint64_t previous_to,
+                                                   const std::vector<Branch>& branches) {
+  if (branches.empty()) return std::nullopt;
+  PageView view(code);
+  blocks_->use_reader(view);
+  auto packed = pack_over(*blocks_, view, previous_to, branches);
+  blocks_->use_reader(no_code);  // the view goes now
+  return packed;
+}
+
 std::optional<PackedPtSegment> PtChunkCodec::pack(uint64_t previous_to, const std::vector<Branch>& branches) {
   if (!code_ || branches.empty()) return std::nullopt;
-  if (!insns_) {
+  if (!packer_) {
     auto created = InstructionDecoder::create();
     if (!created) return std::nullopt;
-    insns_.emplace(std::move(*created));
+    packer_ = std::make_unique<SegmentPacker>(std::move(*created));
   }
-  return pack_pt_segment(*insns_, *code_, previous_to, branches);
+  return packer_->pack(*code_, previous_to, branches);
 }
 
 std::optional<PackedPtSegment> PtChunkCodec::adopt(uint64_t previous_to, std::span<const uint8_t> packets,

@@ -41,6 +41,25 @@ struct PackedPtSegment {
 std::optional<PackedPtSegment> pack_pt_segment(InstructionDecoder& insns, CodeReader& code, uint64_t previous_to,
                                                const std::vector<Branch>& branches);
 
+// Packs segment after segment (a trace's chunks, a packer thread's jobs),
+// keeping the blocks it decoded from one to the next: a loop's blocks are
+// decoded once, not once a chunk (BlockCache::use_reader; a block is used
+// again only over the same bytes). Not movable: the cache holds its decoder.
+class SegmentPacker {
+ public:
+  explicit SegmentPacker(InstructionDecoder insns);
+  SegmentPacker(const SegmentPacker&) = delete;
+  SegmentPacker& operator=(const SegmentPacker&) = delete;
+  ~SegmentPacker();
+
+  // As pack_pt_segment over `code`.
+  std::optional<PackedPtSegment> pack(CodeReader& code, uint64_t previous_to, const std::vector<Branch>& branches);
+
+ private:
+  InstructionDecoder insns_;
+  std::unique_ptr<class BlockCache> blocks_;
+};
+
 class PtChunkCodec {
  public:
   explicit PtChunkCodec(std::shared_ptr<CodeReader> code) : code_(std::move(code)) {}
@@ -61,7 +80,7 @@ class PtChunkCodec {
 
  private:
   std::shared_ptr<CodeReader> code_;
-  std::optional<InstructionDecoder> insns_;  // made at the first pack
+  std::unique_ptr<SegmentPacker> packer_;  // made at the first pack
 };
 
 }  // namespace decoder

@@ -57,6 +57,8 @@ void run_on(const std::vector<int>& cpus) {
 void BackgroundPacker::work() {
   run_on(cpus_);
   auto insns = decoder::InstructionDecoder::create();
+  std::optional<decoder::SegmentPacker> packer;
+  if (insns) packer.emplace(std::move(*insns));
   for (;;) {
     std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob> next;
     {
@@ -67,8 +69,8 @@ void BackgroundPacker::work() {
       jobs_.pop_front();
     }
     decoder::PackResult result;
-    if (insns) {
-      result = decoder::run_pack_job(next.second, *insns);
+    if (packer) {
+      result = decoder::run_pack_job(next.second, *packer);
     } else {
       result.first_sequence = next.second.first_sequence;
       result.count = static_cast<uint32_t>(next.second.branches.size());

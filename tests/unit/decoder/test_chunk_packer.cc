@@ -51,11 +51,11 @@ class HeldPacker final : public decoder::ChunkPacker {
     jobs.emplace_back(std::move(inbox), std::move(job));
   }
   void run_all() {
-    auto insns = decoder::InstructionDecoder::create().value();
-    for (auto& [inbox, job] : jobs) inbox->put(decoder::run_pack_job(job, insns));
+    for (auto& [inbox, job] : jobs) inbox->put(decoder::run_pack_job(job, packer));
     jobs.clear();
   }
   std::deque<std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob>> jobs;
+  decoder::SegmentPacker packer{decoder::InstructionDecoder::create().value()};  // kept across jobs, as the thread's
 };
 
 struct Code {

@@ -10,6 +10,7 @@
 
 #include "decoder/block_cache.h"
 #include "decoder/block_trace.h"
+#include "decoder/pt_chunk.h"
 #include "decoder/pt_decoder.h"
 #include "decoder/pt_encoder.h"
 #include "pt_program.h"
@@ -430,4 +431,66 @@ TEST_CASE("PT chunk: a hold keeps at most kMaxHeldBranches open, then they are s
   // a chunk's worth of structs again.
   CHECK(trace.memory_bytes() < BlockTrace::kMaxHeldBranches * sizeof(Branch));
   for (uint64_t seq = 100; seq < trace.end_sequence(); ++seq) REQUIRE(trace.at(seq) == all[seq - 100]);
+}
+
+// A SegmentPacker keeps the blocks it decoded from one segment to the next
+// (a loop's blocks decoded once a recording, not once a chunk); a kept
+// block is used again only over the same bytes. Here the code changes
+// between two segments under the same block (the jne at B+0x07 becomes a
+// two-byte nop): a kept block would still say "not-taken jne" there, an
+// extra TNT bit the check refuses, and the chunk would stay explicit.
+TEST_CASE("PT chunk: a packer keeps decoded blocks across segments, never over changed code") {
+  Code code;
+  decoder::SegmentPacker packer(decoder::InstructionDecoder::create().value());
+  const std::vector<Branch> first = branches_of(blocks({{0x00, 0x07}, {0x05, 0x07}, {0x05, 0x09}, {0x2d, 0x31}, {0x0e, 0x15}}));
+  auto packed = packer.pack(*code.reader, B, first);
+  REQUIRE(packed.has_value());
+  auto fresh_insns = decoder::InstructionDecoder::create().value();
+  auto fresh = decoder::pack_pt_segment(fresh_insns, *code.reader, B, first);
+  REQUIRE(fresh.has_value());
+  CHECK(packed->bytes == fresh->bytes);
+  // The same code again: the kept blocks serve, with the same packets.
+  auto again = packer.pack(*code.reader, B, first);
+  REQUIRE(again.has_value());
+  CHECK(again->bytes == fresh->bytes);
+
+  code.bytes[0x07] = 0x66;  // jne loop1 -> nop (66 90)
+  code.bytes[0x08] = 0x90;
+  const std::vector<Branch> second = {{B + 0x09, B + 0x2d}, {B + 0x31, B + 0x0e}};
+  auto changed = packer.pack(*code.reader, B + 0x05, second);
+  auto changed_fresh = decoder::pack_pt_segment(fresh_insns, *code.reader, B + 0x05, second);
+  REQUIRE(changed_fresh.has_value());
+  REQUIRE(changed.has_value());
+  CHECK(changed->bytes == changed_fresh->bytes);
+  CHECK(changed->code_hash == changed_fresh->code_hash);
+}
+
+TEST_CASE("BlockCache: after use_reader a block is decoded again where the bytes changed") {
+  auto insns = decoder::InstructionDecoder::create().value();
+  Code code;
+  decoder::BlockCache cache(insns, *code.reader);
+  const Block block{B + 0x05, B + 0x09};  // dec ecx; jne loop1; call func
+  REQUIRE(cache.get(block).instructions.size() == 3);
+  CHECK(cache.get(block).instructions[1].kind == decoder::ControlKind::ConditionalJump);
+
+  std::vector<uint8_t> same = code.bytes;
+  decoder::BufferReader same_reader(B, same.data(), same.size());
+  cache.use_reader(same_reader);
+  CHECK(cache.get(block).instructions.size() == 3);
+  CHECK(cache.size() == 1);
+
+  std::vector<uint8_t> changed = code.bytes;
+  changed[0x07] = 0x66;
+  changed[0x08] = 0x90;
+  decoder::BufferReader changed_reader(B, changed.data(), changed.size());
+  cache.use_reader(changed_reader);
+  const decoder::DecodedBlock& now = cache.get(block);
+  REQUIRE(now.complete);
+  REQUIRE(now.instructions.size() == 3);
+  CHECK(now.instructions[1].kind == decoder::ControlKind::None);
+
+  // Unreadable now: not the old block either.
+  decoder::BufferReader nothing(B, changed.data(), 0);
+  cache.use_reader(nothing);
+  CHECK_FALSE(cache.get(block).complete);
 }
