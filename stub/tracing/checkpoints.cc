@@ -124,12 +124,30 @@ std::size_t Checkpoints::count() const {
   return n;
 }
 
-uint64_t Checkpoints::memory_bytes() const {
-  uint64_t bytes = 0;
-  for (const auto& [tid, thread] : threads_) {
-    for (const Entry& e : thread.entries) bytes += e.copy ? e.copy->proportional_bytes() : 0;
+std::vector<std::size_t> spread_sample(std::size_t count, std::size_t samples) {
+  std::vector<std::size_t> out;
+  if (count == 0 || samples == 0) return out;
+  if (count <= samples) {
+    for (std::size_t i = 0; i < count; ++i) out.push_back(i);
+    return out;
   }
-  return bytes;
+  if (samples == 1) return {count - 1};
+  for (std::size_t i = 0; i < samples; ++i) out.push_back(i * (count - 1) / (samples - 1));
+  return out;
+}
+
+uint64_t Checkpoints::memory_bytes() const {
+  std::vector<const process::ProcessCopy*> copies;
+  for (const auto& [tid, thread] : threads_) {
+    for (const Entry& e : thread.entries) {
+      if (e.copy) copies.push_back(e.copy.get());
+    }
+  }
+  const std::vector<std::size_t> sample = spread_sample(copies.size(), kMeasuredCopies);
+  if (sample.empty()) return 0;
+  uint64_t bytes = 0;
+  for (std::size_t i : sample) bytes += copies[i]->proportional_bytes();
+  return sample.size() == copies.size() ? bytes : bytes / sample.size() * copies.size();
 }
 
 void Checkpoints::keep_within_memory() {
@@ -146,9 +164,10 @@ void Checkpoints::keep_within_memory() {
 std::string Checkpoints::status() const {
   char line[200];
   std::snprintf(line, sizeof line,
-                "Checkpoints: %zu (at most %zu), %llu KiB of memory (their proportional share; at most %llu KiB); "
+                "Checkpoints: %zu (at most %zu), %llu KiB of memory (their proportional share%s; at most %llu KiB); "
                 "%llu taken in all.\n",
                 count(), limits_.max_count, static_cast<unsigned long long>(memory_bytes() / 1024),
+                count() > kMeasuredCopies ? ", from an even sample of them" : "",
                 static_cast<unsigned long long>(limits_.memory_bytes / 1024), static_cast<unsigned long long>(taken_));
   return line;
 }

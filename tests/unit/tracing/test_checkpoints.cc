@@ -86,3 +86,19 @@ TEST_CASE("a checkpoint right after a barrier is kept while another can go", "[c
     CHECK(checkpoints.usable_for(1, {seq, 0x200}));
   }
 }
+
+TEST_CASE("the memory of many copies is measured on an even sample, oldest and newest included", "[checkpoints]") {
+  using stub::tracing::spread_sample;
+  CHECK(spread_sample(0, 32).empty());
+  CHECK(spread_sample(5, 32) == std::vector<std::size_t>{0, 1, 2, 3, 4});
+  CHECK(spread_sample(7, 1) == std::vector<std::size_t>{6});
+  const auto sample = spread_sample(1024, Checkpoints::kMeasuredCopies);
+  REQUIRE(sample.size() == Checkpoints::kMeasuredCopies);
+  CHECK(sample.front() == 0);
+  CHECK(sample.back() == 1023);
+  for (std::size_t i = 1; i < sample.size(); ++i) {
+    CHECK(sample[i] > sample[i - 1]);
+    CHECK(sample[i] - sample[i - 1] >= 32);  // 1023 / 31: no two close together
+    CHECK(sample[i] - sample[i - 1] <= 34);
+  }
+}
