@@ -152,11 +152,16 @@ uint64_t Checkpoints::memory_bytes() const {
 
 void Checkpoints::keep_within_memory() {
   uint64_t bytes = memory_bytes();
-  // Dropping the oldest frees roughly an average share each time.
+  // Thin by the excess in average shares, then measure again: a copy
+  // thinned out frees only the pages no other copy shares (one taken
+  // between two others may free almost nothing), so counting an average
+  // share as freed each time left the copies far past the bound.
   while (bytes > limits_.memory_bytes && count() > 1) {
-    const uint64_t average = bytes / count();
-    drop_one();
-    bytes -= std::min(bytes, average);
+    const uint64_t average = std::max<uint64_t>(1, bytes / count());
+    const uint64_t excess = bytes - limits_.memory_bytes;
+    const std::size_t drops = std::clamp<std::size_t>(static_cast<std::size_t>(excess / average), 1, count() - 1);
+    for (std::size_t i = 0; i < drops; ++i) drop_one();
+    bytes = memory_bytes();
   }
   added_since_measured_ = 0;
 }
