@@ -47,6 +47,11 @@ class ProcessCopy {
   // never used then costs neither the writes nor code pages of its own.
   // Shared: checkpoints taken under the same int3s hold one list.
   void owe_bytes(std::shared_ptr<const ProgramBytes> originals) { owed_ = std::move(originals); }
+  // Its time stamp counter reads are made to fault (PR_SET_TSC) before it
+  // first runs or is forked (copies forked from it inherit that), not when
+  // it is taken: one injected system call less for each checkpoint never
+  // used. Nothing the copy does before it runs can read the counter.
+  void owe_tsc_fault() { tsc_fault_owed_ = true; }
 
   // Another copy of this one, standing at the same instruction; this one
   // stays where it was.
@@ -116,6 +121,9 @@ class ProcessCopy {
   // Puts the owed bytes back (owe_bytes), one write per stretch of a page;
   // the copy is unusable if that fails.
   Expected<void> pay_owed_bytes();
+  // Before the copy runs or is forked: its owed time stamp counter fault
+  // (owe_tsc_fault), then its owed bytes.
+  Expected<void> ready_to_run();
 
   // run_to counted in the copy (ptrace_copy_counting.cc); nullopt when it
   // cannot be done here and nothing changed.
@@ -150,6 +158,7 @@ class ProcessCopy {
   uint64_t stops_ = 0;
   int mem_fd_ = -1;
   std::shared_ptr<const ProgramBytes> owed_;
+  bool tsc_fault_owed_ = false;
 };
 
 }  // namespace stub::process

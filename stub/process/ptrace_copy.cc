@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
@@ -264,9 +265,21 @@ Expected<void> ProcessCopy::pay_owed_bytes() {
   return {};
 }
 
+Expected<void> ProcessCopy::ready_to_run() {
+  if (tsc_fault_owed_) {
+    auto trapped = inject_syscall(pid_, SYS_prctl, {PR_SET_TSC, PR_TSC_SIGSEGV});
+    if (!trapped || trapped->result != 0 || !trapped->signals_met.empty()) {
+      usable_ = false;
+      return make_error(ErrorCode::Internal, "Cannot make the copy's time stamp counter reads fault");
+    }
+    tsc_fault_owed_ = false;
+  }
+  return pay_owed_bytes();
+}
+
 Expected<std::unique_ptr<ProcessCopy>> ProcessCopy::fork() {
   if (!usable_) return make_error(ErrorCode::Internal, "The copy is unusable");
-  if (auto paid = pay_owed_bytes(); !paid) return paid.error();
+  if (auto ready = ready_to_run(); !ready) return ready.error();
   auto injected = inject_clone(pid_);
   if (!injected) return injected.error();
   auto copy = adopt(injected->child);

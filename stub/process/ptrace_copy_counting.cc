@@ -54,7 +54,7 @@ Expected<void> ProcessCopy::unmap_counting_page(uint64_t page) {
 Expected<std::optional<uint64_t>> ProcessCopy::run_by_counting(uint64_t target, uint64_t hits,
                                                                const EntryCheck& enters) {
   if (!usable_) return make_error(ErrorCode::Internal, "The copy is unusable");
-  if (auto paid = pay_owed_bytes(); !paid) return paid.error();
+  if (auto ready = ready_to_run(); !ready) return ready.error();
   auto code = read_memory(target, decoder::kCountingCodeBytes);
   if (!code) return std::optional<uint64_t>();
   auto page = free_page_near(read_maps(pid_), target, kPageReach, decoder::kCountingPageSize);

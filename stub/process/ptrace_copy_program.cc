@@ -150,12 +150,10 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
   auto copy = ProcessCopy::adopt(injected->child);
   // A copy must never read a new time stamp counter value where the
   // program read another: its reads fault, and a re-run stops there
-  // (copies forked from it inherit this). The tracer takes a checkpoint
-  // after each of the program's reads, so a copy should never meet one.
-  auto trapped = inject_syscall(copy->pid(), SYS_prctl, {PR_SET_TSC, PR_TSC_SIGSEGV});
-  if (!trapped || trapped->result != 0) {
-    return make_error(ErrorCode::Internal, "Cannot make the copy's time stamp counter reads fault");
-  }
+  // (copies forked from it inherit this), set before its first run. The
+  // tracer takes a checkpoint after each of the program's reads, so a copy
+  // should never meet one.
+  copy->owe_tsc_fault();
   if (auto r = privatize_shared_mappings(pid_, copy->pid(), maps); !r) return r.error();
   // The copy runs without us watching its int3s: it gets the program's
   // bytes, when first used (most checkpoints never are).

@@ -61,7 +61,7 @@ Expected<void> ProcessCopy::run_to(uint64_t target, uint64_t hits, const EntryCh
 
 Expected<uint64_t> ProcessCopy::run_to_counting(uint64_t target, uint64_t hits) {
   if (!usable_) return make_error(ErrorCode::Internal, "The copy is unusable");
-  if (auto paid = pay_owed_bytes(); !paid) return paid.error();
+  if (auto ready = ready_to_run(); !ready) return ready.error();
   if (hits == 0) return make_error(ErrorCode::InvalidArgument, "No visit to run to");
   auto original = read_memory(target, 1);
   if (!original) return make_error(ErrorCode::MemoryFault, "No code at " + hex(target) + " in the copy");
@@ -205,7 +205,7 @@ Expected<uint64_t> ProcessCopy::run_by_int3(uint64_t target, uint64_t hits, bool
 
 Expected<std::vector<ProcessCopy::WatchHit>> ProcessCopy::step_to(uint64_t target, uint64_t hits) {
   if (!usable_) return make_error(ErrorCode::Internal, "The copy is unusable");
-  if (auto paid = pay_owed_bytes(); !paid) return paid.error();
+  if (auto ready = ready_to_run(); !ready) return ready.error();
   std::vector<WatchHit> out;
   std::unordered_map<uint64_t, uint64_t> visits;
   std::unordered_map<uint64_t, bool> repeats;

@@ -679,3 +679,31 @@ TEST_CASE("a signal sent to a stopped thread waits in its queue", "[ptrace][step
   REQUIRE(after.ok());
   CHECK(*after);
 }
+
+// A checkpoint's copy must never read a new time stamp counter value: its
+// rdtsc faults (PR_SET_TSC), set before its first run rather than when it
+// is taken (most copies never run), and inherited by copies forked from it.
+TEST_CASE("a copy's rdtsc faults, from its first run on and in copies forked from it", "[ptrace][copies]") {
+  auto process = launch({"/bin/true"});
+  const uint64_t pc = pc_of(*process);
+  const std::vector<uint8_t> rdtsc = {0x0f, 0x31, 0x90, 0x90};
+  const std::vector<uint8_t> nops = {0x90, 0x90, 0x90, 0x90};
+
+  auto plain = process->fork_copy(process->pid());
+  REQUIRE(plain.ok());
+  REQUIRE((*plain)->write_memory(pc, nops));
+  CHECK((*plain)->run_to(pc + 2, 1).ok());  // the run itself works
+
+  auto reads = process->fork_copy(process->pid());
+  REQUIRE(reads.ok());
+  REQUIRE((*reads)->write_memory(pc, rdtsc));
+  auto ran = (*reads)->run_to(pc + 2, 1);
+  CHECK_FALSE(ran.ok());
+
+  auto parent = process->fork_copy(process->pid());
+  REQUIRE(parent.ok());
+  auto child = (*parent)->fork();
+  REQUIRE(child.ok());
+  REQUIRE((*child)->write_memory(pc, rdtsc));
+  CHECK_FALSE((*child)->run_to(pc + 2, 1).ok());
+}
