@@ -162,11 +162,23 @@ void PtraceProcess::drop_trace_int3(uint64_t addr) {
 void PtraceProcess::code_changed(uint64_t begin, uint64_t end) {
   if (!alive_ || vfork_parent_ != 0) return;  // a vfork child's int3s go in at the vforkdone
   std::vector<std::pair<uint64_t, uint8_t>> overwritten;
+  std::vector<uint64_t> gone;
   for (auto it = trace_int3s_.lower_bound(begin); it != trace_int3s_.end() && it->first < end; ++it) {
     if (breakpoints_.count(it->first) != 0) continue;  // gdb's own int3 (and original) there
     std::vector<uint8_t> byte = raw_read(it->first, 1);
-    if (!byte.empty() && byte[0] != kInt3) overwritten.emplace_back(it->first, byte[0]);
+    if (!byte.empty() && byte[0] == kInt3) continue;
+    // A kept int3 no thread waits at, over code that changed or went
+    // (munmap, then perhaps another library mapped there: dlclose and
+    // dlopen) is forgotten: written again it could land inside one of
+    // the new code's instructions. The tracer plans from the new code
+    // and puts in the int3s it needs.
+    if (it->second.refs == 0) {
+      gone.push_back(it->first);
+    } else if (!byte.empty()) {
+      overwritten.emplace_back(it->first, byte[0]);
+    }
   }
+  for (uint64_t addr : gone) trace_int3s_.edit().erase(addr);
   for (const auto& [addr, byte] : overwritten) {
     trace_int3s_.edit()[addr].original = byte;
     (void)raw_write(addr, {kInt3});

@@ -61,9 +61,12 @@ class TracedThreadControl {
   // unreferenced ones.
   virtual void keep_trace_breakpoints(bool keep) { (void)keep; }
   // The program may have stored into [begin, end) behind the tracer's back
-  // (a write to /proc/self/mem, a store between two mprotects): a trace
-  // int3 there that it overwrote takes the new byte as its original and is
-  // written again, or the thread would run past that transfer unseen.
+  // (a write to /proc/self/mem, a store between two mprotects) or mapped
+  // other code there: a trace int3 there that a thread waits at and that
+  // was overwritten takes the new byte as its original and is written
+  // again, or the thread would run past that transfer unseen; a kept one
+  // no thread waits at is forgotten (it could fall inside a new
+  // instruction).
   virtual void code_changed(uint64_t begin, uint64_t end) { (void)begin, (void)end; }
   // The general registers, rip and eflags (and fs/gs bases) only: all a
   // tracer reads at each stop, without the cost of the FPU/XSAVE state.
