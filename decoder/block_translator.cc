@@ -9,6 +9,7 @@
 
 #include "decoder/cache_code_writer.h"
 #include "decoder/capstone_detail.h"
+#include "decoder/instruction_history.h"
 
 namespace decoder {
 namespace {
@@ -78,6 +79,16 @@ std::string barrier(csh handle, const cs_insn& insn, const TranslateOptions& opt
     return std::string("a trapping instruction (") + insn.mnemonic + ")";
   }
   if (uses_gs(insn.detail->x86)) return "an instruction using gs, which holds the translator's per-thread area";
+  return "";
+}
+
+// barrier() for an instruction only vex_form() knows.
+std::string unknown_barrier(uint64_t address, const uint8_t* bytes, const VexForm& form,
+                            const TranslateOptions& options) {
+  if (options.stop_before && options.stop_before(address)) return "an address the tracer must stop at";
+  for (std::size_t i = 0; i < form.prefixes; ++i) {
+    if (bytes[i] == 0x65) return "an instruction using gs, which holds the translator's per-thread area";
+  }
   return "";
 }
 
@@ -162,6 +173,9 @@ class BlockWriter {
   }
 
   btstub::Expected<void> copy(const cs_insn& insn);
+  // An instruction Capstone does not know but vex_form does: VEX and EVEX
+  // never transfer control, so it is copied like any other.
+  btstub::Expected<void> copy_unknown(uint64_t address, const uint8_t* bytes, const VexForm& form);
   void direct_jump(uint64_t from, uint64_t to) {
     w_.store_slot(Scratch::Rcx, kSlotSavedRcx);
     log_direct(from, to, 0);
@@ -180,6 +194,10 @@ class BlockWriter {
   btstub::Expected<void> finish();
 
  private:
+  // Copies `bytes` with the disp32 at `disp_offset` made to reach
+  // `effective` from the cache.
+  btstub::Expected<void> copy_retargeted(uint64_t address, const uint8_t* bytes, std::size_t size,
+                                         std::size_t disp_offset, uint64_t effective);
   // `rsp_adjust`: rsp before the branch minus rsp here.
   void log_direct(uint64_t from, uint64_t to, int32_t rsp_adjust);
   void log_indirect(uint64_t from, int32_t rsp_adjust);
@@ -233,14 +251,34 @@ btstub::Expected<void> BlockWriter::copy(const cs_insn& insn) {
   }
   const int disp_offset = rip_disp_offset(insn, *mem);
   if (disp_offset < 0) return refuse(insn.address, "a RIP-relative operand of an unexpected form");
-  auto disp = rel32(w_.here() + insn.size, effective);
-  if (!disp) {
-    return refuse(insn.address, "its RIP-relative operand (" + hex(effective) + ") is out of 32-bit reach of the cache at " +
-                                    hex(w_.here()));
+  return copy_retargeted(insn.address, insn.bytes, insn.size, static_cast<std::size_t>(disp_offset), effective);
+}
+
+btstub::Expected<void> BlockWriter::copy_unknown(uint64_t address, const uint8_t* bytes, const VexForm& form) {
+  const uint8_t modrm = bytes[form.modrm_at];
+  if ((modrm >> 6) != 0 || (modrm & 7) != 5) {
+    w_.raw(bytes, form.size);
+    return {};
   }
-  std::vector<uint8_t> bytes(insn.bytes, insn.bytes + insn.size);
-  std::memcpy(bytes.data() + disp_offset, &*disp, 4);
-  w_.raw(bytes.data(), bytes.size());
+  for (std::size_t i = 0; i < form.prefixes; ++i) {
+    if (bytes[i] == 0x67) return refuse(address, "an EIP-relative operand");
+  }
+  int32_t disp = 0;
+  std::memcpy(&disp, bytes + form.modrm_at + 1, 4);
+  const uint64_t effective = address + form.size + static_cast<uint64_t>(static_cast<int64_t>(disp));
+  return copy_retargeted(address, bytes, form.size, form.modrm_at + 1, effective);
+}
+
+btstub::Expected<void> BlockWriter::copy_retargeted(uint64_t address, const uint8_t* bytes, std::size_t size,
+                                                    std::size_t disp_offset, uint64_t effective) {
+  auto disp = rel32(w_.here() + size, effective);
+  if (!disp) {
+    return refuse(address, "its RIP-relative operand (" + hex(effective) + ") is out of 32-bit reach of the cache at " +
+                               hex(w_.here()));
+  }
+  std::vector<uint8_t> copied(bytes, bytes + size);
+  std::memcpy(copied.data() + disp_offset, &*disp, 4);
+  w_.raw(copied.data(), copied.size());
   return {};
 }
 
@@ -402,12 +440,17 @@ btstub::Expected<void> translate_into(BlockWriter& b, CapstoneDetail& cs, std::s
   for (;;) {
     const uint64_t at = pc;
     std::string why;
+    std::optional<VexForm> unknown;  // set: Capstone does not know it, vex_form does
     if (out.instructions == kMaxBlockInstructions) {
       why = "the block's instruction limit";
-    } else if (remaining == 0 || !cs_disasm_iter(cs.handle, &cursor, &remaining, &pc, cs.insn)) {
+    } else if (remaining == 0) {
       why = "undecodable or truncated code";
-    } else {
+    } else if (cs_disasm_iter(cs.handle, &cursor, &remaining, &pc, cs.insn)) {
       why = barrier(cs.handle, *cs.insn, options);
+    } else if ((unknown = vex_form(cursor, std::min(remaining, kMaxInstructionSize)))) {
+      why = unknown_barrier(at, cursor, *unknown, options);
+    } else {
+      why = "undecodable or truncated code";
     }
     if (!why.empty()) {
       if (out.instructions == 0) return refuse(at, why);
@@ -416,8 +459,19 @@ btstub::Expected<void> translate_into(BlockWriter& b, CapstoneDetail& cs, std::s
       out.stopped_before = why + " at " + hex(at);
       return {};
     }
-    const cs_insn& insn = *cs.insn;
     b.at(at);
+    if (unknown) {
+      // Capstone 4 gives up on many AVX-512 forms glibc's string functions
+      // use on CPUs that have them (kmovd, vpcmpeqb into a mask, ...).
+      if (auto done = b.copy_unknown(at, cursor, *unknown); !done) return done;
+      cursor += unknown->size;
+      remaining -= unknown->size;
+      pc += unknown->size;
+      ++out.instructions;
+      out.end = pc;
+      continue;
+    }
+    const cs_insn& insn = *cs.insn;
     const Transfer kind = transfer_of(cs.handle, insn);
     const bool direct = kind == Transfer::Jump || kind == Transfer::Conditional || kind == Transfer::Call;
     const uint64_t to = direct ? static_cast<uint64_t>(insn.detail->x86.operands[0].imm) : 0;

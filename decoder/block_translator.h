@@ -186,7 +186,8 @@ struct Translation {
 
 // Translates the block at `address` (`code` holds the bytes from there; a
 // few hundred are plenty) into code meant to run at `cache_address`. An
-// error when the first instruction cannot be translated (undecodable, or
+// error when the first instruction cannot be translated (undecodable by
+// Capstone and by vex_form(), whose VEX/EVEX forms are copied, or
 // one the block would stop before), when a RIP-relative operand cannot
 // reach from the cache, or for an instruction that cannot be relocated
 // (a relative branch of an unknown kind, an indirect transfer with a

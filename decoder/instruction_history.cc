@@ -55,7 +55,7 @@ std::optional<std::size_t> after_modrm(const uint8_t* bytes, std::size_t len, st
 
 }  // namespace
 
-std::optional<std::size_t> evex_length(const uint8_t* bytes, std::size_t len) {
+std::optional<VexForm> vex_form(const uint8_t* bytes, std::size_t len) {
   std::size_t i = 0;
   while (i < len && i < 4 && is_evex_legal_prefix(bytes[i])) ++i;
   if (i >= len) return std::nullopt;
@@ -74,11 +74,18 @@ std::optional<std::size_t> evex_length(const uint8_t* bytes, std::size_t len) {
   if (bytes[i] == 0xc4) map = bytes[i + 1] & 0x1f;
   if (map == 0 || map == 4 || map > 6) return std::nullopt;  // reserved maps
   const uint8_t opcode = bytes[i + payload + 1];
-  auto n = after_modrm(bytes, len, i + payload + 2);
+  const std::size_t modrm_at = i + payload + 2;
+  auto n = after_modrm(bytes, len, modrm_at);
   if (!n) return std::nullopt;
   if (map == 3 || (map == 1 && map1_has_imm8(opcode))) ++*n;
   if (*n > len || *n > kMaxInstructionSize) return std::nullopt;
-  return n;
+  return VexForm{*n, i, modrm_at};
+}
+
+std::optional<std::size_t> evex_length(const uint8_t* bytes, std::size_t len) {
+  auto form = vex_form(bytes, len);
+  if (!form) return std::nullopt;
+  return form->size;
 }
 
 std::optional<std::size_t> hint_nop_length(const uint8_t* bytes, std::size_t len) {

@@ -27,6 +27,14 @@ inline constexpr uint64_t kMaxBlockBytes = 16 * 1024 * 1024;
 // is computed here and it stands as an ordinary instruction (kind None).
 // nullopt: neither VEX nor EVEX, or truncated.
 std::optional<std::size_t> evex_length(const uint8_t* bytes, std::size_t len);
+// The layout evex_length reads: the legacy prefixes are bytes[0, prefixes),
+// the ModRM byte is at modrm_at (a RIP-relative disp32 follows it).
+struct VexForm {
+  std::size_t size = 0;
+  std::size_t prefixes = 0;
+  std::size_t modrm_at = 0;
+};
+std::optional<VexForm> vex_form(const uint8_t* bytes, std::size_t len);
 // The same for the 0F 18..1F hint space (NOPs on CPUs without the feature:
 // rdsspq, the CET shadow-stack reads libgcc's unwinder uses, and friends).
 std::optional<std::size_t> hint_nop_length(const uint8_t* bytes, std::size_t len);

@@ -16,7 +16,8 @@
 // does not run:
 //   - a block whose first instruction is a system call, int3/ud2/hlt,
 //     rdtsc/rdtscp/rdrand/rdseed, a far transfer, xbegin, anything using
-//     gs, or undecodable; a user breakpoint's address (a translation ends
+//     gs, or undecodable (VEX/EVEX forms Capstone does not know are
+//     copied); a user breakpoint's address (a translation ends
 //     before one and never starts at one);
 //   - code outside non-writable mappings of named files
 //     (stub/tracing/translatable_code.h): the vDSO, anonymous or writable

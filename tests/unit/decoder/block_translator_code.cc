@@ -18,6 +18,7 @@ asm(R"(
   .globl bttest_forms_je32, bttest_forms_eq, bttest_forms_ret
   .globl bttest_retimm, bttest_retimm_site, bttest_retimm_back, bttest_retimm_callee, bttest_retimm_ret
   .globl bttest_syscall, bttest_syscall_ret, bttest_stop, bttest_stop_at, bttest_ud2
+  .globl bttest_evex, bttest_evex_rip, bttest_evex_jz, bttest_evex_none, bttest_evex_ret, bttest_evex_gs
 bttest_begin:
 bttest_straight:                    # 2 * (data + rdi) + (data == 40)
   mov rax, qword ptr [rip + bttest_data]
@@ -193,6 +194,26 @@ bttest_stop_at:
   ret
 bttest_ud2:
   ud2
+bttest_evex:                        # AVX-512BW+VL: how many bytes of bttest_evex_text equal dil, -1 for none
+  vpbroadcastb ymm17, edi
+bttest_evex_rip:                    # the forms below are unknown to Capstone 4.0.2
+  vpcmpeqb k1, ymm17, ymmword ptr [rip + bttest_evex_text]
+  kmovd eax, k1
+  popcnt eax, eax
+  kortestd k1, k1
+bttest_evex_jz:
+  jz bttest_evex_none
+  vptestnmb k2, ymm17, ymm17        # k2 = 0 unless dil is 0
+  kmovd ecx, k2
+  add eax, ecx
+bttest_evex_ret:
+  ret
+bttest_evex_none:
+  mov rax, -1
+  ret
+bttest_evex_gs:
+  vpcmpeqb k1, ymm17, ymmword ptr gs:[rax]
+  ret
 bttest_end:
   nop
 
@@ -206,6 +227,7 @@ bttest_ind_callee_ptr: .quad bttest_ind_callee
 bttest_vec: .long 1, 2, 3, 4
 bttest_vec_mask: .long -1, -1, -1, 0
 bttest_vec_out: .long 0, 0, 0, 0
+bttest_evex_text: .ascii "a banana, a papaya and an apple."
   .text
   .att_syntax prefix
 )");

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string>
@@ -523,6 +524,48 @@ TEST_CASE("a system call runs inside a translation", "[block_translator]") {
   Tracer tracer;
   CHECK(tracer.run(reinterpret_cast<const void*>(bttest_syscall), 0) == ::getpid());
   CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_syscall_ret), kCaller}});
+}
+
+TEST_CASE("VEX and EVEX forms Capstone does not know are copied, a RIP-relative one retargeted", "[block_translator]") {
+  // Translated for a cache 256 MiB away, so that a copied disp32 would
+  // miss the text: it must be made to reach it from there.
+  const uint64_t cache = addr(bttest_end) + (uint64_t{256} << 20);
+  auto t = translate_block(addr(bttest_evex), code_at(addr(bttest_evex)), cache);
+  REQUIRE(t);
+  CHECK(t->instructions == 6);  // vpbroadcastb, vpcmpeqb, kmovd, popcnt, kortestd, jz
+  CHECK(t->end == addr(bttest_evex_jz) + 2);
+  const auto entry = std::find_if(t->pc_map.begin(), t->pc_map.end(),
+                                  [](const decoder::PcMapEntry& e) { return e.original == addr(bttest_evex_rip); });
+  REQUIRE(entry != t->pc_map.end());
+  constexpr std::size_t kSize = 10, kDisp = 6;  // 62 f1 75 20 74 0d disp32
+  REQUIRE(entry->offset + kSize <= t->code.size());
+  const uint8_t* copied = t->code.data() + entry->offset;
+  CHECK(std::memcmp(copied, bttest_evex_rip, kDisp) == 0);
+  int32_t original_disp = 0, copied_disp = 0;
+  std::memcpy(&original_disp, bttest_evex_rip + kDisp, 4);
+  std::memcpy(&copied_disp, copied + kDisp, 4);
+  CHECK(t->cache_address + entry->offset + kSize + copied_disp == addr(bttest_evex_rip) + kSize + original_disp);
+
+  auto gs = translate_block(addr(bttest_evex_gs), code_at(addr(bttest_evex_gs)), cache);
+  REQUIRE_FALSE(gs);
+  CHECK(gs.error().message.find("gs") != std::string::npos);
+
+  if (!__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl")) {
+    WARN("this CPU has no AVX-512BW/VL: the translations are not run");
+    return;
+  }
+  REQUIRE(bttest_evex('a') == 11);
+  REQUIRE(bttest_evex('z') == -1);
+  for (long byte : {'a', 'n', 'z'}) {
+    CAPTURE(byte);
+    Tracer tracer;
+    CHECK(tracer.run(reinterpret_cast<const void*>(bttest_evex), byte) == bttest_evex(byte));
+    std::vector<LogRecord> expected;
+    if (byte == 'z') expected.push_back({addr(bttest_evex_jz), addr(bttest_evex_none)});
+    const std::vector<LogRecord> log = normalized(tracer.log);
+    CHECK(log.size() == expected.size() + 1);
+    CHECK(std::equal(expected.begin(), expected.end(), log.begin()));
+  }
 }
 
 TEST_CASE("blocks end before what they cannot run, and untranslatable code is an error", "[block_translator]") {
