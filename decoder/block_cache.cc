@@ -37,8 +37,9 @@ BlockCache::Entry BlockCache::decoded_entry(const Block& block) {
   // An incomplete block keeps no bytes: what stopped its decoding (code
   // that could not be read) is not in them, so it is decoded again.
   // Nor does a long one (bounds the kept bytes; straight-line code that
-  // long is rare and costs only its decoding again).
-  const bool keep = entry.block.complete && !entry.block.instructions.empty() &&
+  // long is rare and costs only its decoding again). A cache that never
+  // changes readers (generation 0) never checks them, so keeps none.
+  const bool keep = generation_ > 0 && entry.block.complete && !entry.block.instructions.empty() &&
                     entry.block.instructions.back().next_address() - block.begin <= kMaxKeptBlockBytes;
   if (keep) {
     entry.bytes.resize(entry.block.instructions.back().next_address() - block.begin);

@@ -1,7 +1,6 @@
 // PtraceProcess::fork_copy: a checkpoint of the recorded program
 // (stub/process/process_copy.h).
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 
 #include <algorithm>

@@ -136,13 +136,18 @@ std::vector<std::size_t> spread_sample(std::size_t count, std::size_t samples) {
   return out;
 }
 
-uint64_t Checkpoints::memory_bytes() const {
+std::vector<const process::ProcessCopy*> Checkpoints::held_copies() const {
   std::vector<const process::ProcessCopy*> copies;
   for (const auto& [tid, thread] : threads_) {
     for (const Entry& e : thread.entries) {
       if (e.copy) copies.push_back(e.copy.get());
     }
   }
+  return copies;
+}
+
+uint64_t Checkpoints::memory_bytes() const {
+  const std::vector<const process::ProcessCopy*> copies = held_copies();
   const std::vector<std::size_t> sample = spread_sample(copies.size(), kMeasuredCopies);
   if (sample.empty()) return 0;
   uint64_t bytes = 0;
@@ -172,7 +177,7 @@ std::string Checkpoints::status() const {
                 "Checkpoints: %zu (at most %zu), %llu KiB of memory (their proportional share%s; at most %llu KiB); "
                 "%llu taken in all.\n",
                 count(), limits_.max_count, static_cast<unsigned long long>(memory_bytes() / 1024),
-                count() > kMeasuredCopies ? ", from an even sample of them" : "",
+                held_copies().size() > kMeasuredCopies ? ", from an even sample of them" : "",
                 static_cast<unsigned long long>(limits_.memory_bytes / 1024), static_cast<unsigned long long>(taken_));
   return line;
 }

@@ -117,6 +117,8 @@ class Checkpoints {
     std::optional<HistoryPoint> first_barrier(HistoryPoint from, HistoryPoint to) const;
   };
   void drop_one();  // past a limit: thins the history's checkpoints
+  // The copies memory_bytes() measures (an entry may hold none).
+  std::vector<const process::ProcessCopy*> held_copies() const;
 
   void keep_within_memory();
 
