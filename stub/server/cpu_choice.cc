@@ -1,5 +1,6 @@
 #include "stub/server/cpu_choice.h"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 
@@ -45,6 +46,21 @@ std::optional<int> quietest_cpu(const std::map<int, unsigned long long>& before,
     }
   }
   return best;
+}
+
+tracing::PackerPlacement packer_placement(int pinned, const std::vector<int>& spare, unsigned online) {
+  tracing::PackerPlacement placement;
+  if (pinned < 0) {
+    // The scheduler places every thread: a worker per CPU but one.
+    placement.workers = std::clamp<std::size_t>(online > 1 ? online - 1 : 1, 1, kMaxPackers);
+    return placement;
+  }
+  if (spare.empty()) return placement;  // one CPU for all: one worker beside the tracer, as before
+  placement.cpus = spare;
+  placement.workers = std::min(spare.size(), kMaxPackers);
+  placement.idle_worker = true;
+  placement.idle_cpus = {pinned};
+  return placement;
 }
 
 }  // namespace stub::server

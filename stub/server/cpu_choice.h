@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "stub/tracing/background_packer.h"
+
 namespace stub::server {
 
 // Idle time (idle + iowait, in USER_HZ ticks) per CPU, from /proc/stat's
@@ -23,5 +25,17 @@ std::map<int, unsigned long long> idle_ticks_by_cpu(std::string_view proc_stat);
 std::optional<int> quietest_cpu(const std::map<int, unsigned long long>& before,
                                 const std::map<int, unsigned long long>& after, const std::vector<int>& allowed,
                                 int current);
+
+// At most this many packing workers at normal priority.
+inline constexpr std::size_t kMaxPackers = 4;
+
+// Where the software tracer packs its traces (BackgroundPacker), with
+// btstub and its program pinned to `pinned` (-1: not pinned; `online`
+// CPUs then) and `spare` the other CPUs it may use: a worker on each spare
+// CPU, where it takes no turns with the tracer and the program, and one at
+// idle priority on the pinned CPU for the time those two leave it (a
+// recording waits for the packing when the spare CPUs cannot keep up: two
+// CPUs, one spare, on the machines btstub is measured on).
+tracing::PackerPlacement packer_placement(int pinned, const std::vector<int>& spare, unsigned online);
 
 }  // namespace stub::server

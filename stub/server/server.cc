@@ -9,12 +9,14 @@
 
 #include <boost/asio.hpp>
 #include <csignal>
+#include <thread>
 #include <cstdio>
 
 #include "stub/tracing/backend_probe.h"
 #include "stub/tracing/trace_size.h"
 #include "stub/server/connection.h"
 #include "stub/server/cpu_affinity.h"
+#include "stub/server/cpu_choice.h"
 #include "stub/process/ptrace_process.h"
 #include "stub/process/shell_command.h"
 
@@ -197,8 +199,7 @@ Expected<std::unique_ptr<SoftwareTracer>> Server::make_software_tracer() const {
     limits->memory_bytes = command_line_.checkpoint_memory;
   }
   (*tracer)->set_checkpoint_limits(limits);
-  // Packing there takes no turns with the tracer and the program.
-  (*tracer)->set_packer_cpus(spare_cpus_);
+  (*tracer)->set_packer_placement(packer_placement(pinned_cpu_, spare_cpus_, std::thread::hardware_concurrency()));
   return tracer;
 }
 
@@ -209,6 +210,7 @@ int Server::run() {
     if (auto pinned = pin_to_quiet_cpu(); !pinned) {
       std::fprintf(stderr, "btstub: warning: %s; running unpinned\n", pinned.error().message.c_str());
     } else {
+      pinned_cpu_ = pinned->cpu;
       spare_cpus_ = std::move(pinned->others);
     }
   }

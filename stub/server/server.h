@@ -59,7 +59,9 @@ class Server final : public ProcessFactory {
   Expected<std::unique_ptr<SoftwareTracer>> make_software_tracer() const;
 
   CommandLine command_line_;
-  // The CPUs btstub may use but the one it pinned itself to (run()).
+  // The CPU btstub pinned itself to (run(); -1: not pinned), and the
+  // others it may use.
+  int pinned_cpu_ = -1;
   std::vector<int> spare_cpus_;
   // Destroyed last: the terminal goes back to its owner once every program
   // is gone.

@@ -3,15 +3,24 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
+
+#include <algorithm>
 
 namespace stub::tracing {
 
-BackgroundPacker::BackgroundPacker(std::vector<int> cpus) : cpus_(std::move(cpus)) {
-  // The worker inherits the mask it is created with.
+BackgroundPacker::BackgroundPacker(PackerPlacement placement) {
+  // The workers inherit the mask they are created with.
   sigset_t all, before;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &before);
-  worker_ = std::thread([this] { work(); });
+  const std::size_t normal = std::max<std::size_t>(1, placement.workers);
+  for (std::size_t i = 0; i < normal; ++i) {
+    workers_.emplace_back([this, cpus = placement.cpus] { work(cpus, false); });
+  }
+  if (placement.idle_worker) {
+    workers_.emplace_back([this, cpus = placement.idle_cpus] { work(cpus, true); });
+  }
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 
@@ -23,7 +32,9 @@ BackgroundPacker::~BackgroundPacker() {
     left.swap(jobs_);
   }
   wake_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  for (std::thread& worker : workers_) {
+    if (worker.joinable()) worker.join();
+  }
   for (auto& [inbox, job] : left) {
     decoder::PackResult unpacked;
     unpacked.first_sequence = job.first_sequence;
@@ -52,10 +63,19 @@ void run_on(const std::vector<int>& cpus) {
   (void)sched_setaffinity(0, sizeof set, &set);  // else it stays where it was started
 }
 
+// Runs the calling thread only when its CPU has nothing else to run.
+void run_when_idle() {
+  sched_param none{};
+  if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) != 0) {
+    (void)setpriority(PRIO_PROCESS, 0, 19);  // the next best: the lowest nice value's weight
+  }
+}
+
 }  // namespace
 
-void BackgroundPacker::work() {
-  run_on(cpus_);
+void BackgroundPacker::work(const std::vector<int>& cpus, bool idle) {
+  run_on(cpus);
+  if (idle) run_when_idle();
   auto insns = decoder::InstructionDecoder::create();
   std::optional<decoder::SegmentPacker> packer;
   if (insns) packer.emplace(std::move(*insns));

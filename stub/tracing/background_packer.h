@@ -1,11 +1,15 @@
 #pragma once
-// A decoder::ChunkPacker that packs on one worker thread, so that sealing
-// a trace's chunks as PT segments costs the recording nothing while a core
-// is free: the tracer hands a chunk over and goes on; the worker packs
+// A decoder::ChunkPacker that packs on worker threads, so that sealing a
+// trace's chunks as PT segments costs the recording nothing while a core
+// is free: the tracer hands a chunk over and goes on; the workers pack
 // while the tracer waits for the program's next stop. One serves every
-// thread's trace (SoftwareTracer). The worker blocks every signal: they are
-// the server's to take, on its own thread.
+// thread's trace (SoftwareTracer). Jobs are independent (a trace collects
+// each result by its first sequence number, decoder/block_trace.h), so
+// any worker takes the next one; each keeps its own decoded blocks
+// (decoder::SegmentPacker). The workers block every signal: they are the
+// server's to take, on its own thread.
 #include <condition_variable>
+#include <cstddef>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -17,27 +21,39 @@
 
 namespace stub::tracing {
 
+// Where the workers run.
+struct PackerPlacement {
+  // `workers` at normal priority on `cpus` (empty: where the thread
+  // creating the packer may run).
+  std::vector<int> cpus;
+  std::size_t workers = 1;
+  // One more at idle priority (SCHED_IDLE) on `idle_cpus` (empty: as
+  // above): it packs on the CPU the tracer and the program share in the
+  // time they leave it, and gives way to either at once.
+  bool idle_worker = false;
+  std::vector<int> idle_cpus;
+};
+
 class BackgroundPacker final : public decoder::ChunkPacker {
  public:
-  // The worker runs on `cpus` (empty: where the thread creating it may).
-  explicit BackgroundPacker(std::vector<int> cpus = {});
+  explicit BackgroundPacker(PackerPlacement placement = {});
   // Jobs not started are put back unpacked (their chunks stay explicit);
-  // the one running finishes first.
+  // the ones running finish first.
   ~BackgroundPacker() override;
   BackgroundPacker(const BackgroundPacker&) = delete;
   BackgroundPacker& operator=(const BackgroundPacker&) = delete;
 
   void submit(std::shared_ptr<decoder::PackInbox> inbox, decoder::PackJob job) override;
+  std::size_t workers() const { return workers_.size(); }
 
  private:
-  void work();
+  void work(const std::vector<int>& cpus, bool idle);
 
-  std::vector<int> cpus_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob>> jobs_;
   bool stopping_ = false;
-  std::thread worker_;
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace stub::tracing

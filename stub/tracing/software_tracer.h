@@ -34,6 +34,7 @@
 
 #include "decoder/block_trace.h"
 #include "decoder/instruction.h"
+#include "stub/tracing/background_packer.h"
 #include "stub/tracing/checkpoints.h"
 #include "stub/tracing/code_writes.h"
 #include "stub/tracing/software_tracer_blocks.h"
@@ -95,9 +96,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // Checkpoints under whole-program recording (stub/tracing/checkpoints.h);
   // nullopt takes none.
   void set_checkpoint_limits(std::optional<Checkpoints::Limits> limits);
-  // Where the packing worker runs (BackgroundPacker), if set before the
-  // first trace starts: CPUs the tracer and the program are not on.
-  void set_packer_cpus(std::vector<int> cpus) { packer_cpus_ = std::move(cpus); }
+  // Where the packing workers run (BackgroundPacker), if set before the
+  // first trace starts.
+  void set_packer_placement(PackerPlacement placement) { packer_placement_ = std::move(placement); }
   // Forgets decoded code (e.g. after the client wrote into code).
   void invalidate_code() { forget_code(); }
   // Whether every thread of the program is traced (and so every system
@@ -269,9 +270,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   bool untraced_met_ = false;   // since the last enable: an untraced thread met a kept int3
   TracedThreadControl* control_ = nullptr;
   std::map<pid_t, ThreadState> threads_;
-  // Packs every trace's chunks on a worker thread (made with the first trace).
+  // Packs every trace's chunks on worker threads (made with the first trace).
   std::shared_ptr<decoder::ChunkPacker> packer_;
-  std::vector<int> packer_cpus_;
+  PackerPlacement packer_placement_;
   // Plans by entry transfer address (null: it gets a stop of its own),
   // shared with the threads following them (plans are made per stop).
   // Decided once, so that no int3 is ever put on a transfer some plan runs

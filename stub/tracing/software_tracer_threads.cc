@@ -56,7 +56,7 @@ void SoftwareTracer::start_trace(ThreadState& t, pid_t tid, bool stopped) {
   t.trace = std::make_unique<decoder::BlockTrace>(0, decoder::bts_records_for_bytes(config_.buffer_bytes),
                                                   config_.overflow);
   t.trace->set_code(std::make_shared<LiveCode>(&control_));  // PT chunks
-  if (!packer_) packer_ = std::make_shared<BackgroundPacker>(packer_cpus_);
+  if (!packer_) packer_ = std::make_shared<BackgroundPacker>(packer_placement_);
   t.trace->set_packer(packer_);  // ... packed off the tracer's path
   if (stopped && control_ != nullptr) {
     if (auto regs = control_->read_registers(tid)) ensure_origin(t, regs->get_u64(protocol::Amd64Reg::rip));

@@ -198,18 +198,25 @@ TEST_CASE("chunk packer: a snapshot reads each page once, however often the bloc
   CHECK(log.reads == std::vector<uint64_t>{Top});
 }
 
-TEST_CASE("chunk packer: the background packer packs on its own thread; wait_packed collects all") {
+TEST_CASE("chunk packer: the background packer packs on its own threads; wait_packed collects all") {
   Code code;
-  auto packer = std::make_shared<stub::tracing::BackgroundPacker>();
-  BlockTrace trace(B, 100000);
-  trace.set_code(code.reader);
-  trace.set_packer(packer);
-  const std::vector<Branch> all = fill(trace, 6 * BlockTrace::kChunkBranches + 1, true);
-  trace.wait_packed();
-  CHECK(trace.pt_chunks() == 6);
-  for (uint64_t seq = 0; seq < all.size(); ++seq) {
-    REQUIRE(trace.at(seq) == all[seq]);
-    REQUIRE(trace.stack_at(seq) == stack_for(seq));
+  // One worker; three and one at idle priority, finishing jobs in any order.
+  stub::tracing::PackerPlacement several;
+  several.workers = 3;
+  several.idle_worker = true;
+  for (const stub::tracing::PackerPlacement& placement : {stub::tracing::PackerPlacement{}, several}) {
+    auto packer = std::make_shared<stub::tracing::BackgroundPacker>(placement);
+    CHECK(packer->workers() == placement.workers + (placement.idle_worker ? 1 : 0));
+    BlockTrace trace(B, 100000);
+    trace.set_code(code.reader);
+    trace.set_packer(packer);
+    const std::vector<Branch> all = fill(trace, 12 * BlockTrace::kChunkBranches + 1, true);
+    trace.wait_packed();
+    CHECK(trace.pt_chunks() == 12);
+    for (uint64_t seq = 0; seq < all.size(); ++seq) {
+      REQUIRE(trace.at(seq) == all[seq]);
+      REQUIRE(trace.stack_at(seq) == stack_for(seq));
+    }
   }
   // Going away with jobs queued: the traces keep their chunks explicit.
   BlockTrace other(B, 100000);

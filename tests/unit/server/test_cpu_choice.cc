@@ -44,3 +44,28 @@ TEST_CASE("ties and missing samples keep the CPU btstub runs on", "[cpu_choice]"
   // The current CPU not allowed (a stale sched_getcpu): the first allowed.
   CHECK(quietest_cpu({}, {}, {2, 3}, 0) == 2);
 }
+
+TEST_CASE("the packing workers go to the spare CPUs, one more at idle priority beside the tracer", "[cpu_choice]") {
+  using stub::server::packer_placement;
+  // Pinned to CPU 0 of two: one worker on CPU 1, the idle one on CPU 0.
+  auto two = packer_placement(0, {1}, 2);
+  CHECK(two.cpus == std::vector<int>{1});
+  CHECK(two.workers == 1);
+  CHECK(two.idle_worker);
+  CHECK(two.idle_cpus == std::vector<int>{0});
+  // Many spare CPUs: at most kMaxPackers workers there.
+  auto many = packer_placement(3, {0, 1, 2, 4, 5, 6, 7}, 8);
+  CHECK(many.cpus == std::vector<int>{0, 1, 2, 4, 5, 6, 7});
+  CHECK(many.workers == stub::server::kMaxPackers);
+  CHECK(many.idle_cpus == std::vector<int>{3});
+  // One CPU for everything: one worker beside the tracer, none idle.
+  auto one = packer_placement(2, {}, 4);
+  CHECK(one.cpus.empty());
+  CHECK(one.workers == 1);
+  CHECK_FALSE(one.idle_worker);
+  // Not pinned: the scheduler places a worker per CPU but one.
+  CHECK(packer_placement(-1, {}, 1).workers == 1);
+  CHECK(packer_placement(-1, {}, 3).workers == 2);
+  CHECK(packer_placement(-1, {}, 64).workers == stub::server::kMaxPackers);
+  CHECK_FALSE(packer_placement(-1, {}, 64).idle_worker);
+}
