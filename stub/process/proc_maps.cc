@@ -1,6 +1,11 @@
 #include "stub/process/proc_maps.h"
 
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -57,6 +62,74 @@ std::optional<uint64_t> free_page_near(const std::vector<MemoryMapping>& maps, u
     if (!last) gap_begin = std::max(gap_begin, maps[i].end);
   }
   return best;
+}
+
+namespace {
+
+// PROCMAP_QUERY's ABI (include/uapi/linux/fs.h), which older headers lack.
+struct ProcmapQuery {
+  uint64_t size;
+  uint64_t query_flags;
+  uint64_t query_addr;
+  uint64_t vma_start;
+  uint64_t vma_end;
+  uint64_t vma_flags;
+  uint64_t vma_page_size;
+  uint64_t vma_offset;
+  uint64_t inode;
+  uint32_t dev_major;
+  uint32_t dev_minor;
+  uint32_t vma_name_size;
+  uint32_t build_id_size;
+  uint64_t vma_name_addr;
+  uint64_t build_id_addr;
+};
+constexpr uint64_t kQueryReadable = 0x01, kQueryWritable = 0x02, kQueryExecutable = 0x04, kQueryShared = 0x08;
+constexpr uint64_t kQueryCoveringOrNext = 0x10;
+constexpr unsigned long kProcmapQuery = _IOWR('f', 17, ProcmapQuery);
+static_assert(sizeof(ProcmapQuery) == 104 && kProcmapQuery == 0xc0686611);
+
+// nullopt: this kernel does not answer PROCMAP_QUERY.
+std::optional<std::vector<MemoryMapping>> query_shared(int fd) {
+  std::vector<MemoryMapping> out;
+  uint64_t from = 0;
+  for (;;) {
+    ProcmapQuery q{};
+    q.size = sizeof q;
+    q.query_flags = kQueryCoveringOrNext | kQueryShared;
+    q.query_addr = from;
+    if (::ioctl(fd, kProcmapQuery, &q) != 0) {
+      if (errno == ENOENT) return out;  // none further up
+      if (errno == EINTR) continue;
+      return std::nullopt;
+    }
+    if (q.vma_end <= from) return std::nullopt;  // not moving on: not trusted
+    out.push_back({q.vma_start, q.vma_end, (q.vma_flags & kQueryReadable) != 0, (q.vma_flags & kQueryWritable) != 0,
+                   (q.vma_flags & kQueryExecutable) != 0, (q.vma_flags & kQueryShared) != 0, false, {}});
+    from = q.vma_end;
+  }
+}
+
+}  // namespace
+
+std::optional<std::vector<MemoryMapping>> query_shared_maps(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/maps";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  auto queried = query_shared(fd);
+  ::close(fd);
+  return queried;
+}
+
+std::optional<std::vector<MemoryMapping>> read_shared_maps(pid_t pid) {
+  if (auto queried = query_shared_maps(pid)) return queried;
+  std::vector<MemoryMapping> all = read_maps(pid);
+  if (all.empty()) return std::nullopt;
+  std::vector<MemoryMapping> shared;
+  for (MemoryMapping& m : all) {
+    if (m.shared) shared.push_back(std::move(m));
+  }
+  return shared;
 }
 
 std::vector<MemoryMapping> read_maps(pid_t pid) {

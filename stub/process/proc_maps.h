@@ -31,5 +31,13 @@ std::optional<uint64_t> free_page_near(const std::vector<MemoryMapping>& maps, u
                                        uint64_t page_size);
 // The maps of `pid`; empty when they cannot be read.
 std::vector<MemoryMapping> read_maps(pid_t pid);
+// Only the shared ones (MAP_SHARED, 's' in the maps), without their names:
+// asked of the kernel one at a time (PROCMAP_QUERY, Linux 6.11) where it
+// can, which is much cheaper than the text of every mapping (a checkpoint
+// needs them, one each 700 branches); else read_maps() filtered. nullopt
+// when neither can be read.
+std::optional<std::vector<MemoryMapping>> read_shared_maps(pid_t pid);
+// The PROCMAP_QUERY half of it; nullopt when the kernel does not answer.
+std::optional<std::vector<MemoryMapping>> query_shared_maps(pid_t pid);
 
 }  // namespace stub::process

@@ -122,8 +122,9 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
   // The stop may be a signal's, delivered when the thread resumes: the
   // injected clone ends in a trap stop of its own, so the signal's siginfo
   // is put back for that delivery.
-  const std::vector<MemoryMapping> maps = read_maps(pid_);
-  if (maps.empty()) return make_error(ErrorCode::Internal, "Cannot read the program's memory maps");
+  const std::optional<std::vector<MemoryMapping>> shared = read_shared_maps(pid_);
+  if (!shared) return make_error(ErrorCode::Internal, "Cannot read the program's memory maps");
+  const std::vector<MemoryMapping>& maps = *shared;
   auto pc = read_pc(tid);
   if (!pc) return pc.error();
   // The clone borrows the bytes at the pc for its `syscall`, and so would
