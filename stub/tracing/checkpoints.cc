@@ -106,8 +106,13 @@ void Checkpoints::drop_one() {
   const uint64_t newest = entries.back().at.sequence;
   std::size_t victim = 0;
   double best = std::numeric_limits<double>::infinity();
+  // Entries and barriers are both in order: one pass over each (this runs
+  // at every checkpoint taken once the count is at its limit).
+  const std::deque<HistoryPoint>& barriers = most->barriers;
+  auto barrier = barriers.begin();
   for (std::size_t i = 1; i + 1 < entries.size(); ++i) {
-    if (most->first_barrier(entries[i - 1].at, entries[i].at)) continue;
+    while (barrier != barriers.end() && *barrier < entries[i - 1].at) ++barrier;
+    if (barrier != barriers.end() && *barrier < entries[i].at) continue;  // first_barrier(i - 1, i)
     const double span = static_cast<double>(entries[i + 1].at.sequence - entries[i - 1].at.sequence);
     const double age = static_cast<double>(newest - entries[i].at.sequence + 1);
     if (span / age < best) {
