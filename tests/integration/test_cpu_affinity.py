@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """btstub binds itself and its program to one CPU (stub/server/
-cpu_affinity.h); the software tracer's packing worker (stub/tracing/
-background_packer.h) runs on the other CPUs btstub was allowed, and never
-outside the set it was started with.
+cpu_affinity.h); the software tracer's packing workers (stub/tracing/
+background_packer.h) run on the other CPUs btstub was allowed (one each,
+at most 4), one more at idle priority (SCHED_IDLE) on btstub's own CPU,
+and never outside the set it was started with.
 
 record_workload at -O2, 300 rounds (about 40 chunks sealed and packed),
 under `btstub --record`, run by gdb to bench_end through `target remote |
 taskset -c CPUS btstub ...`. There gdb's python reads the CPUs every
 thread of the program and of btstub (its parent) may run on:
 - CPUS = every CPU this test may use: the program and btstub's first
-  thread on one CPU of them; the worker on all the others (needs two);
-- CPUS = one CPU: everything, the worker too, on that CPU;
+  thread on one CPU of them; a worker for each of the others (needs two)
+  allowed on all of them, and the idle one on btstub's CPU;
+- CPUS = one CPU: everything, the one worker too, on that CPU;
 - every CPU, while a process spins on one of them (as another btstub
   recording does): btstub binds itself to another (stub/server/
   cpu_choice.h), for each CPU in turn, twice. Pinned where it started,
@@ -31,13 +33,17 @@ import time
 
 from harness import program, run_gdb, run_test, server_path
 
-# One line a thread: "<program|btstub> <pid> <tid> <Cpus_allowed_list>".
+# One line a thread: "<program|btstub> <pid> <tid> <Cpus_allowed_list>
+# <scheduling policy>" (/proc/PID/task/TID/stat's 41st field).
 SHOW_THREADS = (
     "python import os, re; pid = gdb.selected_inferior().pid; "
     "ppid = int(re.search(r'PPid:\\s+(\\d+)', open('/proc/%d/status' % pid).read()).group(1)); "
-    "print('\\n'.join('THREAD %s %d %s %s' % (who, p, t, re.search(r'Cpus_allowed_list:\\s+(\\S+)', "
-    "open('/proc/%d/task/%s/status' % (p, t)).read()).group(1)) "
+    "print('\\n'.join('THREAD %s %d %s %s %s' % (who, p, t, re.search(r'Cpus_allowed_list:\\s+(\\S+)', "
+    "open('/proc/%d/task/%s/status' % (p, t)).read()).group(1), "
+    "open('/proc/%d/task/%s/stat' % (p, t)).read().rsplit(')', 1)[1].split()[38]) "
     "for who, p in (('program', pid), ('btstub', ppid)) for t in os.listdir('/proc/%d/task' % p)))")
+SCHED_IDLE = 5
+MAX_PACKERS = 4  # stub/server/cpu_choice.h kMaxPackers
 
 
 def cpu_list(text):
@@ -56,8 +62,8 @@ def threads_under(cpus):
     threads = []
     for line in (r.of(2) or "").splitlines():
         fields = line.split()
-        if len(fields) == 5 and fields[0] == "THREAD":
-            threads.append((fields[1], int(fields[2]), int(fields[3]), cpu_list(fields[4])))
+        if len(fields) == 6 and fields[0] == "THREAD":
+            threads.append((fields[1], int(fields[2]), int(fields[3]), cpu_list(fields[4]), int(fields[5])))
     return r, threads
 
 
@@ -67,7 +73,8 @@ def check_all_cpus(c, allowed):
     c.contains("the program stops at bench_end", r.of(1), "Breakpoint 1, ", ctx)
     program_threads = [t for t in threads if t[0] == "program"]
     main = [t for t in threads if t[0] == "btstub" and t[1] == t[2]]
-    workers = [t for t in threads if t[0] == "btstub" and t[1] != t[2]]
+    workers = [t for t in threads if t[0] == "btstub" and t[1] != t[2] and t[4] != SCHED_IDLE]
+    idle = [t for t in threads if t[0] == "btstub" and t[1] != t[2] and t[4] == SCHED_IDLE]
     c.true("the program's threads and btstub's are listed", program_threads and main, ctx)
     if not (program_threads and main):
         return
@@ -75,18 +82,23 @@ def check_all_cpus(c, allowed):
     c.true("btstub's first thread is on one CPU of those allowed",
            len(pinned) == 1 and pinned <= allowed, ctx)
     c.true("the program is on that CPU", all(t[3] == pinned for t in program_threads), ctx)
-    c.equal("btstub has one more thread: the packing worker", len(workers), 1, ctx)
-    for _, _, tid, cpus in workers:
+    c.equal("btstub has a packing worker for each other CPU (at most %d)" % MAX_PACKERS, len(workers),
+            min(len(allowed - pinned), MAX_PACKERS), ctx)
+    for _, _, tid, cpus, _ in workers:
         c.equal("the worker (thread %d) runs on every allowed CPU but btstub's" % tid,
                 sorted(cpus), sorted(allowed - pinned), ctx)
+    c.equal("btstub has one packing worker at idle priority", len(idle), 1, ctx)
+    for _, _, tid, cpus, _ in idle:
+        c.equal("the idle worker (thread %d) runs on btstub's CPU" % tid, sorted(cpus), sorted(pinned), ctx)
 
 
 def check_one_cpu(c, cpu):
     r, threads = threads_under({cpu})
     ctx = r.transcript()
     c.contains("the program stops at bench_end", r.of(1), "Breakpoint 1, ", ctx)
-    c.true("btstub has its worker thread", sum(1 for t in threads if t[0] == "btstub") == 2, ctx)
-    for who, _, tid, cpus in threads:
+    c.true("btstub has its worker thread, none at idle priority",
+           sum(1 for t in threads if t[0] == "btstub") == 2 and all(t[4] != SCHED_IDLE for t in threads), ctx)
+    for who, _, tid, cpus, _ in threads:
         c.equal("%s thread %d stays on CPU %d, as taskset asked" % (who, tid, cpu), sorted(cpus), [cpu], ctx)
 
 
