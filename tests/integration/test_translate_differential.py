@@ -23,7 +23,11 @@ through null and wild function pointers (faults the program recovers
 from: in the cache they go through the table of indirect targets), fork and
 vfork (the children detached: this client offers no fork events), an exec
 of the program itself (the trace and the cache start again in the new
-image; the run goes on from the exec stop as gdb does), and a program that
+image; the run goes on from the exec stop as gdb does), values, watched
+memory, shared memory, vector registers, an RTM transaction, the program's
+own int3s, faults recovered by handlers (the other programs of
+tests/programs that run alone to their end the same each time), and a
+program that
 rewrites a function it has run (code_rewrite, checked on its own:
 check_code_rewrite), and one that unloads a shared library it ran and
 loads another build of it at the same address (code_swap, checked on
@@ -32,7 +36,8 @@ translations, and the ptrace tracer must not write the int3s it kept in
 the first one into the second: it did, and the program died of SIGILL).
 
 Threaded programs (trace_threads: three threads through shared code at
-once; past_join: a thread that runs and is joined) are compared thread by
+once; past_join: a thread that runs and is joined; tls_threads and
+threads: short workers using thread-local storage) are compared thread by
 thread, threads matched by their order of creation, each cut to the
 program's own code (translate_compare.py says why).
 
@@ -63,14 +68,33 @@ PROGRAMS = [
     ("forker", []),  # fork and vfork children, detached (the client offers no fork events)
     ("execer", []),  # execs itself: the trace and the cache start again in the new image
     ("null_call", []),  # calls and a tail jump to 0 and wild addresses, each fault recovered
+    # The other programs of tests/programs that run to their end alone and
+    # the same each time (the ones that need a client's stops, sleep for
+    # signals or timers, or die, are elsewhere):
+    ("past_values", []),
+    ("past_hot_loop", []),
+    ("past_signals", []),  # handlers, sigreturn
+    ("past_watch", []),
+    ("past_shared", []),  # MAP_SHARED memory written
+    ("vector_regs", []),  # x87, SSE, AVX registers set and read
+    ("xbegin_abort", []),  # RTM: its block is left to int3s
+    ("basic", []),
+    ("exit_paths", []),
+    ("own_int3", []),  # the program's own int3s, SIGTRAP handled
+    ("segv_steps", []),  # faults recovered by a handler
+    ("stepper", []),
 ]
 
-# (program, arguments, function): threads whose own code runs a fixed path
-# (the C library's thread start, barriers and joins aside), each read where
-# it runs the last ret of `function`, the first thread at the end.
+# (program, arguments, function, fewest blocks): threads whose own code
+# runs a fixed path (the C library's thread start, barriers and joins
+# aside), each read where it runs the last ret of `function`, the first
+# thread at the end; each thread's own code holds more than the fewest
+# blocks under int3s (tls_threads and threads run short workers).
 THREADED = [
-    ("trace_threads", [], "worker"),
-    ("past_join", [], "worker"),
+    ("trace_threads", [], "worker", 1000),
+    ("past_join", [], "worker", 1000),
+    ("tls_threads", [], "worker", 10),
+    ("threads", [], "worker", 10),
 ]
 
 # What code_rewrite prints natively for the ways of rewriting code that
@@ -143,12 +167,12 @@ def main(args, c):
     for opt in ("O0", "O2"):
         prog = program("code_swap", opt)
         check_code_swap(c, "code_swap_" + opt, record(prog, [], "int3"), record(prog, [], "translate"))
-    for name, prog_args, function in THREADED:
+    for name, prog_args, function, fewest in THREADED:
         for opt in ("O0", "O2"):
             prog = program(name, opt)
             label = "%s_%s" % (name, opt)
             check_same_threads(c, label, record_threads(prog, prog_args, "int3", function),
-                               record_threads(prog, prog_args, "translate", function))
+                               record_threads(prog, prog_args, "translate", function), min_blocks=fewest)
 
 
 if __name__ == "__main__":
