@@ -17,7 +17,8 @@ bench_begin and bench_end, with getppid() after each round if SYSCALLS is 1.
            (`--checkpoint-memory=0`), the four interleaved, --repeat times.
            --start-at-begin: `monitor record start` at bench_begin instead
            of --record (the tracer then has planted no int3s in the
-           start-up code).
+           start-up code). --trace-stops=MODE passes btstub's option
+           (translate: the translating tracer).
            Prints the median seconds, the overhead of checkpoints in %, and
            from `monitor record status` at bench_end the branches recorded
            (the whole history, from the first instruction), the checkpoints
@@ -165,8 +166,10 @@ TIME_CONTINUE = [
 # --------------------------------------------------------------------------
 # record
 
-def record_once(prog, workload, checkpoints, rounds, inner, at_begin):
+def record_once(prog, workload, checkpoints, rounds, inner, at_begin, trace_stops=None):
     options = ["--trace-size=64m"] + ([] if at_begin else ["--record"])
+    if trace_stops:
+        options.append("--trace-stops=" + trace_stops)
     if not checkpoints:
         options.append("--checkpoint-memory=0")
     args = [rounds, inner, 1 if workload == "syscalls" else 0]
@@ -203,12 +206,14 @@ def bench_record(args, prog):
                   (s[0], "on" if s[1] else "off", i + 1),
                   file=sys.stderr, flush=True)
             runs[s].append(record_once(prog, s[0], s[1], args.rounds,
-                                       args.inner, args.start_at_begin))
+                                       args.inner, args.start_at_begin, args.trace_stops))
     insns = args.rounds * args.inner * INSNS_PER_ITERATION
-    print("checkpoint_bench record: %s %d %d, %s, at %s, %s, load average %s"
+    print("checkpoint_bench record: %s %d %d, %s%s, at %s, %s, load average %s"
           % (os.path.basename(prog), args.rounds, args.inner,
              "`monitor record start` at bench_begin" if args.start_at_begin
-             else "--record", git_head(), now(), load_average()))
+             else "--record",
+             " --trace-stops=" + args.trace_stops if args.trace_stops else "",
+             git_head(), now(), load_average()))
     print()
     print("Timed: bench_begin -> bench_end, %d rounds of %d instructions "
           "(%d in work()); `syscalls` adds a getppid() per round." % (
@@ -459,6 +464,8 @@ def main():
     rec.add_argument("--start-at-begin", action="store_true",
                      help="record from bench_begin (`monitor record start`) "
                      "instead of from the first instruction (--record)")
+    rec.add_argument("--trace-stops", default=None,
+                     help="btstub's --trace-stops (e.g. translate); its default when not given")
     rev = sub.add_parser("reverse")
     rev.add_argument("--lengths", default="1e3,1e6,1e7",
                      help="history lengths in instructions")

@@ -18,7 +18,8 @@ asm(R"(
   .globl bttest_forms_je32, bttest_forms_eq, bttest_forms_ret
   .globl bttest_retimm, bttest_retimm_site, bttest_retimm_back, bttest_retimm_callee, bttest_retimm_ret
   .globl bttest_syscall, bttest_syscall_ret, bttest_stop, bttest_stop_at, bttest_ud2
-  .globl bttest_evex, bttest_evex_rip, bttest_evex_jz, bttest_evex_none, bttest_evex_ret, bttest_evex_gs
+  .globl bttest_evex, bttest_evex_rip, bttest_evex_jz, bttest_evex_test, bttest_evex_none, bttest_evex_ret
+  .globl bttest_evex_gs
 bttest_begin:
 bttest_straight:                    # 2 * (data + rdi) + (data == 40)
   mov rax, qword ptr [rip + bttest_data]
@@ -201,8 +202,9 @@ bttest_evex_rip:                    # the forms below are unknown to Capstone 4.
   kmovd eax, k1
   popcnt eax, eax
   kortestd k1, k1
-bttest_evex_jz:
+bttest_evex_jz:                     # rel8 or rel32: a global target may be either
   jz bttest_evex_none
+bttest_evex_test:
   vptestnmb k2, ymm17, ymm17        # k2 = 0 unless dil is 0
   kmovd ecx, k2
   add eax, ecx

@@ -533,7 +533,7 @@ TEST_CASE("VEX and EVEX forms Capstone does not know are copied, a RIP-relative 
   auto t = translate_block(addr(bttest_evex), code_at(addr(bttest_evex)), cache);
   REQUIRE(t);
   CHECK(t->instructions == 6);  // vpbroadcastb, vpcmpeqb, kmovd, popcnt, kortestd, jz
-  CHECK(t->end == addr(bttest_evex_jz) + 2);
+  CHECK(t->end == addr(bttest_evex_test));
   const auto entry = std::find_if(t->pc_map.begin(), t->pc_map.end(),
                                   [](const decoder::PcMapEntry& e) { return e.original == addr(bttest_evex_rip); });
   REQUIRE(entry != t->pc_map.end());
