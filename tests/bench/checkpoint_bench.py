@@ -156,6 +156,13 @@ def status_numbers(text):
             int(c.group(1)) if c else 0, int(c.group(2)) if c else 0)
 
 
+def taken_in_all(text):
+    """Checkpoints added since recording began (`N taken in all`): the
+    held count stops at its limit (1,024), this one does not."""
+    m = re.search(r"(\d+) taken in all", text)
+    return int(m.group(1)) if m else None
+
+
 TIME_CONTINUE = [
     "python import time; _t0 = time.perf_counter()",
     "continue",
@@ -187,14 +194,16 @@ def record_once(prog, workload, checkpoints, rounds, inner, at_begin, trace_stop
     secs = re.search(r"^BENCH_SECONDS ([0-9.]+)$", text, re.M)
     after = text.split("BENCH_STATUS", 1)[-1]
     branches, count, kib = status_numbers(after)
-    begin = status_numbers(text.split("BENCH_BEGIN", 1)[-1].split(
-        "BENCH_SECONDS", 1)[0])
+    begin_text = text.split("BENCH_BEGIN", 1)[-1].split("BENCH_SECONDS", 1)[0]
+    begin = status_numbers(begin_text)
     if not secs or "bench_end" not in text or branches is None:
         raise harness.HarnessError("run did not complete:\n$ %s\n%s" % (
             shlex.join(argv), text[-4000:]))
     return {"seconds": float(secs.group(1)), "branches": branches,
             "checkpoints": count, "kib": kib, "argv": argv,
-            "taken": count - begin[1]}
+            "taken": (taken_in_all(after) - taken_in_all(begin_text)
+                      if taken_in_all(after) is not None and taken_in_all(begin_text) is not None
+                      else count - begin[1])}
 
 
 def bench_record(args, prog):
