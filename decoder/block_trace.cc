@@ -78,22 +78,51 @@ bool BlockTrace::make_room() {
 void BlockTrace::set_packer(std::shared_ptr<ChunkPacker> packer) {
   packer_ = std::move(packer);
   inbox_ = packer_ ? std::make_shared<PackInbox>() : nullptr;
+  backlog_.clear();
 }
 
-bool BlockTrace::hand_to_packer(const Chunk& chunk, const std::vector<Branch>& branches,
-                                const std::vector<StackSnapshot>& stacks) {
-  if (!packer_ || !codec_ || inbox_->pending() >= kMaxPendingPacks) return false;
+BlockTrace::Handing BlockTrace::hand_to_packer(const Chunk& chunk, const std::vector<Branch>& branches,
+                                               const std::vector<StackSnapshot>& stacks) {
+  if (!packer_ || !codec_) return Handing::Refused;
+  if (inbox_->pending() >= kMaxPendingPacks) return Handing::Busy;
   auto code = CodeSnapshot::take(codec_->code(), chunk.previous_to, branches, kMaxPackPages);
-  if (!code) return false;
+  if (!code) return Handing::Refused;
   PackJob job{chunk.first_sequence, chunk.previous_to, branches, with_stacks_ ? stacks : std::vector<StackSnapshot>{},
               std::move(code)};
   inbox_->expect_one();
   packer_->submit(inbox_, std::move(job));
-  return true;
+  return Handing::Handed;
+}
+
+// The chunk's code is read now, not when it was sealed: if it changed
+// since, the packer's check (the packets must decode to exactly the
+// branches) keeps the chunk explicit, and a chunk packed over bytes that
+// still give the same branches holds their hash, as one packed then would.
+void BlockTrace::feed_backlog() {
+  std::vector<Branch> branches;
+  std::vector<StackSnapshot> stacks;
+  while (!backlog_.empty()) {
+    const uint64_t first = backlog_.back();
+    auto it = std::lower_bound(chunks_.begin(), chunks_.end(), first,
+                               [](const Chunk& c, uint64_t seq) { return c.first_sequence < seq; });
+    if (it == chunks_.end() || it->first_sequence != first || it->pt) {  // dropped, or packed meanwhile
+      backlog_.pop_back();
+      continue;
+    }
+    branches.clear();
+    stacks.clear();
+    if (!decode_branch_chunk(it->bytes, it->previous_to, with_stacks_, it->count, branches, stacks)) {
+      backlog_.pop_back();
+      continue;
+    }
+    if (hand_to_packer(*it, branches, stacks) == Handing::Busy) return;
+    backlog_.pop_back();  // handed, or refused: it stays explicit
+  }
 }
 
 void BlockTrace::collect_packed() {
   if (!inbox_) return;
+  if (!backlog_.empty()) feed_backlog();
   for (PackResult& packed : inbox_->take()) {
     if (!packed.segment) continue;
     // The chunk, unless its branches were dropped since.
@@ -106,8 +135,10 @@ void BlockTrace::collect_packed() {
 
 void BlockTrace::wait_packed() {
   if (!inbox_) return;
-  inbox_->wait_idle();
-  collect_packed();
+  do {
+    inbox_->wait_idle();
+    collect_packed();  // hands the backlog's next chunks
+  } while (inbox_->pending() != 0);
 }
 
 // The same branches as the explicit chunk `index` holds, as a PT segment
@@ -145,8 +176,12 @@ void BlockTrace::seal_open_chunk(std::size_t count) {
   Chunk chunk{open_first_sequence(), open_previous_to_, {}};
   chunk.count = static_cast<uint32_t>(count);
   std::optional<PackedPtSegment> segment;
-  const bool handed = hand_to_packer(chunk, branches, stacks);
-  if (codec_ && !handed) segment = codec_->pack(open_previous_to_, branches);
+  const Handing handing = hand_to_packer(chunk, branches, stacks);
+  if (codec_ && handing == Handing::Refused) segment = codec_->pack(open_previous_to_, branches);
+  if (handing == Handing::Busy) {
+    backlog_.push_back(chunk.first_sequence);
+    if (backlog_.size() > kMaxBacklog) backlog_.pop_front();
+  }
   if (segment) {
     chunk.pt = true;
     chunk.code_hash = segment->code_hash;
@@ -457,6 +492,7 @@ void BlockTrace::clear(uint64_t origin) {
   hold_.reset();
   with_stacks_ = false;
   signals_.clear();
+  backlog_.clear();
   if (packer_) inbox_ = std::make_shared<PackInbox>();  // what was handed over before is dropped
 }
 

@@ -99,9 +99,14 @@ class BlockTrace {
   // Waits until the packer finished every chunk handed to it, then
   // collects (tests and benchmarks).
   void wait_packed();
-  // At most this many chunks wait for the packer; beyond, a chunk is
-  // packed where it is sealed (the packer fell behind).
+  // At most this many chunks wait for the packer. Beyond, a chunk stays
+  // explicit (cheap) and goes to the packer later, once it has room
+  // (collect_packed): the tracer never packs in place while a packer is
+  // behind, as the program waits for the tracer.
   static constexpr std::size_t kMaxPendingPacks = 8;
+  // At most this many explicit chunks wait to be handed over; beyond, the
+  // oldest of them stay explicit.
+  static constexpr std::size_t kMaxBacklog = 1 << 16;
   // At most this many pages of code go with one chunk to the packer.
   static constexpr std::size_t kMaxPackPages = 32;
   // A sealed PT chunk's packets as stored (a segment starting with PSB+;
@@ -209,10 +214,16 @@ class BlockTrace {
   // Whether the trace's newest `count` branches are open structs equal to
   // the first `count` of `branches`.
   bool newest_open_are(const std::vector<Branch>& branches, std::size_t count) const;
+  // What became of a chunk offered to the packer.
+  enum class Handing { Handed, Busy, Refused };
   // Hands `branches` (and their `stacks`) to the packer as chunk `chunk`
-  // (explicit until then); false when they must be packed here.
-  bool hand_to_packer(const Chunk& chunk, const std::vector<Branch>& branches,
-                      const std::vector<StackSnapshot>& stacks);
+  // (explicit until then). Busy: kMaxPendingPacks wait already. Refused:
+  // no packer, or code it cannot take with it (packed here, if at all).
+  Handing hand_to_packer(const Chunk& chunk, const std::vector<Branch>& branches,
+                         const std::vector<StackSnapshot>& stacks);
+  // Hands explicit chunks left while the packer was busy, newest first,
+  // while it has room.
+  void feed_backlog();
   void put_packed(std::size_t index, PackResult& packed);
   bool append_branch(const Branch& branch, const StackSnapshot& stack);
   const Unpacked& unpacked(uint64_t seq) const;  // the packed chunk holding `seq`, unpacked
@@ -228,6 +239,7 @@ class BlockTrace {
   std::shared_ptr<PtChunkCodec> codec_;  // null: no code reader
   std::shared_ptr<ChunkPacker> packer_;  // null: chunks are packed where sealed
   std::shared_ptr<PackInbox> inbox_;     // the packer's results for this trace
+  std::deque<uint64_t> backlog_;         // first sequences of chunks left explicit while the packer was busy
   std::vector<Branch> open_;            // the newest branches, after the last chunk
   std::vector<StackSnapshot> open_stacks_;  // parallel to open_, or empty
   mutable Unpacked unpacked_[2];

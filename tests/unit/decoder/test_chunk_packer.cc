@@ -2,7 +2,8 @@
 // is explicit until its PT segment comes back and is collected; the
 // branches and stacks read the same all along; a result for branches
 // dropped (or a history cleared) meanwhile is ignored; past
-// kMaxPendingPacks chunks are packed in place. The snapshot holds the code
+// kMaxPendingPacks waiting chunks, chunks stay explicit and go to the
+// packer once it has room, never packed in place. The snapshot holds the code
 // as it was when the chunk was sealed. Also the threaded packer
 // (stub/tracing/background_packer.h).
 #include <catch2/catch.hpp>
@@ -138,17 +139,63 @@ TEST_CASE("chunk packer: results for dropped branches or a cleared history are i
   }
 }
 
-TEST_CASE("chunk packer: past kMaxPendingPacks waiting chunks, chunks are packed in place") {
+TEST_CASE("chunk packer: past kMaxPendingPacks waiting chunks, chunks stay explicit until the packer has room") {
   Code code;
   auto packer = std::make_shared<HeldPacker>();
   BlockTrace trace(B, 100000);
   trace.set_code(code.reader);
   trace.set_packer(packer);
-  const std::size_t chunks = BlockTrace::kMaxPendingPacks + 3;
-  (void)fill(trace, chunks * BlockTrace::kChunkBranches + 1, false);
+  const std::size_t chunks = 2 * BlockTrace::kMaxPendingPacks + 3;
+  const std::vector<Branch> all = fill(trace, chunks * BlockTrace::kChunkBranches + 1, false);
+  // Nothing was packed where it was sealed: the program would have waited.
   CHECK(packer->jobs.size() == BlockTrace::kMaxPendingPacks);
-  CHECK(trace.pt_chunks() == 3);
-  CHECK(trace.explicit_chunks() == BlockTrace::kMaxPendingPacks);
+  CHECK(trace.pt_chunks() == 0);
+  CHECK(trace.explicit_chunks() == chunks);
+  // Each time the packer's jobs are done, the next ones are handed over,
+  // the newest first, until every chunk is packed.
+  std::vector<uint64_t> handed;
+  for (int round = 0; round < 4 && !packer->jobs.empty(); ++round) {
+    for (const auto& job : packer->jobs) handed.push_back(job.second.first_sequence);
+    packer->run_all();
+    trace.collect_packed();
+    trace.collect_packed();  // the results of the jobs handed by the first
+  }
+  CHECK(packer->jobs.empty());
+  CHECK(trace.pt_chunks() == chunks);
+  CHECK(trace.explicit_chunks() == 0);
+  REQUIRE(handed.size() == chunks);
+  CHECK(handed[BlockTrace::kMaxPendingPacks] == (chunks - 1) * BlockTrace::kChunkBranches);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Branch b = trace.at(i);
+    REQUIRE(b.from == all[i].from);
+    REQUIRE(b.to == all[i].to);
+  }
+}
+
+TEST_CASE("chunk packer: a chunk left explicit whose branches were dropped is not handed over") {
+  Code code;
+  auto packer = std::make_shared<HeldPacker>();
+  BlockTrace trace(B, (BlockTrace::kMaxPendingPacks + 2) * BlockTrace::kChunkBranches);
+  trace.set_code(code.reader);
+  trace.set_packer(packer);
+  // Two more chunks than wait for the packer, then as many again: the
+  // oldest go, those left explicit with them. Only the first jobs (handed
+  // while their branches were there) may be for dropped branches.
+  (void)fill(trace, 2 * (BlockTrace::kMaxPendingPacks + 2) * BlockTrace::kChunkBranches + 1, false);
+  CHECK(packer->jobs.size() == BlockTrace::kMaxPendingPacks);
+  std::size_t later = 0;
+  for (int round = 0; round < 4; ++round) {
+    packer->run_all();
+    trace.collect_packed();
+    for (const auto& job : packer->jobs) {
+      CHECK(job.second.first_sequence + BlockTrace::kChunkBranches > trace.first_sequence());
+      ++later;
+    }
+  }
+  // The first jobs were the oldest chunks, all dropped since: every chunk
+  // held now went to the packer from the backlog.
+  CHECK(later == trace.explicit_chunks() + trace.pt_chunks());
+  CHECK(trace.explicit_chunks() == 0);
 }
 
 TEST_CASE("chunk packer: a snapshot reads the pages under the blocks, and refuses a block it cannot walk") {
