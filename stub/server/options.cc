@@ -12,6 +12,9 @@ using btstub::make_error;
 
 bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
 
+// A billion branches: beyond, a re-run could take hours.
+constexpr long kMaxCheckpointEvery = 1000000000;
+
 std::optional<long> parse_number(const std::string& text) {
   long value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -66,6 +69,14 @@ btstub::Expected<void> parse_trace_option(CommandLine& cl, const std::string& a)
       return make_error(ErrorCode::InvalidArgument, "Bad --checkpoint-memory '" + value + "': " + size.error().message);
     }
     cl.checkpoint_memory = *size;
+  } else if (starts_with(a, "--checkpoint-every=")) {
+    auto every = parse_number(value);
+    if (!every || *every < 1 || *every > kMaxCheckpointEvery) {
+      return make_error(ErrorCode::InvalidArgument, "Bad --checkpoint-every '" + value +
+                                                        "': expected a number of branches from 1 to " +
+                                                        std::to_string(kMaxCheckpointEvery));
+    }
+    cl.checkpoint_every = static_cast<uint64_t>(*every);
   } else if (starts_with(a, "--trace-full=")) {
     if (value == "drop") cl.trace_config.overflow = decoder::OverflowPolicy::DropOldest;
     else if (value == "stop") cl.trace_config.overflow = decoder::OverflowPolicy::Stop;
@@ -76,7 +87,8 @@ btstub::Expected<void> parse_trace_option(CommandLine& cl, const std::string& a)
 
 bool is_trace_option(const std::string& a) {
   return starts_with(a, "--backend=") || starts_with(a, "--trace-size=") || starts_with(a, "--trace-full=") ||
-         starts_with(a, "--trace-stops=") || starts_with(a, "--checkpoint-memory=");
+         starts_with(a, "--trace-stops=") || starts_with(a, "--checkpoint-memory=") ||
+         starts_with(a, "--checkpoint-every=");
 }
 
 }  // namespace
@@ -166,7 +178,13 @@ std::string usage_text() {
          "                        Memory for the copies of the program that give\n"
          "                        registers and memory in the recorded past (k/m\n"
          "                        suffixes, at most 4096m; default 1024m; 0: none, the\n"
-         "                        past then shows only where the program was).\n";
+         "                        past then shows only where the program was).\n"
+         "  --checkpoint-every=BRANCHES\n"
+         "                        Branches between two copies taken where nothing\n"
+         "                        else takes one (default 700). More: faster\n"
+         "                        recording (each copy is a fork of PROG), slower\n"
+         "                        first steps back (a re-run goes from the nearest\n"
+         "                        copy; see docs/past-state.md).\n";
 }
 
 btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>& args) {

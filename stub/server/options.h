@@ -68,6 +68,7 @@ struct CommandLine {
   TraceConfig trace_config;            // --trace-size=, --trace-full=
   bool trace_size_given = false;       // --trace-size= was on the command line
   uint64_t checkpoint_memory = uint64_t{1} << 30;  // --checkpoint-memory= (0: no checkpoints)
+  uint64_t checkpoint_every = 700;  // --checkpoint-every= (branches; tracing::CheckpointLimits)
   TraceStopChoice trace_stops = TraceStopChoice::Translate;  // --trace-stops=
   bool trace_stops_given = false;  // named on the command line: failing to set it up is fatal
   bool no_vfile = false;               // --no-vfile: vFile (host file access) unsupported

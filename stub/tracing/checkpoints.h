@@ -51,7 +51,8 @@ struct CheckpointLimits {
   // performance.md). A checkpoint costs ~0.6 ms, as much as tracing ~50
   // branches: +~9% on such a loop. Above 605 a program that makes a system
   // call every 600 branches (checkpoints/syscalls benchmark) takes no extra
-  // ones.
+  // ones. --checkpoint-every sets it: fewer forks of the program, longer
+  // first re-runs.
   uint64_t every_branches = 700;
   // --checkpoint-memory: the copies' proportional share of memory (Pss),
   // measured now and then; past it the oldest go.

@@ -25,6 +25,10 @@ Setups:
                    the same with --checkpoint-memory=0: no copies of the
                    program (registers and memory in the past unavailable),
                    to show what the checkpoints cost; not run by default
+  translate-every-N
+                   the same with --checkpoint-every=N: a copy every N
+                   branches instead of 700 (fewer forks of the program,
+                   longer first re-runs in the past); not run by default
 
 Under btstub gdb connects at the program's first instruction (ld.so's
 _start); only gdb's `continue` is timed (Python's perf_counter inside gdb),
@@ -128,10 +132,13 @@ def measure_native(argv, repeat):
 
 def gdb_argv(setup, argv, trace_size):
     server = [harness.server_path("btstub"), "--record", "--trace-size=" + trace_size]
-    if TRACE_STOPS[setup]:
-        server.append("--trace-stops=" + TRACE_STOPS[setup])
+    stops = TRACE_STOPS.get(setup, "translate" if setup.startswith("translate-every-") else None)
+    if stops:
+        server.append("--trace-stops=" + stops)
     if setup.endswith("-no-checkpoints"):
         server.append("--checkpoint-memory=0")
+    if setup.startswith("translate-every-"):
+        server.append("--checkpoint-every=" + setup[len("translate-every-"):])
     cmds = ["target remote | " + shlex.join(server + ["-"] + argv),
             "set pagination off", "monitor record status", CTX, CPU, START,
             "continue", STOP, "monitor record status", "kill"]

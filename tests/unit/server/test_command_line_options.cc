@@ -76,6 +76,18 @@ TEST_CASE("--trace-stops picks the translating tracer by default") {
   REQUIRE(stub::server::usage_text().find("--trace-stops=int3|debugreg|step|translate") != std::string::npos);
 }
 
+TEST_CASE("--checkpoint-every takes a number of branches") {
+  REQUIRE(parse_ok({":0", "prog"}).checkpoint_every == 700);
+  REQUIRE(parse_ok({"--checkpoint-every=50000", ":0", "prog"}).checkpoint_every == 50000);
+  REQUIRE(parse_ok({"--checkpoint-every=1", ":0", "prog"}).checkpoint_every == 1);
+  for (const char* bad : {"0", "-5", "", "1k", "0x10", "1000000001", "99999999999999999999"}) {
+    INFO(bad);
+    REQUIRE(parse_error({std::string("--checkpoint-every=") + bad, ":0", "prog"}) ==
+            "Bad --checkpoint-every '" + std::string(bad) + "': expected a number of branches from 1 to 1000000000");
+  }
+  REQUIRE(stub::server::usage_text().find("--checkpoint-every=BRANCHES") != std::string::npos);
+}
+
 TEST_CASE("bad tracing option values are clear errors") {
   REQUIRE(parse_error({"--backend=bts", ":0", "prog"}) == "Bad --backend 'bts': expected auto, software, perf-bts, intel-bts or intel-pt");
   REQUIRE(parse_error({"--trace-full=wrap", ":0", "prog"}) == "Bad --trace-full 'wrap': expected drop or stop");
