@@ -10,7 +10,9 @@
 // arch/x86/kernel/hw_breakpoint.c), so the next resume runs that instruction
 // instead of trapping again. An int3 costs two stops and four memory writes
 // per visit (stop after it, restore the byte, rewind, step, put it back):
-// the fallback when the past watches hold all four debug registers.
+// the fallback when the past watches hold all four debug registers, and
+// where debug registers never trap (some hypervisors accept the writes and
+// ignore them: PtraceProcess::debug_registers_work).
 #include <sys/ptrace.h>
 #include <sys/user.h>
 
@@ -18,6 +20,7 @@
 
 #include "stub/process/process_copy.h"
 #include "stub/process/ptrace_internal.h"
+#include "stub/process/ptrace_process.h"
 
 namespace stub::process {
 
@@ -81,6 +84,7 @@ Expected<uint64_t> ProcessCopy::run_to_counting(uint64_t target, uint64_t hits) 
 }
 
 Expected<bool> ProcessCopy::set_breakpoint(uint64_t pc) {
+  if (!PtraceProcess::debug_registers_work()) return false;
   DebugRegisterState with = armed_;
   if (!with.insert(WatchKind::Execute, pc, 1)) return false;
   int slot = 0;

@@ -27,7 +27,7 @@ import re
 import shutil
 import subprocess
 
-from harness import marker_line, program, run_test
+from harness import marker_line, program, run_command, run_test, server_path
 from lldb_server import LLDB, LLDB_SERVER, start
 
 SOURCE = "lldb_session.c"
@@ -93,6 +93,14 @@ def check_usual_session(c):
         "expression watched",
         "kill",
     ]
+    status, out, _ = run_command([server_path("btstub"), "--probe"], 15)
+    watches = status == 0 and "debug registers: trap" in out
+    if not watches:
+        # btstub refuses watchpoints where debug registers never trap
+        # (lldb-server sets them, and they never fire).
+        print("SKIP the watchpoint: debug registers never trap here (btstub --probe)", flush=True)
+        at = commands.index("watchpoint set variable watched")
+        del commands[at:at + 2]
     ours, raw, _ = session("btstub", commands)
     reference, _, _ = session("lldb-server", commands)
     c.equal("the usual session: transcript as with lldb-server", reference, ours)
@@ -101,7 +109,8 @@ def check_usual_session(c):
     c.matches("image list holds ld.so and libc", ours, r"ld-linux-x86-64\.so\.2[\s\S]*libc\.so\.6", raw)
     c.contains("expression calls the program's add()", ours, "(int) $0 = 5", raw)
     c.contains("expression calls libc's strlen()", ours, "(int) $1 = 3", raw)
-    c.matches("the watchpoint reports old and new values", ours, r"old value: 0\s+new value: 42", raw)
+    if watches:
+        c.matches("the watchpoint reports old and new values", ours, r"old value: 0\s+new value: 42", raw)
     c.contains("the register write reads back", ours, "rax = 0x0000000000001234", raw)
     c.contains("the memory write reads back", ours, "= 7", raw)
     c.contains("kill ends the program", ours, "exited with status = 9", raw)

@@ -25,7 +25,7 @@ import re
 import shlex
 import subprocess
 
-from harness import marker_line, program, run_gdb, run_test, server_path
+from harness import marker_line, program, run_command, run_gdb, run_test, server_path
 
 TUNABLES = ("glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX2,-AVX,-EVEX,-BMI1,-BMI2,"
             "-LZCNT,-MOVBE,-RTM,-ERMS,-FSRM,-AVX_Fast_Unaligned_Load")
@@ -105,8 +105,18 @@ def stepped_over_call(c):
                "Cannot stop recording while replaying", r.transcript())
 
 
+def debug_registers_trap():
+    status, out, _ = run_command([server_path("btstub"), "--probe"], 15)
+    return status == 0 and "debug registers: trap" in out
+
+
 def main(args, c):
     if not own_recording_against_record_full(args, c):
+        return
+    if not debug_registers_trap():
+        # btstub's watches in the past run in a copy's debug registers; it
+        # refuses Z2-Z4 where they never trap (test_watch checks that).
+        print("SKIP watchpoints in the past: debug registers never trap here (btstub --probe)")
         return
     for opt in ("O0", "O2"):
         prog = program("past_watch", opt)

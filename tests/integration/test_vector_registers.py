@@ -147,11 +147,12 @@ def session(argv, prog, commands):
     return run_gdb(commands, prog, "| " + shlex.join(argv + ["-", prog]), timeout=120)
 
 
-def compared(result):
-    """The transcript without the listings, value numbers made neutral."""
+def compared(result, leave_out=()):
+    """The transcript without the listings (and the commands `leave_out`),
+    value numbers made neutral."""
     lines = []
     for command, output in result.outputs:
-        if command in LISTINGS:
+        if command in LISTINGS or command in leave_out:
             continue
         lines += ["(gdb) " + command] + [re.sub(r"^\$\d+ = ", "$N = ", l)
                                          for l in normalise(output or "<not reached>")]
@@ -196,7 +197,17 @@ def main(args, c):
     c.contains("the program stored the written ymm0 (exit code 42)", got.of_command("continue", 2 if avx512 else 1),
                "exited with code 052")
 
-    ref_lines, got_lines = compared(ref), compared(got)
+    # gdbserver 13.1 reads the AVX-512 state at Intel's XSAVE offsets; where
+    # the CPU lays it out elsewhere (AMD Zen 5), it shows other values than
+    # the program loaded. The program's own values (checked above) are the
+    # truth there, and the AVX-512 part of the transcripts is not compared.
+    leave_out = ()
+    if avx512 and print_value(ref.of_command("print $zmm0.v16_int32")) != ZMM0:
+        print("REFERENCE broken: gdbserver shows zmm0 as %s where the program loaded %s; "
+              "its AVX-512 transcript is not compared" % (print_value(ref.of_command("print $zmm0.v16_int32")), ZMM0),
+              flush=True)
+        leave_out = AVX512_COMMANDS
+    ref_lines, got_lines = compared(ref, leave_out), compared(got, leave_out)
     c.true("the same transcript as gdbserver's", ref_lines == got_lines,
            unified_diff(ref_lines, got_lines, "gdbserver", args.server))
     ref_count = raw_register_count(ref.of_command("maint print raw-registers"))
