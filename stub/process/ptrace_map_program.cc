@@ -37,6 +37,17 @@ Expected<uint64_t> PtraceProcess::map_program_memory(pid_t tid, uint64_t near, u
     (void)inject_syscall(tid, SYS_munmap, {static_cast<uint64_t>(mapped->result), size});
     mapped->result = -EEXIST;  // a kernel that took the address as a hint
   }
+  // Not in a fork: a checkpoint's copy stands at an original pc and runs
+  // the original code, and the program's own children run outside the
+  // cache from their first instruction (fork is a system call, made out of
+  // it). Left out, the cache and logs cost each checkpoint's fork nothing
+  // (their page tables are most of a small program's), and writes to them
+  // after it no copy-on-write fault. A refusal only costs that speed.
+  if (mapped && mapped->result >= 0) {
+    auto advised = inject_syscall(tid, SYS_madvise, {static_cast<uint64_t>(mapped->result), size, MADV_DONTFORK});
+    if (advised) mapped->signals_met.insert(mapped->signals_met.end(), advised->signals_met.begin(),
+                                            advised->signals_met.end());
+  }
   release_held(held);
   if (!mapped) return mapped.error();
   // Signals that came meanwhile are the program's: sent again, to be seen

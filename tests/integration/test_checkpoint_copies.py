@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""A checkpoint's copy of the program holds the program's memory, not
+btstub's: the translating tracer's code cache and logs (its anonymous
+mappings in the program, madvise'd MADV_DONTFORK) are left out of every
+copy, so that a checkpoint's fork copies none of their page tables and
+the program's writes to its logs after it make no copy-on-write faults.
+
+past_hot_loop (O0) recorded by `btstub --record` (the translating tracer,
+a checkpoint every 700 branches) stops at MARK done. From inside gdb, a
+Python probe reads /proc/PID/maps of the program and of every other
+process of the same executable whose parent is btstub (the copies): the
+program must hold btstub's code cache (its anonymous executable mappings),
+at least one copy must exist, and no copy may hold any of them. Then
+`reverse-stepi` and `print` in the past still answer (a copy runs the
+original code).
+
+    python3 test_checkpoint_copies.py [-v]
+"""
+
+import os
+import shlex
+import tempfile
+
+from harness import marker_line, program, run_gdb, run_test, server_path
+
+PROBE = r'''
+import os
+def maps(pid):
+    out = []
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            parts = line.split()
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            out.append((lo, hi, parts[1], parts[5] if len(parts) > 5 else ""))
+    return out
+pid = gdb.selected_inferior().pid
+parent = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+exe = os.readlink("/proc/%d/exe" % pid)
+copies = []
+for name in os.listdir("/proc"):
+    if not name.isdigit() or int(name) == pid:
+        continue
+    try:
+        stat = open("/proc/%s/stat" % name).read().rsplit(")", 1)[1].split()
+        if int(stat[1]) == parent and os.readlink("/proc/%s/exe" % name) == exe:
+            copies.append(int(name))
+    except OSError:
+        pass
+mine = maps(pid)
+ours = [(lo, hi) for lo, hi, perms, path in mine if path == "" and "x" in perms]
+print("PROBE btstub mappings in the program:", len(ours))
+print("PROBE copies:", len(copies))
+holding = 0
+for copy in copies:
+    theirs = maps(copy)
+    holding += sum(1 for lo, hi in ours if any(a < hi and lo < b for a, b, _, _ in theirs))
+print("PROBE copies holding btstub mappings:", holding)
+'''
+
+
+def probe_value(output, label):
+    for line in output.splitlines():
+        if line.startswith("PROBE " + label + ":"):
+            return int(line.split(":")[1])
+    return None
+
+
+def main(args, c):
+    if args.server != "btstub":
+        c.true("btstub's own recording (skipped for %s)" % args.server, True)
+        return
+    prog = program("past_hot_loop", "O0")
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(PROBE)
+        probe = f.name
+    try:
+        target = "| " + shlex.join([server_path("btstub"), "--record", "-", prog])
+        r = run_gdb(["break %d" % marker_line("past_hot_loop.c", "done"), "continue", "source " + probe,
+                     "reverse-stepi", "print b"], prog, target, timeout=120)
+    finally:
+        os.unlink(probe)
+    out = r.of_command("source " + probe)
+    c.true("the program holds btstub's code cache (anonymous executable mappings)",
+           (probe_value(out, "btstub mappings in the program") or 0) >= 1, r.transcript())
+    c.true("checkpoints were taken (copies of the program exist)", (probe_value(out, "copies") or 0) >= 1,
+           r.transcript())
+    c.equal("no copy holds btstub's mappings", 0, probe_value(out, "copies holding btstub mappings"),
+            r.transcript())
+    c.matches("print in the past answers", r.of_command("print b"), r"^\$\d+ = -?\d+", r.transcript())
+
+
+if __name__ == "__main__":
+    run_test("test_checkpoint_copies", main)
