@@ -434,6 +434,14 @@ class GdbResult:
         return "\n".join(lines) + "\n"
 
 
+def debug_registers_trap():
+    """Whether debug registers trap on this machine (`btstub --probe`): some
+    hypervisors accept their writes and never trap, and btstub then refuses
+    hardware breakpoints and watchpoints and --trace-stops=debugreg."""
+    status, out, _ = run_command([server_path("btstub"), "--probe"], 15)
+    return status == 0 and "debug registers: trap" in out
+
+
 def run_gdb(commands, program_path=None, target=None, timeout=GDB_TIMEOUT,
             extra_init=(), markers=True, raw=False):
     """Runs gdb -batch: prelude, `target ...`, then commands.

@@ -49,8 +49,7 @@ from harness import program, run_gdb, run_test, server_path
 def modes():
     """Every --trace-stops mode this machine runs: debugreg only where debug
     registers trap (btstub --probe; elsewhere btstub refuses it)."""
-    status, out, _ = harness.run_command([server_path("btstub"), "--probe"], 15)
-    if status == 0 and "debug registers: trap" in out:
+    if harness.debug_registers_trap():
         return ["translate", "int3", "debugreg", "step"]
     print("SKIP --trace-stops=debugreg: debug registers never trap here", flush=True)
     return ["translate", "int3", "step"]

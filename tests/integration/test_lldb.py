@@ -27,7 +27,7 @@ import re
 import shutil
 import subprocess
 
-from harness import marker_line, program, run_command, run_test, server_path
+from harness import debug_registers_trap, marker_line, program, run_test
 from lldb_server import LLDB, LLDB_SERVER, start
 
 SOURCE = "lldb_session.c"
@@ -93,8 +93,7 @@ def check_usual_session(c):
         "expression watched",
         "kill",
     ]
-    status, out, _ = run_command([server_path("btstub"), "--probe"], 15)
-    watches = status == 0 and "debug registers: trap" in out
+    watches = debug_registers_trap()
     if not watches:
         # btstub refuses watchpoints where debug registers never trap
         # (lldb-server sets them, and they never fire).

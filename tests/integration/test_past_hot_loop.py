@@ -34,8 +34,8 @@ the program may be left.
 import re
 import shlex
 
-from harness import marker_line, program, run_gdb, run_test, server_path
-from test_past_watch import debug_registers_trap, leftovers, own_recording_against_record_full
+from harness import debug_registers_trap, marker_line, program, run_gdb, run_test, server_path
+from test_past_watch import leftovers, own_recording_against_record_full
 
 REGISTERS = "info registers rip rax rcx rdx rsi rdi eflags"
 STATUS = "monitor replay status"

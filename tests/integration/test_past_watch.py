@@ -25,7 +25,7 @@ import re
 import shlex
 import subprocess
 
-from harness import marker_line, program, run_command, run_gdb, run_test, server_path
+from harness import debug_registers_trap, marker_line, program, run_gdb, run_test, server_path
 
 TUNABLES = ("glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX2,-AVX,-EVEX,-BMI1,-BMI2,"
             "-LZCNT,-MOVBE,-RTM,-ERMS,-FSRM,-AVX_Fast_Unaligned_Load")
@@ -103,11 +103,6 @@ def stepped_over_call(c):
            "Old value = 7" in back and "New value = 4" in back and "bump" in back, r.transcript())
     c.contains("monitor record stop is refused while replaying", r.of_command("monitor record stop"),
                "Cannot stop recording while replaying", r.transcript())
-
-
-def debug_registers_trap():
-    status, out, _ = run_command([server_path("btstub"), "--probe"], 15)
-    return status == 0 and "debug registers: trap" in out
 
 
 def main(args, c):

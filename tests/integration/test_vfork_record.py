@@ -45,8 +45,8 @@ and against `btstub --record --trace-stops=MODE`:
 
 import re
 
-from harness import (Server, marker_line, normalise, program, run_command, run_gdb, run_gdb_tcp, run_test,
-                     server_path, source_line, unified_diff, wait_until)
+from harness import (Server, debug_registers_trap, marker_line, normalise, program, run_gdb, run_gdb_tcp,
+                     run_test, source_line, unified_diff, wait_until)
 
 ALL_MODES = ("translate", "int3", "debugreg", "step")
 
@@ -54,8 +54,7 @@ ALL_MODES = ("translate", "int3", "debugreg", "step")
 def modes():
     """Every mode this machine can run: debugreg only where debug registers
     trap (btstub --probe; elsewhere btstub refuses it, test_cli_trace)."""
-    status, out, _ = run_command([server_path("btstub"), "--probe"], 15)
-    if status == 0 and "debug registers: trap" in out:
+    if debug_registers_trap():
         return ALL_MODES
     print("SKIP --trace-stops=debugreg: debug registers never trap here", flush=True)
     return tuple(m for m in ALL_MODES if m != "debugreg")
