@@ -25,8 +25,7 @@ Z1-Z4 and these say SKIP):
 
 import re
 
-from harness import normalise, program, run_command, run_gdb_tcp, run_test, \
-    server_path, unified_diff
+from harness import debug_registers_trap, normalise, program, run_gdb_tcp, run_test, unified_diff
 
 SOFTWARE = [
     "set can-use-hw-watchpoints 0",
@@ -88,11 +87,6 @@ THREADS = [
     "delete",
     "continue",
 ]
-
-
-def debug_registers_trap():
-    status, out, _ = run_command([server_path("btstub"), "--probe"], 15)
-    return status == 0 and "debug registers: trap" in out
 
 
 def both(c, kind, name, prog, commands):
