@@ -39,6 +39,7 @@ from test_past_watch import leftovers, own_recording_against_record_full
 
 REGISTERS = "info registers rip rax rcx rdx rsi rdi eflags"
 STATUS = "monitor replay status"
+RECORD_STATUS = "monitor record status"
 WATCH_ALL = ["watch a", "watch b", "watch c", "watch d"]
 
 
@@ -87,6 +88,17 @@ def taken_in_all(status):
     return int(m.group(1)) if m else None
 
 
+def recorded(prog, options, commands):
+    """gdb over `btstub --record OPTIONS`: the motions, then the record status."""
+    target = "| " + shlex.join([server_path("btstub"), "--record", "--trace-size=67108864"] + options + ["-", prog])
+    return run_gdb(["break main", "continue"] + commands + [RECORD_STATUS], prog, target, timeout=240)
+
+
+def walked(result):
+    """What the motions printed, without the status commands."""
+    return result.preamble + "".join(out or "" for cmd, out in result.outputs if cmd not in (STATUS, RECORD_STATUS))
+
+
 def main(args, c):
     if not own_recording_against_record_full(args, c):
         return
@@ -98,37 +110,26 @@ def main(args, c):
         reference = run_gdb(["break main", "run", "record full", "set can-use-hw-watchpoints 0"] +
                             walk(watches=watches),
                             prog, timeout=240)
-        target = "| " + shlex.join([server_path("btstub"), "--record", "--trace-size=67108864", "-", prog])
-        subject = run_gdb(["break main", "continue"] + walk([STATUS], watches), prog, target, timeout=240)
+        subject = recorded(prog, [], walk([STATUS], watches))
         expected = stops(reference.output)
         c.true("%s: record full stops at the writes in the loops" % opt,
                (sum(1 for l in expected if l.startswith("Old value")) >= 4 or not watches) and
                any("rep_insn" in l for l in expected), reference.transcript())
-        walked = subject.preamble + "".join(out or "" for cmd, out in subject.outputs if cmd != STATUS)
-        c.equal("%s: the stops and registers equal record full's" % opt, expected, stops(walked),
+        c.equal("%s: the stops and registers equal record full's" % opt, expected, stops(walked(subject)),
                 subject.transcript())
         runs = [stops_per_visit(out or "") for cmd, out in subject.outputs if cmd == STATUS]
         c.true("%s: a re-run into the loop stopped the copy once, not at every visit" % opt,
                all(r is not None for r in runs) and max(r[1] for r in runs) > 50 and
                all(r[0] <= r[1] // 256 + 1 for r in runs), subject.transcript())
         c.equal("%s: no copy of the program is left" % opt, [], leftovers(prog))
-        taken = {}
-        for every in (None, 1000000):
-            server = [server_path("btstub"), "--record", "--trace-size=67108864"]
-            if every:
-                server.append("--checkpoint-every=%d" % every)
-            target = "| " + shlex.join(server + ["-", prog])
-            sparse = run_gdb(["break main", "continue"] + walk(watches=watches) + ["monitor record status"], prog,
-                             target, timeout=240)
-            taken[every] = taken_in_all(sparse.outputs[-1][1] or "")
-            if every:
-                c.equal("%s --checkpoint-every=%d: the stops and registers equal record full's" % (opt, every),
-                        expected, stops(sparse.preamble + "".join(out or "" for cmd, out in sparse.outputs[:-1])),
-                        sparse.transcript())
+        sparse = recorded(prog, ["--checkpoint-every=1000000"], walk(watches=watches))
+        c.equal("%s --checkpoint-every=1000000: the stops and registers equal record full's" % opt,
+                expected, stops(walked(sparse)), sparse.transcript())
+        taken = {None: taken_in_all(subject.of_command(RECORD_STATUS) or ""),
+                 1000000: taken_in_all(sparse.of_command(RECORD_STATUS) or "")}
         c.true("%s: --checkpoint-every=1000000 takes fewer checkpoints (%s)" % (opt, taken),
                None not in taken.values() and taken[1000000] < taken[None], str(taken))
         c.equal("%s: no copy of the program is left" % opt, [], leftovers(prog))
-
 
 if __name__ == "__main__":
     run_test("test_past_hot_loop", main)
