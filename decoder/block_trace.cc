@@ -75,6 +75,13 @@ bool BlockTrace::make_room() {
   return true;
 }
 
+std::optional<std::size_t> BlockTrace::chunk_starting_at(uint64_t seq) const {
+  auto it = std::lower_bound(chunks_.begin(), chunks_.end(), seq,
+                             [](const Chunk& c, uint64_t s) { return c.first_sequence < s; });
+  if (it == chunks_.end() || it->first_sequence != seq) return std::nullopt;
+  return static_cast<std::size_t>(it - chunks_.begin());
+}
+
 void BlockTrace::set_packer(std::shared_ptr<ChunkPacker> packer) {
   packer_ = std::move(packer);
   inbox_ = packer_ ? std::make_shared<PackInbox>() : nullptr;
@@ -102,20 +109,19 @@ void BlockTrace::feed_backlog() {
   std::vector<Branch> branches;
   std::vector<StackSnapshot> stacks;
   while (!backlog_.empty()) {
-    const uint64_t first = backlog_.back();
-    auto it = std::lower_bound(chunks_.begin(), chunks_.end(), first,
-                               [](const Chunk& c, uint64_t seq) { return c.first_sequence < seq; });
-    if (it == chunks_.end() || it->first_sequence != first || it->pt) {  // dropped, or packed meanwhile
+    const std::optional<std::size_t> index = chunk_starting_at(backlog_.back());
+    if (!index || chunks_[*index].pt) {  // dropped, or packed meanwhile
       backlog_.pop_back();
       continue;
     }
+    const Chunk& chunk = chunks_[*index];
     branches.clear();
     stacks.clear();
-    if (!decode_branch_chunk(it->bytes, it->previous_to, with_stacks_, it->count, branches, stacks)) {
+    if (!decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, chunk.count, branches, stacks)) {
       backlog_.pop_back();
       continue;
     }
-    if (hand_to_packer(*it, branches, stacks) == Handing::Busy) return;
+    if (hand_to_packer(chunk, branches, stacks) == Handing::Busy) return;
     backlog_.pop_back();  // handed, or refused: it stays explicit
   }
 }
@@ -126,10 +132,7 @@ void BlockTrace::collect_packed() {
   for (PackResult& packed : inbox_->take()) {
     if (!packed.segment) continue;
     // The chunk, unless its branches were dropped since.
-    auto it = std::lower_bound(chunks_.begin(), chunks_.end(), packed.first_sequence,
-                               [](const Chunk& c, uint64_t seq) { return c.first_sequence < seq; });
-    if (it == chunks_.end() || it->first_sequence != packed.first_sequence) continue;
-    put_packed(static_cast<std::size_t>(it - chunks_.begin()), packed);
+    if (const std::optional<std::size_t> index = chunk_starting_at(packed.first_sequence)) put_packed(*index, packed);
   }
 }
 
@@ -389,15 +392,16 @@ std::vector<BlockTrace::StoredSegment> BlockTrace::stored_segments(uint64_t from
 
 std::optional<BlockTrace::StoredSegment> BlockTrace::stored_segment_at(uint64_t seq) const {
   if (!codec_ || seq < first_sequence_) return std::nullopt;
-  auto it = std::lower_bound(chunks_.begin(), chunks_.end(), seq,
-                             [](const Chunk& c, uint64_t s) { return c.first_sequence < s; });
-  if (it == chunks_.end() || it->first_sequence != seq || !it->pt) return std::nullopt;
-  const auto index = static_cast<std::size_t>(it - chunks_.begin());
-  if (!codec_->unpack(it->bytes.data(), it->packet_bytes, it->code_hash, it->previous_to, chunk_end_to(index),
-                      it->count)) {
+  const std::optional<std::size_t> found = chunk_starting_at(seq);
+  if (!found || !chunks_[*found].pt) return std::nullopt;
+  const std::size_t index = *found;
+  const Chunk& chunk = chunks_[index];
+  if (!codec_->unpack(chunk.bytes.data(), chunk.packet_bytes, chunk.code_hash, chunk.previous_to, chunk_end_to(index),
+                      chunk.count)) {
     return std::nullopt;
   }
-  return StoredSegment{it->first_sequence, it->count, std::span<const uint8_t>(it->bytes.data(), it->packet_bytes)};
+  return StoredSegment{chunk.first_sequence, chunk.count,
+                       std::span<const uint8_t>(chunk.bytes.data(), chunk.packet_bytes)};
 }
 
 uint64_t BlockTrace::next_chunk_start(uint64_t seq) const {

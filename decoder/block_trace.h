@@ -224,6 +224,8 @@ class BlockTrace {
   // Hands explicit chunks left while the packer was busy, newest first,
   // while it has room.
   void feed_backlog();
+  // The index of the chunk whose first branch is `seq`, if one is held.
+  std::optional<std::size_t> chunk_starting_at(uint64_t seq) const;
   void put_packed(std::size_t index, PackResult& packed);
   bool append_branch(const Branch& branch, const StackSnapshot& stack);
   const Unpacked& unpacked(uint64_t seq) const;  // the packed chunk holding `seq`, unpacked
