@@ -419,6 +419,10 @@ pid_t PtraceProcess::reap(pid_t want, int* status, int flags) {
   }
 }
 
+bool PtraceProcess::in_replay(pid_t tid) const {
+  return std::any_of(replay_.begin(), replay_.end(), [tid](const auto& r) { return r.first == tid; });
+}
+
 // An untraced thread (or one the tracer let go) on a tracer int3: the hook
 // emulates the transfer for it, or the real instruction is stepped with the
 // other threads held. True when the stop is dealt with.
@@ -449,7 +453,7 @@ std::vector<pid_t> PtraceProcess::hold_others(pid_t tid) {
   std::vector<pid_t> held;
   for (auto& [other, state] : threads_) {
     if (other == tid || !state.running) continue;
-    bool in_hand = std::any_of(replay_.begin(), replay_.end(), [other = other](const auto& r) { return r.first == other; });
+    const bool in_hand = in_replay(other);
     // A SIGSTOP still owed from an all-stop holds it as well as a new one
     // would; a second could be left over, unabsorbed (stop_all_threads).
     const bool owed = state.sigstop_expected;

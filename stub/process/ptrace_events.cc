@@ -254,7 +254,7 @@ void PtraceProcess::collect_other_statuses(pid_t busy) {
   for (const auto& entry : threads_) {
     const pid_t tid = entry.first;
     if (tid == busy) continue;
-    if (std::any_of(replay_.begin(), replay_.end(), [tid](const auto& r) { return r.first == tid; })) continue;
+    if (in_replay(tid)) continue;
     int status = 0;
     if (wait_retry(tid, &status, __WALL | WNOHANG) == tid) replay_.emplace_back(tid, status);
   }
@@ -722,7 +722,14 @@ void PtraceProcess::handle_exec() {
 // been dequeued into a stop nobody reaped yet, and then a second would be a
 // separate SIGSTOP, absorbed by nobody and reported to the client as the
 // thread's own signal. Waiting for the owed one stops the thread all the same.
+//
+// A thread whose exit is already in hand (collect_other_statuses reaped it
+// when this very stop made a streak, or another debugged process did) is
+// gone from the kernel, and tgkill fails: it is waited for all the same,
+// which takes that exit. Left out, it stayed listed at the stop, and the
+// client's first register read of it failed (ESRCH).
 void PtraceProcess::stop_all_threads(pid_t except) {
+  while (auto handed = WaitRoutes::instance().take_handed(this, -1)) replay_.push_back(*handed);
   std::vector<pid_t> stopping;
   for (auto& [tid, thread] : threads_) {
     if (tid == except || !thread.running) continue;
@@ -732,6 +739,8 @@ void PtraceProcess::stop_all_threads(pid_t except) {
     }
     if (::syscall(SYS_tgkill, pid_, tid, SIGSTOP) == 0) {
       thread.sigstop_expected = true;
+      stopping.push_back(tid);
+    } else if (in_replay(tid)) {
       stopping.push_back(tid);
     }
   }

@@ -287,6 +287,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   std::vector<pid_t> hold_others(pid_t tid);
   void release_held(const std::vector<pid_t>& held);
   pid_t reap(pid_t want, int* status, int flags);
+  bool in_replay(pid_t tid) const;
 
   pid_t pid_ = 0;
   bool attached_ = false;
