@@ -65,7 +65,9 @@ TranslatableCode TranslatableCode::parse(const std::string& maps_text) {
     code.regions_.push_back({line.begin, line.end, line.path});
     code.source_ += line.text;
     code.source_ += '\n';
+    code.lines_.push_back(line.text);
   }
+  std::sort(code.lines_.begin(), code.lines_.end());
   std::sort(code.regions_.begin(), code.regions_.end(),
             [](const CodeRegion& a, const CodeRegion& b) { return a.begin < b.begin; });
   return code;
@@ -76,6 +78,10 @@ TranslatableCode TranslatableCode::read(pid_t pid) {
   std::stringstream text;
   text << in.rdbuf();
   return parse(text.str());
+}
+
+bool TranslatableCode::keeps(const TranslatableCode& older) const {
+  return std::includes(lines_.begin(), lines_.end(), older.lines_.begin(), older.lines_.end());
 }
 
 bool TranslatableCode::overlaps(uint64_t begin, uint64_t end) const {

@@ -40,10 +40,14 @@ class TranslatableCode {
   const std::vector<CodeRegion>& regions() const { return regions_; }
   // The maps lines the regions came from: equal texts, equal code.
   const std::string& source() const { return source_; }
+  // Whether every region of `older` is here still, as its maps line was
+  // (same range, permissions, offset, file): its code is then unchanged.
+  bool keeps(const TranslatableCode& older) const;
 
  private:
   std::vector<CodeRegion> regions_;  // ascending
   std::string source_;
+  std::vector<std::string> lines_;  // of source_, sorted
 };
 
 }  // namespace stub::tracing

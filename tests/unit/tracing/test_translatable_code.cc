@@ -46,6 +46,27 @@ TEST_CASE("equal maps give equal sources; a change in translatable code shows", 
   CHECK(TranslatableCode::parse("garbage\n\n").regions().empty());
 }
 
+TEST_CASE("code mapped beside the old keeps it; a region gone or changed does not", "[translatable_code]") {
+  const std::string prog = "555555555000-555555556000 r-xp 00001000 08:01 1234 /usr/bin/prog\n";
+  const std::string libc = "7ffff7dc0000-7ffff7f50000 r-xp 00028000 08:01 4321 /usr/lib/libc.so.6\n";
+  const std::string heap = "555555560000-555555581000 rw-p 00000000 00:00 0 [heap]\n";
+  const TranslatableCode before = TranslatableCode::parse(prog);
+  CHECK(TranslatableCode::parse(prog + heap + libc).keeps(before));  // a library loaded
+  CHECK(TranslatableCode::parse(prog).keeps(before));
+  CHECK_FALSE(TranslatableCode::parse(libc).keeps(before));  // unmapped
+  // The same range from another file, another offset, or made writable.
+  CHECK_FALSE(TranslatableCode::parse("555555555000-555555556000 r-xp 00001000 08:01 1235 /usr/bin/other\n")
+                  .keeps(before));
+  CHECK_FALSE(TranslatableCode::parse("555555555000-555555556000 r-xp 00002000 08:01 1234 /usr/bin/prog\n")
+                  .keeps(before));
+  CHECK_FALSE(TranslatableCode::parse("555555555000-555555556000 rwxp 00001000 08:01 1234 /usr/bin/prog\n")
+                  .keeps(before));
+  // Split by an mprotect of part of it.
+  CHECK_FALSE(TranslatableCode::parse("555555555000-555555555800 r-xp 00001000 08:01 1234 /usr/bin/prog\n")
+                  .keeps(before));
+  CHECK(TranslatableCode::parse(libc).keeps(TranslatableCode::parse("")));
+}
+
 TEST_CASE("a file also mapped shared and writable is not translatable", "[translatable_code]") {
   const std::string code_line = "7ffff7a00000-7ffff7a01000 r-xp 00000000 08:01 4242 /tmp/jit-code\n";
   const std::string other_code = "7ffff7dc0000-7ffff7f50000 r-xp 00028000 08:01 4321 /usr/lib/libc.so.6\n";
