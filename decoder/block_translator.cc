@@ -332,15 +332,15 @@ void BlockWriter::log_indirect(uint64_t from, int32_t rsp_adjust) {
   trap(ExitKind::LogFull, from, 0, rsp_adjust);
   reached_ = w_.patch_rel8(logged, w_.offset()) && reached_;
   // The target in the table: -original + target == 0 (no flags change).
-  w_.load_slot(Scratch::Rax, kSlotExitTarget);
-  w_.table_index_into_rcx();
+  w_.table_index_into_rcx(kSlotExitTarget);
   w_.load_rcx_at_gs_rcx8(kIndirectTable);
+  w_.load_slot(Scratch::Rax, kSlotExitTarget);
   w_.add_rax_to_rcx();
   const std::size_t hit = w_.jrcxz_rel8();
   restore_scratch();
   trap(ExitKind::Indirect, from, 0, rsp_adjust);
   reached_ = w_.patch_rel8(hit, w_.offset()) && reached_;
-  w_.table_index_into_rcx();
+  w_.table_index_into_rcx(kSlotExitTarget);
   w_.load_rcx_at_gs_rcx8(kIndirectTable + 8);
   w_.store_slot(Scratch::Rcx, kSlotJumpTarget);
   restore_scratch();
@@ -488,6 +488,7 @@ btstub::Expected<void> translate_into(BlockWriter& b, CapstoneDetail& cs, std::s
     if (!done) return done;
     ++out.instructions;
     out.end = at + insn.size;
+    if (kind == Transfer::Call || kind == Transfer::IndirectCall) out.return_site = out.end;
     if (kind != Transfer::None) return {};
   }
 }

@@ -27,6 +27,14 @@ void CacheCodeWriter::slot_move(uint8_t opcode, Scratch reg, int32_t slot) {
   u32(static_cast<uint32_t>(slot));
 }
 
+void CacheCodeWriter::table_index_into_rcx(int32_t slot) {
+  bytes({kGs, 0x0f, 0xb7, 0x0c, 0x25});  // movzwl %gs:slot, %ecx
+  u32(static_cast<uint32_t>(slot));
+  bytes({kGs, 0x0f, 0xb7, 0x04, 0x25});  // movzwl %gs:slot+2, %eax
+  u32(static_cast<uint32_t>(slot + 2));
+  bytes({0x8d, 0x0c, 0x01, 0x0f, 0xb7, 0xc9, 0x48, 0x8d, 0x0c, 0x09});
+}
+
 void CacheCodeWriter::store_slot(Scratch reg, int32_t slot) { slot_move(0x89, reg, slot); }
 void CacheCodeWriter::load_slot(Scratch reg, int32_t slot) { slot_move(0x8b, reg, slot); }
 

@@ -47,8 +47,11 @@ class CacheCodeWriter {
   void pop_into_rax(int32_t disp);
   void push_rcx() { bytes({0x51}); }
   // The indirect-target table lookup's parts (block_translator.h):
-  // movzx %ax, %ecx ; lea (%rcx,%rcx), %rcx: twice the target's low 16 bits
-  void table_index_into_rcx() { bytes({0x0f, 0xb7, 0xc8, 0x48, 0x8d, 0x0c, 0x09}); }
+  // Twice the indirect-table index (decoder::indirect_entry_offset) of the
+  // target in gs:`slot` into rcx, eax clobbered, no flag changed:
+  //   movzwl %gs:slot, %ecx ; movzwl %gs:slot+2, %eax ; lea (%rcx,%rax), %ecx
+  //   movzwl %cx, %ecx ; lea (%rcx,%rcx), %rcx
+  void table_index_into_rcx(int32_t slot);
   // mov %gs:disp(,%rcx,8), %rcx
   void load_rcx_at_gs_rcx8(int32_t disp);
   // lea (%rcx,%rax), %rcx

@@ -51,7 +51,10 @@ std::string TranslatingTracer::activity() const {
                     " log full; " + std::to_string(s.exits_to_int3s) + " of them to code left to int3s; " +
                     std::to_string(s.links) + " links, " + std::to_string(s.entries) + " entries, " +
                     std::to_string(s.flushes) + " flushes, " + std::to_string(s.repairs) + " repaired stops, " +
-                    std::to_string(s.held) + " threads moved out at others' stops.\n";
+                    std::to_string(s.held) + " threads moved out at others' stops.\n" +
+                    "Translated ahead of a visit: " + std::to_string(s.ahead) + " of the blocks, with " +
+                    std::to_string(s.ahead_links) + " of the links, and " +
+                    std::to_string(s.ahead_entries) + " return sites entered.\n";
   for (const auto& [tid, th] : threads_) {
     out += "  thread " + std::to_string(tid) + ": " + std::to_string(th.logged) + " branches logged by translated code\n";
   }

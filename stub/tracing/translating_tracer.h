@@ -101,6 +101,9 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // interval, so that a full log stops the thread where the ptrace tracer
   // would take its next copy (reverse execution then re-runs no further).
   static constexpr uint64_t kLogCapacity = 16 * 1024;
+  // Enough code for the longest block the translator makes
+  // (kMaxBlockInstructions instructions of at most 15 bytes).
+  static constexpr std::size_t kBlockBytes = decoder::kMaxBlockInstructions * 15 + 16;
 
   struct Stats {
     uint64_t entries = 0;        // threads put into the cache (from the ptrace tracer)
@@ -115,6 +118,9 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     uint64_t flushes = 0;        // all translations dropped
     uint64_t repairs = 0;        // stops inside the instrumentation
     uint64_t held = 0;           // threads moved out at another thread's stop
+    uint64_t ahead = 0;          // of the translations, made ahead of a visit
+    uint64_t ahead_links = 0;    // exits linked as those were written
+    uint64_t ahead_entries = 0;  // return sites entered in indirect tables with them
   };
   const Stats& stats() const { return stats_; }
 
@@ -184,6 +190,19 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // The translation of `pc`, made (and its regions mapped, by `tid`) if
   // need be; nullptr where the ptrace tracer must run that code.
   const decoder::Translation* translation_for(TracedThreadControl& control, pid_t tid, uint64_t pc);
+  // The translation of `pc` as translation_for, and when it is new, the
+  // blocks ahead of it too (translate_ahead).
+  const decoder::Translation* translation_and_ahead(TracedThreadControl& control, pid_t tid, uint64_t pc);
+  // How blocks are translated: ending before system calls and breakpoints.
+  decoder::TranslateOptions translate_options() const;
+  // translating_tracer_ahead.cc: translates the blocks that `from` (a
+  // translation nobody has run yet) leads to by direct transfers, and
+  // theirs, with every exit between them linked, in a few writes. When a
+  // write fails, none is kept and flush_pending_ is set: nobody may enter
+  // `from` then.
+  // The return sites of calls among them go into the indirect table of
+  // `th` (when given, with its area mapped).
+  void translate_ahead(TracedThreadControl& control, Thread* th, const decoder::Translation& from);
   // The thread's area (log, slots, table), mapped or reused; false when it
   // cannot be had or the thread ended meanwhile (the mmap waits for it).
   bool ensure_area(TracedThreadControl& control, pid_t tid);

@@ -13,7 +13,6 @@ namespace {
 
 // Enough for the longest block the translator makes (kMaxBlockInstructions
 // instructions of at most 15 bytes).
-constexpr std::size_t kBlockBytes = decoder::kMaxBlockInstructions * 15 + 16;
 constexpr uint64_t kPage = 4096;
 // btstub's mappings keep out of the program's way: the kernel places the
 // program's mmaps top-down under the libraries, and its heap grows up from
@@ -64,7 +63,16 @@ bool TranslatingTracer::refresh_code(TracedThreadControl& control, pid_t tid) {
   code_written_ = false;
   if (code_stale_ || !code_) {
     TranslatableCode now = TranslatableCode::read(tid);
-    flush = flush || (code_ && now.source() != code_->source());
+    if (code_ && now.source() != code_->source()) {
+      // Code mapped beside the old changes none of it (a library loaded):
+      // the translations stay, and only the refusals go (code outside every
+      // region may be in one now). A region gone or changed drops them all.
+      if (now.keeps(*code_)) {
+        refused_.clear();
+      } else {
+        flush = true;
+      }
+    }
     code_ = std::move(now);
     code_stale_ = false;
   }
@@ -139,10 +147,7 @@ const decoder::Translation* TranslatingTracer::translation_for(TracedThreadContr
   }
   auto bytes = control.read_memory(pc, std::min<uint64_t>(kBlockBytes, region->end - pc));
   if (!bytes || bytes->empty()) return refuse("its code cannot be read");
-  decoder::TranslateOptions options;
-  options.syscalls_exit = true;  // the ptrace tracer checkpoints there
-  options.stop_before = [this](uint64_t a) { return std::binary_search(breakpoints_.begin(), breakpoints_.end(), a); };
-  auto translated = decoder::translate_block(pc, *bytes, *place, options);
+  auto translated = decoder::translate_block(pc, *bytes, *place, translate_options());
   if (!translated) return refuse(translated.error().message);
   if (translated->code.size() > TranslationCache::kMaxTranslationSize) return refuse("its translation is too long");
   if (auto written = control.write_tracer_memory(*place, translated->code); !written) {
@@ -151,6 +156,21 @@ const decoder::Translation* TranslatingTracer::translation_for(TracedThreadContr
   ++stats_.translations;
   const decoder::Translation* placed = cache_.insert(std::move(*translated));
   return placed != nullptr ? placed : refuse("the code cache did not take it");
+}
+
+const decoder::Translation* TranslatingTracer::translation_and_ahead(TracedThreadControl& control, pid_t tid,
+                                                                     uint64_t pc) {
+  const bool known = cache_.find(pc) != nullptr;
+  const decoder::Translation* t = translation_for(control, tid, pc);
+  if (t != nullptr && !known) translate_ahead(control, thread(tid), *t);
+  return t;
+}
+
+decoder::TranslateOptions TranslatingTracer::translate_options() const {
+  decoder::TranslateOptions options;
+  options.syscalls_exit = true;  // the ptrace tracer checkpoints there
+  options.stop_before = [this](uint64_t a) { return std::binary_search(breakpoints_.begin(), breakpoints_.end(), a); };
+  return options;
 }
 
 bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
@@ -201,8 +221,8 @@ void TranslatingTracer::apply_links(TracedThreadControl& control) {
 bool TranslatingTracer::enter(TracedThreadControl& control, pid_t tid, uint64_t pc) {
   if (!refresh_code(control, tid)) return false;
   if (!others_in_cache(tid)) apply_links(control);
-  const decoder::Translation* t = translation_for(control, tid, pc);
-  if (t == nullptr || !ensure_area(control, tid)) return false;
+  const decoder::Translation* t = translation_and_ahead(control, tid, pc);
+  if (t == nullptr || flush_pending_ || !ensure_area(control, tid)) return false;
   auto regs = control.read_general_registers(tid);
   if (!regs || !ptrace_->lend_thread(control, tid)) return false;
   // Lending may take a checkpoint, whose waits may see the thread end (a

@@ -126,12 +126,13 @@ TraceVerdict TranslatingTracer::at_exit(TracedThreadControl& control, Thread& th
   if (!room || th.repair_steps > 0 || !th.deferred.empty() || flush_pending_ || control.stopping_all()) {
     return leave(control, th, tid, target, nullptr);
   }
-  const decoder::Translation* next = translation_for(control, tid, target);
+  const decoder::Translation* next = translation_and_ahead(control, tid, target);
   if (next == nullptr) {
     ++stats_.exits_to_int3s;
     if (auto refused = refused_.find(target); refused != refused_.end()) ++refusals_[refused->second].exits;
     return leave(control, th, tid, target, nullptr);
   }
+  if (flush_pending_) return leave(control, th, tid, target, nullptr);  // translating ahead failed
   const bool alone = !others_in_cache(tid);
   if (alone) apply_links(control);
   if (exit.kind == decoder::ExitKind::Direct) {

@@ -69,6 +69,13 @@ bool TranslationCache::in_regions(uint64_t pc) const {
   return false;
 }
 
+void TranslationCache::erase(uint64_t original) {
+  auto it = by_original_.find(original);
+  if (it == by_original_.end()) return;
+  by_cache_.erase(it->second->cache_address);
+  by_original_.erase(it);
+}
+
 void TranslationCache::clear() {
   by_cache_.clear();
   by_original_.clear();

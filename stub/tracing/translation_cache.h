@@ -55,6 +55,9 @@ class TranslationCache {
   bool in_regions(uint64_t pc) const;
 
   std::size_t size() const { return by_original_.size(); }
+  // Forgets the translation of `original` (its code could not be written);
+  // its space is not used again before clear().
+  void erase(uint64_t original);
   // Drops every translation; the regions stay, empty.
   void clear();
   // Drops the regions too (a new address space).

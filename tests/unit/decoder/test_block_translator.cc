@@ -353,6 +353,25 @@ TEST_CASE("a log-full exit owes the same record the log would have held", "[bloc
   CHECK(normalized(cramped.log, true) == normalized(roomy.log, true));
 }
 
+TEST_CASE("a block ending in a call names where the call returns to", "[block_translator]") {
+  // The translating tracer translates return sites ahead and enters them
+  // in the indirect table (stub/tracing/translating_tracer_ahead.cc).
+  const uint64_t near = addr(bttest_end) + 0x1000;
+  auto call = translate_block(addr(bttest_call), code_at(addr(bttest_call)), near);
+  REQUIRE(call);
+  CHECK(call->return_site == addr(bttest_call_ret));
+  CHECK(call->return_site == call->end);
+  auto indirect_call = translate_block(addr(bttest_ind_call_mem), code_at(addr(bttest_ind_call_mem)), near);
+  REQUIRE(indirect_call);
+  CHECK(indirect_call->return_site == addr(bttest_ind_b0_ret));
+  auto ret = translate_block(addr(bttest_call_ret), code_at(addr(bttest_call_ret)), near);
+  REQUIRE(ret);
+  CHECK(ret->return_site == 0);
+  auto jumps = translate_block(addr(bttest_ind_jmp_reg), code_at(addr(bttest_ind_jmp_reg)), near);
+  REQUIRE(jumps);
+  CHECK(jumps->return_site == 0);
+}
+
 TEST_CASE("stops inside the instrumentation: entries, fault points and trap pcs", "[block_translator]") {
   const uint64_t near = addr(bttest_end) + 0x1000;
   auto call = translate_block(addr(bttest_call), code_at(addr(bttest_call)), near);
@@ -419,16 +438,29 @@ TEST_CASE("an indirect target in the table is reached without an exit", "[block_
     CHECK(tabled.indirect_exits == first_exits + 1);
     CHECK(normalized(tabled.log, true) == normalized(plain.log, true));
   }
-  // A colliding entry (same low 16 bits, other address) is a miss.
+  // A colliding entry (the same index, another address) is a miss.
   Tracer collided;
   collided.table = true;
   collided.run(reinterpret_cast<const void*>(bttest_call), 1);
   const int exits = collided.indirect_exits;
-  collided.area.enter_indirect(addr(bttest_call_ret) + (1 << 16), collided.blocks.begin()->second.cache_address);
+  const uint64_t other = addr(bttest_call_ret) + 0xffff;  // bits 0-15 one less, 16-31 one more
+  REQUIRE((addr(bttest_call_ret) & 0xffff) != 0);
+  REQUIRE(decoder::indirect_entry_offset(other) == decoder::indirect_entry_offset(addr(bttest_call_ret)));
+  collided.area.enter_indirect(other, collided.blocks.begin()->second.cache_address);
   collided.log.clear();
   CHECK(collided.run(reinterpret_cast<const void*>(bttest_call), 1) == 2);
   CHECK(collided.indirect_exits == exits + 2);  // the callee's ret and the final one
   CHECK(normalized(collided.log).size() == 3);
+}
+
+TEST_CASE("targets 64 KiB apart take different table entries", "[block_translator]") {
+  for (uint64_t target : {uint64_t{0x7ffff7f40eb0}, uint64_t{0x555555554000}, uint64_t{0x401000}}) {
+    CAPTURE(target);
+    CHECK(decoder::indirect_entry_offset(target) != decoder::indirect_entry_offset(target + 0x10000));
+    CHECK(decoder::indirect_entry_offset(target) != decoder::indirect_entry_offset(target + 0x30000));
+    CHECK(decoder::indirect_entry_offset(target) >= decoder::kIndirectTable);
+    CHECK(decoder::indirect_entry_offset(target) + decoder::kIndirectEntrySize <= decoder::kThreadAreaAboveBase);
+  }
 }
 
 TEST_CASE("no indirect target matches an empty table entry, a null one included", "[block_translator]") {
