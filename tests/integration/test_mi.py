@@ -69,8 +69,11 @@ def frames(record):
 
 def forward_session(kind):
     path = program("lldb_session")
+    # At compare_body, not at compare's first line: there x and y are not
+    # set yet, and the stack garbage they show differed between runs on a
+    # loaded machine (gdbserver's run and btstub's alike).
     commands = [
-        "-break-insert compare",                                   # 0
+        "-break-insert %s:%d" % (SOURCE, marker_line(SOURCE, "compare_body")),  # 0
         "-exec-continue",                                          # 1
         "-stack-list-frames",                                      # 2
         "-stack-list-variables --simple-values",                   # 3
