@@ -12,10 +12,12 @@ namespace decoder {
 
 class CapstoneDetail {
  public:
-  // A decoder, or why there is none.
+  // A decoder, or why there is none (and `cs` left closed).
   static btstub::Expected<void> open(CapstoneDetail& cs) {
     if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs.handle) != CS_ERR_OK ||
         cs_option(cs.handle, CS_OPT_DETAIL, CS_OPT_ON) != CS_ERR_OK || (cs.insn = cs_malloc(cs.handle)) == nullptr) {
+      if (cs.handle != 0) cs_close(&cs.handle);
+      cs.handle = 0;
       return btstub::make_error(btstub::ErrorCode::Internal, "capstone: cannot open a decoder");
     }
     return {};
