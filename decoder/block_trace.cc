@@ -109,6 +109,9 @@ void BlockTrace::feed_backlog() {
   std::vector<Branch> branches;
   std::vector<StackSnapshot> stacks;
   while (!backlog_.empty()) {
+    // Asked before decoding: a chunk decoded for a busy packer was thrown
+    // away, at every seal and stop (a tenth of btstub's CPU while recording).
+    if (inbox_->pending() >= kMaxPendingPacks) return;
     const std::optional<std::size_t> index = chunk_starting_at(backlog_.back());
     if (!index || chunks_[*index].pt) {  // dropped, or packed meanwhile
       backlog_.pop_back();
