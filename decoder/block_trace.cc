@@ -49,7 +49,7 @@ void BlockTrace::drop_through(uint64_t sequence) {
   first_sequence_ = sequence;
   bool freed = false;
   while (!chunks_.empty() && chunks_.front().first_sequence + chunks_.front().count <= first_sequence_) {
-    chunk_bytes_ -= chunks_.front().bytes.size();
+    chunk_bytes_ -= chunks_.front().bytes.size() + raw_bytes(chunks_.front());
     if (chunks_.front().pt) --pt_chunks_;
     chunks_.pop_front();
     freed = true;
@@ -83,6 +83,10 @@ std::optional<std::size_t> BlockTrace::chunk_starting_at(uint64_t seq) const {
 }
 
 void BlockTrace::set_packer(std::shared_ptr<ChunkPacker> packer) {
+  // The results for raw chunks would go to the old inbox: none comes now.
+  for (Chunk& chunk : chunks_) {
+    if (chunk.raw) make_explicit(chunk);
+  }
   packer_ = std::move(packer);
   inbox_ = packer_ ? std::make_shared<PackInbox>() : nullptr;
   backlog_.clear();
@@ -133,10 +137,28 @@ void BlockTrace::collect_packed() {
   if (!inbox_) return;
   if (!backlog_.empty()) feed_backlog();
   for (PackResult& packed : inbox_->take()) {
-    if (!packed.segment) continue;
     // The chunk, unless its branches were dropped since.
-    if (const std::optional<std::size_t> index = chunk_starting_at(packed.first_sequence)) put_packed(*index, packed);
+    const std::optional<std::size_t> index = chunk_starting_at(packed.first_sequence);
+    if (!index) continue;
+    if (packed.segment) put_packed(*index, packed);
+    if (chunks_[*index].raw) make_explicit(chunks_[*index]);  // not packed, or not kept
   }
+}
+
+std::size_t BlockTrace::raw_chunks() const {
+  return static_cast<std::size_t>(
+      std::count_if(chunks_.begin(), chunks_.end(), [](const Chunk& c) { return c.raw != nullptr; }));
+}
+
+void BlockTrace::make_explicit(Chunk& chunk) {
+  BranchChunkWriter writer(chunk.previous_to, with_stacks_);
+  for (std::size_t i = 0; i < chunk.raw->branches.size(); ++i) {
+    writer.add(chunk.raw->branches[i], with_stacks_ ? chunk.raw->stacks[i] : StackSnapshot{});
+  }
+  chunk_bytes_ -= raw_bytes(chunk);
+  chunk.bytes = writer.take();
+  chunk_bytes_ += chunk.bytes.size();
+  chunk.raw.reset();
 }
 
 void BlockTrace::wait_packed() {
@@ -153,8 +175,10 @@ void BlockTrace::wait_packed() {
 void BlockTrace::put_packed(std::size_t index, PackResult& packed) {
   Chunk& chunk = chunks_[index];
   if (chunk.pt || chunk.count != packed.count) return;
-  if (chunk_bytes_ - chunk.bytes.size() + packed.segment->bytes.size() > kMemoryCap) return;
-  chunk_bytes_ -= chunk.bytes.size();
+  const std::size_t held = chunk.bytes.size() + raw_bytes(chunk);
+  if (chunk_bytes_ - held + packed.segment->bytes.size() > kMemoryCap) return;
+  chunk_bytes_ -= held;
+  chunk.raw.reset();
   chunk.bytes = std::move(packed.segment->bytes);
   chunk.code_hash = packed.segment->code_hash;
   chunk.packet_bytes = packed.packet_bytes;
@@ -199,12 +223,18 @@ void BlockTrace::seal_open_chunk(std::size_t count) {
       chunk.bytes.shrink_to_fit();
     }
     ++pt_chunks_;
+  } else if (handing == Handing::Handed) {
+    chunk.raw = std::make_unique<Chunk::Raw>();
+    chunk.raw->branches.assign(branches.begin(), branches.begin() + static_cast<std::ptrdiff_t>(count));
+    if (with_stacks_) {
+      chunk.raw->stacks.assign(stacks.begin(), stacks.begin() + static_cast<std::ptrdiff_t>(count));
+    }
   } else {
     BranchChunkWriter writer(open_previous_to_, with_stacks_);
     for (std::size_t i = 0; i < count; ++i) writer.add(branches[i], with_stacks_ ? stacks[i] : StackSnapshot{});
     chunk.bytes = writer.take();
   }
-  chunk_bytes_ += chunk.bytes.size();
+  chunk_bytes_ += chunk.bytes.size() + raw_bytes(chunk);
   open_previous_to_ = branches[count - 1].to;
   chunks_.push_back(std::move(chunk));
   if (all) {
@@ -422,6 +452,11 @@ uint64_t BlockTrace::chunk_end_to(std::size_t index) const {
 void BlockTrace::unpack(std::size_t index, Unpacked& u) const {
   const Chunk& chunk = chunks_[index];
   u.first_sequence = chunk.first_sequence;
+  if (chunk.raw) {
+    u.branches = chunk.raw->branches;
+    u.stacks = chunk.raw->stacks;
+    return;
+  }
   if (!chunk.pt) {
     const bool ok = decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, chunk.count, u.branches,
                                         u.stacks);

@@ -130,7 +130,9 @@ class BlockTrace {
   uint64_t next_chunk_start(uint64_t seq) const;
   // Sealed chunks in each format (for tests and `monitor record status`).
   std::size_t pt_chunks() const { return pt_chunks_; }
-  std::size_t explicit_chunks() const { return chunks_.size() - pt_chunks_; }
+  std::size_t explicit_chunks() const { return chunks_.size() - pt_chunks_; }  // raw ones too
+  // Chunks with the packer, their branches held as they are (Chunk::raw).
+  std::size_t raw_chunks() const;
   // Tells traces apart for the lifetime of the process (a new trace may
   // live at a dead one's address; its sequence numbers start again).
   uint64_t id() const { return id_; }
@@ -194,6 +196,18 @@ class BlockTrace {
     uint32_t count = 0;
     uint32_t packet_bytes = 0;  // PT: where the snapshots begin
     bool pt = false;
+    // Handed to the packer: the branches as they are (and `bytes` empty)
+    // until its packed form replaces them, or they are encoded explicitly
+    // when none comes. Encoding every handed chunk explicitly too, to be
+    // thrown away when the packed form came, was a tenth of btstub's time
+    // while recording.
+    // (One pointer: every chunk pays for the field, and a loop's whole
+    // chunk is about 300 bytes.)
+    struct Raw {
+      std::vector<Branch> branches;
+      std::vector<StackSnapshot> stacks;
+    };
+    std::unique_ptr<Raw> raw;
   };
   // A chunk unpacked for reading; reads come in runs (a cursor walking
   // back, a document being built), so a couple of these serve them all.
@@ -217,7 +231,7 @@ class BlockTrace {
   // What became of a chunk offered to the packer.
   enum class Handing { Handed, Busy, Refused };
   // Hands `branches` (and their `stacks`) to the packer as chunk `chunk`
-  // (explicit until then). Busy: kMaxPendingPacks wait already. Refused:
+  // (raw until then). Busy: kMaxPendingPacks wait already. Refused:
   // no packer, or code it cannot take with it (packed here, if at all).
   Handing hand_to_packer(const Chunk& chunk, const std::vector<Branch>& branches,
                          const std::vector<StackSnapshot>& stacks);
@@ -227,6 +241,14 @@ class BlockTrace {
   // The index of the chunk whose first branch is `seq`, if one is held.
   std::optional<std::size_t> chunk_starting_at(uint64_t seq) const;
   void put_packed(std::size_t index, PackResult& packed);
+  // A raw chunk (Chunk::raw) in the explicit format: its packed form is
+  // not coming, or not kept.
+  void make_explicit(Chunk& chunk);
+  static std::size_t raw_bytes(const Chunk& chunk) {
+    if (!chunk.raw) return 0;
+    return sizeof(Chunk::Raw) + chunk.raw->branches.size() * sizeof(Branch) +
+           chunk.raw->stacks.size() * sizeof(StackSnapshot);
+  }
   bool append_branch(const Branch& branch, const StackSnapshot& stack);
   const Unpacked& unpacked(uint64_t seq) const;  // the packed chunk holding `seq`, unpacked
   void unpack(std::size_t index, Unpacked& u) const;
@@ -236,7 +258,7 @@ class BlockTrace {
   void forget_unpacked() const;
 
   std::deque<Chunk> chunks_;            // oldest first, contiguous; may hold dropped branches
-  std::size_t chunk_bytes_ = 0;         // sum of chunks_' bytes
+  std::size_t chunk_bytes_ = 0;         // sum of chunks_' bytes, raw ones' structs included
   std::size_t pt_chunks_ = 0;           // chunks_ in PT packets
   std::shared_ptr<PtChunkCodec> codec_;  // null: no code reader
   std::shared_ptr<ChunkPacker> packer_;  // null: chunks are packed where sealed

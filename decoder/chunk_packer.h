@@ -4,10 +4,11 @@
 // Packing a chunk (encode_pt_segment, then decoding it back to check it)
 // costs about 0.5 µs a branch. Done where the tracer handles a trace stop,
 // the program waits for it: record_bench's recording took 5-8% longer with
-// it. With a ChunkPacker (BlockTrace::set_packer) a chunk is sealed in the
-// explicit format at once (decoder/branch_chunk.h, cheap), and a PackJob
-// goes to the packer; its PT segment replaces the explicit chunk when the
-// trace collects it (BlockTrace::collect_packed). The job carries a copy of
+// it. With a ChunkPacker (BlockTrace::set_packer) a sealed chunk keeps its
+// branches as they are, and a PackJob goes to the packer; its PT segment
+// replaces them when the trace collects it (BlockTrace::collect_packed),
+// or, when none comes or the packer is busy, the explicit format
+// (decoder/branch_chunk.h) does. The job carries a copy of
 // the code its walk reads (CodeSnapshot), read when the chunk is sealed,
 // as packing there would: the program's memory is read by the tracer, and
 // the packer touches nothing but its job. The result is checked as a

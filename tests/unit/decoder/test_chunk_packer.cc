@@ -1,5 +1,6 @@
 // decoder/chunk_packer.h through BlockTrace: with a packer, a sealed chunk
-// is explicit until its PT segment comes back and is collected; the
+// keeps its branches as they are until its PT segment comes back and is
+// collected (explicit if none comes, or the packer is replaced); the
 // branches and stacks read the same all along; a result for branches
 // dropped (or a history cleared) meanwhile is ignored; past
 // kMaxPendingPacks waiting chunks, chunks stay explicit and go to the
@@ -45,6 +46,21 @@ std::vector<Branch> fill(BlockTrace& trace, std::size_t n, bool stacks, std::siz
   return all;
 }
 
+// Gives every job back unpacked, as a packer going away does.
+class GivingBackPacker final : public decoder::ChunkPacker {
+ public:
+  void submit(std::shared_ptr<decoder::PackInbox> inbox, decoder::PackJob job) override {
+    jobs.emplace_back(std::move(inbox), std::move(job));
+  }
+  void give_back() {
+    for (auto& [inbox, job] : jobs) {
+      inbox->put(decoder::PackResult{job.first_sequence, static_cast<uint32_t>(job.branches.size()), std::nullopt, 0});
+    }
+    jobs.clear();
+  }
+  std::deque<std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob>> jobs;
+};
+
 // Keeps the jobs until the test runs them.
 class HeldPacker final : public decoder::ChunkPacker {
  public:
@@ -79,6 +95,7 @@ TEST_CASE("chunk packer: chunks are explicit until packed and collected, and rea
     REQUIRE(packer->jobs.size() == 3);
     CHECK(trace.pt_chunks() == 0);
     CHECK(trace.explicit_chunks() == 3);
+    CHECK(trace.raw_chunks() == 3);  // never encoded explicitly: the packed form is coming
     auto check = [&] {
       for (uint64_t seq = 0; seq < all.size(); ++seq) {
         REQUIRE(trace.at(seq) == all[seq]);
@@ -94,6 +111,7 @@ TEST_CASE("chunk packer: chunks are explicit until packed and collected, and rea
     trace.collect_packed();
     CHECK(trace.pt_chunks() == 3);
     CHECK(trace.explicit_chunks() == 0);
+    CHECK(trace.raw_chunks() == 0);
     check();
     // The stored segments are what packing in place makes.
     BlockTrace in_place(B, 100000);
@@ -275,4 +293,58 @@ TEST_CASE("chunk packer: the background packer packs on its own threads; wait_pa
     other.set_packer(nullptr);
   }
   for (uint64_t seq = 0; seq < other.end_sequence(); ++seq) REQUIRE(other.at(seq) == pass()[seq % pass().size()]);
+}
+
+TEST_CASE("chunk packer: a handed chunk given back unpacked, or whose packer goes, is encoded explicitly") {
+  for (bool stacks : {false, true}) {
+    CAPTURE(stacks);
+    Code code;
+    auto packer = std::make_shared<GivingBackPacker>();
+    BlockTrace trace(B, 100000);
+    trace.set_code(code.reader);
+    trace.set_packer(packer);
+    const std::vector<Branch> all = fill(trace, 3 * BlockTrace::kChunkBranches + 10, stacks);
+    REQUIRE(packer->jobs.size() == 3);
+    REQUIRE(trace.raw_chunks() == 3);
+    const std::size_t raw_memory = trace.memory_bytes();
+    auto check = [&] {
+      for (uint64_t seq = 0; seq < all.size(); ++seq) {
+        REQUIRE(trace.at(seq) == all[seq]);
+        if (stacks) REQUIRE(trace.stack_at(seq) == stack_for(seq));
+      }
+    };
+    packer->give_back();
+    trace.collect_packed();
+    CHECK(trace.raw_chunks() == 0);
+    CHECK(trace.pt_chunks() == 0);
+    CHECK(trace.explicit_chunks() == 3);
+    CHECK(trace.memory_bytes() < raw_memory);  // a few bytes a branch instead of the structs
+    check();
+
+    // Chunks with a packer that is replaced: their results would go to the
+    // old inbox.
+    const std::vector<Branch> more = fill(trace, 2 * BlockTrace::kChunkBranches, stacks, all.size());
+    REQUIRE(trace.raw_chunks() == 2);
+    trace.set_packer(nullptr);
+    CHECK(trace.raw_chunks() == 0);
+    CHECK(trace.explicit_chunks() == 5);
+    check();
+    for (uint64_t i = 0; i < more.size(); ++i) REQUIRE(trace.at(all.size() + i) == more[i]);
+  }
+}
+
+TEST_CASE("chunk packer: a raw chunk's branches dropped from the ring free their memory") {
+  Code code;
+  auto packer = std::make_shared<GivingBackPacker>();
+  BlockTrace trace(B, 2 * BlockTrace::kChunkBranches);
+  trace.set_code(code.reader);
+  trace.set_packer(packer);
+  const std::size_t empty = trace.memory_bytes();
+  (void)fill(trace, 6 * BlockTrace::kChunkBranches + 1, false);
+  // Only the newest two chunks are held; the others went, raw, with their memory.
+  CHECK(trace.raw_chunks() <= 2);
+  CHECK(trace.memory_bytes() - empty <= 3 * BlockTrace::kChunkBranches * (sizeof(Branch) + 8));
+  packer->give_back();
+  trace.collect_packed();
+  CHECK(trace.raw_chunks() == 0);
 }
