@@ -83,7 +83,7 @@ struct Code {
 
 }  // namespace
 
-TEST_CASE("chunk packer: chunks are explicit until packed and collected, and read the same all along") {
+TEST_CASE("chunk packer: chunks are raw until packed and collected, and read the same all along") {
   for (bool stacks : {false, true}) {
     CAPTURE(stacks);
     Code code;
