@@ -207,7 +207,7 @@ class BlockTrace {
       std::vector<Branch> branches;
       std::vector<StackSnapshot> stacks;
     };
-    std::unique_ptr<Raw> raw;
+    std::unique_ptr<Raw> raw{};
   };
   // A chunk unpacked for reading; reads come in runs (a cursor walking
   // back, a document being built), so a couple of these serve them all.

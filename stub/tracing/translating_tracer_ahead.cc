@@ -19,9 +19,9 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
-#include <map>
 #include <set>
 
+#include "decoder/code_reader.h"
 #include "stub/tracing/translating_tracer.h"
 
 namespace stub::tracing {
@@ -31,42 +31,27 @@ namespace {
 constexpr std::size_t kAheadBlocks = 32;
 // Targets looked at per pass, most of them known already in a warm cache.
 constexpr std::size_t kAheadLooks = 128;
-constexpr uint64_t kPage = 4096;
 constexpr uint8_t kInt3 = 0xcc;
 
 // The program's code read a page at a time, each page once per pass.
-class CodePages {
+class CodePages final : public decoder::PageCachedReader {
  public:
   explicit CodePages(TracedThreadControl& control) : control_(control) {}
 
   // The bytes of [pc, end) that can be read, from pc on.
-  std::vector<uint8_t> read(uint64_t pc, uint64_t end) {
-    std::vector<uint8_t> out;
-    for (uint64_t at = pc; at < end;) {
-      const uint64_t page = at & ~(kPage - 1);
-      const std::vector<uint8_t>& bytes = page_at(page);
-      const uint64_t offset = at - page;
-      if (offset >= bytes.size()) break;
-      const uint64_t take = std::min<uint64_t>(end - at, bytes.size() - offset);
-      out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(offset),
-                 bytes.begin() + static_cast<std::ptrdiff_t>(offset + take));
-      at += take;
-    }
+  std::vector<uint8_t> read_range(uint64_t pc, uint64_t end) {
+    std::vector<uint8_t> out(static_cast<std::size_t>(end - pc));
+    out.resize(read(pc, out.data(), out.size()));
     return out;
   }
 
  private:
-  const std::vector<uint8_t>& page_at(uint64_t page) {
-    auto it = pages_.find(page);
-    if (it == pages_.end()) {
-      auto bytes = control_.read_memory(page, kPage);
-      it = pages_.emplace(page, bytes ? std::move(*bytes) : std::vector<uint8_t>{}).first;
-    }
-    return it->second;
+  std::vector<uint8_t> fetch_page(uint64_t page) override {
+    auto bytes = control_.read_memory(page, kPageSize);
+    return bytes ? std::move(*bytes) : std::vector<uint8_t>{};
   }
 
   TracedThreadControl& control_;
-  std::map<uint64_t, std::vector<uint8_t>> pages_;
 };
 
 }  // namespace
@@ -92,7 +77,7 @@ void TranslatingTracer::translate_ahead(TracedThreadControl& control, Thread* th
     const CodeRegion* region = code_->region_of(pc);
     auto place = cache_.place_for(pc);  // no region is mapped for code not yet reached
     if (region == nullptr || !place) continue;
-    const std::vector<uint8_t> bytes = pages.read(pc, std::min<uint64_t>(pc + kBlockBytes, region->end));
+    const std::vector<uint8_t> bytes = pages.read_range(pc, std::min<uint64_t>(pc + kBlockBytes, region->end));
     if (bytes.empty()) continue;
     auto translated = decoder::translate_block(pc, bytes, *place, options);
     if (!translated || translated->code.size() > TranslationCache::kMaxTranslationSize) continue;
@@ -127,8 +112,8 @@ void TranslatingTracer::translate_ahead(TracedThreadControl& control, Thread* th
   std::size_t first = 0;
   while (first < made.size()) {
     std::size_t last = first + 1;
-    while (last < made.size() && made[last]->cache_address == made[last - 1]->cache_address +
-                                                                  ((made[last - 1]->code.size() + 16) & ~uint64_t{15})) {
+    while (last < made.size() && made[last]->cache_address ==
+                                      made[last - 1]->cache_address + TranslationCache::footprint(made[last - 1]->code.size())) {
       ++last;
     }
     const uint64_t run_at = made[first]->cache_address;

@@ -31,9 +31,7 @@ const decoder::Translation* TranslationCache::insert(decoder::Translation t) {
     return nullptr;
   }
   Region& r = regions_[static_cast<std::size_t>(found - regions_.data())];
-  // Each translation on 16 bytes, and never flush against the next: a
-  // trap pc just past a final int3 must not be the next one's start.
-  r.used += (t.code.size() + 16) & ~uint64_t{15};
+  r.used += footprint(t.code.size());
   auto owned = std::make_unique<decoder::Translation>(std::move(t));
   const decoder::Translation* placed = owned.get();
   by_cache_[placed->cache_address] = placed;

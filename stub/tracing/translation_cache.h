@@ -35,6 +35,10 @@ class TranslationCache {
   // region within reach with room for the largest translation; nullopt
   // when a region must be mapped near it first.
   std::optional<uint64_t> place_for(uint64_t original) const;
+  // The room a translation of `code_size` bytes takes: on 16 bytes, and
+  // never flush against the next (a trap pc just past a final int3 must
+  // not be the next one's start).
+  static uint64_t footprint(std::size_t code_size) { return (code_size + 16) & ~uint64_t{15}; }
   // Takes `t`, translated to run at place_for(t.address). nullptr (nothing
   // taken) when it is not there or does not fit.
   const decoder::Translation* insert(decoder::Translation t);
