@@ -64,11 +64,12 @@ class ProcessCopy {
   // Runs until the instruction at `pc` is about to execute for the
   // `hits`-th time (the instruction the copy stands at counts as the first
   // when it is at `pc`). An error, with the copy unusable, when it meets a
-  // system call, a signal or a fault first. With `enters` given, no watch
-  // armed and enough visits, the copy counts them itself and stops once
-  // (decoder/counting_patch.h: a page of its own for the count, mapped and
-  // unmapped by injected system calls, and a jmp over the bytes at `pc`
-  // that `enters` says the run cannot land inside of). Otherwise it stops
+  // system call, a signal or a fault first. With `enters` given and enough
+  // visits, the copy counts them itself and stops once, or once more per
+  // armed watch that fires (decoder/counting_patch.h: a page of its own for
+  // the count, mapped and unmapped by injected system calls, and a jmp over
+  // the bytes at `pc` that `enters` says the run cannot land inside of).
+  // Otherwise it stops
   // once per visit of `pc` (an execute breakpoint in a debug register the
   // armed watches leave free), twice when the watches hold all four (an
   // int3).
@@ -79,7 +80,7 @@ class ProcessCopy {
   Expected<void> arm(const DebugRegisterState& watches);
   // run_to, counting the armed watches that fire on the way (at native
   // speed: what tells whether a stretch of the past touched them at all).
-  Expected<uint64_t> run_to_counting(uint64_t pc, uint64_t hits);
+  Expected<uint64_t> run_to_counting(uint64_t pc, uint64_t hits, const EntryCheck& enters = {});
   // An instruction that fired an armed watch: its pc, and which run of that
   // pc it was (1: the first since the copy's start point, which counts).
   struct WatchHit {
@@ -125,8 +126,9 @@ class ProcessCopy {
   // (owe_tsc_fault), then its owed bytes.
   Expected<void> ready_to_run();
 
-  // run_to counted in the copy (ptrace_copy_counting.cc); nullopt when it
-  // cannot be done here and nothing changed.
+  // run_to_counting counted in the copy (ptrace_copy_counting.cc): the
+  // watch hits on the way; nullopt when it cannot be done here and nothing
+  // changed.
   Expected<std::optional<uint64_t>> run_by_counting(uint64_t target, uint64_t hits, const EntryCheck& enters);
   // The copy's page for the count at `page`, by an injected mmap; false
   // when the kernel would not map it there (nothing changed).

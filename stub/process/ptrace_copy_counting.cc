@@ -66,8 +66,11 @@ Expected<std::optional<uint64_t>> ProcessCopy::run_by_counting(uint64_t target, 
   // which it then stands at and counts as the first.
   auto at = pc();
   if (!at) return at.error();
+  uint64_t watch_hits = 0;
   if (*at > target && *at < target + patch->patch.size()) {
-    if (auto first = run_to_counting(target, 1); !first) return first.error();
+    auto first = run_to_counting(target, 1);
+    if (!first) return first.error();
+    watch_hits += *first;
   }
 
   auto mapped = map_counting_page(*page);
@@ -84,7 +87,13 @@ Expected<std::optional<uint64_t>> ProcessCopy::run_by_counting(uint64_t target, 
     (void)write_memory(target, patch->original);
     return fail(make_error(ErrorCode::MemoryFault, "Cannot write the copy's counting trampoline"));
   }
+  // An armed watch stops the copy after each instruction that touches it
+  // (in the program's code or moved into the page): counted, and on.
   auto stop = resume_and_wait(false);
+  while (stop && !stop->watch_hits.empty()) {
+    watch_hits += stop->watch_hits.size();
+    stop = resume_and_wait(false);
+  }
   const bool restored = write_memory(target, patch->original);
   if (!stop) return fail(stop.error());
   if (!restored) return fail(make_error(ErrorCode::MemoryFault, "Cannot restore the copy's code at " + hex(target)));
@@ -96,7 +105,7 @@ Expected<std::optional<uint64_t>> ProcessCopy::run_by_counting(uint64_t target, 
   }
   if (auto moved = set_pc(target); !moved) return fail(moved.error());
   if (auto unmapped = unmap_counting_page(*page); !unmapped) return fail(unmapped.error());
-  return std::optional<uint64_t>(0);
+  return std::optional<uint64_t>(watch_hits);
 }
 
 }  // namespace stub::process

@@ -2,9 +2,9 @@
 // path to the n-th visit of an instruction.
 //
 // Where it can, run_to lets the copy count the visits itself and stop once
-// (ptrace_copy_counting.cc). Otherwise (few visits, armed watches, code
-// that cannot be moved) it stops the copy at every visit of the target pc,
-// up to a checkpoint's worth of visits (700 branches). An execute breakpoint in a debug register stops there once per
+// (ptrace_copy_counting.cc), also with watches armed (each hit a stop).
+// Otherwise (few visits, code that cannot be moved) it stops the copy at
+// every visit of the target pc, up to a checkpoint's worth of visits. An execute breakpoint in a debug register stops there once per
 // visit and writes no memory: before an execute breakpoint's instruction the
 // kernel sets RF in the flags it returns with (hw_breakpoint_handler in
 // arch/x86/kernel/hw_breakpoint.c), so the next resume runs that instruction
@@ -49,23 +49,23 @@ bool ProcessCopy::at_repeated_string_instruction(uint64_t pc) {
 }
 
 Expected<void> ProcessCopy::run_to(uint64_t target, uint64_t hits, const EntryCheck& enters) {
-  // Below this many visits, stopping at each costs less than the page's
-  // two injected system calls.
-  constexpr uint64_t kCountingMinHits = 8;
-  if (enters && armed_.empty() && hits >= kCountingMinHits) {
-    auto counted = run_by_counting(target, hits, enters);
-    if (!counted) return counted.error();
-    if (*counted) return {};
-  }
-  auto ran = run_to_counting(target, hits);
+  auto ran = run_to_counting(target, hits, enters);
   if (!ran) return ran.error();
   return {};
 }
 
-Expected<uint64_t> ProcessCopy::run_to_counting(uint64_t target, uint64_t hits) {
+Expected<uint64_t> ProcessCopy::run_to_counting(uint64_t target, uint64_t hits, const EntryCheck& enters) {
   if (!usable_) return make_error(ErrorCode::Internal, "The copy is unusable");
   if (auto ready = ready_to_run(); !ready) return ready.error();
   if (hits == 0) return make_error(ErrorCode::InvalidArgument, "No visit to run to");
+  // Below this many visits, stopping at each costs less than the page's
+  // two injected system calls.
+  constexpr uint64_t kCountingMinHits = 8;
+  if (enters && hits >= kCountingMinHits) {
+    auto counted = run_by_counting(target, hits, enters);
+    if (!counted) return counted.error();
+    if (*counted) return **counted;
+  }
   auto original = read_memory(target, 1);
   if (!original) return make_error(ErrorCode::MemoryFault, "No code at " + hex(target) + " in the copy");
   const bool repeats = at_repeated_string_instruction(target);
