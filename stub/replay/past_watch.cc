@@ -10,6 +10,11 @@ using btstub::make_error;
 namespace {
 
 constexpr uint64_t kSyscallSize = 2;  // syscall, sysenter, int 0x80
+// A stretch where watches fired is halved down to this many blocks before
+// it is stepped: a halving costs a few native runs (~1 ms each), stepping
+// a stop per instruction (~10 µs), and 256 blocks are about 1,500
+// instructions.
+constexpr uint64_t kStepBlocks = 256;
 
 btstub::Error cannot_rerun(const std::string& why) {
   return make_error(ErrorCode::NotSupported, "Cannot watch in this part of the recorded past: " + why);
@@ -43,28 +48,89 @@ Expected<std::vector<PastWatch::Stretch>> PastWatch::stretches(HistoryPoint low,
   return out;
 }
 
-Expected<std::vector<PastWatchHit>> PastWatch::hits_in(const Stretch& stretch, HistoryPoint low,
-                                                       HistoryPoint high) {
-  std::vector<PastWatchHit> out;
-  const HistoryPoint start = stretch.start.at;
-  auto visits = decoder::visits_between(trace_, live_pc_, start, stretch.end, checkpoints_.vdso());
+Expected<PastWatch::CountedRun> PastWatch::counted_run(process::ProcessCopy& base, HistoryPoint from,
+                                                      HistoryPoint to, bool armed) {
+  auto visits = decoder::visits_between(trace_, live_pc_, from, to, checkpoints_.vdso());
   if (!visits || *visits == 0) return cannot_rerun("it calls into the vDSO or lies outside the history");
-  auto copy = stretch.start.copy->fork();
+  auto copy = base.fork();
   if (!copy) return copy.error();
-  if (auto armed = (*copy)->arm(watches_); !armed) return armed.error();
-  auto fired = (*copy)->run_to_counting(stretch.end.pc, *visits);
+  if (armed) {
+    if (auto done = (*copy)->arm(watches_); !done) return done.error();
+  }
+  auto enters = [&](uint64_t inside_low, uint64_t inside_high) {
+    return decoder::enters_inside(trace_, live_pc_, from, to, inside_low, inside_high);
+  };
+  auto fired = (*copy)->run_to_counting(to.pc, *visits, enters);
   if (!fired) return cannot_rerun(fired.error().message);
-  if (*fired > 0) {
-    auto stepper = stretch.start.copy->fork();
-    if (!stepper) return stepper.error();
-    if (auto armed = (*stepper)->arm(watches_); !armed) return armed.error();
-    auto hits = (*stepper)->step_to(stretch.end.pc, *visits);
-    if (!hits) return cannot_rerun(hits.error().message);
-    for (const auto& h : *hits) {
-      auto at = decoder::nth_visit(trace_, live_pc_, start, h.pc, h.visit);
-      if (!at) return cannot_rerun("a re-run left the recorded path");
-      if (low <= *at && *at < high) out.push_back(PastWatchHit{*at, h.hit});
+  if (armed) ++effort_.native_runs;
+  return CountedRun{std::move(*copy), *fired};
+}
+
+Expected<std::vector<PastWatchHit>> PastWatch::locate(process::ProcessCopy& base, HistoryPoint from,
+                                                      HistoryPoint to, uint64_t fired, HistoryPoint low,
+                                                      HistoryPoint high, Sought sought) {
+  std::vector<PastWatchHit> out;
+  if (!(low < to) || !(from < high)) return out;  // every hit here lies in [from, to)
+  if (to.sequence > from.sequence + kStepBlocks) {
+    const uint64_t middle = from.sequence + (to.sequence - from.sequence) / 2;
+    auto block = decoder::history_block(trace_, middle, live_pc_);
+    if (!block) return cannot_rerun("it lies outside the history");
+    const HistoryPoint mid{middle, block->begin};
+    ++effort_.halvings;
+    auto at_mid = counted_run(base, from, mid, false);
+    if (!at_mid) return at_mid.error();
+    auto later = counted_run(*at_mid->copy, mid, to, true);
+    if (!later) return later.error();
+    if (later->fired > fired) return cannot_rerun("a re-run left the recorded path");
+    const uint64_t earlier_fired = fired - later->fired;
+    later->copy.reset();
+    std::vector<PastWatchHit> earlier_hits, later_hits;
+    auto search = [&](bool earlier) -> Expected<void> {
+      auto found = earlier ? locate(base, from, mid, earlier_fired, low, high, sought)
+                           : locate(*at_mid->copy, mid, to, later->fired, low, high, sought);
+      if (!found) return found.error();
+      (earlier ? earlier_hits : later_hits) = std::move(*found);
+      return {};
+    };
+    // The half the sought hit is in when it has one in [low, high); the
+    // other one only when it has none there.
+    const bool first_earlier = sought == Sought::Oldest;
+    if ((first_earlier ? earlier_fired : later->fired) > 0) {
+      if (auto done = search(first_earlier); !done) return done.error();
     }
+    if (earlier_hits.empty() && later_hits.empty() && (first_earlier ? later->fired : earlier_fired) > 0) {
+      if (auto done = search(!first_earlier); !done) return done.error();
+    }
+    out = std::move(earlier_hits);
+    out.insert(out.end(), later_hits.begin(), later_hits.end());
+    return out;
+  }
+  auto visits = decoder::visits_between(trace_, live_pc_, from, to, checkpoints_.vdso());
+  if (!visits || *visits == 0) return cannot_rerun("it calls into the vDSO or lies outside the history");
+  auto stepper = base.fork();
+  if (!stepper) return stepper.error();
+  if (auto armed = (*stepper)->arm(watches_); !armed) return armed.error();
+  const uint64_t stops_before = (*stepper)->stops();
+  auto hits = (*stepper)->step_to(to.pc, *visits);
+  effort_.stepped += (*stepper)->stops() - stops_before;
+  if (!hits) return cannot_rerun(hits.error().message);
+  for (const auto& h : *hits) {
+    auto at = decoder::nth_visit(trace_, live_pc_, from, h.pc, h.visit);
+    if (!at) return cannot_rerun("a re-run left the recorded path");
+    if (low <= *at && *at < high) out.push_back(PastWatchHit{*at, h.hit});
+  }
+  return out;
+}
+
+Expected<std::vector<PastWatchHit>> PastWatch::hits_in(const Stretch& stretch, HistoryPoint low, HistoryPoint high,
+                                                       Sought sought) {
+  std::vector<PastWatchHit> out;
+  auto run = counted_run(*stretch.start.copy, stretch.start.at, stretch.end, true);
+  if (!run) return run.error();
+  if (run->fired > 0) {
+    auto found = locate(*stretch.start.copy, stretch.start.at, stretch.end, run->fired, low, high, sought);
+    if (!found) return found.error();
+    out = std::move(*found);
   }
   if (stretch.ends_at_call && stretch.after_call && low <= stretch.end && stretch.end < high) {
     // What the system call wrote: the copy stands before it, the next
@@ -72,7 +138,7 @@ Expected<std::vector<PastWatchHit>> PastWatch::hits_in(const Stretch& stretch, H
     for (int slot = 0; slot < process::DebugRegisterState::kSlotCount; ++slot) {
       if (!watches_.in_use(slot)) continue;
       const uint64_t addr = watches_.address(slot), len = watches_.length(slot);
-      auto before = (*copy)->read_memory(addr, len);
+      auto before = run->copy->read_memory(addr, len);
       auto after = stretch.after_call->copy->read_memory(addr, len);
       const bool changed = before.ok() != after.ok() || (before && after && *before != *after);
       if (!changed) continue;
@@ -89,7 +155,7 @@ Expected<std::optional<PastWatchHit>> PastWatch::last_in(HistoryPoint low, Histo
   auto all = stretches(low, high);
   if (!all) return all.error();
   for (auto it = all->rbegin(); it != all->rend(); ++it) {
-    auto hits = hits_in(*it, low, high);
+    auto hits = hits_in(*it, low, high, Sought::Newest);
     if (!hits) return hits.error();
     if (!hits->empty()) return std::optional<PastWatchHit>(hits->back());
   }
@@ -101,7 +167,7 @@ Expected<std::optional<PastWatchHit>> PastWatch::first_in(HistoryPoint low, Hist
   auto all = stretches(low, high);
   if (!all) return all.error();
   for (const Stretch& stretch : *all) {
-    auto hits = hits_in(stretch, low, high);
+    auto hits = hits_in(stretch, low, high, Sought::Oldest);
     if (!hits) return hits.error();
     if (!hits->empty()) return std::optional<PastWatchHit>(hits->front());
   }

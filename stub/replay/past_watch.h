@@ -3,16 +3,22 @@
 // history touched a watched region (the client's Z2/Z4, as the debug
 // registers hold them). Each stretch between checkpoints is re-run in a
 // copy of the program with the watches armed: natively first, counting
-// hits (most stretches have none), then, where some fired, one instruction
-// at a time to tell which. A system call's writes (the copy stops before
-// it) show as a difference between the copy there and the checkpoint taken
-// right after the call.
+// hits (most stretches have none). Where some fired, the stretch is halved
+// (a copy run natively to its middle block, then the later half re-run
+// with the watches to count its hits) down to the half that holds the hit
+// sought, until at most kStepBlocks blocks remain, which are run one
+// instruction at a time to tell which instruction it was: stepping costs a
+// stop per instruction, a halving a few native runs. A system call's
+// writes (the copy stops before it) show as a difference between the copy
+// there and the checkpoint taken right after the call.
 //
 // A stretch that cannot be re-run (no checkpoint, a signal delivery or a
 // vDSO call inside) is an error, never a silent "no hit".
 #include <sys/types.h>
 
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "decoder/block_trace.h"
 #include "decoder/history_visits.h"
@@ -44,6 +50,14 @@ class PastWatch {
   Expected<std::optional<PastWatchHit>> last_in(HistoryPoint low, HistoryPoint high);
   Expected<std::optional<PastWatchHit>> first_in(HistoryPoint low, HistoryPoint high);
 
+  // What the searches so far cost (`monitor replay status`).
+  struct Effort {
+    uint64_t native_runs = 0;   // copies run natively with the watches armed
+    uint64_t halvings = 0;      // stretches halved where watches fired
+    uint64_t stepped = 0;       // instructions run one at a time
+  };
+  const Effort& effort() const { return effort_; }
+
  private:
   struct Stretch {
     tracing::Checkpoints::Usable start;
@@ -52,14 +66,30 @@ class PastWatch {
     std::optional<tracing::Checkpoints::Usable> after_call;  // the checkpoint just after it
   };
   Expected<std::vector<Stretch>> stretches(HistoryPoint low, HistoryPoint high);
-  // Hits in one stretch, oldest first, limited to [low, high).
-  Expected<std::vector<PastWatchHit>> hits_in(const Stretch& stretch, HistoryPoint low, HistoryPoint high);
+  // Which hit a search needs: the newest or the oldest in [low, high).
+  enum class Sought { Newest, Oldest };
+  // Hits in one stretch, oldest first, limited to [low, high); the one
+  // sought is among them if the stretch has it (others may be left out).
+  Expected<std::vector<PastWatchHit>> hits_in(const Stretch& stretch, HistoryPoint low, HistoryPoint high,
+                                              Sought sought);
+  // The same for the run from `from` (where `base` stands) to `to`, in
+  // which the watches fired `fired` times.
+  Expected<std::vector<PastWatchHit>> locate(process::ProcessCopy& base, HistoryPoint from, HistoryPoint to,
+                                             uint64_t fired, HistoryPoint low, HistoryPoint high, Sought sought);
+  // The copy at `from` forked and run with the watches armed to `to`: the
+  // copy there, and the hits on the way.
+  struct CountedRun {
+    std::unique_ptr<process::ProcessCopy> copy;
+    uint64_t fired = 0;
+  };
+  Expected<CountedRun> counted_run(process::ProcessCopy& base, HistoryPoint from, HistoryPoint to, bool armed);
 
   tracing::Checkpoints& checkpoints_;
   const decoder::BlockTrace& trace_;
   uint64_t live_pc_;
   pid_t tid_;
   process::DebugRegisterState watches_;  // the watches alone, no execute slots
+  Effort effort_;
 };
 
 }  // namespace stub::replay

@@ -179,6 +179,7 @@ Expected<ReplayStop> ReplayEngine::move_watching(pid_t tid, decoder::ReplayCurso
   const decoder::HistoryPoint to = here(cursor);
   PastWatch search(*backend_.checkpoints(), *trace, cursor.live_pc(), tid, watches);
   auto hit = back ? search.last_in(to, from) : search.first_in(from, to);
+  last_search_ = search.effort();
   if (!hit) {
     seek(cursor, from);
     (void)finish(tid, ReplayStop::Moved);
@@ -303,6 +304,11 @@ std::string ReplayEngine::status(uint64_t counted_branches) {
            " of " + std::to_string(count.total) + " (pc " + hex(cursor->pc()) + ")\n";
   }
   if (past_) out += past_->status();
+  if (last_search_) {
+    out += "Last watch search: " + std::to_string(last_search_->native_runs) + " native re-runs with the watches, " +
+           std::to_string(last_search_->halvings) + " halvings, " + std::to_string(last_search_->stepped) +
+           " instructions stepped.\n";
+  }
   return out;
 }
 

@@ -144,6 +144,7 @@ class ReplayEngine {
   std::map<pid_t, decoder::HistorySummaries> summaries_;
   std::unique_ptr<PastState> past_;  // with the backend's checkpoints
   std::optional<process::DebugHit> watch_hit_;
+  std::optional<PastWatch::Effort> last_search_;  // of the last move with watches in the past
   decoder::ScanTurn scan_turn_;
 };
 

@@ -20,7 +20,9 @@ them) must equal record full's natively.
 The same again with `--checkpoint-every=1000000`: no copy but those the
 system calls take (the loops between them are re-run whole), the same
 stops and registers, and fewer checkpoints taken in all (`monitor record
-status`).
+status`); each search with watchpoints halves that long stretch where they
+fired and steps at most 5,000 instructions (`monitor replay status`'s
+"Last watch search"), where stepping it all would be some 70,000.
 
 `monitor replay status` after each reverse-stepi in the loop must tell a
 copy that counted the visits of its pc itself and stopped once per run
@@ -43,10 +45,12 @@ RECORD_STATUS = "monitor record status"
 WATCH_ALL = ["watch a", "watch b", "watch c", "watch d"]
 
 
-def walk(status=(), watches=True):
-    """The motions; `status` follows each reverse-stepi in spin() (btstub
-    only); without `watches`, the searches with watchpoints are left out."""
+def walk(status=(), watches=True, searched=()):
+    """The motions; `status` follows each reverse-stepi in spin() and
+    `searched` each search with watchpoints (btstub only); without
+    `watches`, the searches with watchpoints are left out."""
     status = list(status)
+    searched = list(searched)
     spin_write = "break %d" % marker_line("past_hot_loop.c", "spin_write")
     steps = (["break %d" % marker_line("past_hot_loop.c", "done"), "continue", "delete",
               spin_write, "reverse-continue", REGISTERS, "delete",
@@ -55,11 +59,11 @@ def walk(status=(), watches=True):
     if not watches:
         return steps + ["break *rep_insn", "reverse-continue", REGISTERS, "delete"]
     return (steps +
-            WATCH_ALL + ["reverse-continue", REGISTERS, "print c", "delete",
-                         "watch c", "reverse-continue", REGISTERS, "print c", "delete",
+            WATCH_ALL + ["reverse-continue", REGISTERS, "print c"] + searched + ["delete",
+                         "watch c", "reverse-continue", REGISTERS, "print c"] + searched + ["delete",
                          "break *rep_insn", "reverse-continue", REGISTERS, "delete"] +
-            WATCH_ALL + ["reverse-continue", REGISTERS, "print b", "delete",
-                         "watch b", "reverse-continue", REGISTERS, "print b", "delete"])
+            WATCH_ALL + ["reverse-continue", REGISTERS, "print b"] + searched + ["delete",
+                         "watch b", "reverse-continue", REGISTERS, "print b"] + searched + ["delete"])
 
 
 def stops(text):
@@ -81,6 +85,14 @@ def stops_per_visit(status):
     """(stops, visits) of the copy's last re-run, from monitor record status."""
     m = re.search(r"its last re-run stopped it (\d+) times for (\d+) visits", status)
     return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def search_effort(status):
+    """(native re-runs, halvings, instructions stepped) of the last search
+    with watchpoints, from monitor replay status."""
+    m = re.search(r"Last watch search: (\d+) native re-runs with the watches, (\d+) halvings, (\d+) instructions "
+                  r"stepped", status)
+    return tuple(int(g) for g in m.groups()) if m else None
 
 
 def taken_in_all(status):
@@ -122,9 +134,18 @@ def main(args, c):
                all(r is not None for r in runs) and max(r[1] for r in runs) > 50 and
                all(r[0] <= r[1] // 256 + 1 for r in runs), subject.transcript())
         c.equal("%s: no copy of the program is left" % opt, [], leftovers(prog))
-        sparse = recorded(prog, ["--checkpoint-every=1000000"], walk(watches=watches))
+        sparse = recorded(prog, ["--checkpoint-every=1000000"], walk(watches=watches, searched=[STATUS]))
         c.equal("%s --checkpoint-every=1000000: the stops and registers equal record full's" % opt,
                 expected, stops(walked(sparse)), sparse.transcript())
+        if watches:
+            # The loops are one stretch of some 70,000 instructions: the
+            # search halves it where the watches fired and steps only the
+            # last 256 blocks or fewer.
+            efforts = [search_effort(out or "") for cmd, out in sparse.outputs if cmd == STATUS]
+            c.true("%s --checkpoint-every=1000000: each search halved the stretch and stepped at most 5,000 "
+                   "instructions (%s)" % (opt, efforts),
+                   len(efforts) == 4 and None not in efforts and all(e[1] > 0 and 0 < e[2] <= 5000 for e in efforts),
+                   sparse.transcript())
         taken = {None: taken_in_all(subject.of_command(RECORD_STATUS) or ""),
                  1000000: taken_in_all(sparse.of_command(RECORD_STATUS) or "")}
         c.true("%s: --checkpoint-every=1000000 takes fewer checkpoints (%s)" % (opt, taken),
