@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "decoder/counting_patch.h"
 #include "protocol/expected.h"
 #include "protocol/register_file.h"
 #include "stub/process/debug_registers.h"
@@ -60,6 +61,9 @@ class ProcessCopy {
   // Whether the stretch a run goes through may jump into [low, high)
   // (decoder::enters_inside); where the copy stands is its own to check.
   using EntryCheck = std::function<bool(uint64_t low, uint64_t high)>;
+  // Below this many visits, stopping at each costs less than the counting
+  // page's two injected system calls.
+  static constexpr uint64_t kCountingMinHits = 8;
 
   // Runs until the instruction at `pc` is about to execute for the
   // `hits`-th time (the instruction the copy stands at counts as the first
@@ -74,6 +78,10 @@ class ProcessCopy {
   // armed watches leave free), twice when the watches hold all four (an
   // int3).
   Expected<void> run_to(uint64_t pc, uint64_t hits, const EntryCheck& enters = {});
+
+  // Whether run_to can count the visits of `pc` in the copy: the bytes
+  // there can be moved and `enters` lets the jmp cover them.
+  Expected<bool> counts_at(uint64_t pc, const EntryCheck& enters);
 
   // Arms the copy's debug registers with `watches` (execute slots left
   // out): later runs see them fire. A fresh copy has none armed.
@@ -126,6 +134,10 @@ class ProcessCopy {
   // (owe_tsc_fault), then its owed bytes.
   Expected<void> ready_to_run();
 
+  // The counting patch for `hits` visits of `target` with a free page near
+  // it; nullopt where none can be made.
+  Expected<std::optional<decoder::CountingPatch>> counting_patch(uint64_t target, uint64_t hits,
+                                                                 const EntryCheck& enters);
   // run_to_counting counted in the copy (ptrace_copy_counting.cc): the
   // watch hits on the way; nullopt when it cannot be done here and nothing
   // changed.

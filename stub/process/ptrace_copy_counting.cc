@@ -51,29 +51,32 @@ Expected<void> ProcessCopy::unmap_counting_page(uint64_t page) {
   return {};
 }
 
-Expected<std::optional<uint64_t>> ProcessCopy::run_by_counting(uint64_t target, uint64_t hits,
-                                                               const EntryCheck& enters) {
+Expected<std::optional<decoder::CountingPatch>> ProcessCopy::counting_patch(uint64_t target, uint64_t hits,
+                                                                            const EntryCheck& enters) {
   if (!usable_) return make_error(ErrorCode::Internal, "The copy is unusable");
   if (auto ready = ready_to_run(); !ready) return ready.error();
   auto code = read_memory(target, decoder::kCountingCodeBytes);
-  if (!code) return std::optional<uint64_t>();
+  if (!code) return std::optional<decoder::CountingPatch>();
   auto page = free_page_near(read_maps(pid_), target, kPageReach, decoder::kCountingPageSize);
-  if (!page) return std::optional<uint64_t>();
+  if (!page) return std::optional<decoder::CountingPatch>();
   auto patch = decoder::build_counting_patch(target, *code, *page, hits);
-  if (!patch || enters(target + 1, target + patch->patch.size())) return std::optional<uint64_t>();
-  // Standing inside the bytes the jmp will cover (a checkpoint taken there),
-  // the copy first goes to its first visit of the target by breakpoint,
-  // which it then stands at and counts as the first.
-  auto at = pc();
-  if (!at) return at.error();
-  uint64_t watch_hits = 0;
-  if (*at > target && *at < target + patch->patch.size()) {
-    auto first = run_to_counting(target, 1);
-    if (!first) return first.error();
-    watch_hits += *first;
-  }
+  if (!patch || enters(target + 1, target + patch->patch.size())) return std::optional<decoder::CountingPatch>();
+  return std::optional<decoder::CountingPatch>(std::move(*patch));
+}
 
-  auto mapped = map_counting_page(*page);
+Expected<bool> ProcessCopy::counts_at(uint64_t pc, const EntryCheck& enters) {
+  auto patch = counting_patch(pc, 1, enters);
+  if (!patch) return patch.error();
+  return patch->has_value();
+}
+
+Expected<std::optional<uint64_t>> ProcessCopy::run_by_counting(uint64_t target, uint64_t hits,
+                                                               const EntryCheck& enters) {
+  auto patch = counting_patch(target, hits, enters);
+  if (!patch) return patch.error();
+  if (!*patch) return std::optional<uint64_t>();
+  const uint64_t page = (*patch)->page_address;
+  auto mapped = map_counting_page(page);
   if (!mapped) {
     usable_ = false;
     return mapped.error();
@@ -83,8 +86,19 @@ Expected<std::optional<uint64_t>> ProcessCopy::run_by_counting(uint64_t target, 
     usable_ = false;
     return error;
   };
-  if (!write_memory(*page, patch->page) || !write_memory(target, patch->patch)) {
-    (void)write_memory(target, patch->original);
+  // Standing inside the bytes the jmp will cover (a checkpoint taken there),
+  // the copy first goes to its first visit of the target by breakpoint,
+  // which it then stands at and counts as the first.
+  auto at = pc();
+  if (!at) return fail(at.error());
+  uint64_t watch_hits = 0;
+  if (*at > target && *at < target + (*patch)->patch.size()) {
+    auto first = run_to_counting(target, 1);
+    if (!first) return fail(first.error());
+    watch_hits += *first;
+  }
+  if (!write_memory(page, (*patch)->page) || !write_memory(target, (*patch)->patch)) {
+    (void)write_memory(target, (*patch)->original);
     return fail(make_error(ErrorCode::MemoryFault, "Cannot write the copy's counting trampoline"));
   }
   // An armed watch stops the copy after each instruction that touches it
@@ -94,17 +108,17 @@ Expected<std::optional<uint64_t>> ProcessCopy::run_by_counting(uint64_t target, 
     watch_hits += stop->watch_hits.size();
     stop = resume_and_wait(false);
   }
-  const bool restored = write_memory(target, patch->original);
+  const bool restored = write_memory(target, (*patch)->original);
   if (!stop) return fail(stop.error());
   if (!restored) return fail(make_error(ErrorCode::MemoryFault, "Cannot restore the copy's code at " + hex(target)));
   at = pc();
   if (!at) return fail(at.error());
-  if (*at != patch->stop_pc) {
+  if (*at != (*patch)->stop_pc) {
     return fail(make_error(ErrorCode::Internal,
                            "The copy stopped at " + hex(*at) + " on its way to " + hex(target)));
   }
   if (auto moved = set_pc(target); !moved) return fail(moved.error());
-  if (auto unmapped = unmap_counting_page(*page); !unmapped) return fail(unmapped.error());
+  if (auto unmapped = unmap_counting_page(page); !unmapped) return fail(unmapped.error());
   return std::optional<uint64_t>(watch_hits);
 }
 

@@ -58,9 +58,6 @@ Expected<uint64_t> ProcessCopy::run_to_counting(uint64_t target, uint64_t hits, 
   if (!usable_) return make_error(ErrorCode::Internal, "The copy is unusable");
   if (auto ready = ready_to_run(); !ready) return ready.error();
   if (hits == 0) return make_error(ErrorCode::InvalidArgument, "No visit to run to");
-  // Below this many visits, stopping at each costs less than the page's
-  // two injected system calls.
-  constexpr uint64_t kCountingMinHits = 8;
   if (enters && hits >= kCountingMinHits) {
     auto counted = run_by_counting(target, hits, enters);
     if (!counted) return counted.error();

@@ -28,13 +28,33 @@ Expected<void> PastState::run_copy(pid_t tid, const decoder::BlockTrace& trace, 
   last_run_ = LastRun{*hits, current_->copy->stops()};
   // The copy counts the visits itself where the bytes at the pc can hold a
   // jmp that nothing in the stretch jumps into the middle of.
+  HistoryPoint aim = to;
   auto enters = [&](uint64_t low, uint64_t high) {
-    return decoder::enters_inside(trace, live_pc, from, to, low, high);
+    return decoder::enters_inside(trace, live_pc, from, aim, low, high);
   };
+  // Where they cannot (an indirect call or a jump target among the bytes
+  // there), the first instruction of the point's block may: the copy counts
+  // its visits, then runs on to the point within the block.
+  if (*hits >= process::ProcessCopy::kCountingMinHits) {
+    auto here = current_->copy->counts_at(to.pc, enters);
+    if (!here) return here.error();
+    auto block = decoder::history_block(trace, to.sequence, live_pc);
+    if (!*here && block && block->begin != to.pc) {
+      aim = HistoryPoint{to.sequence, block->begin};
+      auto there = current_->copy->counts_at(aim.pc, enters);
+      if (!there) return there.error();
+      auto visits = decoder::visits_between(trace, live_pc, from, aim, checkpoints_.vdso());
+      if (*there && visits && *visits > 0) {
+        hits = visits;
+      } else {
+        aim = to;
+      }
+    }
+  }
   // The copy standing at a visit counts it as the first of the rest.
   while (*hits > kSnapshotHits) {
-    if (auto ran = current_->copy->run_to(to.pc, kSnapshotHits, enters); !ran) return ran;
-    auto point = decoder::nth_visit(trace, live_pc, from, to.pc, kSnapshotHits);
+    if (auto ran = current_->copy->run_to(aim.pc, kSnapshotHits, enters); !ran) return ran;
+    auto point = decoder::nth_visit(trace, live_pc, from, aim.pc, kSnapshotHits);
     if (!point) return make_error(ErrorCode::Internal, "the history has fewer visits than counted");
     if (auto snapshot = current_->copy->fork()) {
       snapshots_[{tid, *point}] = std::move(*snapshot);
@@ -43,7 +63,12 @@ Expected<void> PastState::run_copy(pid_t tid, const decoder::BlockTrace& trace, 
     from = *point;
     *hits -= kSnapshotHits - 1;
   }
-  auto ran = current_->copy->run_to(to.pc, *hits, enters);
+  auto ran = current_->copy->run_to(aim.pc, *hits, enters);
+  if (ran && aim != to) {
+    auto rest = decoder::visits_between(trace, live_pc, aim, to, checkpoints_.vdso());
+    if (!rest || *rest == 0) return make_error(ErrorCode::Internal, "the point is not in its block");
+    ran = current_->copy->run_to(to.pc, *rest);
+  }
   last_run_.stops = current_->copy->stops() - last_run_.stops;
   return ran;
 }
