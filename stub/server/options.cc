@@ -181,10 +181,11 @@ std::string usage_text() {
          "                        past then shows only where the program was).\n"
          "  --checkpoint-every=BRANCHES\n"
          "                        Branches between two copies taken where nothing\n"
-         "                        else takes one (default 700). More: faster\n"
-         "                        recording (each copy is a fork of PROG), slower\n"
-         "                        first steps back (a re-run goes from the nearest\n"
-         "                        copy; see docs/past-state.md).\n";
+         "                        else takes one (default 100000 with\n"
+         "                        --trace-stops=translate, 700 with the others).\n"
+         "                        More: faster recording (each copy is a fork of\n"
+         "                        PROG), slower first steps back (a re-run goes from\n"
+         "                        the nearest copy; see docs/past-state.md).\n";
 }
 
 btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>& args) {

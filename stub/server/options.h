@@ -3,6 +3,7 @@
 //   btstub [OPTIONS] COMM PROG [ARGS..]
 //   btstub [OPTIONS] --attach COMM PID
 //   btstub [OPTIONS] --multi COMM
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
@@ -27,6 +28,10 @@ enum class TraceStopChoice {
                   // (stub::tracing::TranslatingTracer); int3s where it cannot
                   // (default: fewest stops of all)
 };
+
+// --checkpoint-every's defaults (CommandLine::checkpoint_spacing).
+inline constexpr uint64_t kCheckpointEvery = 700;
+inline constexpr uint64_t kTranslatedCheckpointEvery = 100000;
 
 // Limits of --trace-size: one BTS record, and a bound that keeps a typo
 // from reserving the machine's memory (the buffer is allocated up front).
@@ -68,13 +73,23 @@ struct CommandLine {
   TraceConfig trace_config;            // --trace-size=, --trace-full=
   bool trace_size_given = false;       // --trace-size= was on the command line
   uint64_t checkpoint_memory = uint64_t{1} << 30;  // --checkpoint-memory= (0: no checkpoints)
-  uint64_t checkpoint_every = 700;  // --checkpoint-every= (branches; tracing::CheckpointLimits)
+  std::optional<uint64_t> checkpoint_every;  // --checkpoint-every= (branches; tracing::CheckpointLimits)
   TraceStopChoice trace_stops = TraceStopChoice::Translate;  // --trace-stops=
   bool trace_stops_given = false;  // named on the command line: failing to set it up is fatal
   bool no_vfile = false;               // --no-vfile: vFile (host file access) unsupported
   bool no_run = false;                 // --no-run: vRun/vAttach/R refused (docs/security.md)
 
   bool stdio() const { return comm == "-" || comm == "stdio"; }
+  // Branches between two periodic checkpoints: --checkpoint-every=, else
+  // what suits the tracer. A checkpoint (a fork of the program) costs as
+  // much as ~50 branches under int3 trace stops but ~10,000 in translated
+  // code, where 700 made the forks most of a recording (docs/performance.md);
+  // a re-run from one counts its visits in the copy (docs/past-state.md),
+  // so a longer stretch costs a first step back about a millisecond more.
+  uint64_t checkpoint_spacing() const {
+    if (checkpoint_every) return *checkpoint_every;
+    return trace_stops == TraceStopChoice::Translate ? kTranslatedCheckpointEvery : kCheckpointEvery;
+  }
 };
 
 btstub::Expected<CommandLine> parse_command_line(const std::vector<std::string>& args);

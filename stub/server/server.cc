@@ -197,7 +197,7 @@ Expected<std::unique_ptr<SoftwareTracer>> Server::make_software_tracer() const {
   if (command_line_.checkpoint_memory > 0) {
     limits.emplace();
     limits->memory_bytes = command_line_.checkpoint_memory;
-    limits->every_branches = command_line_.checkpoint_every;
+    limits->every_branches = command_line_.checkpoint_spacing();
   }
   (*tracer)->set_checkpoint_limits(limits);
   (*tracer)->set_packer_placement(packer_placement(pinned_cpu_, spare_cpus_, std::thread::hardware_concurrency()));

@@ -45,14 +45,15 @@ using decoder::HistoryPoint;
 
 struct CheckpointLimits {
   std::size_t max_count = 1024;
-  // A re-run stops once at each visit of its target pc (~35 µs each
-  // here), and in a loop of one branch per pass each branch is a visit: 700
-  // bounds the first reverse step into a hot loop to ~27 ms (docs/
-  // performance.md). A checkpoint costs ~0.6 ms, as much as tracing ~50
-  // branches: +~9% on such a loop. Above 605 a program that makes a system
-  // call every 600 branches (checkpoints/syscalls benchmark) takes no extra
-  // ones. --checkpoint-every sets it: fewer forks of the program, longer
-  // first re-runs.
+  // A re-run stops once at each visit of its target pc where the copy
+  // cannot count them itself (~35 µs each here), and in a loop of one
+  // branch per pass each branch is a visit: 700 bounds that first reverse
+  // step into a hot loop to ~27 ms (docs/performance.md). A checkpoint
+  // costs ~0.6 ms, as much as tracing ~50 branches under int3s: +~9% on
+  // such a loop. Above 605 a program that makes a system call every 600
+  // branches (checkpoints/syscalls benchmark) takes no extra ones.
+  // --checkpoint-every sets it (the server picks 100,000 for translated
+  // code, where a fork costs as much as ~10,000 branches).
   uint64_t every_branches = 700;
   // --checkpoint-memory: the copies' proportional share of memory (Pss),
   // measured now and then; past it the oldest go.

@@ -7,8 +7,10 @@ past_join.c at -O0 and -O2 creates a thread, joins it, then works alone.
   reference  native gdb runs it (no shell, the environment of
              test_past_values), stops at MARK joined (just after
              pthread_join returned) and starts `record full` there;
-  subject    gdb -> `btstub --record --trace-size=16m - PROG` (the history
-             reaches back past the thread; gdb runs no `record`), the same
+  subject    gdb -> `btstub --record --trace-size=16m --checkpoint-every=700
+             - PROG` (the history reaches back past the thread; gdb runs no
+             `record`; the work after the join, some 10,000 branches, is
+             due several checkpoints at this spacing), the same
              breakpoint. With --server gdbserver: gdb -> gdbserver with
              `record full` on gdb's side (proves the comparison).
 
@@ -93,7 +95,8 @@ def run_side(mode, prog):
         start = ["continue", "record full"]
     else:
         target = "| " + shlex.join(["env", "-i"] + environment_args() +
-                                   [server_path("btstub"), "--no-startup-with-shell", "--record", "--trace-size=16m", "-", prog])
+                                   [server_path("btstub"), "--no-startup-with-shell", "--record", "--trace-size=16m",
+                                    "--checkpoint-every=700", "-", prog])
         start, status = ["continue"], [STATUS]
     commands, points, live_start = script(start, status)
     result, left = run_commands(prog, target, commands)

@@ -77,9 +77,10 @@ TEST_CASE("--trace-stops picks the translating tracer by default") {
 }
 
 TEST_CASE("--checkpoint-every takes a number of branches") {
-  REQUIRE(parse_ok({":0", "prog"}).checkpoint_every == 700);
-  REQUIRE(parse_ok({"--checkpoint-every=50000", ":0", "prog"}).checkpoint_every == 50000);
-  REQUIRE(parse_ok({"--checkpoint-every=1", ":0", "prog"}).checkpoint_every == 1);
+  REQUIRE(parse_ok({":0", "prog"}).checkpoint_spacing() == 100000);  // translated code, the default
+  REQUIRE(parse_ok({"--trace-stops=int3", ":0", "prog"}).checkpoint_spacing() == 700);
+  REQUIRE(parse_ok({"--checkpoint-every=50000", ":0", "prog"}).checkpoint_spacing() == 50000);
+  REQUIRE(parse_ok({"--checkpoint-every=1", "--trace-stops=int3", ":0", "prog"}).checkpoint_spacing() == 1);
   for (const char* bad : {"0", "-5", "", "1k", "0x10", "1000000001", "99999999999999999999"}) {
     INFO(bad);
     REQUIRE(parse_error({std::string("--checkpoint-every=") + bad, ":0", "prog"}) ==
