@@ -1,5 +1,6 @@
 #include "stub/replay/past_state.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "protocol/amd64_registers.h"
@@ -26,50 +27,61 @@ Expected<void> PastState::run_copy(pid_t tid, const decoder::BlockTrace& trace, 
     return make_error(ErrorCode::NotSupported, "the history between the checkpoint and this point cannot be re-run");
   }
   last_run_ = LastRun{*hits, current_->copy->stops()};
+  process::ProcessCopy& copy = *current_->copy;
   // The copy counts the visits itself where the bytes at the pc can hold a
-  // jmp that nothing in the stretch jumps into the middle of.
+  // jmp that nothing in the leg it runs jumps into the middle of.
   HistoryPoint aim = to;
+  HistoryPoint leg_end = to;
   auto enters = [&](uint64_t low, uint64_t high) {
-    return decoder::enters_inside(trace, live_pc, from, aim, low, high);
+    return decoder::enters_inside(trace, live_pc, from, leg_end, low, high);
   };
-  // Where they cannot (an indirect call or a jump target among the bytes
-  // there), the first instruction of the point's block may: the copy counts
-  // its visits, then runs on to the point within the block.
+  bool counted = false;
   if (*hits >= process::ProcessCopy::kCountingMinHits) {
-    auto here = current_->copy->counts_at(to.pc, enters);
+    auto here = copy.counts_at(to.pc, enters);
     if (!here) return here.error();
+    counted = *here;
+    // Where it cannot (an indirect call or a jump target among the bytes
+    // there), the first instruction of the point's block may: the copy
+    // counts its visits, then runs on to the point within the block.
     auto block = decoder::history_block(trace, to.sequence, live_pc);
-    if (!*here && block && block->begin != to.pc) {
-      aim = HistoryPoint{to.sequence, block->begin};
-      auto there = current_->copy->counts_at(aim.pc, enters);
+    if (!counted && block && block->begin != to.pc) {
+      leg_end = HistoryPoint{to.sequence, block->begin};
+      auto there = copy.counts_at(leg_end.pc, enters);
       if (!there) return there.error();
-      auto visits = decoder::visits_between(trace, live_pc, from, aim, checkpoints_.vdso());
+      auto visits = decoder::visits_between(trace, live_pc, from, leg_end, checkpoints_.vdso());
       if (*there && visits && *visits > 0) {
+        aim = leg_end;
         hits = visits;
-      } else {
-        aim = to;
+        counted = true;
       }
+      leg_end = aim;
     }
   }
+  // Snapshots every kSnapshotHits visits where the copy stops at each (the
+  // next step back then passes at most that many); where it counts them,
+  // a run costs one stop, and at most kCountedLegs snapshots are left.
+  const uint64_t every = counted ? std::max<uint64_t>(kSnapshotHits, *hits / kCountedLegs + 1) : kSnapshotHits;
   // The copy standing at a visit counts it as the first of the rest.
-  while (*hits > kSnapshotHits) {
-    if (auto ran = current_->copy->run_to(aim.pc, kSnapshotHits, enters); !ran) return ran;
-    auto point = decoder::nth_visit(trace, live_pc, from, aim.pc, kSnapshotHits);
+  while (*hits > every) {
+    auto point = decoder::nth_visit(trace, live_pc, from, aim.pc, every);
     if (!point) return make_error(ErrorCode::Internal, "the history has fewer visits than counted");
-    if (auto snapshot = current_->copy->fork()) {
+    leg_end = *point;
+    if (auto ran = copy.run_to(aim.pc, every, enters); !ran) return ran;
+    if (auto snapshot = copy.fork()) {
       snapshots_[{tid, *point}] = std::move(*snapshot);
       if (snapshots_.size() > kMaxSnapshots) snapshots_.erase(snapshots_.begin());
     }
     from = *point;
-    *hits -= kSnapshotHits - 1;
+    *hits -= every - 1;
   }
-  auto ran = current_->copy->run_to(aim.pc, *hits, enters);
+  leg_end = aim;
+  auto ran = copy.run_to(aim.pc, *hits, enters);
   if (ran && aim != to) {
     auto rest = decoder::visits_between(trace, live_pc, aim, to, checkpoints_.vdso());
     if (!rest || *rest == 0) return make_error(ErrorCode::Internal, "the point is not in its block");
-    ran = current_->copy->run_to(to.pc, *rest);
+    ran = copy.run_to(to.pc, *rest);
   }
-  last_run_.stops = current_->copy->stops() - last_run_.stops;
+  last_run_.stops = copy.stops() - last_run_.stops;
   return ran;
 }
 

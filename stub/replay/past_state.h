@@ -6,8 +6,9 @@
 // says that pc runs in between (decoder/history_visits.h). The copy is kept
 // while the client looks around, and runs on when replay moves forward;
 // going back forks again. A long re-run leaves a copy behind every
-// kSnapshotHits visits (snapshots), so that stepping back through a hot
-// loop re-runs from the nearest one, not from the checkpoint.
+// kSnapshotHits visits (snapshots; where the copy counts the visits itself,
+// kCountedLegs of them at most), so that stepping back through a hot loop
+// re-runs from the nearest one, not from the checkpoint.
 //
 // Never a wrong value: a point with no usable checkpoint, or where the copy
 // does not arrive exactly (another pc, or rsp/rbp other than the history
@@ -50,6 +51,7 @@ class PastState {
 
  private:
   static constexpr uint64_t kSnapshotHits = 256;
+  static constexpr uint64_t kCountedLegs = 16;
   static constexpr std::size_t kMaxSnapshots = 64;
 
   Expected<void> run_copy(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
