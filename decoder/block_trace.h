@@ -17,6 +17,7 @@
 // btrace `new`/`delta` reads and replay cursors need. Dropping old branches
 // never renumbers the rest. Dropping is exact, one branch at a time as in a
 // BTS ring; a chunk's bytes are freed once all its branches are dropped.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -210,7 +211,10 @@ class BlockTrace {
     std::unique_ptr<Raw> raw{};
   };
   // A chunk unpacked for reading; reads come in runs (a cursor walking
-  // back, a document being built), so a couple of these serve them all.
+  // back, a document being built, a re-run's walks over the stretch since
+  // its checkpoint: up to 100 chunks at the translating tracer's spacing,
+  // walked a few times per step back), so kUnpackedChunks of these, reused
+  // oldest first, serve them (at most ~4 MiB, only in a trace read so).
   struct Unpacked {
     uint64_t first_sequence = UINT64_MAX;
     std::vector<Branch> branches;
@@ -266,7 +270,8 @@ class BlockTrace {
   std::deque<uint64_t> backlog_;         // first sequences of chunks left explicit while the packer was busy
   std::vector<Branch> open_;            // the newest branches, after the last chunk
   std::vector<StackSnapshot> open_stacks_;  // parallel to open_, or empty
-  mutable Unpacked unpacked_[2];
+  static constexpr std::size_t kUnpackedChunks = 128;
+  mutable std::array<Unpacked, kUnpackedChunks> unpacked_;
   mutable std::size_t last_unpacked_ = 0;
   std::size_t capacity_;
   uint64_t open_previous_to_ = 0;       // where open_'s first block begins
