@@ -35,7 +35,16 @@ bench_begin and bench_end, with getppid() after each round if SYSCALLS is 1.
            `--checkpoint-memory=0` (rax is unavailable in the past then: what
            the reverse step costs without a copy). Every step's pc and rax
            are checked against gdb's own `record full` over the last round,
-           natively.
+           natively. --checkpoint-every=N passes btstub's option.
+
+  watch    Searches with a watchpoint in the past. For each spacing
+           (--spacings, btstub's --checkpoint-every): `btstub --record`,
+           `continue` to bench_end, `watch rounds_done` (written once a
+           round, after its --inner iterations), then --searches times
+           `reverse-continue` and one `reverse-stepi` with the watch still
+           set, each timed inside gdb; after each, rounds_done (it must be
+           one round less each time) and the last search's native re-runs,
+           halvings and instructions stepped (`monitor replay status`).
 
 After every gdb run the script looks for processes still running the
 workload (leftover copies) and reports them.
@@ -45,6 +54,8 @@ workload (leftover copies) and reports them.
         [--start-at-begin]
     BTSTUB=build/btstub PROGRAMS_DIR=build/programs \\
         python3 tests/bench/checkpoint_bench.py reverse [--lengths 1e3,1e6,1e7] [--steps 16]
+    BTSTUB=build/btstub PROGRAMS_DIR=build/programs \\
+        python3 tests/bench/checkpoint_bench.py watch [--rounds 20] [--inner 30000] [--spacings 700,100000]
 """
 
 import argparse
@@ -333,10 +344,10 @@ def reference_steps(prog, rounds, inner, steps, tmp):
     return ref
 
 
-def reverse_once(prog, rounds, inner, steps, checkpoints, tmp):
+def reverse_once(prog, rounds, inner, steps, checkpoints, tmp, extra=()):
     branches = rounds * inner + 1000
     trace = max(64 << 20, ((branches * BYTES_PER_BRANCH * 5 // 4) >> 20) + 1 << 20)
-    options = ["--trace-size=%d" % trace]
+    options = ["--trace-size=%d" % trace] + list(extra)
     if not checkpoints:
         options.append("--checkpoint-memory=0")
     cmds = [btstub_target(prog, [rounds, inner, 0], options),
@@ -397,8 +408,9 @@ def bench_reverse(args, prog):
                 print("reverse: %d instructions, checkpoints %s ..." %
                       (n, "on" if checkpoints else "off"), file=sys.stderr,
                       flush=True)
+                extra = ["--checkpoint-every=" + args.checkpoint_every] if args.checkpoint_every else []
                 row[checkpoints] = reverse_once(prog, rounds, inner,
-                                                args.steps, checkpoints, tmp)
+                                                args.steps, checkpoints, tmp, extra)
             results.append(row)
 
     print("checkpoint_bench reverse: %s, at %s, %s, load average %s" % (
@@ -462,6 +474,79 @@ def bench_reverse(args, prog):
         print("    " + shlex.join(row[True]["argv"]))
 
 
+# --------------------------------------------------------------------------
+# watch
+
+WATCH_PY = r'''
+import re
+import time
+def _bench_watch(n):
+    for i in range(n + 1):
+        command = "reverse-continue" if i < n else "reverse-stepi"
+        t0 = time.perf_counter()
+        gdb.execute(command, to_string=True)
+        dt = time.perf_counter() - t0
+        value = gdb.execute("print rounds_done", to_string=True).split("=")[-1].strip()
+        status = gdb.execute("monitor replay status", to_string=True)
+        m = re.search(r"Last watch search: (\d+) native re-runs with the watches, (\d+) halvings, "
+                      r"(\d+) instructions stepped", status)
+        effort = "/".join(m.groups()) if m else "-"
+        print("BENCH_WATCH %s %d %.6f %s %s" % (command, i, dt, value, effort))
+'''
+
+
+def watch_once(prog, rounds, inner, searches, spacing, tmp):
+    """Seconds of each reverse-continue with `watch rounds_done` from
+    bench_end, then of a reverse-stepi with the watch still set."""
+    path = os.path.join(tmp, "watch.py")
+    with open(path, "w") as f:
+        f.write(WATCH_PY)
+    options = ["--record", "--trace-size=%d" % (256 << 20), "--checkpoint-every=%d" % spacing]
+    argv = gdb_base() + ["-ex", btstub_target(prog, [rounds, inner, 0], options)]
+    for c in ["break bench_end", "continue", "delete", "watch rounds_done", "source " + path,
+              "python _bench_watch(%d)" % searches, "kill"]:
+        argv += ["-ex", c]
+    argv.append(prog)
+    text = run_gdb(argv, prog, timeout=900)
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("BENCH_WATCH "):
+            _, command, i, dt, value, effort = line.split(" ", 5)
+            rows.append((command, int(i), float(dt), value, effort))
+    if len(rows) != searches + 1:
+        raise harness.HarnessError("watch run did not complete:\n$ %s\n%s" % (shlex.join(argv), text[-4000:]))
+    return rows
+
+
+def bench_watch(args, prog):
+    spacings = [int(float(x)) for x in args.spacings.split(",")]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="checkpoint_bench") as tmp:
+        for spacing in spacings:
+            print("watch: --checkpoint-every=%d ..." % spacing, file=sys.stderr, flush=True)
+            results.append((spacing, watch_once(prog, args.rounds, args.inner, args.searches, spacing, tmp)))
+    print("checkpoint_bench watch: %s %d %d 0, at %s, %s, load average %s" % (
+        os.path.basename(prog), args.rounds, args.inner, git_head(), now(), load_average()))
+    print()
+    print("| `--checkpoint-every` | reverse-continue with a watch (ms, each) | reverse-stepi with the watch (ms) | "
+          "last search: native re-runs / halvings / instructions stepped | rounds_done after each |")
+    print("|---:|---|---:|---|---|")
+    wrong = []
+    for spacing, rows in results:
+        conts = [r for r in rows if r[0] == "reverse-continue"]
+        step = rows[-1]
+        print("| %d | %s | %.1f | %s | %s |" % (
+            spacing, ", ".join("%.1f" % (r[2] * 1000) for r in conts), step[2] * 1000,
+            ", ".join(r[4] for r in rows), ", ".join(r[3] for r in rows)))
+        # Going back, the watch stops before each write: the round before.
+        want = [str(args.rounds - 1 - i) for i in range(len(conts))]
+        if [r[3] for r in conts] != want:
+            wrong.append("--checkpoint-every=%d: rounds_done %s, expected %s" % (
+                spacing, [r[3] for r in conts], want))
+    print()
+    print("\n".join(wrong) if wrong else "Every search stopped at the write it should have.")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="bench", required=True)
@@ -479,14 +564,25 @@ def main():
     rev.add_argument("--lengths", default="1e3,1e6,1e7",
                      help="history lengths in instructions")
     rev.add_argument("--steps", type=int, default=16)
+    rev.add_argument("--checkpoint-every", default=None,
+                     help="btstub's --checkpoint-every; its default when not given")
     rev.add_argument("--only-on", action="store_true",
                      help="skip the runs without checkpoints (their columns "
                      "then repeat the runs with them)")
+    wat = sub.add_parser("watch")
+    wat.add_argument("--rounds", type=int, default=20)
+    wat.add_argument("--inner", type=int, default=30000,
+                     help="iterations of work() per round (one taken branch each)")
+    wat.add_argument("--searches", type=int, default=4)
+    wat.add_argument("--spacings", default="700,100000",
+                     help="btstub --checkpoint-every values, one run each")
     args = parser.parse_args()
 
     prog = harness.program("bench_checkpoints", "O2")
     if args.bench == "record":
         bench_record(args, prog)
+    elif args.bench == "watch":
+        bench_watch(args, prog)
     else:
         bench_reverse(args, prog)
     print()
