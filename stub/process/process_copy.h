@@ -73,14 +73,15 @@ class ProcessCopy {
   // armed watch that fires (decoder/counting_patch.h: a page of its own for
   // the count, mapped and unmapped by injected system calls, and a jmp over
   // the bytes at `pc` that `enters` says the run cannot land inside of).
-  // Otherwise it stops
-  // once per visit of `pc` (an execute breakpoint in a debug register the
-  // armed watches leave free), twice when the watches hold all four (an
-  // int3).
+  // Otherwise it stops once per visit of `pc` (an execute breakpoint in a
+  // debug register the armed watches leave free), twice when the watches
+  // hold all four (an int3).
   Expected<void> run_to(uint64_t pc, uint64_t hits, const EntryCheck& enters = {});
 
-  // Whether run_to can count the visits of `pc` in the copy: the bytes
-  // there can be moved and `enters` lets the jmp cover them.
+  // Whether the counting jmp fits at `pc`: the bytes there can be moved,
+  // a free page lies within reach and `enters` lets the jmp cover them. A
+  // prediction: run_to still needs kCountingMinHits visits, and the
+  // kernel may refuse to map the page there (run_to then stops at each).
   Expected<bool> counts_at(uint64_t pc, const EntryCheck& enters);
 
   // Arms the copy's debug registers with `watches` (execute slots left

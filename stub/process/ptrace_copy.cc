@@ -345,6 +345,10 @@ Expected<void> ProcessCopy::arm(const DebugRegisterState& watches) {
   for (int slot = 0; slot < DebugRegisterState::kSlotCount; ++slot) {
     if (auto r = poke_debugreg(pid_, slot, armed_.address(slot)); !r) return r;
   }
+  // A run by breakpoint before (no watch armed) leaves its DR6 bit, which
+  // kernels before 5.11 keep from trap to trap: the next stop would read
+  // it as a watch's hit.
+  if (auto r = poke_debugreg(pid_, 6, 0); !r) return r;
   return poke_debugreg(pid_, 7, armed_.dr7());
 }
 

@@ -1,7 +1,8 @@
 // Running a copy to the n-th visit of a pc with the count kept by the copy
 // (decoder/counting_patch.h): one stop for the whole run where a breakpoint
-// stops at every visit. A first reverse step into a hot loop re-runs up to a
-// checkpoint's worth of visits (700 branches), ~35 µs each by breakpoint.
+// stops at every visit (~35 µs each): a first reverse step into a hot loop
+// re-runs up to a checkpoint's worth of visits (100,000 branches under the
+// translating tracer).
 //
 // The page for the count is the copy's own: mapped near the pc (a jmp
 // reaches 2 GiB) by an injected mmap before the run and unmapped after it,

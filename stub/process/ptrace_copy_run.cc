@@ -4,8 +4,9 @@
 // Where it can, run_to lets the copy count the visits itself and stop once
 // (ptrace_copy_counting.cc), also with watches armed (each hit a stop).
 // Otherwise (few visits, code that cannot be moved) it stops the copy at
-// every visit of the target pc, up to a checkpoint's worth of visits. An execute breakpoint in a debug register stops there once per
-// visit and writes no memory: before an execute breakpoint's instruction the
+// every visit of the target pc, up to a checkpoint's worth of visits. An
+// execute breakpoint in a debug register stops there once per visit and
+// writes no memory: before an execute breakpoint's instruction the
 // kernel sets RF in the flags it returns with (hw_breakpoint_handler in
 // arch/x86/kernel/hw_breakpoint.c), so the next resume runs that instruction
 // instead of trapping again. An int3 costs two stops and four memory writes

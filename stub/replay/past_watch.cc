@@ -98,6 +98,7 @@ Expected<std::vector<PastWatchHit>> PastWatch::locate(process::ProcessCopy& base
     if ((first_earlier ? earlier_fired : later->fired) > 0) {
       if (auto done = search(first_earlier); !done) return done.error();
     }
+    if (!first_earlier) at_mid->copy.reset();  // the later half is done with
     if (earlier_hits.empty() && later_hits.empty() && (first_earlier ? later->fired : earlier_fired) > 0) {
       if (auto done = search(!first_earlier); !done) return done.error();
     }
@@ -114,6 +115,10 @@ Expected<std::vector<PastWatchHit>> PastWatch::locate(process::ProcessCopy& base
   auto hits = (*stepper)->step_to(to.pc, *visits);
   effort_.stepped += (*stepper)->stops() - stops_before;
   if (!hits) return cannot_rerun(hits.error().message);
+  // The native runs counted `fired` hits here: stepping the same stretch
+  // must see some (it may see more: a repeated string instruction's
+  // iterations can be reported together when run natively).
+  if (hits->empty()) return cannot_rerun("a re-run left the recorded path");
   for (const auto& h : *hits) {
     auto at = decoder::nth_visit(trace_, live_pc_, from, h.pc, h.visit);
     if (!at) return cannot_rerun("a re-run left the recorded path");

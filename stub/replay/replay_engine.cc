@@ -314,6 +314,7 @@ std::string ReplayEngine::status(uint64_t counted_branches) {
 
 void ReplayEngine::go_live() {
   cursors_.clear();
+  last_search_.reset();
   if (past_) past_->clear();
   if (cache_) cache_->clear();
   code_->clear();
