@@ -399,10 +399,7 @@ const BlockTrace::Unpacked& BlockTrace::unpacked(uint64_t seq) const {
       return unpacked_[i];
     }
   }
-  // The slot filled longest ago goes (not the one after the last hit: a
-  // walk's next chunk may sit there).
-  last_unpacked_ = next_unpacked_;
-  next_unpacked_ = (next_unpacked_ + 1) % std::size(unpacked_);
+  last_unpacked_ = (last_unpacked_ + 1) % std::size(unpacked_);
   Unpacked& u = unpacked_[last_unpacked_];
   unpack(index, u);
   return u;

@@ -17,7 +17,6 @@
 // btrace `new`/`delta` reads and replay cursors need. Dropping old branches
 // never renumbers the rest. Dropping is exact, one branch at a time as in a
 // BTS ring; a chunk's bytes are freed once all its branches are dropped.
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -211,12 +210,7 @@ class BlockTrace {
     std::unique_ptr<Raw> raw{};
   };
   // A chunk unpacked for reading; reads come in runs (a cursor walking
-  // back, a document being built, a re-run's walks over the stretch since
-  // its checkpoint: up to 100 chunks at the translating tracer's spacing,
-  // walked a few times per step back), so kUnpackedChunks of these, the
-  // one filled longest ago reused first, serve them (32 KiB each for the
-  // software tracer's 1,024-branch chunks; a CPU's PT segment can hold
-  // more; only in a trace read so).
+  // back, a document being built), so a couple of these serve them all.
   struct Unpacked {
     uint64_t first_sequence = UINT64_MAX;
     std::vector<Branch> branches;
@@ -272,10 +266,8 @@ class BlockTrace {
   std::deque<uint64_t> backlog_;         // first sequences of chunks left explicit while the packer was busy
   std::vector<Branch> open_;            // the newest branches, after the last chunk
   std::vector<StackSnapshot> open_stacks_;  // parallel to open_, or empty
-  static constexpr std::size_t kUnpackedChunks = 128;
-  mutable std::array<Unpacked, kUnpackedChunks> unpacked_;
-  mutable std::size_t last_unpacked_ = 0;  // the slot read last
-  mutable std::size_t next_unpacked_ = 0;  // the slot filled next (filled longest ago)
+  mutable Unpacked unpacked_[2];
+  mutable std::size_t last_unpacked_ = 0;
   std::size_t capacity_;
   uint64_t open_previous_to_ = 0;       // where open_'s first block begins
   uint64_t first_sequence_ = 0;         // the oldest retained branch
