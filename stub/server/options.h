@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "protocol/expected.h"
+#include "stub/tracing/checkpoints.h"
 #include "stub/tracing/trace_backend.h"
 #include "stub/tracing/trace_size.h"
 
@@ -30,7 +31,7 @@ enum class TraceStopChoice {
 };
 
 // --checkpoint-every's defaults (CommandLine::checkpoint_spacing).
-inline constexpr uint64_t kCheckpointEvery = 700;
+inline constexpr uint64_t kCheckpointEvery = tracing::CheckpointLimits{}.every_branches;
 inline constexpr uint64_t kTranslatedCheckpointEvery = 100000;
 
 // Limits of --trace-size: one BTS record, and a bound that keeps a typo
@@ -85,7 +86,8 @@ struct CommandLine {
   // much as ~50 branches under int3 trace stops but ~10,000 in translated
   // code, where 700 made the forks most of a recording (docs/performance.md);
   // a re-run from one counts its visits in the copy (docs/past-state.md),
-  // so a longer stretch costs a first step back about a millisecond more.
+  // so a longer stretch costs a step back that needs a new copy some
+  // milliseconds more (8-16 ms against 3.5-4 ms at 700).
   uint64_t checkpoint_spacing() const {
     if (checkpoint_every) return *checkpoint_every;
     return trace_stops == TraceStopChoice::Translate ? kTranslatedCheckpointEvery : kCheckpointEvery;
