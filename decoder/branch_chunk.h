@@ -33,10 +33,11 @@ class BranchChunkWriter {
   BranchChunkWriter(uint64_t previous_to, bool with_stacks);
   void add(const Branch& branch, const StackSnapshot& stack);
   std::vector<uint8_t> take();  // the bytes; the writer is spent
-  std::size_t size() const { return bytes_.size(); }
+  std::size_t size() const { return size_; }
 
  private:
-  std::vector<uint8_t> bytes_;
+  std::vector<uint8_t> bytes_;  // the first size_ are written
+  std::size_t size_ = 0;
   std::vector<Branch> predictor_;
   uint64_t previous_to_;
   StackSnapshot previous_stack_;
