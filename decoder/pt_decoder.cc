@@ -19,6 +19,12 @@ constexpr std::size_t kMaxBytesBeforePsb = 1 << 20;
 // few KiB): it is given up as a loss rather than decoded again forever.
 constexpr std::size_t kMaxOpenBytes = 4 << 20;
 constexpr std::size_t kPsbBytes = 16;
+// Instructions walked while the decoder's place in the packets stays put:
+// straight code and direct jumps need no packet, so code that changed
+// under stored packets (a `jmp .` where a loop was) would be walked
+// forever. Real code needs a packet (a conditional branch, a return)
+// long before.
+constexpr std::size_t kMaxWalkWithoutPacket = 1 << 20;
 
 int read_code(uint8_t* buffer, size_t size, const pt_asid*, uint64_t ip, void* context) {
   std::size_t n = static_cast<CodeReader*>(context)->read(ip, buffer, size);
@@ -201,6 +207,8 @@ SegmentResult decode_segment(const uint8_t* data, std::size_t size, const WalkSt
   (void)pt_image_set_callback(pt_insn_get_image(dec), read_code, &code);
   std::size_t confirmed = 0;
   std::size_t walked_past_data = 0;
+  std::size_t walked_without_packet = 0;
+  uint64_t packets_at = 0;  // the decoder's offset in the packets
   int status = pt_insn_sync_forward(dec);
   for (;;) {
     if (status < 0) {
@@ -239,6 +247,16 @@ SegmentResult decode_segment(const uint8_t* data, std::size_t size, const WalkSt
     walk.instruction(insn);
     out.code_hash = code_hash(out.code_hash, insn.raw, insn.size);
     if ((status & pts_eos) == 0) confirmed = walk.items().size();
+    uint64_t offset = 0;
+    if (pt_insn_get_offset(dec, &offset) >= 0 && offset != packets_at) {
+      packets_at = offset;
+      walked_without_packet = 0;
+    } else if (++walked_without_packet > kMaxWalkWithoutPacket) {
+      ++stats.errors;  // as a decode error: sync at the next PSB
+      walk.lost();
+      walked_without_packet = 0;
+      status = pt_insn_sync_forward(dec);
+    }
   }
   pt_insn_free_decoder(dec);
   out.items = std::move(walk.items());

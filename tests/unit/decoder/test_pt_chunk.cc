@@ -173,6 +173,21 @@ TEST_CASE("PT chunk: code that changed under a sealed chunk reads as gaps, never
   CHECK(trace.at(5).from == decoder::kGapAddress);
 }
 
+TEST_CASE("PT chunk: a read over code changed into a jump to itself ends, as gaps") {
+  Code code;
+  BlockTrace trace(B, 100000);
+  trace.set_code(code.reader);
+  const std::vector<Branch> all = fill(trace, BlockTrace::kChunkBranches + 10, false);
+  REQUIRE(trace.pt_chunks() == 1);
+  // `dec ecx; jne loop1` becomes `jmp .; jne loop1`: the walk from B would
+  // follow the jump for ever while the chunk's TNT bits wait.
+  code.bytes[0x05] = 0xeb;
+  code.bytes[0x06] = 0xfe;
+  CHECK(trace.at(0).from == decoder::kGapAddress);
+  CHECK(trace.at(BlockTrace::kChunkBranches - 1).to == all[BlockTrace::kChunkBranches - 1].to);
+  for (uint64_t seq = BlockTrace::kChunkBranches; seq < all.size(); ++seq) REQUIRE(trace.at(seq) == all[seq]);
+}
+
 TEST_CASE("PT chunk: a loop costs a fraction of a byte a branch") {
   Code code;
   BlockTrace loop(B, std::size_t{1} << 30);
