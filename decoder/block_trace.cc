@@ -382,6 +382,30 @@ bool BlockTrace::append(uint64_t from, uint64_t to, const StackSnapshot& at_from
   return append_branch(Branch{from, to}, at_from);
 }
 
+std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches) {
+  assert(size() == 0 || with_stacks_ || branches.empty());
+  if (!branches.empty()) with_stacks_ = true;
+  std::size_t done = 0;
+  while (done < branches.size()) {
+    // The open structs take this many more before append_branch would seal.
+    const std::size_t before_seal = open_.size() < kChunkBranches ? kChunkBranches - open_.size() : 0;
+    const std::size_t run = std::min(branches.size() - done, before_seal);
+    if (run > 0 && has_room(run)) {  // nothing to seal, nothing to drop
+      for (const StackedBranch& b : branches.subspan(done, run)) {
+        open_.push_back(b.branch);
+        open_stacks_.push_back(b.stack);
+      }
+      next_sequence_ += run;
+      done += run;
+      continue;
+    }
+    // A seal, a drop, a hold or the cap: as append would, one.
+    if (!append_branch(branches[done].branch, branches[done].stack)) break;
+    ++done;
+  }
+  return done;
+}
+
 const BlockTrace::Unpacked& BlockTrace::unpacked(uint64_t seq) const {
   // Reads come in runs: the chunk used last is the likely one.
   if (const Unpacked& last = unpacked_[last_unpacked_];

@@ -35,4 +35,12 @@ struct StackSnapshot {
   bool operator==(const StackSnapshot&) const = default;
 };
 
+// A branch with the stack registers before it: one record of the
+// translating tracer's log (decoder/block_translator.h LogRecord, the same
+// 32 bytes), stored by BlockTrace::append_stacked a run at a time.
+struct StackedBranch {
+  Branch branch;
+  StackSnapshot stack;
+};
+
 }  // namespace decoder

@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -122,6 +123,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // A branch the lent thread took, with rsp/rbp as before it. False when
   // the trace is full under the stop policy (stopped_full then says so).
   bool store_lent_branch(pid_t tid, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack);
+  // A run of them, in order: how many were stored (fewer: the trace is
+  // full under the stop policy, or the thread is not traced).
+  std::size_t store_lent_branches(pid_t tid, std::span<const decoder::StackedBranch> branches);
   // Whether a checkpoint is due where the lent thread has got to.
   bool checkpoint_wanted(pid_t tid) const;
   // Takes the lent thread back where it stands (an original pc, its trace

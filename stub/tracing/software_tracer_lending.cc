@@ -38,6 +38,29 @@ bool SoftwareTracer::store_lent_branch(pid_t tid, uint64_t from, uint64_t to, co
   return store(*t, from, to, stack);
 }
 
+std::size_t SoftwareTracer::store_lent_branches(pid_t tid, std::span<const decoder::StackedBranch> branches) {
+  ThreadState* t = state(tid);
+  if (t == nullptr || !t->trace || !t->enabled || t->frozen) return 0;
+  const std::size_t stored = t->trace->append_stacked(branches);
+  stats_.branches += stored;
+  if (checkpoints_) {  // as store() does, the vDSO's range read once
+    const auto [begin, end] = checkpoints_->vdso();
+    auto inside = [&](uint64_t addr) { return addr >= begin && addr < end; };
+    for (const decoder::StackedBranch& b : branches.first(stored)) {
+      if (inside(b.branch.from) && !inside(b.branch.to)) {
+        t->checkpoint_due = true;
+        break;
+      }
+    }
+  }
+  if (stored < branches.size()) {  // full under the stop policy: as store() does
+    t->frozen = true;
+    any_frozen_ = true;
+    t->stopped_full = true;
+  }
+  return stored;
+}
+
 bool SoftwareTracer::checkpoint_wanted(pid_t tid) const {
   const ThreadState* t = state(tid);
   if (!checkpoints_ || !all_enabled_ || t == nullptr || !t->trace || t->frozen) return false;

@@ -3,6 +3,7 @@
 // thread back), and every other stop, which is moved out of the cache
 // before anything else sees it.
 #include <csignal>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 
@@ -18,6 +19,12 @@ namespace {
 // Steps towards a clean point: the instrumentation between two clean
 // points is a few dozen instructions, so more means something is wrong.
 constexpr int kMaxRepairSteps = 256;
+
+// The log's records are read as the trace stores them.
+static_assert(sizeof(decoder::StackedBranch) == decoder::kLogRecordSize);
+static_assert(offsetof(decoder::StackedBranch, branch.to) == offsetof(decoder::LogRecord, to));
+static_assert(offsetof(decoder::StackedBranch, stack.rsp) == offsetof(decoder::LogRecord, rsp));
+static_assert(offsetof(decoder::StackedBranch, stack.rbp) == offsetof(decoder::LogRecord, rbp));
 
 uint64_t u64_at(const std::vector<uint8_t>& bytes, std::size_t at) {
   uint64_t v = 0;
@@ -50,12 +57,12 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
   if (used > 0) {
     auto bytes = control.read_memory(th.area_base - static_cast<uint64_t>(log_bytes), static_cast<std::size_t>(used));
     if (!bytes || bytes->size() != static_cast<std::size_t>(used)) return false;
-    for (std::size_t at = 0; at < bytes->size() && room; at += decoder::kLogRecordSize) {
-      const decoder::StackSnapshot stack{u64_at(*bytes, at + 16), u64_at(*bytes, at + 24)};
-      room = ptrace_->store_lent_branch(tid, u64_at(*bytes, at), u64_at(*bytes, at + 8), stack);
-      stats_.branches += room ? 1 : 0;
-      th.logged += room ? 1 : 0;
-    }
+    std::vector<decoder::StackedBranch> records(bytes->size() / decoder::kLogRecordSize);
+    std::memcpy(records.data(), bytes->data(), records.size() * sizeof(decoder::StackedBranch));
+    const std::size_t stored = ptrace_->store_lent_branches(tid, records);
+    room = stored == records.size();
+    stats_.branches += stored;
+    th.logged += stored;
   }
   return reset_cursor(control, th) && room;
 }

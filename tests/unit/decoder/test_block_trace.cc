@@ -192,3 +192,44 @@ TEST_CASE("BlockTrace under the stop policy reports room for a run of branches")
   REQUIRE_FALSE(trace.has_room(4));
   REQUIRE_FALSE(trace.has_room(std::size_t{0} - 1));  // no overflow in the sum
 }
+
+TEST_CASE("BlockTrace stores a run of branches as it stores them one by one") {
+  std::mt19937_64 rng(11);
+  for (OverflowPolicy policy : {OverflowPolicy::DropOldest, OverflowPolicy::Stop}) {
+    for (std::size_t capacity : {std::size_t{1}, std::size_t{1000}, BlockTrace::kChunkBranches,
+                                 BlockTrace::kChunkBranches + 1, std::size_t{2730}, std::size_t{20000}}) {
+      CAPTURE(policy == OverflowPolicy::Stop, capacity);
+      BlockTrace runs(0x401000, capacity, policy);
+      BlockTrace single(0x401000, capacity, policy);
+      decoder::StackSnapshot stack{0x7ffc0000, 0x7ffc0100};
+      for (int round = 0; round < 8; ++round) {
+        if (round == 4) {  // a hold keeps the open structs past a chunk
+          runs.hold_open(runs.end_sequence());
+          single.hold_open(single.end_sequence());
+        }
+        std::vector<decoder::StackedBranch> batch(rng() % 5000);
+        for (decoder::StackedBranch& b : batch) {
+          b.branch = rng() % 4 ? decoder::Branch{0x401010, 0x401000}
+                               : decoder::Branch{0x401000 + rng() % 300, 0x400000 + rng() % 0x100000};
+          if (rng() % 3 == 0) stack.rsp += (rng() % 5) * 8 - 16;
+          b.stack = stack;
+        }
+        std::size_t accepted = 0;
+        while (accepted < batch.size() &&
+               single.append(batch[accepted].branch.from, batch[accepted].branch.to, batch[accepted].stack)) {
+          ++accepted;
+        }
+        REQUIRE(runs.append_stacked(batch) == accepted);
+        REQUIRE(runs.first_sequence() == single.first_sequence());
+        REQUIRE(runs.end_sequence() == single.end_sequence());
+        REQUIRE(runs.explicit_chunks() == single.explicit_chunks());
+        REQUIRE(runs.memory_bytes() == single.memory_bytes());
+        for (uint64_t seq = runs.first_sequence(); seq < runs.end_sequence(); ++seq) {
+          REQUIRE(runs.at(seq) == single.at(seq));
+          REQUIRE(runs.stack_at(seq) == single.stack_at(seq));
+        }
+      }
+      if (policy == OverflowPolicy::Stop && capacity <= 2730) REQUIRE(runs.full());  // runs were cut short
+    }
+  }
+}
