@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <utility>
 
 #include "decoder/branch_chunk.h"
 #include "decoder/chunk_packer.h"
@@ -92,62 +93,74 @@ void BlockTrace::set_packer(std::shared_ptr<ChunkPacker> packer) {
   backlog_.clear();
 }
 
-BlockTrace::Handing BlockTrace::hand_to_packer(const Chunk& chunk, const std::vector<Branch>& branches,
-                                               const std::vector<StackSnapshot>& stacks) {
+BlockTrace::Handing BlockTrace::hand_to_packer(const Chunk& chunk, std::shared_ptr<const RawChunk> raw,
+                                               bool or_encode) {
   if (!packer_ || !codec_) return Handing::Refused;
-  if (inbox_->pending() >= kMaxPendingPacks) return Handing::Busy;
-  auto code = CodeSnapshot::take(codec_->code(), chunk.previous_to, branches, kMaxPackPages);
-  if (!code) return Handing::Refused;
-  PackJob job{chunk.first_sequence, chunk.previous_to, branches, with_stacks_ ? stacks : std::vector<StackSnapshot>{},
-              std::move(code)};
+  const std::size_t pending = inbox_->pending();
+  if (pending >= kMaxPendingJobs) return Handing::Busy;
+  // Code the snapshot cannot take (too many pages, a gap) is not packed:
+  // packing it here would cost the tracer a libipt walk.
+  std::shared_ptr<CodeSnapshot> code;
+  if (pending < kMaxPendingPacks) {
+    code = CodeSnapshot::take(codec_->code(), chunk.previous_to, raw->branches, kMaxPackPages);
+  }
+  if (!code && !or_encode) return Handing::Refused;
+  const Handing handing = code ? Handing::Packing : Handing::Encoding;
   inbox_->expect_one();
-  packer_->submit(inbox_, std::move(job));
-  return Handing::Handed;
+  packer_->submit(inbox_, PackJob{chunk.first_sequence, chunk.previous_to, std::move(raw), with_stacks_, std::move(code)});
+  return handing;
 }
 
 // The chunk's code is read now, not when it was sealed: if it changed
 // since, the packer's check (the packets must decode to exactly the
 // branches) keeps the chunk explicit, and a chunk packed over bytes that
 // still give the same branches holds their hash, as one packed then would.
+// Only while the packer is idle: decoding a chunk to hand it over costs
+// the tracer what encoding it did.
 void BlockTrace::feed_backlog() {
-  std::vector<Branch> branches;
-  std::vector<StackSnapshot> stacks;
+  if (inbox_->pending() != 0) return;
   while (!backlog_.empty()) {
     // Asked before decoding: a chunk decoded for a busy packer was thrown
     // away, at every seal and stop (a tenth of btstub's CPU while recording).
     if (inbox_->pending() >= kMaxPendingPacks) return;
     const std::optional<std::size_t> index = chunk_starting_at(backlog_.back());
-    if (!index || chunks_[*index].pt) {  // dropped, or packed meanwhile
+    if (!index || chunks_[*index].pt || chunks_[*index].raw) {  // dropped, packed meanwhile, or with the packer
       backlog_.pop_back();
       continue;
     }
     const Chunk& chunk = chunks_[*index];
-    branches.clear();
-    stacks.clear();
-    if (!decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, chunk.count, branches, stacks)) {
+    auto raw = std::make_shared<RawChunk>();
+    if (!decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, chunk.count, raw->branches, raw->stacks)) {
       backlog_.pop_back();
       continue;
     }
-    if (hand_to_packer(chunk, branches, stacks) == Handing::Busy) return;
+    if (hand_to_packer(chunk, std::move(raw), false) == Handing::Busy) return;
     backlog_.pop_back();  // handed, or refused: it stays explicit
   }
 }
 
 void BlockTrace::collect_packed() {
   if (!inbox_) return;
-  if (!backlog_.empty()) feed_backlog();
   for (PackResult& packed : inbox_->take()) {
     // The chunk, unless its branches were dropped since.
     const std::optional<std::size_t> index = chunk_starting_at(packed.first_sequence);
     if (!index) continue;
     if (packed.segment) put_packed(*index, packed);
+    if (packed.explicit_bytes) put_explicit(*index, packed);
     if (chunks_[*index].raw) make_explicit(chunks_[*index]);  // not packed, or not kept
   }
+  if (!backlog_.empty()) feed_backlog();
 }
 
 std::size_t BlockTrace::raw_chunks() const {
   return static_cast<std::size_t>(
       std::count_if(chunks_.begin(), chunks_.end(), [](const Chunk& c) { return c.raw != nullptr; }));
+}
+
+std::size_t BlockTrace::raw_bytes(const Chunk& chunk) {
+  if (!chunk.raw) return 0;
+  return sizeof(RawChunk) + chunk.raw->branches.size() * sizeof(Branch) +
+         chunk.raw->stacks.size() * sizeof(StackSnapshot);
 }
 
 void BlockTrace::make_explicit(Chunk& chunk) {
@@ -187,28 +200,43 @@ void BlockTrace::put_packed(std::size_t index, PackResult& packed) {
   ++pt_chunks_;
 }
 
+// The chunk still waiting for them (a chunk the backlog handed over again
+// was explicit already).
+void BlockTrace::put_explicit(std::size_t index, PackResult& packed) {
+  Chunk& chunk = chunks_[index];
+  if (!chunk.raw || chunk.count != packed.count) return;
+  chunk_bytes_ -= raw_bytes(chunk);
+  chunk.raw.reset();
+  chunk.bytes = std::move(*packed.explicit_bytes);
+  chunk_bytes_ += chunk.bytes.size();
+}
+
 void BlockTrace::seal_open_chunk(std::size_t count) {
   if (count == 0) return;
   collect_packed();
-  // Sealing short of all the open structs (a hold keeps the newest) packs
-  // a copy of the oldest ones.
-  std::vector<Branch> head;
-  std::vector<StackSnapshot> head_stacks;
-  const bool all = count == open_.size();
-  if (!all) {
-    head.assign(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(count));
-    if (with_stacks_) {
-      head_stacks.assign(open_stacks_.begin(), open_stacks_.begin() + static_cast<std::ptrdiff_t>(count));
-    }
+  // The chunk's branches, copied out of the open structs: moving them
+  // out would leave the tracer fresh memory to fill a chunk after chunk,
+  // last touched by the packer on another core (recording took twice as
+  // long); the copy is a few µs.
+  auto raw = std::make_shared<RawChunk>();
+  raw->branches.assign(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(count));
+  open_.erase(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(count));
+  if (with_stacks_) {
+    raw->stacks.assign(open_stacks_.begin(), open_stacks_.begin() + static_cast<std::ptrdiff_t>(count));
+    open_stacks_.erase(open_stacks_.begin(), open_stacks_.begin() + static_cast<std::ptrdiff_t>(count));
   }
-  const std::vector<Branch>& branches = all ? open_ : head;
-  const std::vector<StackSnapshot>& stacks = all ? open_stacks_ : head_stacks;
-  Chunk chunk{open_first_sequence(), open_previous_to_, {}};
+  // A hold can have grown them far past a chunk: that room goes back.
+  if (open_.empty() && open_.capacity() > 2 * kChunkBranches) {
+    open_.shrink_to_fit();
+    open_stacks_.shrink_to_fit();
+  }
+  Chunk chunk{open_first_sequence() - count, open_previous_to_, {}};
   chunk.count = static_cast<uint32_t>(count);
+  open_previous_to_ = raw->branches.back().to;
+  const Handing handing = hand_to_packer(chunk, raw, true);
   std::optional<PackedPtSegment> segment;
-  const Handing handing = hand_to_packer(chunk, branches, stacks);
-  if (codec_ && handing == Handing::Refused) segment = codec_->pack(open_previous_to_, branches);
-  if (handing == Handing::Busy) {
+  if (codec_ && handing == Handing::Refused) segment = codec_->pack(chunk.previous_to, raw->branches);
+  if (handing == Handing::Busy || handing == Handing::Encoding) {  // to be packed later
     backlog_.push_back(chunk.first_sequence);
     if (backlog_.size() > kMaxBacklog) backlog_.pop_front();
   }
@@ -218,39 +246,22 @@ void BlockTrace::seal_open_chunk(std::size_t count) {
     chunk.packet_bytes = static_cast<uint32_t>(segment->bytes.size());
     chunk.bytes = std::move(segment->bytes);
     if (with_stacks_) {
-      const std::vector<uint8_t> encoded = encode_stack_stream(stacks);
+      const std::vector<uint8_t> encoded = encode_stack_stream(raw->stacks);
       chunk.bytes.insert(chunk.bytes.end(), encoded.begin(), encoded.end());
       chunk.bytes.shrink_to_fit();
     }
     ++pt_chunks_;
-  } else if (handing == Handing::Handed) {
-    chunk.raw = std::make_unique<Chunk::Raw>();
-    chunk.raw->branches.assign(branches.begin(), branches.begin() + static_cast<std::ptrdiff_t>(count));
-    if (with_stacks_) {
-      chunk.raw->stacks.assign(stacks.begin(), stacks.begin() + static_cast<std::ptrdiff_t>(count));
-    }
+  } else if (handing == Handing::Packing || handing == Handing::Encoding) {
+    chunk.raw = std::move(raw);
   } else {
-    BranchChunkWriter writer(open_previous_to_, with_stacks_);
-    for (std::size_t i = 0; i < count; ++i) writer.add(branches[i], with_stacks_ ? stacks[i] : StackSnapshot{});
+    BranchChunkWriter writer(chunk.previous_to, with_stacks_);
+    for (std::size_t i = 0; i < count; ++i) {
+      writer.add(raw->branches[i], with_stacks_ ? raw->stacks[i] : StackSnapshot{});
+    }
     chunk.bytes = writer.take();
   }
   chunk_bytes_ += chunk.bytes.size() + raw_bytes(chunk);
-  open_previous_to_ = branches[count - 1].to;
   chunks_.push_back(std::move(chunk));
-  if (all) {
-    open_.clear();
-    open_stacks_.clear();
-    // A hold can have grown them far past a chunk: that room goes back.
-    if (open_.capacity() > 2 * kChunkBranches) {
-      open_.shrink_to_fit();
-      open_stacks_.shrink_to_fit();
-    }
-  } else {
-    open_.erase(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(count));
-    if (with_stacks_) {
-      open_stacks_.erase(open_stacks_.begin(), open_stacks_.begin() + static_cast<std::ptrdiff_t>(count));
-    }
-  }
 }
 
 // The open structs hold kChunkBranches: they are sealed, but for those a

@@ -36,6 +36,7 @@ class PtChunkCodec;
 class ChunkPacker;
 class PackInbox;
 struct PackResult;
+struct RawChunk;
 
 enum class OverflowPolicy {
   DropOldest,  // ring: the newest branches win (BTS default)
@@ -106,11 +107,16 @@ class BlockTrace {
   // Waits until the packer finished every chunk handed to it, then
   // collects (tests and benchmarks).
   void wait_packed();
-  // At most this many chunks wait for the packer. Beyond, a chunk stays
-  // explicit (cheap) and goes to the packer later, once it has room
-  // (collect_packed): the tracer never packs in place while a packer is
-  // behind, as the program waits for the tracer.
+  // While fewer than this many chunks wait for the packer, a chunk goes
+  // with its code, to be packed as a PT segment. Beyond, up to
+  // kMaxPendingJobs, it goes without (reading its code pages costs the
+  // tracer more than the encoding it saves), to be encoded explicitly;
+  // beyond that the tracer encodes it. Either way it goes to be packed
+  // later, once the packer has nothing to do (collect_packed): the tracer
+  // never packs in place while a packer is behind, as the program waits
+  // for the tracer.
   static constexpr std::size_t kMaxPendingPacks = 8;
+  static constexpr std::size_t kMaxPendingJobs = 64;
   // At most this many explicit chunks wait to be handed over; beyond, the
   // oldest of them stay explicit.
   static constexpr std::size_t kMaxBacklog = 1 << 16;
@@ -203,18 +209,12 @@ class BlockTrace {
     uint32_t count = 0;
     uint32_t packet_bytes = 0;  // PT: where the snapshots begin
     bool pt = false;
-    // Handed to the packer: the branches as they are (and `bytes` empty)
-    // until its packed form replaces them, or they are encoded explicitly
-    // when none comes. Encoding every handed chunk explicitly too, to be
-    // thrown away when the packed form came, was a tenth of btstub's time
-    // while recording.
+    // Handed to the packer: the branches as they are (and `bytes` empty),
+    // shared with the job, until its packed or explicit form replaces
+    // them, or the trace encodes them when none comes.
     // (One pointer: every chunk pays for the field, and a loop's whole
     // chunk is about 300 bytes.)
-    struct Raw {
-      std::vector<Branch> branches;
-      std::vector<StackSnapshot> stacks;
-    };
-    std::unique_ptr<Raw> raw{};
+    std::shared_ptr<const RawChunk> raw{};
   };
   // A chunk unpacked for reading; reads come in runs (a cursor walking
   // back, a document being built), so a couple of these serve them all.
@@ -236,26 +236,25 @@ class BlockTrace {
   // the first `count` of `branches`.
   bool newest_open_are(const std::vector<Branch>& branches, std::size_t count) const;
   // What became of a chunk offered to the packer.
-  enum class Handing { Handed, Busy, Refused };
-  // Hands `branches` (and their `stacks`) to the packer as chunk `chunk`
-  // (raw until then). Busy: kMaxPendingPacks wait already. Refused:
-  // no packer, or code it cannot take with it (packed here, if at all).
-  Handing hand_to_packer(const Chunk& chunk, const std::vector<Branch>& branches,
-                         const std::vector<StackSnapshot>& stacks);
-  // Hands explicit chunks left while the packer was busy, newest first,
-  // while it has room.
+  // Packing: to be packed (with its code); Encoding: to be encoded only.
+  enum class Handing { Packing, Encoding, Busy, Refused };
+  // Hands `raw` to the packer as chunk `chunk`: to be packed while fewer
+  // than kMaxPendingPacks jobs wait and its code fits a snapshot, else,
+  // `or_encode`, to be encoded. Busy: kMaxPendingJobs wait already.
+  // Refused: no packer (packed here, if at all), or not to be packed and
+  // not `or_encode`.
+  Handing hand_to_packer(const Chunk& chunk, std::shared_ptr<const RawChunk> raw, bool or_encode);
+  // Hands explicit chunks not packed yet, newest first, once the packer
+  // has nothing else to do, up to kMaxPendingPacks.
   void feed_backlog();
   // The index of the chunk whose first branch is `seq`, if one is held.
   std::optional<std::size_t> chunk_starting_at(uint64_t seq) const;
   void put_packed(std::size_t index, PackResult& packed);
+  void put_explicit(std::size_t index, PackResult& packed);  // encoded by the packer
   // A raw chunk (Chunk::raw) in the explicit format: its packed form is
   // not coming, or not kept.
   void make_explicit(Chunk& chunk);
-  static std::size_t raw_bytes(const Chunk& chunk) {
-    if (!chunk.raw) return 0;
-    return sizeof(Chunk::Raw) + chunk.raw->branches.size() * sizeof(Branch) +
-           chunk.raw->stacks.size() * sizeof(StackSnapshot);
-  }
+  static std::size_t raw_bytes(const Chunk& chunk);
   bool append_branch(const Branch& branch, const StackSnapshot& stack);
   const Unpacked& unpacked(uint64_t seq) const;  // the packed chunk holding `seq`, unpacked
   void unpack(std::size_t index, Unpacked& u) const;

@@ -73,20 +73,32 @@ std::size_t CodeSnapshot::read(uint64_t addr, uint8_t* out, std::size_t len) {
   return n;
 }
 
-PackResult run_pack_job(const PackJob& job, SegmentPacker& packer) {
+PackResult unrun_pack_job(const PackJob& job) {
   PackResult result;
   result.first_sequence = job.first_sequence;
-  result.count = static_cast<uint32_t>(job.branches.size());
-  if (!job.code) return result;
-  result.segment = packer.pack(*job.code, job.previous_to, job.branches);
+  result.count = job.raw ? static_cast<uint32_t>(job.raw->branches.size()) : 0;
+  return result;
+}
+
+PackResult run_pack_job(const PackJob& job, SegmentPacker& packer) {
+  PackResult result = unrun_pack_job(job);
+  if (!job.raw) return result;
+  const std::vector<Branch>& branches = job.raw->branches;
+  const std::vector<StackSnapshot>& stacks = job.raw->stacks;
+  if (job.code) result.segment = packer.pack(*job.code, job.previous_to, branches);
   if (result.segment) {
     result.packet_bytes = static_cast<uint32_t>(result.segment->bytes.size());
-    if (!job.stacks.empty()) {
-      const std::vector<uint8_t> stacks = encode_stack_stream(job.stacks);
-      result.segment->bytes.insert(result.segment->bytes.end(), stacks.begin(), stacks.end());
+    if (job.with_stacks) {
+      const std::vector<uint8_t> encoded = encode_stack_stream(stacks);
+      result.segment->bytes.insert(result.segment->bytes.end(), encoded.begin(), encoded.end());
       result.segment->bytes.shrink_to_fit();
     }
+    return result;
   }
+  if (job.with_stacks && stacks.size() != branches.size()) return result;  // a caller bug: the trace encodes it
+  BranchChunkWriter writer(job.previous_to, job.with_stacks);
+  for (std::size_t i = 0; i < branches.size(); ++i) writer.add(branches[i], job.with_stacks ? stacks[i] : StackSnapshot{});
+  result.explicit_bytes = writer.take();
   return result;
 }
 

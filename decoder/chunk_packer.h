@@ -1,18 +1,21 @@
 #pragma once
-// Sealing BlockTrace chunks as PT segments off the recording's path.
+// Sealing BlockTrace chunks off the recording's path.
 //
 // Packing a chunk (encode_pt_segment, then decoding it back to check it)
-// costs about 0.5 µs a branch. Done where the tracer handles a trace stop,
-// the program waits for it: record_bench's recording took 5-8% longer with
-// it. With a ChunkPacker (BlockTrace::set_packer) a sealed chunk keeps its
-// branches as they are, and a PackJob goes to the packer; its PT segment
-// replaces them when the trace collects it (BlockTrace::collect_packed),
-// or, when none comes or the packer is busy, the explicit format
-// (decoder/branch_chunk.h) does. The job carries a copy of
-// the code its walk reads (CodeSnapshot), read when the chunk is sealed,
-// as packing there would: the program's memory is read by the tracer, and
-// the packer touches nothing but its job. The result is checked as a
-// packing in place is: kept only if it decodes to exactly the branches.
+// costs about 0.5 µs a branch; even the explicit format
+// (decoder/branch_chunk.h) costs 25-30 ns a branch, a quarter of the
+// tracer's own time while recording. Done where the tracer handles a trace
+// stop, the program waits for it. With a ChunkPacker (BlockTrace::set_packer)
+// a sealed chunk keeps its branches as they are (a RawChunk the job shares,
+// never copied), and a PackJob goes to the packer; the packed form replaces
+// them when the trace collects it (BlockTrace::collect_packed). A job with
+// a copy of the code its walk reads (CodeSnapshot, read when the chunk is
+// sealed, as packing there would) tries a PT segment, checked as a packing
+// in place is: kept only if it decodes to exactly the branches. A job
+// without one (the packer is behind: a snapshot costs the tracer a read
+// of every code page under the chunk) and one whose segment is not kept
+// encode the chunk explicitly. The program's memory is read by the tracer;
+// the packer touches nothing but its job.
 //
 // The packer runs jobs where it likes: stub/tracing/background_packer.h
 // runs them on a worker thread, while the tracer waits for the program.
@@ -49,25 +52,39 @@ class CodeSnapshot final : public CodeReader {
   std::map<uint64_t, std::vector<uint8_t>> pages_;  // page address -> its readable bytes
 };
 
+// A sealed chunk's branches as they are, shared by the trace (which reads
+// them until the packed form comes) and its job.
+struct RawChunk {
+  std::vector<Branch> branches;
+  std::vector<StackSnapshot> stacks;  // one a branch, or none when the trace keeps none
+};
+
 struct PackJob {
   uint64_t first_sequence = 0;
   uint64_t previous_to = 0;
-  std::vector<Branch> branches;
-  std::vector<StackSnapshot> stacks;  // one a branch, or none when the trace keeps none
-  std::shared_ptr<CodeSnapshot> code;  // the job's own: read by whoever runs it
+  std::shared_ptr<const RawChunk> raw;
+  bool with_stacks = false;
+  // The job's own, read by whoever runs it: it tries a PT segment. Null:
+  // it encodes the chunk explicitly, no more.
+  std::shared_ptr<CodeSnapshot> code;
 };
 
 struct PackResult {
   uint64_t first_sequence = 0;
   uint32_t count = 0;
-  // The chunk's bytes (packets, then the stack stream), or nullopt: it
-  // stays explicit.
+  // The chunk's bytes (packets, then the stack stream), or nullopt.
   std::optional<PackedPtSegment> segment;
   uint32_t packet_bytes = 0;
+  // No segment: the chunk in the explicit format; nullopt when the job
+  // never ran (the trace then encodes it).
+  std::optional<std::vector<uint8_t>> explicit_bytes;
 };
 
-// Packs `job` (over its snapshot) as BlockTrace would in place.
+// Packs `job` (over its snapshot) as BlockTrace would in place, or
+// encodes it explicitly.
 PackResult run_pack_job(const PackJob& job, SegmentPacker& packer);
+// What a job that never ran gives back (a packer going away).
+PackResult unrun_pack_job(const PackJob& job);
 
 // One trace's finished jobs: put by the packer, taken by the trace.
 class PackInbox {

@@ -25,28 +25,25 @@ BackgroundPacker::BackgroundPacker(PackerPlacement placement) {
 }
 
 BackgroundPacker::~BackgroundPacker() {
-  std::deque<std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob>> left;
+  std::deque<Queued> left;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
-    left.swap(jobs_);
+    left.swap(encodes_);
+    for (Queued& queued : packs_) left.push_back(std::move(queued));
+    packs_.clear();
   }
   wake_.notify_all();
   for (std::thread& worker : workers_) {
     if (worker.joinable()) worker.join();
   }
-  for (auto& [inbox, job] : left) {
-    decoder::PackResult unpacked;
-    unpacked.first_sequence = job.first_sequence;
-    unpacked.count = static_cast<uint32_t>(job.branches.size());
-    inbox->put(std::move(unpacked));
-  }
+  for (auto& [inbox, job] : left) inbox->put(decoder::unrun_pack_job(job));
 }
 
 void BackgroundPacker::submit(std::shared_ptr<decoder::PackInbox> inbox, decoder::PackJob job) {
   {
     std::lock_guard lock(mutex_);
-    jobs_.emplace_back(std::move(inbox), std::move(job));
+    (job.code ? packs_ : encodes_).emplace_back(std::move(inbox), std::move(job));
   }
   wake_.notify_one();
 }
@@ -80,21 +77,17 @@ void BackgroundPacker::work(const std::vector<int>& cpus, bool idle) {
   std::optional<decoder::SegmentPacker> packer;
   if (insns) packer.emplace(std::move(*insns));
   for (;;) {
-    std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob> next;
+    Queued next;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      wake_.wait(lock, [&] { return stopping_ || !encodes_.empty() || !packs_.empty(); });
       if (stopping_) return;
-      next = std::move(jobs_.front());
-      jobs_.pop_front();
+      std::deque<Queued>& from = encodes_.empty() ? packs_ : encodes_;
+      next = std::move(from.front());
+      from.pop_front();
     }
-    decoder::PackResult result;
-    if (packer) {
-      result = decoder::run_pack_job(next.second, *packer);
-    } else {
-      result.first_sequence = next.second.first_sequence;
-      result.count = static_cast<uint32_t>(next.second.branches.size());
-    }
+    decoder::PackResult result =
+        packer ? decoder::run_pack_job(next.second, *packer) : decoder::unrun_pack_job(next.second);
     next.first->put(std::move(result));
   }
 }

@@ -3,9 +3,10 @@
 // collected (explicit if none comes, or the packer is replaced); the
 // branches and stacks read the same all along; a result for branches
 // dropped (or a history cleared) meanwhile is ignored; past
-// kMaxPendingPacks waiting chunks, chunks stay explicit and go to the
-// packer once it has room, never packed in place. The snapshot holds the code
-// as it was when the chunk was sealed. Also the threaded packer
+// kMaxPendingPacks waiting chunks, chunks go to be encoded only, past
+// kMaxPendingJobs the trace encodes them, and either way they go to be
+// packed once the packer is idle, never packed in place. The snapshot holds
+// the code as it was when the chunk was sealed. Also the threaded packer
 // (stub/tracing/background_packer.h).
 #include <catch2/catch.hpp>
 
@@ -53,9 +54,7 @@ class GivingBackPacker final : public decoder::ChunkPacker {
     jobs.emplace_back(std::move(inbox), std::move(job));
   }
   void give_back() {
-    for (auto& [inbox, job] : jobs) {
-      inbox->put(decoder::PackResult{job.first_sequence, static_cast<uint32_t>(job.branches.size()), std::nullopt, 0});
-    }
+    for (auto& [inbox, job] : jobs) inbox->put(decoder::unrun_pack_job(job));
     jobs.clear();
   }
   std::deque<std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob>> jobs;
@@ -157,37 +156,97 @@ TEST_CASE("chunk packer: results for dropped branches or a cleared history are i
   }
 }
 
-TEST_CASE("chunk packer: past kMaxPendingPacks waiting chunks, chunks stay explicit until the packer has room") {
+TEST_CASE("chunk packer: past kMaxPendingPacks waiting chunks, chunks go to be encoded only, then packed once the packer is idle") {
+  for (bool stacks : {false, true}) {
+    CAPTURE(stacks);
+    Code code;
+    auto packer = std::make_shared<HeldPacker>();
+    BlockTrace trace(B, 100000);
+    trace.set_code(code.reader);
+    trace.set_packer(packer);
+    const std::size_t chunks = BlockTrace::kMaxPendingPacks + 5;
+    const std::vector<Branch> all = fill(trace, chunks * BlockTrace::kChunkBranches + 1, stacks);
+    // Every chunk went, raw; the oldest kMaxPendingPacks with their code.
+    REQUIRE(packer->jobs.size() == chunks);
+    for (std::size_t i = 0; i < chunks; ++i) {
+      CHECK(packer->jobs[i].second.first_sequence == i * BlockTrace::kChunkBranches);
+      CHECK((packer->jobs[i].second.code != nullptr) == (i < BlockTrace::kMaxPendingPacks));
+      CHECK(packer->jobs[i].second.with_stacks == stacks);
+    }
+    CHECK(trace.raw_chunks() == chunks);
+    auto check = [&] {
+      for (uint64_t seq = 0; seq < all.size(); ++seq) {
+        REQUIRE(trace.at(seq) == all[seq]);
+        if (stacks) REQUIRE(trace.stack_at(seq) == stack_for(seq));
+      }
+    };
+    packer->run_all();
+    trace.collect_packed();
+    CHECK(trace.raw_chunks() == 0);
+    CHECK(trace.pt_chunks() == BlockTrace::kMaxPendingPacks);
+    CHECK(trace.explicit_chunks() == chunks - BlockTrace::kMaxPendingPacks);  // encoded by the packer
+    check();
+    // The packer idle, the encoded ones go to be packed, the newest first.
+    REQUIRE(packer->jobs.size() == chunks - BlockTrace::kMaxPendingPacks);
+    CHECK(packer->jobs.front().second.first_sequence == (chunks - 1) * BlockTrace::kChunkBranches);
+    for (const auto& job : packer->jobs) CHECK(job.second.code != nullptr);
+    packer->run_all();
+    trace.collect_packed();
+    CHECK(packer->jobs.empty());
+    CHECK(trace.pt_chunks() == chunks);
+    check();
+  }
+}
+
+TEST_CASE("chunk packer: past kMaxPendingJobs waiting chunks, the trace encodes them, and they are packed later") {
   Code code;
   auto packer = std::make_shared<HeldPacker>();
-  BlockTrace trace(B, 100000);
+  BlockTrace trace(B, 1000000);
   trace.set_code(code.reader);
   trace.set_packer(packer);
-  const std::size_t chunks = 2 * BlockTrace::kMaxPendingPacks + 3;
+  const std::size_t chunks = BlockTrace::kMaxPendingJobs + 3;
   const std::vector<Branch> all = fill(trace, chunks * BlockTrace::kChunkBranches + 1, false);
   // Nothing was packed where it was sealed: the program would have waited.
-  CHECK(packer->jobs.size() == BlockTrace::kMaxPendingPacks);
+  CHECK(packer->jobs.size() == BlockTrace::kMaxPendingJobs);
+  CHECK(trace.raw_chunks() == BlockTrace::kMaxPendingJobs);
   CHECK(trace.pt_chunks() == 0);
   CHECK(trace.explicit_chunks() == chunks);
   // Each time the packer's jobs are done, the next ones are handed over,
   // the newest first, until every chunk is packed.
   std::vector<uint64_t> handed;
-  for (int round = 0; round < 4 && !packer->jobs.empty(); ++round) {
+  for (int round = 0; round < 20 && !packer->jobs.empty(); ++round) {
     for (const auto& job : packer->jobs) handed.push_back(job.second.first_sequence);
     packer->run_all();
     trace.collect_packed();
-    trace.collect_packed();  // the results of the jobs handed by the first
   }
   CHECK(packer->jobs.empty());
   CHECK(trace.pt_chunks() == chunks);
   CHECK(trace.explicit_chunks() == 0);
-  REQUIRE(handed.size() == chunks);
-  CHECK(handed[BlockTrace::kMaxPendingPacks] == (chunks - 1) * BlockTrace::kChunkBranches);
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const Branch b = trace.at(i);
-    REQUIRE(b.from == all[i].from);
-    REQUIRE(b.to == all[i].to);
-  }
+  // The first round, then every chunk not packed in it once more.
+  REQUIRE(handed.size() == BlockTrace::kMaxPendingJobs + chunks - BlockTrace::kMaxPendingPacks);
+  CHECK(handed[BlockTrace::kMaxPendingJobs] == (chunks - 1) * BlockTrace::kChunkBranches);
+  for (std::size_t i = 0; i < all.size(); ++i) REQUIRE(trace.at(i) == all[i]);
+}
+
+TEST_CASE("chunk packer: a chunk whose code a snapshot cannot take goes to be encoded, not packed in place") {
+  Code code;
+  auto packer = std::make_shared<HeldPacker>();
+  BlockTrace trace(B, 100000);
+  trace.set_code(code.reader);
+  trace.set_packer(packer);
+  // One block wider than a snapshot walks, then the loop.
+  REQUIRE(trace.append(B + 0x100000, B));
+  std::vector<Branch> all = {{B + 0x100000, B}};
+  for (const Branch& b : fill(trace, BlockTrace::kChunkBranches, false, 0)) all.push_back(b);
+  REQUIRE(packer->jobs.size() == 1);
+  CHECK(packer->jobs.front().second.code == nullptr);
+  CHECK(trace.raw_chunks() == 1);
+  packer->run_all();
+  trace.collect_packed();
+  CHECK(trace.raw_chunks() == 0);
+  CHECK(trace.explicit_chunks() == 1);
+  CHECK(packer->jobs.empty());  // nor handed again to be packed: the snapshot refuses it still
+  for (uint64_t seq = 0; seq < all.size(); ++seq) REQUIRE(trace.at(seq) == all[seq]);
 }
 
 TEST_CASE("chunk packer: a chunk left explicit whose branches were dropped is not handed over") {
@@ -196,11 +255,12 @@ TEST_CASE("chunk packer: a chunk left explicit whose branches were dropped is no
   BlockTrace trace(B, (BlockTrace::kMaxPendingPacks + 2) * BlockTrace::kChunkBranches);
   trace.set_code(code.reader);
   trace.set_packer(packer);
-  // Two more chunks than wait for the packer, then as many again: the
-  // oldest go, those left explicit with them. Only the first jobs (handed
+  // Two more chunks than go with their code, then as many again: the
+  // oldest go, those encoded only with them. Only the first jobs (handed
   // while their branches were there) may be for dropped branches.
-  (void)fill(trace, 2 * (BlockTrace::kMaxPendingPacks + 2) * BlockTrace::kChunkBranches + 1, false);
-  CHECK(packer->jobs.size() == BlockTrace::kMaxPendingPacks);
+  const std::size_t chunks = 2 * (BlockTrace::kMaxPendingPacks + 2);
+  (void)fill(trace, chunks * BlockTrace::kChunkBranches + 1, false);
+  CHECK(packer->jobs.size() == chunks);
   std::size_t later = 0;
   for (int round = 0; round < 4; ++round) {
     packer->run_all();
@@ -210,8 +270,8 @@ TEST_CASE("chunk packer: a chunk left explicit whose branches were dropped is no
       ++later;
     }
   }
-  // The first jobs were the oldest chunks, all dropped since: every chunk
-  // held now went to the packer from the backlog.
+  // The first jobs with code were the oldest chunks, all dropped since:
+  // every chunk held now went to be packed from the backlog.
   CHECK(later == trace.explicit_chunks() + trace.pt_chunks());
   CHECK(trace.explicit_chunks() == 0);
 }
