@@ -509,6 +509,21 @@ Expected<std::vector<uint8_t>> PtraceProcess::read_memory(uint64_t addr, std::si
   return out;
 }
 
+Expected<std::size_t> PtraceProcess::read_memory_into(uint64_t addr, std::span<uint8_t> out) {
+  if (out.empty()) return std::size_t{0};
+  if (!alive_) return memory_fault(addr);
+  if (addr + out.size() < addr) out = out.first(static_cast<std::size_t>(0 - addr));  // stop at the top
+  const std::size_t got = read_mem_fd(mem_fd_, addr, out.data(), out.size());
+  if (got == 0) return TracedThreadControl::read_memory_into(addr, out);  // PEEKDATA, as read_memory
+  for (auto it = breakpoints_.lower_bound(addr); it != breakpoints_.end() && it->first < addr + got; ++it) {
+    out[it->first - addr] = it->second;
+  }
+  for (auto it = trace_int3s_.lower_bound(addr); it != trace_int3s_.end() && it->first < addr + got; ++it) {
+    out[it->first - addr] = it->second.original;
+  }
+  return got;
+}
+
 bool PtraceProcess::recording() const {
   if (hook_ == nullptr) return false;
   return std::any_of(threads_.begin(), threads_.end(), [&](const auto& entry) { return hook_->traces(entry.first); });

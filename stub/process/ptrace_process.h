@@ -64,6 +64,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> write_registers(pid_t tid, const protocol::RegisterFile& regs) override;
 
   Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len) override;
+  Expected<std::size_t> read_memory_into(uint64_t addr, std::span<uint8_t> out) override;
   Expected<void> write_memory(uint64_t addr, const std::vector<uint8_t>& bytes) override;
 
   Expected<void> insert_breakpoint(uint64_t addr) override;

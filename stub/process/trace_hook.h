@@ -6,8 +6,10 @@
 // hearing of it: that is how one block runs per ptrace stop.
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "protocol/expected.h"
@@ -24,6 +26,15 @@ class TracedThreadControl {
   virtual Expected<protocol::RegisterFile> read_registers(pid_t tid) = 0;
   // The program's original bytes: user breakpoints hidden, as Process::read_memory.
   virtual Expected<std::vector<uint8_t>> read_memory(uint64_t addr, std::size_t len) = 0;
+  // The same into `out` (the translating tracer's log, megabytes read at
+  // every drain: no allocation a read): how many bytes were read.
+  virtual Expected<std::size_t> read_memory_into(uint64_t addr, std::span<uint8_t> out) {
+    auto bytes = read_memory(addr, out.size());
+    if (!bytes) return bytes.error();
+    const std::size_t n = std::min(bytes->size(), out.size());
+    std::copy_n(bytes->begin(), n, out.begin());
+    return n;
+  }
   // True when a user software breakpoint (Z0) is inserted at `addr`.
   virtual bool has_user_breakpoint(uint64_t addr) const = 0;
   // Arms (nullopt: disarms) this thread's trace stop: an execution

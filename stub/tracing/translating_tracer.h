@@ -299,6 +299,8 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   };
   std::vector<FreeArea> free_areas_;
   Stats stats_;
+  // A piece of a log being drained (translating_tracer_exits.cc).
+  std::vector<decoder::StackedBranch> drained_;
 };
 
 }  // namespace stub::tracing
