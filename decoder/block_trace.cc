@@ -96,18 +96,18 @@ void BlockTrace::set_packer(std::shared_ptr<ChunkPacker> packer) {
 BlockTrace::Handing BlockTrace::hand_to_packer(const Chunk& chunk, std::shared_ptr<const RawChunk> raw,
                                                bool or_encode) {
   if (!packer_ || !codec_) return Handing::Refused;
-  const std::size_t pending = inbox_->pending();
-  if (pending >= kMaxPendingJobs) return Handing::Busy;
+  if (inbox_->pending() >= kMaxPendingJobs) return Handing::Busy;
   // Code the snapshot cannot take (too many pages, a gap) is not packed:
   // packing it here would cost the tracer a libipt walk.
   std::shared_ptr<CodeSnapshot> code;
-  if (pending < kMaxPendingPacks) {
+  if (inbox_->pending_packing() < kMaxPendingPacks) {
     code = CodeSnapshot::take(codec_->code(), chunk.previous_to, raw->branches, kMaxPackPages);
   }
   if (!code && !or_encode) return Handing::Refused;
   const Handing handing = code ? Handing::Packing : Handing::Encoding;
-  inbox_->expect_one();
-  packer_->submit(inbox_, PackJob{chunk.first_sequence, chunk.previous_to, std::move(raw), with_stacks_, std::move(code)});
+  inbox_->expect_one(code != nullptr);
+  packer_->submit(inbox_, PackJob{chunk.first_sequence, chunk.previous_to, std::move(raw), with_stacks_,
+                                  std::move(code), or_encode});
   return handing;
 }
 
@@ -115,27 +115,30 @@ BlockTrace::Handing BlockTrace::hand_to_packer(const Chunk& chunk, std::shared_p
 // since, the packer's check (the packets must decode to exactly the
 // branches) keeps the chunk explicit, and a chunk packed over bytes that
 // still give the same branches holds their hash, as one packed then would.
-// Only while the packer is idle: decoding a chunk to hand it over costs
-// the tracer what encoding it did.
 void BlockTrace::feed_backlog() {
-  if (inbox_->pending() != 0) return;
-  while (!backlog_.empty()) {
+  // Newest first. Chunks still with the packer, to be encoded, keep their
+  // place (at most kMaxPendingJobs of them, the newest).
+  std::size_t i = backlog_.size();
+  while (i > 0) {
     // Asked before decoding: a chunk decoded for a busy packer was thrown
     // away, at every seal and stop (a tenth of btstub's CPU while recording).
-    if (inbox_->pending() >= kMaxPendingPacks) return;
-    const std::optional<std::size_t> index = chunk_starting_at(backlog_.back());
-    if (!index || chunks_[*index].pt || chunks_[*index].raw) {  // dropped, packed meanwhile, or with the packer
-      backlog_.pop_back();
+    if (inbox_->pending_packing() >= kMaxPendingPacks) return;
+    --i;
+    const auto at = backlog_.begin() + static_cast<std::ptrdiff_t>(i);
+    const std::optional<std::size_t> index = chunk_starting_at(*at);
+    if (!index || chunks_[*index].pt) {  // dropped, or packed meanwhile
+      backlog_.erase(at);
       continue;
     }
     const Chunk& chunk = chunks_[*index];
+    if (chunk.raw) continue;
     auto raw = std::make_shared<RawChunk>();
     if (!decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, chunk.count, raw->branches, raw->stacks)) {
-      backlog_.pop_back();
+      backlog_.erase(at);
       continue;
     }
     if (hand_to_packer(chunk, std::move(raw), false) == Handing::Busy) return;
-    backlog_.pop_back();  // handed, or refused: it stays explicit
+    backlog_.erase(at);  // handed, or refused: it stays explicit
   }
 }
 
@@ -172,6 +175,12 @@ void BlockTrace::make_explicit(Chunk& chunk) {
   chunk.bytes = writer.take();
   chunk_bytes_ += chunk.bytes.size();
   chunk.raw.reset();
+}
+
+void BlockTrace::finish_encoding() {
+  if (!inbox_) return;
+  inbox_->wait_encoded();
+  collect_packed();
 }
 
 void BlockTrace::wait_packed() {
@@ -400,8 +409,15 @@ std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches) 
   while (done < branches.size()) {
     // The open structs take this many more before append_branch would seal.
     const std::size_t before_seal = open_.size() < kChunkBranches ? kChunkBranches - open_.size() : 0;
-    const std::size_t run = std::min(branches.size() - done, before_seal);
-    if (run > 0 && has_room(run)) {  // nothing to seal, nothing to drop
+    const std::size_t run = std::min({branches.size() - done, before_seal, capacity_});
+    // A full ring: each of the run's appends would drop the oldest branch
+    // first; they go at once (the memory cap, which drops whole chunks, is
+    // left to append_branch).
+    if (policy_ == OverflowPolicy::DropOldest && run > 0 && size() + run > capacity_ &&
+        chunk_bytes_ + (open_.size() + run) * kMaxBytesPerBranch <= kMemoryCap) {
+      drop_through(first_sequence_ + (size() + run - capacity_));
+    }
+    if (run > 0 && has_room(run)) {  // nothing to seal, nothing (more) to drop
       for (const StackedBranch& b : branches.subspan(done, run)) {
         open_.push_back(b.branch);
         open_stacks_.push_back(b.stack);

@@ -107,14 +107,17 @@ class BlockTrace {
   // Waits until the packer finished every chunk handed to it, then
   // collects (tests and benchmarks).
   void wait_packed();
-  // While fewer than this many chunks wait for the packer, a chunk goes
-  // with its code, to be packed as a PT segment. Beyond, up to
-  // kMaxPendingJobs, it goes without (reading its code pages costs the
-  // tracer more than the encoding it saves), to be encoded explicitly;
-  // beyond that the tracer encodes it. Either way it goes to be packed
-  // later, once the packer has nothing to do (collect_packed): the tracer
-  // never packs in place while a packer is behind, as the program waits
-  // for the tracer.
+  // Waits until the packer finished the chunks it was given to encode
+  // only (a few ms), then collects.
+  void finish_encoding();
+  // While fewer than this many chunks wait to be packed, a chunk goes
+  // with its code, to be packed as a PT segment. Beyond, while fewer than
+  // kMaxPendingJobs jobs wait in all, it goes without (reading its code
+  // pages costs the tracer more than the encoding it saves), to be encoded
+  // explicitly; beyond that the tracer encodes it. Either way it goes to
+  // be packed later, once fewer wait (collect_packed): the tracer never
+  // packs in place while a packer is behind, as the program waits for the
+  // tracer.
   static constexpr std::size_t kMaxPendingPacks = 8;
   static constexpr std::size_t kMaxPendingJobs = 64;
   // At most this many explicit chunks wait to be handed over; beyond, the
@@ -244,8 +247,8 @@ class BlockTrace {
   // Refused: no packer (packed here, if at all), or not to be packed and
   // not `or_encode`.
   Handing hand_to_packer(const Chunk& chunk, std::shared_ptr<const RawChunk> raw, bool or_encode);
-  // Hands explicit chunks not packed yet, newest first, once the packer
-  // has nothing else to do, up to kMaxPendingPacks.
+  // Hands explicit chunks not packed yet, newest first, while fewer than
+  // kMaxPendingPacks jobs with code wait.
   void feed_backlog();
   // The index of the chunk whose first branch is `seq`, if one is held.
   std::optional<std::size_t> chunk_starting_at(uint64_t seq) const;

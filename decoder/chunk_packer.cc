@@ -77,6 +77,7 @@ PackResult unrun_pack_job(const PackJob& job) {
   PackResult result;
   result.first_sequence = job.first_sequence;
   result.count = job.raw ? static_cast<uint32_t>(job.raw->branches.size()) : 0;
+  result.packing = job.code != nullptr;
   return result;
 }
 
@@ -95,6 +96,7 @@ PackResult run_pack_job(const PackJob& job, SegmentPacker& packer) {
     }
     return result;
   }
+  if (job.code && !job.encode_unpacked) return result;
   if (job.with_stacks && stacks.size() != branches.size()) return result;  // a caller bug: the trace encodes it
   BranchChunkWriter writer(job.previous_to, job.with_stacks);
   for (std::size_t i = 0; i < branches.size(); ++i) writer.add(branches[i], job.with_stacks ? stacks[i] : StackSnapshot{});
@@ -102,17 +104,19 @@ PackResult run_pack_job(const PackJob& job, SegmentPacker& packer) {
   return result;
 }
 
-void PackInbox::expect_one() {
+void PackInbox::expect_one(bool packing) {
   std::lock_guard lock(mutex_);
   ++pending_;
+  if (packing) ++pending_packing_;
 }
 
 void PackInbox::put(PackResult result) {
   std::lock_guard lock(mutex_);
+  if (pending_ > 0) --pending_;
+  if (result.packing && pending_packing_ > 0) --pending_packing_;
   done_.push_back(std::move(result));
   has_done_.store(true, std::memory_order_release);
-  if (pending_ > 0) --pending_;
-  if (pending_ == 0) idle_.notify_all();
+  if (pending_ == pending_packing_) idle_.notify_all();  // wait_encoded's, and wait_idle's when 0
 }
 
 std::vector<PackResult> PackInbox::take() {
@@ -122,9 +126,19 @@ std::vector<PackResult> PackInbox::take() {
   return std::exchange(done_, {});
 }
 
+std::size_t PackInbox::pending_packing() const {
+  std::lock_guard lock(mutex_);
+  return pending_packing_;
+}
+
 std::size_t PackInbox::pending() const {
   std::lock_guard lock(mutex_);
   return pending_;
+}
+
+void PackInbox::wait_encoded() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return pending_ == pending_packing_; });
 }
 
 void PackInbox::wait_idle() {

@@ -67,6 +67,9 @@ struct PackJob {
   // The job's own, read by whoever runs it: it tries a PT segment. Null:
   // it encodes the chunk explicitly, no more.
   std::shared_ptr<CodeSnapshot> code;
+  // With code, and no segment kept: encode it explicitly (false: the
+  // chunk is explicit already, handed again to be packed).
+  bool encode_unpacked = true;
 };
 
 struct PackResult {
@@ -78,6 +81,7 @@ struct PackResult {
   // No segment: the chunk in the explicit format; nullopt when the job
   // never ran (the trace then encodes it).
   std::optional<std::vector<uint8_t>> explicit_bytes;
+  bool packing = false;  // the job had code (PackInbox counts those apart)
 };
 
 // Packs `job` (over its snapshot) as BlockTrace would in place, or
@@ -89,11 +93,13 @@ PackResult unrun_pack_job(const PackJob& job);
 // One trace's finished jobs: put by the packer, taken by the trace.
 class PackInbox {
  public:
-  void expect_one();  // a job was submitted for this inbox
+  void expect_one(bool packing);  // a job was submitted for this inbox (with code: packing)
   void put(PackResult result);
   std::vector<PackResult> take();
-  std::size_t pending() const;  // submitted, not put yet
+  std::size_t pending() const;          // submitted, not put yet
+  std::size_t pending_packing() const;  // of those, the ones with code
   void wait_idle();             // until every submitted job was put
+  void wait_encoded();          // until every one without code was put
 
  private:
   mutable std::mutex mutex_;
@@ -103,6 +109,7 @@ class PackInbox {
   // find nothing: that look takes no lock.
   std::atomic<bool> has_done_{false};
   std::size_t pending_ = 0;
+  std::size_t pending_packing_ = 0;
 };
 
 class ChunkPacker {

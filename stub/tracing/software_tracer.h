@@ -163,6 +163,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   Checkpoints* checkpoints() const override { return checkpoints_.get(); }
   // Its Stats, for monitor record status.
   std::string activity() const override;
+  void settle() override;
 
  private:
   // TraceStops::Breakpoint: transfers a thread runs without a stop of its

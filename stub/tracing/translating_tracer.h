@@ -154,6 +154,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   bool stopped_full(pid_t tid) const override { return ptrace_->stopped_full(tid); }
   std::string problem() const override { return ptrace_->problem(); }
   std::string activity() const override;
+  void settle() override { ptrace_->settle(); }
   Checkpoints* checkpoints() const override { return ptrace_->checkpoints(); }
   Expected<void> set_bound(uint64_t buffer_bytes) override { return ptrace_->set_bound(buffer_bytes); }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "decoder/block_trace.h"
+#include "decoder/branch_chunk.h"
 #include "decoder/chunk_packer.h"
 #include "pt_program.h"
 #include "stub/tracing/background_packer.h"
@@ -156,7 +157,44 @@ TEST_CASE("chunk packer: results for dropped branches or a cleared history are i
   }
 }
 
-TEST_CASE("chunk packer: past kMaxPendingPacks waiting chunks, chunks go to be encoded only, then packed once the packer is idle") {
+TEST_CASE("chunk packer: a job without code encodes its chunk as the trace would; one handed again to be packed does not") {
+  for (bool stacks : {false, true}) {
+    CAPTURE(stacks);
+    Code code;
+    auto raw = std::make_shared<decoder::RawChunk>();
+    decoder::BranchChunkWriter writer(B, stacks);
+    for (std::size_t i = 0; i < 3 * pass().size(); ++i) {
+      raw->branches.push_back(pass()[i % pass().size()]);
+      if (stacks) raw->stacks.push_back(stack_for(i));
+      writer.add(raw->branches.back(), stacks ? raw->stacks.back() : StackSnapshot{});
+    }
+    decoder::SegmentPacker packer{decoder::InstructionDecoder::create().value()};
+    decoder::PackJob job{0x1000, B, raw, stacks, nullptr};
+    decoder::PackResult encoded = decoder::run_pack_job(job, packer);
+    CHECK_FALSE(encoded.segment);
+    CHECK_FALSE(encoded.packing);
+    REQUIRE(encoded.explicit_bytes);
+    CHECK(*encoded.explicit_bytes == writer.take());
+    CHECK(encoded.first_sequence == 0x1000);
+    CHECK(encoded.count == raw->branches.size());
+    // Branches the code cannot give (no branch ends a block at B+0x200):
+    // no segment is kept.
+    auto other = std::make_shared<decoder::RawChunk>();
+    other->branches.assign(2, Branch{B + 0x200, B});
+    if (stacks) other->stacks.assign(2, stack_for(0));
+    job.raw = other;
+    job.code = decoder::CodeSnapshot::take(*code.reader, B, other->branches, 32);
+    REQUIRE(job.code);
+    decoder::PackResult unpacked = decoder::run_pack_job(job, packer);
+    CHECK_FALSE(unpacked.segment);
+    CHECK(unpacked.packing);
+    CHECK(unpacked.explicit_bytes);  // to be encoded after all
+    job.encode_unpacked = false;
+    CHECK_FALSE(decoder::run_pack_job(job, packer).explicit_bytes);  // explicit already
+  }
+}
+
+TEST_CASE("chunk packer: past kMaxPendingPacks waiting chunks, chunks go to be encoded only, then packed once fewer wait") {
   for (bool stacks : {false, true}) {
     CAPTURE(stacks);
     Code code;
@@ -336,6 +374,9 @@ TEST_CASE("chunk packer: the background packer packs on its own threads; wait_pa
     trace.set_code(code.reader);
     trace.set_packer(packer);
     const std::vector<Branch> all = fill(trace, 12 * BlockTrace::kChunkBranches + 1, true);
+    // Those to be encoded only are in, once finished: the rest went to be packed.
+    trace.finish_encoding();
+    CHECK(trace.raw_chunks() <= BlockTrace::kMaxPendingPacks);
     trace.wait_packed();
     CHECK(trace.pt_chunks() == 12);
     for (uint64_t seq = 0; seq < all.size(); ++seq) {
