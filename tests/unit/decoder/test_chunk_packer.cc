@@ -48,6 +48,14 @@ std::vector<Branch> fill(BlockTrace& trace, std::size_t n, bool stacks, std::siz
   return all;
 }
 
+// The trace reads `all` (and stack_for's snapshots) from its first branch.
+void require_reads(const BlockTrace& trace, const std::vector<Branch>& all, bool stacks) {
+  for (uint64_t seq = 0; seq < all.size(); ++seq) {
+    REQUIRE(trace.at(seq) == all[seq]);
+    if (stacks) REQUIRE(trace.stack_at(seq) == stack_for(seq));
+  }
+}
+
 // Gives every job back unpacked, as a packer going away does.
 class GivingBackPacker final : public decoder::ChunkPacker {
  public:
@@ -96,13 +104,7 @@ TEST_CASE("chunk packer: chunks are raw until packed and collected, and read the
     CHECK(trace.pt_chunks() == 0);
     CHECK(trace.explicit_chunks() == 3);
     CHECK(trace.raw_chunks() == 3);  // never encoded explicitly: the packed form is coming
-    auto check = [&] {
-      for (uint64_t seq = 0; seq < all.size(); ++seq) {
-        REQUIRE(trace.at(seq) == all[seq]);
-        if (stacks) REQUIRE(trace.stack_at(seq) == stack_for(seq));
-      }
-    };
-    check();
+    require_reads(trace, all, stacks);
     // The code changes after sealing: the snapshot packs what ran.
     code.bytes[0x31] = 0x90;
     packer->run_all();
@@ -112,7 +114,7 @@ TEST_CASE("chunk packer: chunks are raw until packed and collected, and read the
     CHECK(trace.pt_chunks() == 3);
     CHECK(trace.explicit_chunks() == 0);
     CHECK(trace.raw_chunks() == 0);
-    check();
+    require_reads(trace, all, stacks);
     // The stored segments are what packing in place makes.
     BlockTrace in_place(B, 100000);
     in_place.set_code(code.reader);
@@ -212,18 +214,12 @@ TEST_CASE("chunk packer: past kMaxPendingPacks waiting chunks, chunks go to be e
       CHECK(packer->jobs[i].second.with_stacks == stacks);
     }
     CHECK(trace.raw_chunks() == chunks);
-    auto check = [&] {
-      for (uint64_t seq = 0; seq < all.size(); ++seq) {
-        REQUIRE(trace.at(seq) == all[seq]);
-        if (stacks) REQUIRE(trace.stack_at(seq) == stack_for(seq));
-      }
-    };
     packer->run_all();
     trace.collect_packed();
     CHECK(trace.raw_chunks() == 0);
     CHECK(trace.pt_chunks() == BlockTrace::kMaxPendingPacks);
     CHECK(trace.explicit_chunks() == chunks - BlockTrace::kMaxPendingPacks);  // encoded by the packer
-    check();
+    require_reads(trace, all, stacks);
     // The packer idle, the encoded ones go to be packed, the newest first.
     REQUIRE(packer->jobs.size() == chunks - BlockTrace::kMaxPendingPacks);
     CHECK(packer->jobs.front().second.first_sequence == (chunks - 1) * BlockTrace::kChunkBranches);
@@ -232,7 +228,7 @@ TEST_CASE("chunk packer: past kMaxPendingPacks waiting chunks, chunks go to be e
     trace.collect_packed();
     CHECK(packer->jobs.empty());
     CHECK(trace.pt_chunks() == chunks);
-    check();
+    require_reads(trace, all, stacks);
   }
 }
 
@@ -408,19 +404,13 @@ TEST_CASE("chunk packer: a handed chunk given back unpacked, or whose packer goe
     REQUIRE(packer->jobs.size() == 3);
     REQUIRE(trace.raw_chunks() == 3);
     const std::size_t raw_memory = trace.memory_bytes();
-    auto check = [&] {
-      for (uint64_t seq = 0; seq < all.size(); ++seq) {
-        REQUIRE(trace.at(seq) == all[seq]);
-        if (stacks) REQUIRE(trace.stack_at(seq) == stack_for(seq));
-      }
-    };
     packer->give_back();
     trace.collect_packed();
     CHECK(trace.raw_chunks() == 0);
     CHECK(trace.pt_chunks() == 0);
     CHECK(trace.explicit_chunks() == 3);
     CHECK(trace.memory_bytes() < raw_memory);  // a few bytes a branch instead of the structs
-    check();
+    require_reads(trace, all, stacks);
 
     // Chunks with a packer that is replaced: their results would go to the
     // old inbox.
@@ -429,7 +419,7 @@ TEST_CASE("chunk packer: a handed chunk given back unpacked, or whose packer goe
     trace.set_packer(nullptr);
     CHECK(trace.raw_chunks() == 0);
     CHECK(trace.explicit_chunks() == 5);
-    check();
+    require_reads(trace, all, stacks);
     for (uint64_t i = 0; i < more.size(); ++i) REQUIRE(trace.at(all.size() + i) == more[i]);
   }
 }
