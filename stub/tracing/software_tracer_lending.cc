@@ -44,8 +44,8 @@ std::size_t SoftwareTracer::store_lent_branches(pid_t tid, std::span<const decod
   const std::size_t stored = t->trace->append_stacked(branches);
   stats_.branches += stored;
   if (checkpoints_) {  // as store() does, the vDSO's range read once
-    const auto [begin, end] = checkpoints_->vdso();
-    auto inside = [&](uint64_t addr) { return addr >= begin && addr < end; };
+    const std::pair<uint64_t, uint64_t> vdso = checkpoints_->vdso();
+    auto inside = [&vdso](uint64_t addr) { return addr >= vdso.first && addr < vdso.second; };
     for (const decoder::StackedBranch& b : branches.first(stored)) {
       if (inside(b.branch.from) && !inside(b.branch.to)) {
         t->checkpoint_due = true;
