@@ -513,7 +513,16 @@ Expected<std::size_t> PtraceProcess::read_memory_into(uint64_t addr, std::span<u
   if (out.empty()) return std::size_t{0};
   if (!alive_) return memory_fault(addr);
   if (addr + out.size() < addr) out = out.first(static_cast<std::size_t>(0 - addr));  // stop at the top
-  const std::size_t got = read_mem_fd(mem_fd_, addr, out.data(), out.size());
+  // process_vm_readv copies once, from the program's pages into `out`:
+  // /proc/PID/mem copies twice (through a kernel page), which was a fifth
+  // of the tracer's time draining translated code's logs.
+  std::size_t got = 0;
+  const iovec local{out.data(), out.size()};
+  const iovec remote{reinterpret_cast<void*>(addr), out.size()};
+  const ssize_t n = ::process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+  if (n > 0) got = static_cast<std::size_t>(n);
+  // It stops at a page the program cannot read; /proc/PID/mem reads on.
+  if (got < out.size()) got += read_mem_fd(mem_fd_, addr + got, out.data() + got, out.size() - got);
   if (got == 0) return TracedThreadControl::read_memory_into(addr, out);  // PEEKDATA, as read_memory
   for (auto it = breakpoints_.lower_bound(addr); it != breakpoints_.end() && it->first < addr + got; ++it) {
     out[it->first - addr] = it->second;
