@@ -167,12 +167,8 @@ std::size_t BlockTrace::raw_bytes(const Chunk& chunk) {
 }
 
 void BlockTrace::make_explicit(Chunk& chunk) {
-  BranchChunkWriter writer(chunk.previous_to, with_stacks_);
-  for (std::size_t i = 0; i < chunk.raw->branches.size(); ++i) {
-    writer.add(chunk.raw->branches[i], with_stacks_ ? chunk.raw->stacks[i] : StackSnapshot{});
-  }
   chunk_bytes_ -= raw_bytes(chunk);
-  chunk.bytes = writer.take();
+  chunk.bytes = encode_explicit(*chunk.raw, chunk.previous_to, with_stacks_);
   chunk_bytes_ += chunk.bytes.size();
   chunk.raw.reset();
 }
@@ -263,11 +259,7 @@ void BlockTrace::seal_open_chunk(std::size_t count) {
   } else if (handing == Handing::Packing || handing == Handing::Encoding) {
     chunk.raw = std::move(raw);
   } else {
-    BranchChunkWriter writer(chunk.previous_to, with_stacks_);
-    for (std::size_t i = 0; i < count; ++i) {
-      writer.add(raw->branches[i], with_stacks_ ? raw->stacks[i] : StackSnapshot{});
-    }
-    chunk.bytes = writer.take();
+    chunk.bytes = encode_explicit(*raw, chunk.previous_to, with_stacks_);
   }
   chunk_bytes_ += chunk.bytes.size() + raw_bytes(chunk);
   chunks_.push_back(std::move(chunk));

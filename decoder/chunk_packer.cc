@@ -73,6 +73,14 @@ std::size_t CodeSnapshot::read(uint64_t addr, uint8_t* out, std::size_t len) {
   return n;
 }
 
+std::vector<uint8_t> encode_explicit(const RawChunk& raw, uint64_t previous_to, bool with_stacks) {
+  BranchChunkWriter writer(previous_to, with_stacks);
+  for (std::size_t i = 0; i < raw.branches.size(); ++i) {
+    writer.add(raw.branches[i], with_stacks ? raw.stacks[i] : StackSnapshot{});
+  }
+  return writer.take();
+}
+
 PackResult unrun_pack_job(const PackJob& job) {
   PackResult result;
   result.first_sequence = job.first_sequence;
@@ -98,9 +106,7 @@ PackResult run_pack_job(const PackJob& job, SegmentPacker& packer) {
   }
   if (job.code && !job.encode_unpacked) return result;
   if (job.with_stacks && stacks.size() != branches.size()) return result;  // a caller bug: the trace encodes it
-  BranchChunkWriter writer(job.previous_to, job.with_stacks);
-  for (std::size_t i = 0; i < branches.size(); ++i) writer.add(branches[i], job.with_stacks ? stacks[i] : StackSnapshot{});
-  result.explicit_bytes = writer.take();
+  result.explicit_bytes = encode_explicit(*job.raw, job.previous_to, job.with_stacks);
   return result;
 }
 

@@ -59,6 +59,12 @@ struct RawChunk {
   std::vector<StackSnapshot> stacks;  // one a branch, or none when the trace keeps none
 };
 
+// `raw` in the explicit format (decoder/branch_chunk.h), its first block
+// beginning at `previous_to`; its stacks only `with_stacks` (then one a
+// branch). Whoever encodes a chunk (the trace or a packing worker) writes
+// the same bytes.
+std::vector<uint8_t> encode_explicit(const RawChunk& raw, uint64_t previous_to, bool with_stacks);
+
 struct PackJob {
   uint64_t first_sequence = 0;
   uint64_t previous_to = 0;

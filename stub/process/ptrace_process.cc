@@ -514,7 +514,7 @@ Expected<std::size_t> PtraceProcess::read_memory_into(uint64_t addr, std::span<u
   if (!alive_) return memory_fault(addr);
   if (addr + out.size() < addr) out = out.first(static_cast<std::size_t>(0 - addr));  // stop at the top
   // process_vm_readv copies once, from the program's pages into `out`:
-  // /proc/PID/mem copies twice (through a kernel page), which was a fifth
+  // /proc/PID/mem copies twice (through a kernel page), which was a quarter
   // of the tracer's time draining translated code's logs.
   std::size_t got = 0;
   const iovec local{out.data(), out.size()};

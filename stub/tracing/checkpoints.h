@@ -94,6 +94,10 @@ class Checkpoints {
   // must not run, since what it returns is not in the history.
   std::pair<uint64_t, uint64_t> vdso() const { return vdso_; }
   void set_vdso(std::pair<uint64_t, uint64_t> range) { vdso_ = range; }
+  bool in_vdso(uint64_t addr) const { return addr >= vdso_.first && addr < vdso_.second; }
+  // A return from the vDSO: its clocks read memory the kernel updates, so
+  // a checkpoint is due after it.
+  bool leaves_vdso(uint64_t from, uint64_t to) const { return in_vdso(from) && !in_vdso(to); }
 
   std::size_t count() const;
   // Checkpoints added since the tracer was made (the held ones and those

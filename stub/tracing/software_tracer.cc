@@ -234,8 +234,7 @@ bool SoftwareTracer::store(ThreadState& t, uint64_t from, uint64_t to, const dec
     return false;
   }
   ++stats_.branches;
-  // Back from the vDSO: its clocks read memory the kernel updates.
-  if (in_vdso(from) && !in_vdso(to)) t.checkpoint_due = true;
+  if (checkpoints_ && checkpoints_->leaves_vdso(from, to)) t.checkpoint_due = true;
   return true;
 }
 

@@ -253,7 +253,6 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // software_tracer_checkpoints.cc.
   void note_unrepeatable(ThreadState& t, pid_t tid, uint64_t pc);
   void checkpoint_if_due(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
-  bool in_vdso(uint64_t addr) const;
 
   // TraceStops::Breakpoint (software_tracer_emulate.cc).
   Next continue_by_emulation(TracedThreadControl& control, ThreadState& t, pid_t tid,

@@ -13,12 +13,6 @@ void SoftwareTracer::note_unrepeatable(ThreadState& t, pid_t tid, uint64_t pc) {
   t.checkpoint_due = true;
 }
 
-bool SoftwareTracer::in_vdso(uint64_t addr) const {
-  if (!checkpoints_) return false;
-  const auto [begin, end] = checkpoints_->vdso();
-  return addr >= begin && addr < end;
-}
-
 // At a stop of the thread's own (nothing pending: the trace holds all it
 // ran before `pc`). Only under whole-program recording: gdb's record btrace
 // replays on its side and never asks for values in the past.
@@ -31,7 +25,7 @@ void SoftwareTracer::checkpoint_if_due(TracedThreadControl& control, ThreadState
   }
   if (checkpoints_->vdso().second == 0) checkpoints_->set_vdso(read_vdso_range(tid));
   // A copy standing inside the vDSO would run the rest of it.
-  if (in_vdso(pc)) return;
+  if (checkpoints_->in_vdso(pc)) return;
   auto copy = control.fork_copy(tid);
   if (!copy) return;  // stays due: e.g. the program has several threads now
   checkpoints_->add(tid, at, std::move(*copy));

@@ -43,11 +43,9 @@ std::size_t SoftwareTracer::store_lent_branches(pid_t tid, std::span<const decod
   if (t == nullptr || !t->trace || !t->enabled || t->frozen) return 0;
   const std::size_t stored = t->trace->append_stacked(branches);
   stats_.branches += stored;
-  if (checkpoints_) {  // as store() does, the vDSO's range read once
-    const std::pair<uint64_t, uint64_t> vdso = checkpoints_->vdso();
-    auto inside = [&vdso](uint64_t addr) { return addr >= vdso.first && addr < vdso.second; };
+  if (checkpoints_) {  // as store() does
     for (const decoder::StackedBranch& b : branches.first(stored)) {
-      if (inside(b.branch.from) && !inside(b.branch.to)) {
+      if (checkpoints_->leaves_vdso(b.branch.from, b.branch.to)) {
         t->checkpoint_due = true;
         break;
       }

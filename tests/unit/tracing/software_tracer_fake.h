@@ -73,6 +73,11 @@ class Control final : public stub::process::TracedThreadControl {
     return out;
   }
   bool has_user_breakpoint(uint64_t addr) const override { return user_breakpoints.count(addr) != 0; }
+  // With `copies`, a checkpoint's copy is taken (as a null one).
+  Expected<std::unique_ptr<stub::process::ProcessCopy>> fork_copy(pid_t tid) override {
+    if (copies) return std::unique_ptr<stub::process::ProcessCopy>{};
+    return TracedThreadControl::fork_copy(tid);
+  }
   Expected<void> set_trace_stop(pid_t tid, std::optional<uint64_t> addr) override {
     ++arm_calls;
     armed[tid] = addr;
@@ -135,6 +140,7 @@ class Control final : public stub::process::TracedThreadControl {
   std::map<pid_t, protocol::RegisterFile> regs;
   std::map<uint64_t, uint8_t> memory;
   std::set<uint64_t> user_breakpoints;
+  bool copies = false;
   std::map<pid_t, std::optional<uint64_t>> armed;
   std::map<pid_t, std::optional<uint64_t>> int3;  // set_trace_breakpoint's per thread
   std::map<pid_t, std::vector<uint64_t>> int3s;   // set_trace_breakpoints' per thread
