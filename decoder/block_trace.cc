@@ -218,7 +218,6 @@ void BlockTrace::put_explicit(std::size_t index, PackResult& packed) {
 
 void BlockTrace::seal_open_chunk(std::size_t count) {
   if (count == 0) return;
-  collect_packed();
   // The chunk's branches, copied out of the open structs: moving them
   // out would leave the tracer fresh memory to fill a chunk after chunk,
   // last touched by the packer on another core (recording took twice as
@@ -235,6 +234,12 @@ void BlockTrace::seal_open_chunk(std::size_t count) {
     open_.shrink_to_fit();
     open_stacks_.shrink_to_fit();
   }
+  seal_raw(std::move(raw));
+}
+
+void BlockTrace::seal_raw(std::shared_ptr<RawChunk> raw) {
+  collect_packed();
+  const std::size_t count = raw->branches.size();
   Chunk chunk{open_first_sequence() - count, open_previous_to_, {}};
   chunk.count = static_cast<uint32_t>(count);
   open_previous_to_ = raw->branches.back().to;
@@ -399,6 +404,34 @@ std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches) 
   if (!branches.empty()) with_stacks_ = true;
   std::size_t done = 0;
   while (done < branches.size()) {
+    // A chunk straight from the open structs and the run, where one by one
+    // the run would fill the open structs and its next branch seal them
+    // (nothing to drop, no hold inside): the run's branches are copied
+    // once, not into the open structs and out again.
+    const std::size_t open = open_.size();
+    const std::size_t take = open <= kChunkBranches ? kChunkBranches - open : 0;
+    if (open <= kChunkBranches && branches.size() - done > take && has_room(take + 1) &&
+        (!hold_ || *hold_ >= open_first_sequence() + kChunkBranches)) {
+      auto raw = std::make_shared<RawChunk>();
+      raw->branches.resize(kChunkBranches);
+      raw->stacks.resize(kChunkBranches);
+      std::copy(open_.begin(), open_.end(), raw->branches.begin());
+      std::copy(open_stacks_.begin(), open_stacks_.end(), raw->stacks.begin());
+      for (std::size_t i = 0; i < take; ++i) {  // one pass writing both (push_back's was slower)
+        raw->branches[open + i] = branches[done + i].branch;
+        raw->stacks[open + i] = branches[done + i].stack;
+      }
+      // They keep their room (memory the tracer's core touched last), a
+      // chunk's at least, as filling them would have left it.
+      open_.clear();
+      open_stacks_.clear();
+      open_.reserve(kChunkBranches);
+      open_stacks_.reserve(kChunkBranches);
+      next_sequence_ += take;
+      done += take;
+      seal_raw(std::move(raw));
+      continue;
+    }
     // The open structs take this many more before append_branch would seal.
     const std::size_t before_seal = open_.size() < kChunkBranches ? kChunkBranches - open_.size() : 0;
     const std::size_t run = std::min({branches.size() - done, before_seal, capacity_});

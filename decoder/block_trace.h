@@ -233,6 +233,9 @@ class BlockTrace {
   // Packs the oldest `count` open structs into a chunk.
   void seal_open_chunk(std::size_t count);
   void seal_open_chunk() { seal_open_chunk(open_.size()); }
+  // Makes `raw` the chunk of the branches just before the open structs
+  // (next_sequence_ counts them already) and hands it to the packer.
+  void seal_raw(std::shared_ptr<RawChunk> raw);
   // Sealing when the open structs reach kChunkBranches, short of a hold.
   void seal_for_room();
   // Whether the trace's newest `count` branches are open structs equal to
