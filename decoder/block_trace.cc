@@ -1,8 +1,8 @@
 #include "decoder/block_trace.h"
 
 #include <algorithm>
-#include <iterator>
 #include <cassert>
+#include <iterator>
 #include <utility>
 
 #include "decoder/branch_chunk.h"
@@ -32,9 +32,6 @@ struct MemberOf {
   bool operator==(const MemberOf& other) const { return at == other.at; }
 };
 
-}  // namespace
-
-namespace {
 uint64_t next_trace_id = 1;  // BlockTrace::id(); one thread serves everything
 }  // namespace
 
@@ -436,8 +433,8 @@ std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches) 
     const std::size_t take = open <= kChunkBranches ? kChunkBranches - open : 0;
     if (open <= kChunkBranches && branches.size() - done > take && has_room(take + 1) &&
         (!hold_ || *hold_ >= open_first_sequence() + kChunkBranches)) {
-      // Inserted through projections, not resized and assigned: resizing
-      // zeroed them first (a third of the work).
+      // Inserted through MemberOf, each element written once (resizing
+      // first zeroed them: a third of the work).
       const StackedBranch* const part = branches.data() + done;
       auto raw = std::make_shared<RawChunk>();
       raw->branches.reserve(kChunkBranches);
