@@ -12,23 +12,21 @@
 namespace decoder {
 namespace {
 
-// One member of each StackedBranch of a run, as an iterator: what
-// vector::insert needs to write each element once (std::views::transform
+// One member of each StackedBranch of a run, as a forward iterator, so
+// that vector::insert writes each element once (std::views::transform
 // would do, but clang 14 cannot compile libstdc++ 12's ranges).
 template <auto Member>
 struct MemberOf {
-  using iterator_category = std::random_access_iterator_tag;
+  using iterator_category = std::forward_iterator_tag;
   using value_type = std::remove_cvref_t<decltype(std::declval<const StackedBranch&>().*Member)>;
   using difference_type = std::ptrdiff_t;
   using pointer = const value_type*;
   using reference = const value_type&;
   const StackedBranch* at;
   reference operator*() const { return at->*Member; }
+  pointer operator->() const { return &(at->*Member); }
   MemberOf& operator++() { ++at; return *this; }
   MemberOf operator++(int) { MemberOf before = *this; ++at; return before; }
-  MemberOf& operator--() { --at; return *this; }
-  MemberOf& operator+=(difference_type n) { at += n; return *this; }
-  difference_type operator-(const MemberOf& other) const { return at - other.at; }
   bool operator==(const MemberOf& other) const { return at == other.at; }
 };
 
@@ -446,9 +444,14 @@ std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches) 
       raw->stacks.insert(raw->stacks.end(), MemberOf<&StackedBranch::stack>{part},
                          MemberOf<&StackedBranch::stack>{part + take});
       // They keep their room (memory the tracer's core touched last), a
-      // chunk's at least, as filling them would have left it.
+      // chunk's at least, as filling them would have left it; what a hold
+      // grew them to goes back, as seal_open_chunk gives it back.
       open_.clear();
       open_stacks_.clear();
+      if (open_.capacity() > 2 * kChunkBranches) {
+        open_.shrink_to_fit();
+        open_stacks_.shrink_to_fit();
+      }
       open_.reserve(kChunkBranches);
       open_stacks_.reserve(kChunkBranches);
       next_sequence_ += take;

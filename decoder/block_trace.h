@@ -63,8 +63,10 @@ class BlockTrace {
   bool append(uint64_t from, uint64_t to, const StackSnapshot& at_from);
   // The same for a run of branches, in order, as one append each would
   // store them, with one room check for as many as fit without a seal or
-  // a drop (the translating tracer drains 100,000 at a time: a call and
-  // the checks per branch were a third of btstub's time recording).
+  // a drop, and a chunk sealed straight from the run where one by one
+  // would fill the open structs and seal them at its next branch (the
+  // translating tracer drains 100,000 at a time: a call and the checks
+  // per branch were a third of btstub's time recording).
   // Returns how many were appended: fewer only when the buffer is full
   // under OverflowPolicy::Stop.
   std::size_t append_stacked(std::span<const StackedBranch> branches);

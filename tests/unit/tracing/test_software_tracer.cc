@@ -452,7 +452,7 @@ TEST_CASE("software tracer: a lent run of branches with a return from the vDSO m
   REQUIRE(tracer->checkpoints()->count() == 1);  // where the trace starts
   REQUIRE_FALSE(tracer->checkpoint_wanted(1));
   const decoder::StackSnapshot stack{0x7ffc0000, 0x7ffc0100};
-  // Into the vDSO and around inside it: nothing to repeat yet.
+  // Into the vDSO, around inside it and on outside: nothing to repeat yet.
   const std::vector<decoder::StackedBranch> in = {
       {{kFunc + 5, 0x7010}, stack}, {{0x7020, 0x7040}, stack}, {{kLoopJne, kLoop}, stack}};
   REQUIRE(tracer->store_lent_branches(1, in) == in.size());
