@@ -30,6 +30,15 @@ struct MemberOf {
   bool operator==(const MemberOf& other) const { return at == other.at; }
 };
 
+// Emptied open structs give back the room a hold can have grown them to,
+// far past a chunk.
+void give_back_grown_room(std::vector<Branch>& open, std::vector<StackSnapshot>& open_stacks, std::size_t chunk) {
+  if (open.empty() && open.capacity() > 2 * chunk) {
+    open.shrink_to_fit();
+    open_stacks.shrink_to_fit();
+  }
+}
+
 uint64_t next_trace_id = 1;  // BlockTrace::id(); one thread serves everything
 }  // namespace
 
@@ -248,11 +257,7 @@ void BlockTrace::seal_open_chunk(std::size_t count) {
     raw->stacks.assign(open_stacks_.begin(), open_stacks_.begin() + static_cast<std::ptrdiff_t>(count));
     open_stacks_.erase(open_stacks_.begin(), open_stacks_.begin() + static_cast<std::ptrdiff_t>(count));
   }
-  // A hold can have grown them far past a chunk: that room goes back.
-  if (open_.empty() && open_.capacity() > 2 * kChunkBranches) {
-    open_.shrink_to_fit();
-    open_stacks_.shrink_to_fit();
-  }
+  give_back_grown_room(open_, open_stacks_, kChunkBranches);
   seal_raw(std::move(raw));
 }
 
@@ -444,14 +449,10 @@ std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches) 
       raw->stacks.insert(raw->stacks.end(), MemberOf<&StackedBranch::stack>{part},
                          MemberOf<&StackedBranch::stack>{part + take});
       // They keep their room (memory the tracer's core touched last), a
-      // chunk's at least, as filling them would have left it; what a hold
-      // grew them to goes back, as seal_open_chunk gives it back.
+      // chunk's at least, as filling them would have left it.
       open_.clear();
       open_stacks_.clear();
-      if (open_.capacity() > 2 * kChunkBranches) {
-        open_.shrink_to_fit();
-        open_stacks_.shrink_to_fit();
-      }
+      give_back_grown_room(open_, open_stacks_, kChunkBranches);
       open_.reserve(kChunkBranches);
       open_stacks_.reserve(kChunkBranches);
       next_sequence_ += take;
