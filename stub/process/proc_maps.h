@@ -19,6 +19,7 @@ struct MemoryMapping {
   bool shared = false;  // MAP_SHARED: other processes may see what is written here
   bool stack = false;   // [stack]: grows down into the gap below it
   std::string name;     // the file mapped, or [stack], [heap], [vdso]...; empty for anonymous memory
+  uint64_t inode = 0;   // of the file mapped (0: anonymous)
 };
 
 // One entry per well-formed line, in the file's order (ascending).

@@ -122,8 +122,14 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
   // The stop may be a signal's, delivered when the thread resumes: the
   // injected clone ends in a trap stop of its own, so the signal's siginfo
   // is put back for that delivery.
-  const std::optional<std::vector<MemoryMapping>> shared = read_shared_maps(pid_);
+  std::optional<std::vector<MemoryMapping>> shared = read_shared_maps(pid_);
   if (!shared) return make_error(ErrorCode::Internal, "Cannot read the program's memory maps");
+  // btstub's own (a translating tracer's logs): not in the copy at all.
+  std::erase_if(*shared, [&](const MemoryMapping& m) {
+    return std::any_of(tracer_shared_.begin(), tracer_shared_.end(), [&](const TracerSharedArea& a) {
+      return m.begin == a.begin && m.end == a.end && m.inode == a.inode;
+    });
+  });
   const std::vector<MemoryMapping>& maps = *shared;
   auto pc = read_pc(tid);
   if (!pc) return pc.error();

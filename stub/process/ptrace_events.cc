@@ -711,6 +711,7 @@ void PtraceProcess::handle_exec() {
   trace_int3s_.edit().clear();
   retired_int3s_.clear();
   vfork_parent_ = 0;  // the vfork parent was another thread: gone with the old memory
+  tracer_shared_.clear();
   WaitRoutes::instance().forget_unclaimed_of(this);
   open_memory();
 }

@@ -1,11 +1,16 @@
 // Memory of btstub's own in the traced program (the translating tracer's
 // code cache and per-thread logs): mapped by an mmap the program's stopped
 // thread makes, as copies get their counting page (ptrace_copy_counting.cc).
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
+#include <optional>
+#include <string>
 
 #include "stub/process/proc_maps.h"
 #include "stub/process/ptrace_internal.h"
@@ -50,10 +55,19 @@ Expected<uint64_t> PtraceProcess::map_program_memory(pid_t tid, uint64_t near, u
   }
   release_held(held);
   if (!mapped) return mapped.error();
+  give_back_signals_met(tid, mapped->signals_met);
+  if (mapped->result < 0) {
+    return make_error(ErrorCode::Internal, "The program's mmap of " + hex(size) + " bytes failed (errno " +
+                                               std::to_string(-mapped->result) + ")");
+  }
+  return static_cast<uint64_t>(mapped->result);
+}
+
+void PtraceProcess::give_back_signals_met(pid_t tid, const std::vector<int>& signals) {
   // Signals that came meanwhile are the program's: sent again, to be seen
   // as if they came just after. But for the SIGSTOP of an all-stop the
   // thread still owed: that one is ours, and done with.
-  for (int signal : mapped->signals_met) {
+  for (int signal : signals) {
     auto found = threads_.find(tid);
     if (signal == SIGSTOP && found != threads_.end() && found->second.sigstop_expected) {
       found->second.sigstop_expected = false;
@@ -61,11 +75,71 @@ Expected<uint64_t> PtraceProcess::map_program_memory(pid_t tid, uint64_t near, u
     }
     requeue_signal(tid, signal);
   }
-  if (mapped->result < 0) {
-    return make_error(ErrorCode::Internal, "The program's mmap of " + hex(size) + " bytes failed (errno " +
-                                               std::to_string(-mapped->result) + ")");
+}
+
+Expected<SharedMapping> PtraceProcess::map_shared_program_memory(pid_t tid, uint64_t near, uint64_t reach,
+                                                                 uint64_t size) {
+  auto free = free_page_near(read_maps(pid_), near, reach, size);
+  if (!free) return make_error(ErrorCode::NotSupported, "No room for " + hex(size) + " bytes near " + hex(near));
+  const uint64_t at = *free;
+  std::vector<int> met;
+  std::optional<btstub::Error> lost;  // the thread could not make a call (gone)
+  // One system call the thread makes: its result, or nullopt when it could
+  // not be made.
+  auto call = [&](long number, std::vector<uint64_t> args) -> std::optional<long> {
+    if (lost) return std::nullopt;
+    auto made = inject_syscall(tid, number, std::move(args));
+    if (!made) {
+      lost = made.error();
+      return std::nullopt;
+    }
+    met.insert(met.end(), made->signals_met.begin(), made->signals_met.end());
+    return made->result;
+  };
+  auto failed = [](const char* what, std::optional<long> result) {
+    return make_error(ErrorCode::Internal, std::string("The program's ") + what + " failed" +
+                                               (result ? " (errno " + std::to_string(-*result) + ")" : ""));
+  };
+  const std::vector<pid_t> held = hold_others(tid);  // as map_program_memory
+  Expected<SharedMapping> out = make_error(ErrorCode::Internal, "unset");
+  const uint64_t rw = PROT_READ | PROT_WRITE;
+  const auto area = call(SYS_mmap, {at, size, rw, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, ~uint64_t{0}, 0});
+  if (!area || *area < 0 || static_cast<uint64_t>(*area) != at) {
+    if (area && *area >= 0) (void)call(SYS_munmap, {static_cast<uint64_t>(*area), size});
+    out = failed("mmap", area);
+  } else {
+    // The memfd's name: the fresh area's first byte, a zero (an empty name).
+    const auto memfd = call(SYS_memfd_create, {at, MFD_CLOEXEC});
+    std::optional<long> step;
+    if (!memfd || *memfd < 0) {
+      out = failed("memfd_create", memfd);
+    } else if (step = call(SYS_ftruncate, {static_cast<uint64_t>(*memfd), size}); !step || *step < 0) {
+      out = failed("ftruncate", step);
+    } else if (step = call(SYS_mmap, {at, size, rw, MAP_SHARED | MAP_FIXED, static_cast<uint64_t>(*memfd), 0});
+               !step || *step < 0 || static_cast<uint64_t>(*step) != at) {
+      out = failed("shared mmap", step);
+    } else {
+      (void)call(SYS_madvise, {at, size, MADV_DONTFORK});  // as map_program_memory: a refusal costs speed only
+      // The tracer may open the program's files (/proc/TID/fd, its own
+      // fd table, even if it has left its process's).
+      const std::string path = "/proc/" + std::to_string(tid) + "/fd/" + std::to_string(*memfd);
+      const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+      struct stat st {};
+      if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != size) {
+        out = make_error(ErrorCode::Internal, "Cannot open the program's shared memory (" + path + ")");
+      } else {
+        out = SharedMapping::map(fd, size, at);
+        if (out) tracer_shared_.push_back({at, at + size, static_cast<uint64_t>(st.st_ino)});
+      }
+      if (fd >= 0) ::close(fd);
+    }
+    if (memfd && *memfd >= 0) (void)call(SYS_close, {static_cast<uint64_t>(*memfd)});
+    if (!out) (void)call(SYS_munmap, {at, size});
   }
-  return static_cast<uint64_t>(mapped->result);
+  release_held(held);
+  give_back_signals_met(tid, met);
+  if (lost) return *lost;
+  return out;
 }
 
 Expected<uint64_t> PtraceProcess::allocate_memory(pid_t tid, uint64_t size, int prot) {

@@ -341,6 +341,7 @@ void PtraceProcess::open_memory() {
 
 void PtraceProcess::mark_gone() {
   alive_ = false;
+  tracer_shared_.clear();
   threads_.clear();
   client_int3s_.clear();
   breakpoints_.edit().clear();

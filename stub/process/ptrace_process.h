@@ -136,6 +136,8 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<std::unique_ptr<ProcessCopy>> fork_copy(pid_t tid) override;  // ptrace_copy_program.cc
   Expected<uint64_t> map_program_memory(pid_t tid, uint64_t near, uint64_t reach, uint64_t size,
                                         bool executable) override;  // ptrace_map_program.cc
+  Expected<SharedMapping> map_shared_program_memory(pid_t tid, uint64_t near, uint64_t reach,
+                                                    uint64_t size) override;  // ptrace_map_program.cc
   Expected<void> write_tracer_memory(uint64_t addr, const std::vector<uint8_t>& bytes) override {
     return raw_write(addr, bytes);
   }
@@ -227,6 +229,9 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   bool kept_event_stale(pid_t tid, const ThreadState& thread, StepKind next);
   Expected<void> require_stopped(pid_t tid) const;
   void requeue_signal(pid_t tid, int signal);
+  // Signals an injected system call met (InjectedCall::signals_met), sent
+  // again: the program's, but for an all-stop's SIGSTOP the thread owed.
+  void give_back_signals_met(pid_t tid, const std::vector<int>& signals);
   void owe_signal(pid_t tid, ThreadState& thread, int signal);
   int take_owed_signal(pid_t tid, ThreadState& thread);
   void put_back_lifted_breakpoint(ThreadState& thread);
@@ -293,6 +298,14 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   pid_t pid_ = 0;
   bool attached_ = false;
   bool alive_ = true;
+  // The memory map_shared_program_memory shared with the program: btstub's
+  // own, never privatized into a copy (which lacks it: MADV_DONTFORK).
+  // Matched by range and the memfd's inode, so that memory of the
+  // program's own mapped there later is still the program's.
+  struct TracerSharedArea {
+    uint64_t begin = 0, end = 0, inode = 0;
+  };
+  std::vector<TracerSharedArea> tracer_shared_;
   // Held at its end (ProcessEvent::exit_held): the first thread sits in its
   // exit stop, where it can only be let go (no tracer, no injected call).
   bool ending_ = false;

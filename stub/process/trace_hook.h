@@ -16,6 +16,7 @@
 #include "protocol/register_file.h"
 #include "stub/process/process.h"
 #include "stub/process/process_copy.h"
+#include "stub/process/shared_mapping.h"
 
 namespace stub::process {
 
@@ -112,6 +113,14 @@ class TracedThreadControl {
                                                 bool executable) {
     (void)tid, (void)near, (void)reach, (void)size, (void)executable;
     return btstub::make_error(btstub::ErrorCode::NotSupported, "Cannot map memory into the program here");
+  }
+  // The same, not executable, as memory btstub maps too (a memfd both map,
+  // left out of the program's forks as map_program_memory's): what the
+  // program writes there btstub reads in place, and the other way round.
+  virtual Expected<SharedMapping> map_shared_program_memory(pid_t tid, uint64_t near, uint64_t reach,
+                                                            uint64_t size) {
+    (void)tid, (void)near, (void)reach, (void)size;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "Cannot share memory with the program here");
   }
   // Writes into memory the tracer mapped itself (map_program_memory): the
   // bytes as given, int3s included, none of them taken for the client's.

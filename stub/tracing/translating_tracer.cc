@@ -56,7 +56,8 @@ std::string TranslatingTracer::activity() const {
                     std::to_string(s.ahead_links) + " of the links, and " +
                     std::to_string(s.ahead_entries) + " return sites entered.\n";
   for (const auto& [tid, th] : threads_) {
-    out += "  thread " + std::to_string(tid) + ": " + std::to_string(th.logged) + " branches logged by translated code\n";
+    out += "  thread " + std::to_string(tid) + ": " + std::to_string(th.logged) + " branches logged by translated code" +
+           (th.area_base == 0 ? "" : th.shared ? " (log shared with btstub)" : " (log read from the program)") + "\n";
   }
   if (!last_refusal_.empty()) out += "Last block left to int3s: " + last_refusal_ + "\n";
   for (const auto& [reason, r] : refusals_) {
@@ -147,7 +148,7 @@ void TranslatingTracer::on_thread_exited(pid_t tid) {
   // another's exit_group or a SIGKILL, takes the branches its log held
   // since its last stop with it.)
   if (Thread* th = thread(tid); th != nullptr && th->area_base != 0) {
-    free_areas_.push_back(FreeArea{th->area_base, std::move(th->table_entries)});
+    free_areas_.push_back(FreeArea{th->area_base, std::move(th->table_entries), std::move(th->shared)});
   }
   threads_.erase(tid);
 }

@@ -168,6 +168,10 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     std::set<uint64_t> table_entries;  // offsets of the indirect-table entries filled
     int repair_steps = 0;        // steps taken towards a clean point
     uint64_t logged = 0;         // branches its translated code logged
+    // btstub's view of the area when it is shared (read and written in
+    // place); null: the area is the program's alone, read and written
+    // through the process layer.
+    std::shared_ptr<process::SharedMapping> shared;
   };
   // The per-thread area's slots, as read at a stop.
   struct Slots {
@@ -247,6 +251,10 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // False when the trace refused more (full under the stop policy).
   bool drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots);
   bool reset_cursor(TracedThreadControl& control, const Thread& th);
+  // Writes into a thread's area (its slots or table): in place where it is
+  // shared, else through the process layer.
+  static bool write_area(TracedThreadControl& control, const process::SharedMapping* shared, uint64_t address,
+                         const std::vector<uint8_t>& bytes);
   // translating_tracer_held.cc: a thread in the cache stopped because
   // another thread stopped (all-stop, or a non-stop vCont;t). Moves it out
   // (drained, stepped out of the instrumentation if need be) and leaves it
@@ -297,6 +305,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   struct FreeArea {
     uint64_t base = 0;
     std::set<uint64_t> table_entries;
+    std::shared_ptr<process::SharedMapping> shared;
   };
   std::vector<FreeArea> free_areas_;
   Stats stats_;

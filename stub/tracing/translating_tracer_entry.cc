@@ -1,6 +1,7 @@
 // TranslatingTracer: putting a thread into the code cache, translating the
 // blocks it needs and mapping the memory they live in.
 #include <algorithm>
+#include <cstring>
 
 #include "protocol/amd64_registers.h"
 #include "stub/tracing/translating_tracer.h"
@@ -100,7 +101,7 @@ void TranslatingTracer::flush(TracedThreadControl& control) {
   pending_links_.clear();
   for (auto& [tid, th] : threads_) {
     for (uint64_t offset : th.table_entries) {
-      (void)control.write_tracer_memory(th.area_base + offset, decoder::empty_indirect_entry(offset));
+      (void)write_area(control, th.shared.get(), th.area_base + offset, decoder::empty_indirect_entry(offset));
     }
     th.table_entries.clear();
   }
@@ -113,7 +114,7 @@ void TranslatingTracer::enter_indirect(TracedThreadControl& control, Thread& th,
   std::vector<uint8_t> entry = le64(-original);
   const std::vector<uint8_t> to = le64(t.cache_address);
   entry.insert(entry.end(), to.begin(), to.end());
-  if (control.write_tracer_memory(th.area_base + offset, entry)) th.table_entries.insert(offset);
+  if (write_area(control, th.shared.get(), th.area_base + offset, entry)) th.table_entries.insert(offset);
 }
 
 const decoder::Translation* TranslatingTracer::translation_for(TracedThreadControl& control, pid_t tid,
@@ -177,28 +178,40 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
   if (threads_[tid].area_base != 0) return true;
   const uint64_t log_bytes = kLogCapacity * decoder::kLogRecordSize;
   uint64_t base = 0;
+  std::shared_ptr<process::SharedMapping> shared;
   if (!free_areas_.empty()) {
     // An ended thread's: its table entries lead into the cache as it was
     // then, and are not this thread's.
     FreeArea area = std::move(free_areas_.back());
     free_areas_.pop_back();
     for (uint64_t offset : area.table_entries) {
-      (void)control.write_tracer_memory(area.base + offset, decoder::empty_indirect_entry(offset));
+      (void)write_area(control, area.shared.get(), area.base + offset, decoder::empty_indirect_entry(offset));
     }
     base = area.base;
+    shared = std::move(area.shared);
   } else {
     const uint64_t size = (log_bytes + decoder::kThreadAreaAboveBase + kPage - 1) / kPage * kPage;
-    auto mapped = control.map_program_memory(tid, kLogsNear, kLogsReach, size, false);
-    if (!mapped) return false;
+    // Shared, the log is drained in place; where the program cannot make
+    // a memfd (a seccomp filter, no /proc), read through the process layer.
+    uint64_t mapped = 0;
+    if (auto both = control.map_shared_program_memory(tid, kLogsNear, kLogsReach, size)) {
+      mapped = both->program_address();
+      shared = std::make_shared<process::SharedMapping>(std::move(*both));
+    } else if (auto alone = control.map_program_memory(tid, kLogsNear, kLogsReach, size, false)) {
+      mapped = *alone;
+    } else {
+      return false;
+    }
     // Mapped zero: every entry empty but entry 0 (decoder::empty_indirect_entry).
     const uint64_t zero_entry = decoder::indirect_entry_offset(0);
-    base = *mapped + log_bytes;
-    if (!control.write_tracer_memory(base + zero_entry, decoder::empty_indirect_entry(zero_entry))) return false;
+    base = mapped + log_bytes;
+    if (!write_area(control, shared.get(), base + zero_entry, decoder::empty_indirect_entry(zero_entry))) return false;
   }
   // The mmap's waits may have seen the thread end (a SIGKILL meanwhile).
   Thread* th = thread(tid);
   if (th == nullptr) return false;
   th->area_base = base;
+  th->shared = std::move(shared);
   th->log_capacity = kLogCapacity;
   if (const Checkpoints* checkpoints = ptrace_->checkpoints(); checkpoints && ptrace_->all_enabled()) {
     th->log_capacity = std::clamp<uint64_t>(checkpoints->limits().every_branches, 1, kLogCapacity);
@@ -208,7 +221,16 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
 
 bool TranslatingTracer::reset_cursor(TracedThreadControl& control, const Thread& th) {
   const uint64_t empty = -(th.log_capacity * decoder::kLogRecordSize);
-  return control.write_tracer_memory(th.area_base + decoder::kSlotLogCursor, le64(empty)).ok();
+  return write_area(control, th.shared.get(), th.area_base + decoder::kSlotLogCursor, le64(empty));
+}
+
+bool TranslatingTracer::write_area(TracedThreadControl& control, const process::SharedMapping* shared,
+                                   uint64_t address, const std::vector<uint8_t>& bytes) {
+  if (shared == nullptr) return control.write_tracer_memory(address, bytes).ok();
+  uint8_t* at = shared->at(address, bytes.size());
+  if (at == nullptr) return false;
+  std::memcpy(at, bytes.data(), bytes.size());
+  return true;
 }
 
 void TranslatingTracer::apply_links(TracedThreadControl& control) {

@@ -29,7 +29,10 @@ static_assert(offsetof(decoder::StackedBranch, stack.rbp) == offsetof(decoder::L
 // 64 KiB: read and stored while it stays in the core's cache.
 constexpr std::size_t kDrainPieceRecords = 2048;
 
-uint64_t u64_at(const std::vector<uint8_t>& bytes, std::size_t at) {
+// The slots read at a stop: saved rax and rcx, the cursor, the exit target.
+constexpr std::size_t kSlotsRead = 32;
+
+uint64_t u64_at(std::span<const uint8_t> bytes, std::size_t at) {
   uint64_t v = 0;
   std::memcpy(&v, bytes.data() + at, sizeof v);
   return v;
@@ -38,12 +41,22 @@ uint64_t u64_at(const std::vector<uint8_t>& bytes, std::size_t at) {
 }  // namespace
 
 bool TranslatingTracer::read_slots(TracedThreadControl& control, const Thread& th, Slots& out) {
-  auto bytes = control.read_memory(th.area_base, 32);
-  if (!bytes || bytes->size() < 32) return false;
-  out.saved_rax = u64_at(*bytes, decoder::kSlotSavedRax);
-  out.saved_rcx = u64_at(*bytes, decoder::kSlotSavedRcx);
-  out.cursor = static_cast<int64_t>(u64_at(*bytes, decoder::kSlotLogCursor));
-  out.exit_target = u64_at(*bytes, decoder::kSlotExitTarget);
+  std::span<const uint8_t> bytes;
+  std::optional<std::vector<uint8_t>> read;
+  if (th.shared) {
+    const uint8_t* slots = th.shared->at(th.area_base, kSlotsRead);
+    if (slots == nullptr) return false;
+    bytes = std::span(slots, kSlotsRead);
+  } else {
+    auto got = control.read_memory(th.area_base, kSlotsRead);
+    if (!got || got->size() < kSlotsRead) return false;
+    read = std::move(*got);
+    bytes = *read;
+  }
+  out.saved_rax = u64_at(bytes, decoder::kSlotSavedRax);
+  out.saved_rcx = u64_at(bytes, decoder::kSlotSavedRcx);
+  out.cursor = static_cast<int64_t>(u64_at(bytes, decoder::kSlotLogCursor));
+  out.exit_target = u64_at(bytes, decoder::kSlotExitTarget);
   return true;
 }
 
@@ -57,12 +70,27 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
     return false;
   }
   bool room = true;
+  const uint64_t log_begin = th.area_base - static_cast<uint64_t>(log_bytes);
+  const std::size_t records = static_cast<std::size_t>(used) / decoder::kLogRecordSize;
+  if (th.shared) {
+    // In place, in one run: every full chunk of it goes to the trace
+    // straight (BlockTrace::append_stacked).
+    uint8_t* log = th.shared->at(log_begin, static_cast<uint64_t>(used));
+    if (log == nullptr) {
+      (void)reset_cursor(control, th);
+      return false;
+    }
+    const std::span<const decoder::StackedBranch> run(reinterpret_cast<const decoder::StackedBranch*>(log), records);
+    const std::size_t stored = ptrace_->store_lent_branches(tid, run);
+    room = stored == run.size();
+    stats_.branches += stored;
+    th.logged += stored;
+    return reset_cursor(control, th) && room;
+  }
   // In pieces that stay in the cache between the read and the store: one
   // read of the whole log (3 MiB at the default spacing) into a buffer
   // kept between drains made the kernel's copy an eighth of the tracer's
   // time; a fresh buffer each drain cost its page faults instead.
-  const uint64_t log_begin = th.area_base - static_cast<uint64_t>(log_bytes);
-  const std::size_t records = static_cast<std::size_t>(used) / decoder::kLogRecordSize;
   drained_.resize(kDrainPieceRecords);
   for (std::size_t at = 0; at < records && room;) {
     const std::span<decoder::StackedBranch> piece = std::span(drained_).first(std::min(kDrainPieceRecords, records - at));

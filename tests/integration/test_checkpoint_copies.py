@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """A checkpoint's copy of the program holds the program's memory, not
-btstub's: the translating tracer's code cache and logs (its anonymous
-mappings in the program, madvise'd MADV_DONTFORK) are left out of every
-copy, so that a checkpoint's fork copies none of their page tables and
-the program's writes to its logs after it make no copy-on-write faults.
+btstub's: the translating tracer's code cache (anonymous mappings in the
+program) and logs (a memfd the program and btstub both map, MAP_SHARED),
+all madvise'd MADV_DONTFORK, are left out of every copy, so that a
+checkpoint's fork copies none of their page tables and the program's
+writes to its logs after it make no copy-on-write faults; and the logs,
+shared memory though they are, are not made private in the copy as the
+program's own shared memory is (1.5 MiB written into every copy).
 
 past_hot_loop (O0) recorded by `btstub --record` (the translating tracer,
 a checkpoint every 700 branches) stops at MARK done. From inside gdb, a
 Python probe reads /proc/PID/maps of the program and of every other
 process of the same executable whose parent is btstub (the copies): the
-program must hold btstub's code cache (its anonymous executable mappings),
-at least one copy must exist, and no copy may hold any of them. Then
+program must hold btstub's code cache (its anonymous executable mappings)
+and a log (its memfd mapping; the program has no memfd of its own), at
+least one copy must exist, and no copy may hold any of them. Then
 `reverse-stepi` and `print` in the past still answer (a copy runs the
 original code).
 
@@ -48,7 +52,10 @@ for name in os.listdir("/proc"):
         pass
 mine = maps(pid)
 ours = [(lo, hi) for lo, hi, perms, path in mine if path == "" and "x" in perms]
+logs = [(lo, hi) for lo, hi, perms, path in mine if path == "/memfd:" and "s" in perms]
 print("PROBE btstub mappings in the program:", len(ours))
+print("PROBE btstub logs in the program:", len(logs))
+ours += logs
 print("PROBE copies:", len(copies))
 holding = 0
 for copy in copies:
@@ -82,6 +89,8 @@ def main(args, c):
     out = r.of_command("source " + probe)
     c.true("the program holds btstub's code cache (anonymous executable mappings)",
            (probe_value(out, "btstub mappings in the program") or 0) >= 1, r.transcript())
+    c.true("the program holds a log btstub shares (a memfd mapping)",
+           (probe_value(out, "btstub logs in the program") or 0) >= 1, r.transcript())
     c.true("checkpoints were taken (copies of the program exist)", (probe_value(out, "copies") or 0) >= 1,
            r.transcript())
     c.equal("no copy holds btstub's mappings", 0, probe_value(out, "copies holding btstub mappings"),

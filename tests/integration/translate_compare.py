@@ -34,6 +34,10 @@ from rsp_client import RspClient, RspError, hexs
 ACTIVITY = re.compile(r"Translated code: (\d+) blocks translated, (\d+) left to int3s; (\d+) branches logged")
 HELD = re.compile(r"thread \d+: (\d+) of (\d+) branches")
 THREAD_LOGGED = re.compile(r"thread (\d+): (\d+) branches logged by translated code")
+# How btstub reads a thread's log: in place (a memfd mapped in both), or
+# through the process layer where the program cannot make one.
+THREAD_LOG = re.compile(r"thread (\d+): \d+ branches logged by translated code \(log ([a-z ]+)\)")
+SHARED, READ = "shared with btstub", "read from the program"
 BLOCK = re.compile(r'<block begin="0x([0-9a-f]+)" end="0x([0-9a-f]+)"/>')
 TIMEOUT = 120.0
 
@@ -216,6 +220,10 @@ def check_same(c, label, ref, got, min_blocks=1000, min_share=0.5):
     # Translated code that went stale would show here first: a program
     # that rewrites its code computes other values (code_rewrite).
     c.equal("%s: the program prints the same under both tracers" % label, ref["stdout"], got["stdout"], ctx)
+    # Shared by default: what is compared is the in-place drain.
+    modes = [mode for _, mode in THREAD_LOG.findall(got["status"])]
+    c.true("%s: the translate run's log is shared with btstub (%s)" % (label, modes),
+           modes and all(m == SHARED for m in modes), ctx)
     c.not_contains("%s: no complaint from the translating tracer" % label, got["stderr"],
                    "btstub: ", ctx)
 
@@ -289,14 +297,16 @@ def creation_order(threads, pid):
 
 def _thread_trace(c, thread):
     """The whole trace of `thread` (as in a stop reply), as gdb reads it,
-    and how many of its branches translated code logged (None: not said)."""
+    how many of its branches translated code logged (None: not said), and
+    how btstub reads its log (THREAD_LOG; None: not said)."""
     c.request("Hg" + thread)
     c.request("Qbtrace:bts")
     doc, _ = read_document(c, "qXfer:btrace:read:all")
     status, _ = monitor(c, "record status")
     tid = int(thread.split(".")[-1], 16)
     logged = {int(t): int(n) for t, n in THREAD_LOGGED.findall(status)}
-    return doc, logged.get(tid)
+    modes = {int(t): mode for t, mode in THREAD_LOG.findall(status)}
+    return doc, logged.get(tid), modes.get(tid)
 
 
 def _record_threads_session(server, prog, code_ranges, rets, pie):
@@ -330,15 +340,17 @@ def _record_threads_session(server, prog, code_ranges, rets, pie):
             # Each thread's branches, and those translated code logged.
             "shares": [(max(0, len(BLOCK.findall(docs[t][0] or "")) - 1), docs[t][1]) for t in order],
             "unread": [t for t in order if docs[t][0] is None],
+            "log_modes": [docs[t][2] for t in order],
             "status": status, "stops": stops}
 
 
-def check_same_threads(c, label, ref, got, min_blocks=1000, min_share=0.5):
+def check_same_threads(c, label, ref, got, min_blocks=1000, min_share=0.5, log_modes=None):
     """check_same for record_threads' results: the same stops, and each
     thread (by order of creation) the same blocks of the program's own code
     under both, more than `min_blocks` of them in all; in the translate
     run, over `min_share` of each thread's branches logged by translated
-    code (`monitor record status` where its trace was read)."""
+    code (`monitor record status` where its trace was read), and its log
+    read as `log_modes` says (by default: every one shared)."""
     ctx = "int3 stops: %s\ntranslate stops: %s\nint3 status:\n%s\ntranslate status:\n%s\n" \
           "translate stderr:\n%s" % (ref["stops"], got["stops"], ref["status"], got["status"],
                                       got["stderr"][-3000:])
@@ -360,4 +372,6 @@ def check_same_threads(c, label, ref, got, min_blocks=1000, min_share=0.5):
         c.true("%s: thread %d, translated code logged over %d%% of its branches (%s of %d)" %
                (label, i + 1, 100 * min_share, logged, branches),
                logged is not None and branches > 0 and logged > min_share * branches, ctx)
+    want = log_modes or [SHARED] * len(got["log_modes"])
+    c.equal("%s: how btstub read each thread's log" % label, want, got["log_modes"], ctx)
     c.not_contains("%s: no complaint from the translating tracer" % label, got["stderr"], "btstub: ", ctx)

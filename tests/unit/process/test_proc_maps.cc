@@ -29,6 +29,20 @@ TEST_CASE("maps keep permissions and which one is the stack", "[proc_maps]") {
   CHECK_FALSE(maps[3].stack);
 }
 
+TEST_CASE("maps keep the inode of what is mapped, and names with spaces", "[proc_maps]") {
+  auto maps = parse_maps(
+      "7ffff7dd0000-7ffff7f00000 r-xp 00000000 08:01 123456789 /libc.so\n"
+      "100000000000-100000181000 rw-s 00000000 00:01 1937                       /memfd: (deleted)\n"
+      "7ffff7f00000-7ffff7f10000 rw-p 00000000 00:00 0\n");
+  REQUIRE(maps.size() == 3);
+  CHECK(maps[0].inode == 123456789u);
+  CHECK(maps[1].inode == 1937u);
+  CHECK(maps[1].shared);
+  CHECK(maps[1].name == "/memfd: (deleted)");
+  CHECK(maps[2].inode == 0u);
+  CHECK(maps[2].name.empty());
+}
+
 TEST_CASE("a free page is the nearest one in reach, never below the stack", "[proc_maps]") {
   auto maps = parse_maps(kMaps);
   const uint64_t reach = (1ull << 31) - 2 * 4096;
