@@ -59,6 +59,10 @@ std::string TranslatingTracer::activity() const {
     out += "  thread " + std::to_string(tid) + ": " + std::to_string(th.logged) + " branches logged by translated code" +
            (th.area_base == 0 ? "" : th.shared ? " (log shared with btstub)" : " (log read from the program)") + "\n";
   }
+  if (s.lost_logs != 0) {
+    out += "Logs lost (the program wrote over btstub's area), each a gap in the trace: " +
+           std::to_string(s.lost_logs) + "\n";
+  }
   if (!last_refusal_.empty()) out += "Last block left to int3s: " + last_refusal_ + "\n";
   for (const auto& [reason, r] : refusals_) {
     char example[32];

@@ -115,6 +115,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     uint64_t exits_to_int3s = 0; // exits whose target the ptrace tracer ran (refused)
     uint64_t links = 0;          // direct exits patched to jump straight on
     uint64_t branches = 0;       // drained from logs
+    uint64_t lost_logs = 0;      // logs that could not be read (each a gap in the trace)
     uint64_t flushes = 0;        // all translations dropped
     uint64_t repairs = 0;        // stops inside the instrumentation
     uint64_t held = 0;           // threads moved out at another thread's stop
@@ -249,7 +250,12 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   bool read_slots(TracedThreadControl& control, const Thread& th, Slots& out);
   // Hands the log's records to the ptrace tracer and empties the log.
   // False when the trace refused more (full under the stop policy).
-  bool drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots);
+  // `resume`: the original pc where the thread goes on. A log that cannot
+  // be read (a bad cursor, a failed read: the program wrote over btstub's
+  // area) is lost, and stored as a gap to `resume` (*lost set).
+  bool drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots, uint64_t resume,
+             bool* lost = nullptr);
+  bool lose_log(TracedThreadControl& control, pid_t tid, Thread& th, uint64_t resume, bool* lost);
   bool reset_cursor(TracedThreadControl& control, const Thread& th);
   // Writes into a thread's area (its slots or table): in place where it is
   // shared, else through the process layer.

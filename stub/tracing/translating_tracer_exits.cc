@@ -60,14 +60,15 @@ bool TranslatingTracer::read_slots(TracedThreadControl& control, const Thread& t
   return true;
 }
 
-bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots) {
+bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots,
+                              uint64_t resume, bool* lost) {
+  if (lost != nullptr) *lost = false;
   const int64_t log_bytes = static_cast<int64_t>(th.log_capacity * decoder::kLogRecordSize);
   const int64_t used = log_bytes + slots.cursor;
   if (used < 0 || used > log_bytes || used % static_cast<int64_t>(decoder::kLogRecordSize) != 0) {
     std::fprintf(stderr, "btstub: translated code left a bad log cursor (%lld); its branches are lost\n",
                  static_cast<long long>(slots.cursor));
-    (void)reset_cursor(control, th);
-    return false;
+    return lose_log(control, tid, th, resume, lost);
   }
   bool room = true;
   const uint64_t log_begin = th.area_base - static_cast<uint64_t>(log_bytes);
@@ -76,10 +77,7 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
     // In place, in one run: every full chunk of it goes to the trace
     // straight (BlockTrace::append_stacked).
     uint8_t* log = th.shared->at(log_begin, static_cast<uint64_t>(used));
-    if (log == nullptr) {
-      (void)reset_cursor(control, th);
-      return false;
-    }
+    if (log == nullptr) return lose_log(control, tid, th, resume, lost);
     const std::span<const decoder::StackedBranch> run(reinterpret_cast<const decoder::StackedBranch*>(log), records);
     const std::size_t stored = ptrace_->store_lent_branches(tid, run);
     room = stored == run.size();
@@ -96,10 +94,8 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
     const std::span<decoder::StackedBranch> piece = std::span(drained_).first(std::min(kDrainPieceRecords, records - at));
     const std::span<uint8_t> into(reinterpret_cast<uint8_t*>(piece.data()), piece.size_bytes());
     auto got = control.read_memory_into(log_begin + at * decoder::kLogRecordSize, into);
-    if (!got || *got != into.size()) {
-      (void)reset_cursor(control, th);  // lost, as a log that cannot be read at all; never stored twice
-      return false;
-    }
+    // Lost from here on (never stored twice): the pieces before it stay.
+    if (!got || *got != into.size()) return lose_log(control, tid, th, resume, lost);
     const std::size_t stored = ptrace_->store_lent_branches(tid, piece);
     room = stored == piece.size();
     stats_.branches += stored;
@@ -107,6 +103,22 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
     at += piece.size();
   }
   return reset_cursor(control, th) && room;
+}
+
+bool TranslatingTracer::lose_log(TracedThreadControl& control, pid_t tid, Thread& th, uint64_t resume, bool* lost) {
+  (void)reset_cursor(control, th);
+  if (lost != nullptr) *lost = true;
+  ++stats_.lost_logs;
+  // What ran between the last branch stored and `resume` is unknown: a gap
+  // there, as the hardware backends mark lost trace, so that the history
+  // never joins the blocks on either side of the hole.
+  decoder::StackSnapshot stack;
+  if (auto regs = control.read_general_registers(tid)) {
+    stack = {regs->get_u64(Amd64Reg::rsp), regs->get_u64(Amd64Reg::rbp)};
+  }
+  const bool room = ptrace_->store_lent_branch(tid, decoder::kGapAddress, resume, stack);
+  stats_.branches += room ? 1 : 0;
+  return room;
 }
 
 bool TranslatingTracer::step_out(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original) {
@@ -150,9 +162,11 @@ std::optional<TranslatingTracer::ExitTaken> TranslatingTracer::take_exit(TracedT
     case decoder::ExitKind::Indirect: ++stats_.indirect_exits; break;
     case decoder::ExitKind::LogFull: ++stats_.full_exits; break;
   }
-  // The thread stands at `target` now, the branch into it taken.
-  taken.room = drain(control, tid, th, slots);
-  if (taken.room && exit.kind == decoder::ExitKind::LogFull) {
+  // The thread stands at `target` now, the branch into it taken. A log
+  // lost ends in a gap to `target`, which stands for that branch too.
+  bool lost = false;
+  taken.room = drain(control, tid, th, slots, taken.target, &lost);
+  if (taken.room && !lost && exit.kind == decoder::ExitKind::LogFull) {
     const uint64_t rsp = regs.get_u64(Amd64Reg::rsp) + static_cast<uint64_t>(static_cast<int64_t>(exit.rsp_adjust));
     taken.room = ptrace_->store_lent_branch(tid, exit.from, taken.target, {rsp, regs.get_u64(Amd64Reg::rbp)});
     stats_.branches += taken.room ? 1 : 0;
@@ -248,14 +262,16 @@ TraceVerdict TranslatingTracer::on_cache_stop(TracedThreadControl& control, Thre
         if (fault->rax_saved) back.set_u64(Amd64Reg::rax, slots.saved_rax);
         if (fault->rcx_saved) back.set_u64(Amd64Reg::rcx, slots.saved_rcx);
         if (control.write_registers(tid, back)) {
-          if (!drain(control, tid, th, slots)) return leave(control, th, tid, t->original_pc(pc), nullptr);
+          if (!drain(control, tid, th, slots, t->original_pc(pc))) {
+            return leave(control, th, tid, t->original_pc(pc), nullptr);
+          }
           return leave(control, th, tid, t->original_pc(pc), &stop);
         }
       }
     }
     if (t->at_entry(pc) && !repairing) {
       Slots slots;
-      if (read_slots(control, th, slots) && !drain(control, tid, th, slots)) {
+      if (read_slots(control, th, slots) && !drain(control, tid, th, slots, t->original_pc(pc))) {
         return leave(control, th, tid, t->original_pc(pc), nullptr);  // full: reported as such
       }
       return leave(control, th, tid, t->original_pc(pc), &stop);
@@ -265,7 +281,7 @@ TraceVerdict TranslatingTracer::on_cache_stop(TracedThreadControl& control, Thre
   if (t->at_entry(pc)) {
     // A repair done: out, and the signals it held back sent again.
     Slots slots;
-    if (read_slots(control, th, slots)) (void)drain(control, tid, th, slots);
+    if (read_slots(control, th, slots)) (void)drain(control, tid, th, slots, t->original_pc(pc));
     return leave(control, th, tid, t->original_pc(pc), nullptr);
   }
   // Inside the instrumentation: step on to a clean point.

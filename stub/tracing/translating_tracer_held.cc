@@ -53,7 +53,7 @@ void TranslatingTracer::bring_out(TracedThreadControl& control, pid_t tid, Threa
         std::fprintf(stderr, "btstub: no clean point after %d steps in the code cache (0x%llx)\n", kMaxSteps,
                      static_cast<unsigned long long>(pc));
       }
-      if (read_slots(control, th, slots)) (void)drain(control, tid, th, slots);
+      if (read_slots(control, th, slots)) (void)drain(control, tid, th, slots, t->original_pc(pc));
       (void)step_out(control, th, tid, t->original_pc(pc));
       return;
     }
@@ -76,7 +76,7 @@ void TranslatingTracer::bring_out(TracedThreadControl& control, pid_t tid, Threa
       if (fault->rax_saved) back.set_u64(Amd64Reg::rax, slots.saved_rax);
       if (fault->rcx_saved) back.set_u64(Amd64Reg::rcx, slots.saved_rcx);
       if (control.write_registers(tid, back)) {
-        (void)drain(control, tid, th, slots);
+        (void)drain(control, tid, th, slots, t->original_pc(pc));
         (void)step_out(control, th, tid, t->original_pc(pc));
         return;
       }

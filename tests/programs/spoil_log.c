@@ -1,0 +1,59 @@
+/* spoil_log.c: for tests/integration/test_translate_lost_log.py. The
+ * program writes over the log cursor of the translating tracer's area in
+ * its own memory (found in /proc/self/maps: the log btstub maps near 16
+ * TiB, 0x181000 bytes, its cursor 0x80010 bytes in), as a wild store
+ * could, then makes a system call at once, where btstub drains the log:
+ * the branches logged since the last drain are lost, and the trace must
+ * say so with a gap, never join the blocks on either side of the hole.
+ * Under the ptrace tracer there is no such area, and nothing is spoiled.
+ *
+ * No input; the work after the spoil takes the same path in every run.
+ * noipa keeps every function a real call at -O2 too.
+ */
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+unsigned long g_acc;
+long g_spoiled;
+
+__attribute__((noipa)) unsigned long mix(unsigned long acc, long i) { return acc * 31 + (unsigned long)(i ^ (long)(acc >> 7)); }
+
+__attribute__((noipa)) unsigned long work(long rounds) {
+  unsigned long acc = 1;
+  for (long i = 0; i < rounds; i++) acc = mix(acc, i);
+  return acc;
+}
+
+/* The cursor slot of btstub's log area, or 0 (not found). */
+__attribute__((noipa)) long *cursor_slot(void) {
+  FILE *maps = fopen("/proc/self/maps", "r");
+  if (!maps) return 0;
+  char line[512];
+  long *slot = 0;
+  while (fgets(line, sizeof line, maps)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo >= 0xf0000000000ul && lo < 0x200000000000ul &&
+        hi - lo == 0x181000) {
+      slot = (long *)(lo + 0x80010);
+    }
+  }
+  fclose(maps);
+  return slot;
+}
+
+int main(void) {
+  g_acc = work(2000);
+  long *slot = cursor_slot();
+  if (slot) {
+    *slot += 8; /* no longer a whole number of records */
+    g_spoiled = 1;
+  }
+  syscall(SYS_getpid); /* drained here */
+  g_acc += work(3000);
+  /* Said without a branch that depends on it: the runs under both tracers
+   * take one path after the system call. */
+  static const char *const said[2] = {"spoiled: 0\n", "spoiled: 1\n"};
+  write(1, said[g_spoiled], 11);
+  return 0;
+}
