@@ -209,10 +209,12 @@ void BlockTrace::finish_encoding() {
 
 void BlockTrace::wait_packed() {
   if (!inbox_) return;
+  // Collecting hands the backlog's next chunks; they may all be finished
+  // before the loop looks again (nothing pending then, but results to take).
   do {
     inbox_->wait_idle();
-    collect_packed();  // hands the backlog's next chunks
-  } while (inbox_->pending() != 0);
+    collect_packed();
+  } while (inbox_->pending() != 0 || inbox_->has_results());
 }
 
 // The same branches as the explicit chunk `index` holds, as a PT segment

@@ -104,6 +104,7 @@ class PackInbox {
   std::vector<PackResult> take();
   std::size_t pending() const;          // submitted, not put yet
   std::size_t pending_packing() const;  // of those, the ones with code
+  bool has_results() const { return has_done_.load(std::memory_order_acquire); }  // put, not taken yet
   void wait_idle();             // until every submitted job was put
   void wait_encoded();          // until every one without code was put
 
