@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -77,20 +78,41 @@ void PtraceProcess::give_back_signals_met(pid_t tid, const std::vector<int>& sig
   }
 }
 
+namespace {
+
+// Whether the thread runs under seccomp (its status' "Seccomp:" field not
+// 0; unknown counts as yes). A filter may kill the thread at a system call
+// it does not list, or trap it (SIGSYS, the call's number left in rax as
+// if it were a result): btstub's memfd_create must not be the one.
+bool under_seccomp(pid_t pid, pid_t tid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Seccomp:", 0) == 0) return line.find_first_not_of(" \t0", 8) != std::string::npos;
+  }
+  return true;
+}
+
+}  // namespace
+
 Expected<SharedMapping> PtraceProcess::map_shared_program_memory(pid_t tid, uint64_t near, uint64_t reach,
                                                                  uint64_t size) {
+  if (under_seccomp(pid_, tid)) {
+    return make_error(ErrorCode::NotSupported, "The program runs under seccomp: no memfd of btstub's there");
+  }
   auto free = free_page_near(read_maps(pid_), near, reach, size);
   if (!free) return make_error(ErrorCode::NotSupported, "No room for " + hex(size) + " bytes near " + hex(near));
   const uint64_t at = *free;
   std::vector<int> met;
-  std::optional<btstub::Error> lost;  // the thread could not make a call (gone)
+  std::optional<btstub::Error> lost;  // the thread is gone: no call can be made any more
   // One system call the thread makes: its result, or nullopt when it could
-  // not be made.
+  // not be made (then every step after it fails, but for the clean-up,
+  // which is still tried unless the thread is gone).
   auto call = [&](long number, std::vector<uint64_t> args) -> std::optional<long> {
     if (lost) return std::nullopt;
     auto made = inject_syscall(tid, number, std::move(args));
     if (!made) {
-      lost = made.error();
+      if (made.error().code == ErrorCode::NoProcess) lost = made.error();
       return std::nullopt;
     }
     met.insert(met.end(), made->signals_met.begin(), made->signals_met.end());
@@ -106,7 +128,7 @@ Expected<SharedMapping> PtraceProcess::map_shared_program_memory(pid_t tid, uint
   const auto area = call(SYS_mmap, {at, size, rw, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, ~uint64_t{0}, 0});
   if (!area || *area < 0 || static_cast<uint64_t>(*area) != at) {
     if (area && *area >= 0) (void)call(SYS_munmap, {static_cast<uint64_t>(*area), size});
-    out = failed("mmap", area);
+    out = failed("mmap", area && *area < 0 ? area : std::nullopt);
   } else {
     // The memfd's name: the fresh area's first byte, a zero (an empty name).
     const auto memfd = call(SYS_memfd_create, {at, MFD_CLOEXEC});
@@ -117,9 +139,12 @@ Expected<SharedMapping> PtraceProcess::map_shared_program_memory(pid_t tid, uint
       out = failed("ftruncate", step);
     } else if (step = call(SYS_mmap, {at, size, rw, MAP_SHARED | MAP_FIXED, static_cast<uint64_t>(*memfd), 0});
                !step || *step < 0 || static_cast<uint64_t>(*step) != at) {
-      out = failed("shared mmap", step);
+      out = failed("shared mmap", step && *step < 0 ? step : std::nullopt);
+    } else if (step = call(SYS_madvise, {at, size, MADV_DONTFORK}); !step || *step < 0) {
+      // Unlike the private areas', needed: copies leave the area to the
+      // program (tracer_shared_), so one that inherited it would share it.
+      out = failed("madvise", step);
     } else {
-      (void)call(SYS_madvise, {at, size, MADV_DONTFORK});  // as map_program_memory: a refusal costs speed only
       // The tracer may open the program's files (/proc/TID/fd, its own
       // fd table, even if it has left its process's).
       const std::string path = "/proc/" + std::to_string(tid) + "/fd/" + std::to_string(*memfd);

@@ -255,7 +255,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // area) is lost, and stored as a gap to `resume` (*lost set).
   bool drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots, uint64_t resume,
              bool* lost = nullptr);
-  bool lose_log(TracedThreadControl& control, pid_t tid, Thread& th, uint64_t resume, bool* lost);
+  bool lose_log(TracedThreadControl& control, pid_t tid, Thread& th, uint64_t resume, bool* lost, const char* why);
   bool reset_cursor(TracedThreadControl& control, const Thread& th);
   // Writes into a thread's area (its slots or table): in place where it is
   // shared, else through the process layer.

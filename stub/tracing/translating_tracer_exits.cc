@@ -66,9 +66,9 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
   const int64_t log_bytes = static_cast<int64_t>(th.log_capacity * decoder::kLogRecordSize);
   const int64_t used = log_bytes + slots.cursor;
   if (used < 0 || used > log_bytes || used % static_cast<int64_t>(decoder::kLogRecordSize) != 0) {
-    std::fprintf(stderr, "btstub: translated code left a bad log cursor (%lld); its branches are lost\n",
-                 static_cast<long long>(slots.cursor));
-    return lose_log(control, tid, th, resume, lost);
+    char why[64];
+    std::snprintf(why, sizeof why, "a bad log cursor (%lld)", static_cast<long long>(slots.cursor));
+    return lose_log(control, tid, th, resume, lost, why);
   }
   bool room = true;
   const uint64_t log_begin = th.area_base - static_cast<uint64_t>(log_bytes);
@@ -77,7 +77,7 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
     // In place, in one run: every full chunk of it goes to the trace
     // straight (BlockTrace::append_stacked).
     uint8_t* log = th.shared->at(log_begin, static_cast<uint64_t>(used));
-    if (log == nullptr) return lose_log(control, tid, th, resume, lost);
+    if (log == nullptr) return lose_log(control, tid, th, resume, lost, "a log outside its area");
     const std::span<const decoder::StackedBranch> run(reinterpret_cast<const decoder::StackedBranch*>(log), records);
     const std::size_t stored = ptrace_->store_lent_branches(tid, run);
     room = stored == run.size();
@@ -95,7 +95,7 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
     const std::span<uint8_t> into(reinterpret_cast<uint8_t*>(piece.data()), piece.size_bytes());
     auto got = control.read_memory_into(log_begin + at * decoder::kLogRecordSize, into);
     // Lost from here on (never stored twice): the pieces before it stay.
-    if (!got || *got != into.size()) return lose_log(control, tid, th, resume, lost);
+    if (!got || *got != into.size()) return lose_log(control, tid, th, resume, lost, "a log that cannot be read");
     const std::size_t stored = ptrace_->store_lent_branches(tid, piece);
     room = stored == piece.size();
     stats_.branches += stored;
@@ -105,20 +105,22 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
   return reset_cursor(control, th) && room;
 }
 
-bool TranslatingTracer::lose_log(TracedThreadControl& control, pid_t tid, Thread& th, uint64_t resume, bool* lost) {
+bool TranslatingTracer::lose_log(TracedThreadControl& control, pid_t tid, Thread& th, uint64_t resume, bool* lost,
+                                 const char* why) {
+  std::fprintf(stderr, "btstub: translated code left %s; its branches since the last drain are lost\n", why);
   (void)reset_cursor(control, th);
   if (lost != nullptr) *lost = true;
   ++stats_.lost_logs;
   // What ran between the last branch stored and `resume` is unknown: a gap
   // there, as the hardware backends mark lost trace, so that the history
   // never joins the blocks on either side of the hole.
+  // Its stack: as the thread stands now, at `resume` (a record's is from
+  // before its branch; a gap's branch is unknown).
   decoder::StackSnapshot stack;
   if (auto regs = control.read_general_registers(tid)) {
     stack = {regs->get_u64(Amd64Reg::rsp), regs->get_u64(Amd64Reg::rbp)};
   }
-  const bool room = ptrace_->store_lent_branch(tid, decoder::kGapAddress, resume, stack);
-  stats_.branches += room ? 1 : 0;
-  return room;
+  return ptrace_->store_lent_branch(tid, decoder::kGapAddress, resume, stack);
 }
 
 bool TranslatingTracer::step_out(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original) {

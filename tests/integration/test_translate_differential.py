@@ -38,8 +38,8 @@ the first one into the second: it did, and the program died of SIGILL).
 Threaded programs (trace_threads: three threads through shared code at
 once; past_join: a thread that runs and is joined; tls_threads and
 threads: short workers using thread-local storage; no_memfd: a thread
-whose memfd_create a seccomp filter refuses, so btstub reads its log
-through the process layer where it shares the others' in place) are
+under a seccomp filter that kills at memfd_create, so btstub reads its
+log through the process layer where it shares the others' in place) are
 compared thread by thread, threads matched by their order of creation,
 each cut to the program's own code (translate_compare.py says why).
 
@@ -103,8 +103,9 @@ THREADED = [
     ("past_join", [], "worker", 1000),
     ("tls_threads", [], "worker", 10),
     ("threads", [], "worker", 10),
-    # A seccomp filter refuses the second thread's memfd: btstub reads its
-    # log through the process layer, the first thread's in place.
+    # A seccomp filter that kills at memfd_create runs in the second
+    # thread: btstub makes no memfd there and reads its log through the
+    # process layer, the first thread's in place.
     ("no_memfd", [], "worker", 1000),
 ]
 LOG_MODES = {"no_memfd": [SHARED, READ]}

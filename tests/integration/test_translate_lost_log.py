@@ -40,7 +40,7 @@ def main(args, c):
         ctx = "translate status:\n%s\ntranslate stderr:\n%s" % (got["status"], got["stderr"][-2000:])
         c.contains("%s: the reference run spoils nothing" % opt, ref["stdout"], "spoiled: 0")
         c.contains("%s: the translate run spoils its log's cursor" % opt, got["stdout"], "spoiled: 1")
-        c.contains("%s: btstub says the log is lost" % opt, got["stderr"], "bad log cursor", ctx)
+        c.contains("%s: btstub says the log is lost" % opt, got["stderr"], "a bad log cursor", ctx)
         c.contains("%s: monitor record status counts one lost log" % opt, got["status"],
                    "each a gap in the trace: 1", ctx)
         # Newest first: the blocks before the gap in the list ran after it.
