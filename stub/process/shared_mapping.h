@@ -5,7 +5,6 @@
 // call and no copy. Unmapped from btstub when destroyed; the program's
 // mapping is the program's (gone at its exec or exit).
 #include <cstdint>
-#include <span>
 
 #include "protocol/expected.h"
 
@@ -25,8 +24,6 @@ class SharedMapping {
 
   // Where the program sees these bytes.
   uint64_t program_address() const { return program_address_; }
-  // The same bytes in btstub.
-  std::span<uint8_t> bytes() const { return {data_, size_}; }
   // btstub's pointer to the program's `address` (within the mapping), or
   // nullptr when [address, address + len) is not all inside it.
   uint8_t* at(uint64_t address, uint64_t len) const;

@@ -172,7 +172,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     // btstub's view of the area when it is shared (read and written in
     // place); null: the area is the program's alone, read and written
     // through the process layer.
-    std::shared_ptr<process::SharedMapping> shared;
+    std::unique_ptr<process::SharedMapping> shared;
   };
   // The per-thread area's slots, as read at a stop.
   struct Slots {
@@ -256,6 +256,9 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   bool drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots, uint64_t resume,
              bool* lost = nullptr);
   bool lose_log(TracedThreadControl& control, pid_t tid, Thread& th, uint64_t resume, bool* lost, const char* why);
+  // Stores a run of the thread's log in its trace (the ptrace tracer's);
+  // false when the trace took fewer (full under the stop policy).
+  bool store_run(pid_t tid, Thread& th, std::span<const decoder::StackedBranch> run);
   bool reset_cursor(TracedThreadControl& control, const Thread& th);
   // Writes into a thread's area (its slots or table): in place where it is
   // shared, else through the process layer.
@@ -311,7 +314,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   struct FreeArea {
     uint64_t base = 0;
     std::set<uint64_t> table_entries;
-    std::shared_ptr<process::SharedMapping> shared;
+    std::unique_ptr<process::SharedMapping> shared;
   };
   std::vector<FreeArea> free_areas_;
   Stats stats_;

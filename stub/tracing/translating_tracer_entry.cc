@@ -178,7 +178,7 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
   if (threads_[tid].area_base != 0) return true;
   const uint64_t log_bytes = kLogCapacity * decoder::kLogRecordSize;
   uint64_t base = 0;
-  std::shared_ptr<process::SharedMapping> shared;
+  std::unique_ptr<process::SharedMapping> shared;
   if (!free_areas_.empty()) {
     // An ended thread's: its table entries lead into the cache as it was
     // then, and are not this thread's.
@@ -196,7 +196,7 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
     uint64_t mapped = 0;
     if (auto both = control.map_shared_program_memory(tid, kLogsNear, kLogsReach, size)) {
       mapped = both->program_address();
-      shared = std::make_shared<process::SharedMapping>(std::move(*both));
+      shared = std::make_unique<process::SharedMapping>(std::move(*both));
     } else if (auto alone = control.map_program_memory(tid, kLogsNear, kLogsReach, size, false)) {
       mapped = *alone;
     } else {

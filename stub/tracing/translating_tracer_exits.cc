@@ -78,11 +78,7 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
     // straight (BlockTrace::append_stacked).
     uint8_t* log = th.shared->at(log_begin, static_cast<uint64_t>(used));
     if (log == nullptr) return lose_log(control, tid, th, resume, lost, "a log outside its area");
-    const std::span<const decoder::StackedBranch> run(reinterpret_cast<const decoder::StackedBranch*>(log), records);
-    const std::size_t stored = ptrace_->store_lent_branches(tid, run);
-    room = stored == run.size();
-    stats_.branches += stored;
-    th.logged += stored;
+    room = store_run(tid, th, std::span(reinterpret_cast<const decoder::StackedBranch*>(log), records));
     return reset_cursor(control, th) && room;
   }
   // In pieces that stay in the cache between the read and the store: one
@@ -96,13 +92,17 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
     auto got = control.read_memory_into(log_begin + at * decoder::kLogRecordSize, into);
     // Lost from here on (never stored twice): the pieces before it stay.
     if (!got || *got != into.size()) return lose_log(control, tid, th, resume, lost, "a log that cannot be read");
-    const std::size_t stored = ptrace_->store_lent_branches(tid, piece);
-    room = stored == piece.size();
-    stats_.branches += stored;
-    th.logged += stored;
+    room = store_run(tid, th, piece);
     at += piece.size();
   }
   return reset_cursor(control, th) && room;
+}
+
+bool TranslatingTracer::store_run(pid_t tid, Thread& th, std::span<const decoder::StackedBranch> run) {
+  const std::size_t stored = ptrace_->store_lent_branches(tid, run);
+  stats_.branches += stored;
+  th.logged += stored;
+  return stored == run.size();
 }
 
 bool TranslatingTracer::lose_log(TracedThreadControl& control, pid_t tid, Thread& th, uint64_t resume, bool* lost,
