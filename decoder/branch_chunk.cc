@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 namespace decoder {
 namespace {
@@ -28,8 +29,11 @@ using Wide = unsigned __int128;
 constexpr std::size_t kMaxVarintBytes = 10;
 // A branch's head, target difference, rsp head and rbp difference.
 constexpr std::size_t kMaxBranchBytes = 4 * kMaxVarintBytes;
+// Room a writer starts with: a chunk of 1,024 branches of a program's
+// loops takes 1-4 KiB.
+constexpr std::size_t kInitialBytes = 4096;
 
-uint8_t* write_varint(uint8_t* out, uint64_t value) {
+[[gnu::always_inline]] inline uint8_t* write_varint64(uint8_t* out, uint64_t value) {
   while (value >= 0x80) {
     *out++ = static_cast<uint8_t>(value) | 0x80;
     value >>= 7;
@@ -41,7 +45,7 @@ uint8_t* write_varint(uint8_t* out, uint64_t value) {
 // The same bytes for a wider value; a head is that wide only where a
 // trace has a gap, so the 64-bit loop takes all but those.
 uint8_t* write_varint(uint8_t* out, Wide value) {
-  if ((value >> 64) == 0) return write_varint(out, static_cast<uint64_t>(value));
+  if ((value >> 64) == 0) return write_varint64(out, static_cast<uint64_t>(value));
   while (value >= 0x80) {
     *out++ = static_cast<uint8_t>(value) | 0x80;
     value >>= 7;
@@ -85,7 +89,7 @@ bool get_u64(const std::vector<uint8_t>& in, std::size_t& pos, uint64_t& value) 
 uint8_t* write_stack_delta(uint8_t* out, const StackSnapshot& stack, const StackSnapshot& previous) {
   const bool rbp_changed = stack.rbp != previous.rbp;
   out = write_varint(out, static_cast<Wide>(zigzag(stack.rsp - previous.rsp)) << 1 | Wide{rbp_changed});
-  if (rbp_changed) out = write_varint(out, zigzag(stack.rbp - previous.rbp));
+  if (rbp_changed) out = write_varint64(out, zigzag(stack.rbp - previous.rbp));
   return out;
 }
 
@@ -116,25 +120,52 @@ void BranchChunkWriter::add(const Branch& branch, const StackSnapshot& stack) {
   const bool to_predicted = predicted == branch;
   const bool stack_same = !with_stacks_ || stack == previous_stack_;
   // Written in place past size_, into room grown in steps: a push_back
-  // per byte was a sixth of the tracer's own time while recording.
-  if (bytes_.size() - size_ < kMaxBranchBytes) bytes_.resize(std::max(2 * bytes_.size(), size_ + 1024));
-  uint8_t* const start = bytes_.data() + size_;
-  uint8_t* end = write_varint(start, static_cast<Wide>(branch.from - previous_to_) << 2 |
-                                         Wide{to_predicted} << 1 | Wide{stack_same});
-  if (!to_predicted) end = write_varint(end, zigzag(branch.to - branch.from));
-  if (!stack_same) {
-    end = write_stack_delta(end, stack, previous_stack_);
-    previous_stack_ = stack;
+  // per byte was a sixth of the tracer's own time while recording. Left
+  // unzeroed: every byte up to size_ is written before it is read.
+  if (capacity_ - size_ < kMaxBranchBytes) grow();
+  uint8_t* const start = bytes_.get() + size_;
+  const uint64_t length = branch.from - previous_to_;
+  const uint64_t to_delta = zigzag(branch.to - branch.from);
+  const StackSnapshot& now = with_stacks_ ? stack : previous_stack_;  // no stacks: no change
+  const uint64_t rsp_delta = zigzag(now.rsp - previous_stack_.rsp);
+  const uint64_t rbp_delta = zigzag(now.rbp - previous_stack_.rbp);
+  const bool rbp_changed = now.rbp != previous_stack_.rbp;
+  uint8_t* end = start;
+  if (to_predicted && stack_same && length < 32) {
+    *end++ = static_cast<uint8_t>(length << 2 | 3);
+  } else if (length < (uint64_t{1} << 62)) {  // all but a gap's wrap: the head fits 64 bits
+    end = write_varint64(end, length << 2 | uint64_t{to_predicted} << 1 | uint64_t{stack_same});
+  } else {
+    end = write_varint(end, static_cast<Wide>(length) << 2 | Wide{to_predicted} << 1 | Wide{stack_same});
   }
+  if (!to_predicted) end = write_varint64(end, to_delta);
+  if (!stack_same) {
+    if (rsp_delta < (uint64_t{1} << 63)) {
+      end = write_varint64(end, rsp_delta << 1 | uint64_t{rbp_changed});
+    } else {
+      end = write_varint(end, static_cast<Wide>(rsp_delta) << 1 | Wide{rbp_changed});
+    }
+    if (rbp_changed) end = write_varint64(end, rbp_delta);
+  }
+  if (with_stacks_) previous_stack_ = stack;
   size_ += static_cast<std::size_t>(end - start);
   predicted = branch;
   previous_to_ = branch.to;
 }
 
+void BranchChunkWriter::grow() {
+  const std::size_t capacity = std::max<std::size_t>(2 * capacity_, kInitialBytes);
+  auto bytes = std::make_unique_for_overwrite<uint8_t[]>(capacity);
+  if (size_ > 0) std::memcpy(bytes.get(), bytes_.get(), size_);
+  bytes_ = std::move(bytes);
+  capacity_ = capacity;
+}
+
 std::vector<uint8_t> BranchChunkWriter::take() {
-  bytes_.resize(size_);
-  bytes_.shrink_to_fit();
-  return std::move(bytes_);
+  std::vector<uint8_t> bytes(bytes_.get(), bytes_.get() + size_);
+  bytes_.reset();
+  capacity_ = size_ = 0;
+  return bytes;
 }
 
 bool decode_branch_chunk(const std::vector<uint8_t>& bytes, uint64_t previous_to, bool with_stacks,

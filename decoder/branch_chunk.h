@@ -20,6 +20,7 @@
 // decoded ones.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "decoder/branch.h"
@@ -36,7 +37,10 @@ class BranchChunkWriter {
   std::size_t size() const { return size_; }
 
  private:
-  std::vector<uint8_t> bytes_;  // the first size_ are written
+  void grow();
+
+  std::unique_ptr<uint8_t[]> bytes_;  // capacity_ bytes, the first size_ written
+  std::size_t capacity_ = 0;
   std::size_t size_ = 0;
   std::vector<Branch> predictor_;
   uint64_t previous_to_;
