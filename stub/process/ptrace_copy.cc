@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <unordered_map>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -115,11 +116,39 @@ Expected<BorrowedSite> borrow_syscall_site(pid_t tid) {
   return site;
 }
 
-// Single-steps `tid` until it stands right after the borrowed `syscall` at
-// `pc` (a step over it, or out of the event stop inside it); signals that
-// stop it first are added to `signals_met`. rax there, or NoProcess when
-// the program ended (its wait status in `ended`, when given).
-Expected<long> step_past_syscall(pid_t tid, uint64_t pc, std::vector<int>& signals_met, int* ended = nullptr) {
+// Whether the thread's SIGSYS stop is a seccomp filter trapping the system
+// call `number` btstub made at the borrowed `syscall` at `pc`: then it is
+// btstub's, never the program's (given to it, the signal's default action
+// would end the program).
+bool seccomp_trapped(pid_t tid, long number, uint64_t pc) {
+  constexpr int kSysSeccomp = 1;  // SYS_SECCOMP (asm-generic/siginfo.h), not in glibc's headers
+  siginfo_t info{};
+  if (!do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info)) return false;
+  return info.si_code == kSysSeccomp && info.si_syscall == number &&
+         reinterpret_cast<uint64_t>(info.si_call_addr) == pc + 2;
+}
+
+// Whether `signal` waits for the thread (sent to it alone) and is not
+// blocked: resumed, it stops for it before running an instruction.
+bool deliverable(pid_t tid, int signal) {
+  std::ifstream status("/proc/" + std::to_string(tid) + "/status");
+  std::string line;
+  uint64_t pending = 0, blocked = ~uint64_t{0};
+  while (std::getline(status, line)) {
+    if (line.rfind("SigPnd:", 0) == 0) pending = std::strtoull(line.c_str() + 7, nullptr, 16);
+    if (line.rfind("SigBlk:", 0) == 0) blocked = std::strtoull(line.c_str() + 7, nullptr, 16);
+  }
+  return ((pending & ~blocked) >> (signal - 1) & 1) != 0;
+}
+
+// Single-steps `tid` until it stands right after the borrowed `syscall`
+// (system call `number`) at `pc` (a step over it, or out of the event stop
+// inside it); signals that stop it first are added to `signals_met`. rax
+// there, NoProcess when the program ended (its wait status in `ended`, when
+// given), or NotSupported when a seccomp filter trapped the call.
+Expected<long> step_past_syscall(pid_t tid, long number, uint64_t pc, std::vector<int>& signals_met,
+                                 int* ended = nullptr) {
+  bool trapped = false;
   for (int steps = 0; steps < 64; ++steps) {
     if (auto r = do_ptrace(PTRACE_SINGLESTEP, tid, 0, nullptr); !r) return r.error();
     int status = 0;
@@ -128,10 +157,24 @@ Expected<long> step_past_syscall(pid_t tid, uint64_t pc, std::vector<int>& signa
       if (waited == tid && ended != nullptr) *ended = status;
       return make_error(ErrorCode::NoProcess, "The program ended during a system call of btstub's");
     }
-    if (WSTOPSIG(status) != SIGTRAP) signals_met.push_back(WSTOPSIG(status));
+    const int signal = WSTOPSIG(status);
+    if (signal == SIGSYS && seccomp_trapped(tid, number, pc)) {
+      trapped = true;  // btstub's: dropped, as the thread resumes with no signal
+    } else if (signal != SIGTRAP) {
+      signals_met.push_back(signal);
+    }
     user_regs_struct now{};
     if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &now); !r) return r.error();
-    if (now.rip == pc + 2) return static_cast<long>(now.rax);
+    if (now.rip != pc + 2) continue;
+    // A trapped call raises two signals, the step's SIGTRAP and the
+    // filter's SIGSYS: the one not seen yet waits, and would reach the
+    // program. A step with it pending stops for it before any instruction.
+    if (deliverable(tid, SIGTRAP) || (!trapped && deliverable(tid, SIGSYS))) continue;
+    if (trapped) {
+      return make_error(ErrorCode::NotSupported,
+                        "A seccomp filter of the program trapped btstub's system call " + std::to_string(number));
+    }
+    return static_cast<long>(now.rax);
   }
   return make_error(ErrorCode::Internal, "The system call of btstub's did not end");
 }
@@ -152,7 +195,7 @@ Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64
   }
   // One step runs the `syscall`; a signal that comes first is kept for the program.
   InjectedCall result;
-  auto rax = step_past_syscall(tid, call.rip, result.signals_met);
+  auto rax = step_past_syscall(tid, number, call.rip, result.signals_met);
   if (!rax && rax.error().code == ErrorCode::NoProcess) return rax.error();
   site->put_back(tid);
   if (!rax) return rax.error();
@@ -199,7 +242,7 @@ Expected<InjectedClone> inject_clone(pid_t tid, int* ended) {
   result.child = static_cast<pid_t>(child);
   const int child_status = first_status_of_new_tracee(result.child);
   // Finish the system call: one step lands after the `syscall`.
-  auto finished = step_past_syscall(tid, pc, result.signals_met, ended);
+  auto finished = step_past_syscall(tid, SYS_clone, pc, result.signals_met, ended);
   if (!finished && finished.error().code == ErrorCode::NoProcess) {
     ::kill(result.child, SIGKILL);
     return make_error(ErrorCode::NoProcess, "The program ended while being copied");
