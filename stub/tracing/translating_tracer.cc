@@ -155,6 +155,10 @@ void TranslatingTracer::on_thread_exited(pid_t tid) {
     free_areas_.push_back(FreeArea{th->area_base, std::move(th->table_entries), std::move(th->shared)});
   }
   threads_.erase(tid);
+  // The program's last thread: its memory is gone, and with it what the
+  // areas were for; btstub's own mappings of them (1.5 MiB each) go now,
+  // not at the next run, while the history is read after the exit.
+  if (live_.empty()) free_areas_.clear();
 }
 
 void TranslatingTracer::on_exec(pid_t tid) {

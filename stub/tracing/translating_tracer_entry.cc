@@ -177,18 +177,16 @@ decoder::TranslateOptions TranslatingTracer::translate_options() const {
 bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
   if (threads_[tid].area_base != 0) return true;
   const uint64_t log_bytes = kLogCapacity * decoder::kLogRecordSize;
-  uint64_t base = 0;
-  std::unique_ptr<process::SharedMapping> shared;
+  FreeArea area;
   if (!free_areas_.empty()) {
     // An ended thread's: its table entries lead into the cache as it was
     // then, and are not this thread's.
-    FreeArea area = std::move(free_areas_.back());
+    area = std::move(free_areas_.back());
     free_areas_.pop_back();
     for (uint64_t offset : area.table_entries) {
       (void)write_area(control, area.shared.get(), area.base + offset, decoder::empty_indirect_entry(offset));
     }
-    base = area.base;
-    shared = std::move(area.shared);
+    area.table_entries.clear();
   } else {
     const uint64_t size = (log_bytes + decoder::kThreadAreaAboveBase + kPage - 1) / kPage * kPage;
     // Shared, the log is drained in place; where the program cannot make
@@ -196,7 +194,7 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
     uint64_t mapped = 0;
     if (auto both = control.map_shared_program_memory(tid, kLogsNear, kLogsReach, size)) {
       mapped = both->program_address();
-      shared = std::make_unique<process::SharedMapping>(std::move(*both));
+      area.shared = std::make_unique<process::SharedMapping>(std::move(*both));
     } else if (auto alone = control.map_program_memory(tid, kLogsNear, kLogsReach, size, false)) {
       mapped = *alone;
     } else {
@@ -204,14 +202,24 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
     }
     // Mapped zero: every entry empty but entry 0 (decoder::empty_indirect_entry).
     const uint64_t zero_entry = decoder::indirect_entry_offset(0);
-    base = mapped + log_bytes;
-    if (!write_area(control, shared.get(), base + zero_entry, decoder::empty_indirect_entry(zero_entry))) return false;
+    area.base = mapped + log_bytes;
+    if (!write_area(control, area.shared.get(), area.base + zero_entry, decoder::empty_indirect_entry(zero_entry))) {
+      // Mapped in the program all the same: the next thread's, which
+      // writes the entry again.
+      area.table_entries.insert(zero_entry);
+      free_areas_.push_back(std::move(area));
+      return false;
+    }
   }
-  // The mmap's waits may have seen the thread end (a SIGKILL meanwhile).
+  // The mmap's waits may have seen the thread end (a SIGKILL meanwhile):
+  // the area, mapped in the program, serves the next thread.
   Thread* th = thread(tid);
-  if (th == nullptr) return false;
-  th->area_base = base;
-  th->shared = std::move(shared);
+  if (th == nullptr) {
+    free_areas_.push_back(std::move(area));
+    return false;
+  }
+  th->area_base = area.base;
+  th->shared = std::move(area.shared);
   th->log_capacity = kLogCapacity;
   if (const Checkpoints* checkpoints = ptrace_->checkpoints(); checkpoints && ptrace_->all_enabled()) {
     th->log_capacity = std::clamp<uint64_t>(checkpoints->limits().every_branches, 1, kLogCapacity);
