@@ -141,11 +141,19 @@ bool deliverable(pid_t tid, int signal) {
   return ((pending & ~blocked) >> (signal - 1) & 1) != 0;
 }
 
+// Whether the thread's SIGTRAP stop is a signal someone sent (kill,
+// tgkill, sigqueue: si_code 0 or below), the program's to get, rather than
+// a trap of btstub's single-stepping.
+bool sent_sigtrap(pid_t tid) {
+  siginfo_t info{};
+  return do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info) && info.si_code <= 0;
+}
+
 // Single-steps `tid` until it stands right after the borrowed `syscall`
 // (system call `number`) at `pc` (a step over it, or out of the event stop
 // inside it); signals that stop it first are added to `signals_met`. rax
-// there, NoProcess when the program ended (its wait status in `ended`, when
-// given), or NotSupported when a seccomp filter trapped the call.
+// there (-ENOSYS when a seccomp filter trapped the call), or NoProcess when
+// the program ended (its wait status in `ended`, when given).
 Expected<long> step_past_syscall(pid_t tid, long number, uint64_t pc, std::vector<int>& signals_met,
                                  int* ended = nullptr) {
   bool trapped = false;
@@ -160,7 +168,7 @@ Expected<long> step_past_syscall(pid_t tid, long number, uint64_t pc, std::vecto
     const int signal = WSTOPSIG(status);
     if (signal == SIGSYS && seccomp_trapped(tid, number, pc)) {
       trapped = true;  // btstub's: dropped, as the thread resumes with no signal
-    } else if (signal != SIGTRAP) {
+    } else if (signal != SIGTRAP || sent_sigtrap(tid)) {
       signals_met.push_back(signal);
     }
     user_regs_struct now{};
@@ -170,11 +178,9 @@ Expected<long> step_past_syscall(pid_t tid, long number, uint64_t pc, std::vecto
     // filter's SIGSYS: the one not seen yet waits, and would reach the
     // program. A step with it pending stops for it before any instruction.
     if (deliverable(tid, SIGTRAP) || (!trapped && deliverable(tid, SIGSYS))) continue;
-    if (trapped) {
-      return make_error(ErrorCode::NotSupported,
-                        "A seccomp filter of the program trapped btstub's system call " + std::to_string(number));
-    }
-    return static_cast<long>(now.rax);
+    // Failed as a call the kernel does not know: the signals met on the
+    // way still go back to the program.
+    return trapped ? -long{ENOSYS} : static_cast<long>(now.rax);
   }
   return make_error(ErrorCode::Internal, "The system call of btstub's did not end");
 }
@@ -219,10 +225,14 @@ Expected<InjectedClone> inject_clone(pid_t tid, int* ended) {
     site->put_back(tid);
     return r.error();
   }
-  // Run to the clone event; a signal that comes first is kept for the program.
+  // Step to the clone event; a signal that comes first is kept for the
+  // program. Stepped, not continued: a clone that fails (a resource limit,
+  // a seccomp filter) makes no event, and a continued thread would run on
+  // into the program's code with btstub's registers.
   int status = 0;
+  bool trapped = false;
   for (int resumes = 0;; ++resumes) {
-    if (resumes > 64 || !do_ptrace(PTRACE_CONT, tid, 0, nullptr)) {
+    if (resumes > 64 || !do_ptrace(PTRACE_SINGLESTEP, tid, 0, nullptr)) {
       site->put_back(tid);
       return make_error(ErrorCode::Internal, "The program did not run the copy's clone");
     }
@@ -232,7 +242,24 @@ Expected<InjectedClone> inject_clone(pid_t tid, int* ended) {
       return make_error(ErrorCode::NoProcess, "The program ended while being copied");
     }
     if ((status >> 8) == (SIGTRAP | (PTRACE_EVENT_CLONE << 8))) break;
-    if (WSTOPSIG(status) != SIGTRAP) result.signals_met.push_back(WSTOPSIG(status));
+    const int signal = WSTOPSIG(status);
+    if (signal == SIGSYS && seccomp_trapped(tid, SYS_clone, pc)) {
+      trapped = true;
+    } else if (signal != SIGTRAP || sent_sigtrap(tid)) {
+      result.signals_met.push_back(signal);
+    }
+    user_regs_struct now{};
+    if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &now); !r) {
+      site->put_back(tid);
+      return r.error();
+    }
+    if (now.rip != pc + 2) continue;
+    // Past the `syscall` with no clone: failed. The signals it left
+    // pending are taken first (see step_past_syscall).
+    if (deliverable(tid, SIGTRAP) || (!trapped && deliverable(tid, SIGSYS))) continue;
+    site->put_back(tid);
+    result.failed = trapped ? ENOSYS : static_cast<int>(-static_cast<long>(now.rax));
+    return result;
   }
   unsigned long child = 0;
   if (!do_ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) || child == 0) {
@@ -325,6 +352,10 @@ Expected<std::unique_ptr<ProcessCopy>> ProcessCopy::fork() {
   if (auto ready = ready_to_run(); !ready) return ready.error();
   auto injected = inject_clone(pid_);
   if (!injected) return injected.error();
+  if (injected->child == 0) {
+    usable_ = injected->signals_met.empty();
+    return make_error(ErrorCode::Internal, "A copy's clone failed (errno " + std::to_string(injected->failed) + ")");
+  }
   auto copy = adopt(injected->child);
   if (!injected->signals_met.empty()) {
     usable_ = false;

@@ -153,6 +153,10 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
   // One that came during the clone anyway is sent again, to be seen as if
   // it came just after (its sender is then btstub).
   for (int signal : injected->signals_met) requeue_signal(tid, signal);
+  if (injected->child == 0) {
+    return make_error(ErrorCode::Internal,
+                      "The program's clone for a copy failed (errno " + std::to_string(injected->failed) + ")");
+  }
   auto copy = ProcessCopy::adopt(injected->child);
   // A copy must never read a new time stamp counter value where the
   // program read another: its reads fault, and a re-run stops there

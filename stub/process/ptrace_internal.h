@@ -48,9 +48,12 @@ btstub::Expected<protocol::RegisterFile> read_thread_registers(pid_t tid);
 // they were. The copy is our tracee (it inherits the ptrace options),
 // stopped, with the same registers; its memory still holds whatever int3s
 // the program's does. Signals that stopped `tid` meanwhile are returned,
-// not delivered: they belong to the program.
+// not delivered: they belong to the program. A clone that failed (a
+// resource limit, a seccomp filter) leaves `child` 0 and its errno in
+// `failed`, the thread as it was.
 struct InjectedClone {
   pid_t child = 0;
+  int failed = 0;
   std::vector<int> signals_met;
 };
 // `ended` (when given) gets the wait status when the program ended on the

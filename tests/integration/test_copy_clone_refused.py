@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""A checkpoint the program's seccomp filter refuses leaves the program as
+it was.
+
+Each checkpoint is a clone(CLONE_PARENT) btstub makes the program run at
+its pc (two bytes borrowed for the `syscall`). no_clone_copies.c installs
+a filter that refuses exactly that clone, with EPERM (`errno`, a sandbox's
+deny rule) or a trap (`trap`: SIGSYS), then works across system calls
+(where the tracer wants a checkpoint after each) and prints a checksum.
+Under `btstub --once --record`, at -O0 and -O2, to its end: the program
+prints what it prints natively and exits with status 0, and never gets a
+SIGSYS. Before this, a clone that made no clone event let the continued
+thread run on into the program's code with btstub's registers: the
+program ended without printing its checksum.
+
+Runs against btstub only (gdbserver has no --record).
+
+    python3 test_copy_clone_refused.py [-v]
+"""
+
+import subprocess
+
+from harness import Server, program, run_test
+from rsp_client import RspClient
+from translate_compare import TIMEOUT, stop_signal
+
+
+def main(args, c):
+    if args.server != "btstub":
+        c.true("only btstub records with --record (skipped for %s)" % args.server, True)
+        return
+    for opt in ("O0", "O2"):
+        prog = program("no_clone_copies", opt)
+        for mode in ("errno", "trap"):
+            label = "%s %s" % (opt, mode)
+            native = subprocess.run([prog, mode], capture_output=True, text=True, timeout=60)
+            c.equal("%s: runs natively" % label, 0, native.returncode, native.stderr)
+            with Server("btstub", [prog, mode], options=("--once", "--record")) as server, \
+                    RspClient.connect(server.port, timeout=TIMEOUT) as client:
+                client.handshake(features="multiprocess+;swbreak+;hwbreak+;vContSupported+")
+                # To the stop before the exit, the held end (SIGKILL), the end.
+                stops = [client.request("vCont;c", timeout=TIMEOUT)]
+                while len(stops) < 6 and stops[-1][:1] == "T":
+                    sig = stop_signal(stops[-1])
+                    stops.append(client.request("vCont;c" if sig == 0 else "vCont;C%02x" % sig, timeout=TIMEOUT))
+                ctx = "stops: %s\nbtstub stderr:\n%s" % (stops, server.stderr[-2000:])
+                c.equal("%s: stops before the exit, holds the end, then the program exits 0" % label,
+                        [0, 9, "W00"], [stop_signal(s) for s in stops[:-1]] + [stops[-1][:3]], ctx)
+                c.equal("%s: the program prints what it prints natively" % label, native.stdout.strip(),
+                        server.stdout.strip(), ctx)
+
+
+if __name__ == "__main__":
+    run_test("test_copy_clone_refused", main)
