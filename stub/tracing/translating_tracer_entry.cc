@@ -183,10 +183,14 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
     // then, and are not this thread's.
     area = std::move(free_areas_.back());
     free_areas_.pop_back();
-    for (uint64_t offset : area.table_entries) {
-      (void)write_area(control, area.shared.get(), area.base + offset, decoder::empty_indirect_entry(offset));
+    for (auto entry = area.table_entries.begin(); entry != area.table_entries.end();) {
+      const uint64_t offset = *entry;
+      if (!write_area(control, area.shared.get(), area.base + offset, decoder::empty_indirect_entry(offset))) {
+        free_areas_.push_back(std::move(area));  // the entries left are cleared at the next try
+        return false;
+      }
+      entry = area.table_entries.erase(entry);
     }
-    area.table_entries.clear();
   } else {
     const uint64_t size = (log_bytes + decoder::kThreadAreaAboveBase + kPage - 1) / kPage * kPage;
     // Shared, the log is drained in place; where the program cannot make
