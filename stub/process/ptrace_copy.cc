@@ -149,6 +149,26 @@ bool sent_sigtrap(pid_t tid) {
   return do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info) && info.si_code <= 0;
 }
 
+// A stop of a step over btstub's `syscall` (system call `number`) at `pc`:
+// a seccomp trap of that call is btstub's (`trapped`), the step's own
+// SIGTRAP nobody's, any other signal the program's (`signals_met`).
+void sort_step_signal(pid_t tid, long number, uint64_t pc, int signal, bool& trapped,
+                      std::vector<int>& signals_met) {
+  if (signal == SIGSYS && seccomp_trapped(tid, number, pc)) {
+    trapped = true;  // dropped, as the thread resumes with no signal
+  } else if (signal != SIGTRAP || sent_sigtrap(tid)) {
+    signals_met.push_back(signal);
+  }
+}
+
+// Whether a signal the call raised still waits, standing past it: a
+// trapped call raises two, the step's SIGTRAP and the filter's SIGSYS, and
+// the one not seen yet would reach the program. A step with it pending
+// stops for it before any instruction.
+bool call_signal_pending(pid_t tid, bool trapped) {
+  return deliverable(tid, SIGTRAP) || (!trapped && deliverable(tid, SIGSYS));
+}
+
 // Single-steps `tid` until it stands right after the borrowed `syscall`
 // (system call `number`) at `pc` (a step over it, or out of the event stop
 // inside it); signals that stop it first are added to `signals_met`. rax
@@ -165,19 +185,10 @@ Expected<long> step_past_syscall(pid_t tid, long number, uint64_t pc, std::vecto
       if (waited == tid && ended != nullptr) *ended = status;
       return make_error(ErrorCode::NoProcess, "The program ended during a system call of btstub's");
     }
-    const int signal = WSTOPSIG(status);
-    if (signal == SIGSYS && seccomp_trapped(tid, number, pc)) {
-      trapped = true;  // btstub's: dropped, as the thread resumes with no signal
-    } else if (signal != SIGTRAP || sent_sigtrap(tid)) {
-      signals_met.push_back(signal);
-    }
+    sort_step_signal(tid, number, pc, WSTOPSIG(status), trapped, signals_met);
     user_regs_struct now{};
     if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &now); !r) return r.error();
-    if (now.rip != pc + 2) continue;
-    // A trapped call raises two signals, the step's SIGTRAP and the
-    // filter's SIGSYS: the one not seen yet waits, and would reach the
-    // program. A step with it pending stops for it before any instruction.
-    if (deliverable(tid, SIGTRAP) || (!trapped && deliverable(tid, SIGSYS))) continue;
+    if (now.rip != pc + 2 || call_signal_pending(tid, trapped)) continue;
     // Failed as a call the kernel does not know: the signals met on the
     // way still go back to the program.
     return trapped ? -long{ENOSYS} : static_cast<long>(now.rax);
@@ -242,21 +253,15 @@ Expected<InjectedClone> inject_clone(pid_t tid, int* ended) {
       return make_error(ErrorCode::NoProcess, "The program ended while being copied");
     }
     if ((status >> 8) == (SIGTRAP | (PTRACE_EVENT_CLONE << 8))) break;
-    const int signal = WSTOPSIG(status);
-    if (signal == SIGSYS && seccomp_trapped(tid, SYS_clone, pc)) {
-      trapped = true;
-    } else if (signal != SIGTRAP || sent_sigtrap(tid)) {
-      result.signals_met.push_back(signal);
-    }
+    sort_step_signal(tid, SYS_clone, pc, WSTOPSIG(status), trapped, result.signals_met);
     user_regs_struct now{};
     if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &now); !r) {
       site->put_back(tid);
       return r.error();
     }
-    if (now.rip != pc + 2) continue;
-    // Past the `syscall` with no clone: failed. The signals it left
-    // pending are taken first (see step_past_syscall).
-    if (deliverable(tid, SIGTRAP) || (!trapped && deliverable(tid, SIGSYS))) continue;
+    // Past the `syscall` with no clone (once the signals it left pending
+    // are taken): it failed.
+    if (now.rip != pc + 2 || call_signal_pending(tid, trapped)) continue;
     site->put_back(tid);
     result.failed = trapped ? ENOSYS : static_cast<int>(-static_cast<long>(now.rax));
     return result;
