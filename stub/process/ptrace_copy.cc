@@ -161,11 +161,20 @@ void sort_step_signal(pid_t tid, long number, uint64_t pc, int signal, bool& tra
   }
 }
 
-// Whether a signal the call raised still waits, standing past it: a
-// trapped call raises two, the step's SIGTRAP and the filter's SIGSYS, and
-// the one not seen yet would reach the program. A step with it pending
-// stops for it before any instruction.
-bool call_signal_pending(pid_t tid, bool trapped) {
+// Whether the call, the thread standing right past it with `rax`, is not
+// done yet:
+// - a signal it raised still waits: a trapped call raises two, the step's
+//   SIGTRAP and the filter's SIGSYS, and the one not seen yet would reach
+//   the program;
+// - a signal interrupted it (a clone while a SIGCHLD came): rax holds one
+//   of the kernel's restart codes (ERESTARTSYS, ERESTARTNOINTR,
+//   ERESTARTNOHAND, ERESTART_RESTARTBLOCK; not in user headers), the
+//   signal waits, and as the thread resumes from its stop the kernel
+//   moves it back onto the `syscall` to make the call again.
+// Either way a step stops for the waiting signal before any instruction.
+bool call_unfinished(pid_t tid, bool trapped, uint64_t rax) {
+  const long result = static_cast<long>(rax);
+  if (!trapped && (result == -512 || result == -513 || result == -514 || result == -516)) return true;
   return deliverable(tid, SIGTRAP) || (!trapped && deliverable(tid, SIGSYS));
 }
 
@@ -188,7 +197,7 @@ Expected<long> step_past_syscall(pid_t tid, long number, uint64_t pc, std::vecto
     sort_step_signal(tid, number, pc, WSTOPSIG(status), trapped, signals_met);
     user_regs_struct now{};
     if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &now); !r) return r.error();
-    if (now.rip != pc + 2 || call_signal_pending(tid, trapped)) continue;
+    if (now.rip != pc + 2 || call_unfinished(tid, trapped, now.rax)) continue;
     // Failed as a call the kernel does not know: the signals met on the
     // way still go back to the program.
     return trapped ? -long{ENOSYS} : static_cast<long>(now.rax);
@@ -259,9 +268,8 @@ Expected<InjectedClone> inject_clone(pid_t tid, int* ended) {
       site->put_back(tid);
       return r.error();
     }
-    // Past the `syscall` with no clone (once the signals it left pending
-    // are taken): it failed.
-    if (now.rip != pc + 2 || call_signal_pending(tid, trapped)) continue;
+    // Past the `syscall` with no clone, and not to be made again: it failed.
+    if (now.rip != pc + 2 || call_unfinished(tid, trapped, now.rax)) continue;
     site->put_back(tid);
     result.failed = trapped ? ENOSYS : static_cast<int>(-static_cast<long>(now.rax));
     return result;
