@@ -181,8 +181,9 @@ bool call_unfinished(pid_t tid, bool trapped, uint64_t rax) {
 // Single-steps `tid` until it stands right after the borrowed `syscall`
 // (system call `number`) at `pc` (a step over it, or out of the event stop
 // inside it); signals that stop it first are added to `signals_met`. rax
-// there (-ENOSYS when a seccomp filter trapped the call), or NoProcess when
-// the program ended (its wait status in `ended`, when given).
+// there (-ENOSYS when a seccomp filter trapped the call, -EINTR when it is
+// not done after 64 stops), or NoProcess when the program ended (its wait
+// status in `ended`, when given).
 Expected<long> step_past_syscall(pid_t tid, long number, uint64_t pc, std::vector<int>& signals_met,
                                  int* ended = nullptr) {
   bool trapped = false;
@@ -202,7 +203,10 @@ Expected<long> step_past_syscall(pid_t tid, long number, uint64_t pc, std::vecto
     // way still go back to the program.
     return trapped ? -long{ENOSYS} : static_cast<long>(now.rax);
   }
-  return make_error(ErrorCode::Internal, "The system call of btstub's did not end");
+  // Still not done (a filter answering a restart code every time, a storm
+  // of signals): failed as interrupted, the signals met kept for the
+  // program.
+  return -long{EINTR};
 }
 
 }  // namespace
@@ -252,7 +256,12 @@ Expected<InjectedClone> inject_clone(pid_t tid, int* ended) {
   int status = 0;
   bool trapped = false;
   for (int resumes = 0;; ++resumes) {
-    if (resumes > 64 || !do_ptrace(PTRACE_SINGLESTEP, tid, 0, nullptr)) {
+    if (resumes > 64) {  // as step_past_syscall: failed as interrupted, the signals kept
+      site->put_back(tid);
+      result.failed = EINTR;
+      return result;
+    }
+    if (!do_ptrace(PTRACE_SINGLESTEP, tid, 0, nullptr)) {
       site->put_back(tid);
       return make_error(ErrorCode::Internal, "The program did not run the copy's clone");
     }
