@@ -44,7 +44,7 @@ constexpr std::size_t kInitialBytes = 4096;
 
 // The same bytes for a wider value; a head is that wide only where a
 // trace has a gap, so the 64-bit loop takes all but those.
-uint8_t* write_varint(uint8_t* out, Wide value) {
+[[gnu::always_inline]] inline uint8_t* write_varint(uint8_t* out, Wide value) {
   if ((value >> 64) == 0) return write_varint64(out, static_cast<uint64_t>(value));
   while (value >= 0x80) {
     *out++ = static_cast<uint8_t>(value) | 0x80;
@@ -125,29 +125,17 @@ void BranchChunkWriter::add(const Branch& branch, const StackSnapshot& stack) {
   if (capacity_ - size_ < kMaxBranchBytes) grow();
   uint8_t* const start = bytes_.get() + size_;
   const uint64_t length = branch.from - previous_to_;
-  const uint64_t to_delta = zigzag(branch.to - branch.from);
-  const StackSnapshot& now = with_stacks_ ? stack : previous_stack_;  // no stacks: no change
-  const uint64_t rsp_delta = zigzag(now.rsp - previous_stack_.rsp);
-  const uint64_t rbp_delta = zigzag(now.rbp - previous_stack_.rbp);
-  const bool rbp_changed = now.rbp != previous_stack_.rbp;
   uint8_t* end = start;
   if (to_predicted && stack_same && length < 32) {
-    *end++ = static_cast<uint8_t>(length << 2 | 3);
-  } else if (length < (uint64_t{1} << 62)) {  // all but a gap's wrap: the head fits 64 bits
-    end = write_varint64(end, length << 2 | uint64_t{to_predicted} << 1 | uint64_t{stack_same});
+    *end++ = static_cast<uint8_t>(length << 2 | 3);  // a hot loop's branch: the head alone, one byte
   } else {
     end = write_varint(end, static_cast<Wide>(length) << 2 | Wide{to_predicted} << 1 | Wide{stack_same});
   }
-  if (!to_predicted) end = write_varint64(end, to_delta);
+  if (!to_predicted) end = write_varint64(end, zigzag(branch.to - branch.from));
   if (!stack_same) {
-    if (rsp_delta < (uint64_t{1} << 63)) {
-      end = write_varint64(end, rsp_delta << 1 | uint64_t{rbp_changed});
-    } else {
-      end = write_varint(end, static_cast<Wide>(rsp_delta) << 1 | Wide{rbp_changed});
-    }
-    if (rbp_changed) end = write_varint64(end, rbp_delta);
+    end = write_stack_delta(end, stack, previous_stack_);
+    previous_stack_ = stack;
   }
-  if (with_stacks_) previous_stack_ = stack;
   size_ += static_cast<std::size_t>(end - start);
   predicted = branch;
   previous_to_ = branch.to;
