@@ -298,6 +298,9 @@ class Server:
     def wait_stderr(self, pattern, timeout=10.0):
         return self._err.wait_for(pattern, timeout)
 
+    def wait_stdout(self, pattern, timeout=10.0):
+        return self._out.wait_for(pattern, timeout)
+
     @property
     def address(self):
         return "127.0.0.1:%d" % self.port

@@ -46,6 +46,9 @@ def main(args, c):
                 ctx = "stops: %s\nbtstub stderr:\n%s" % (stops, server.stderr[-2000:])
                 c.equal("%s: stops before the exit, holds the end, then the program exits 0" % label,
                         [0, 9, "W00"], [stop_signal(s) for s in stops[:-1]] + [stops[-1][:3]], ctx)
+                # The program's output reaches us through btstub's stdout,
+                # read by a thread of the harness: possibly after the W.
+                server.wait_stdout(r"^sum ", 10.0)
                 c.equal("%s: the program prints what it prints natively" % label, native.stdout.strip(),
                         server.stdout.strip(), ctx)
 
