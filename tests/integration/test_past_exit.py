@@ -54,8 +54,14 @@ PROBE = ("python exec(\"def probe(tag, *exprs):\\n"
 
 def count_command(prog):
     """A gdb command printing how many processes run `prog` (the program
-    and btstub's copies of it; zombies show as [name] and do not count)."""
-    return "shell ps -eo args | grep -c '^%s$' || true" % prog
+    and btstub's copies of it; zombies show as [name] and do not count)
+    below this gdb (the shell's parent): other tests that run the same
+    program at the same time (ctest -j2: test_translate_differential
+    records exit_paths with its copies) are not counted."""
+    return ("shell ps -eo pid=,ppid=,args= | awk -v root=$PPID -v prog='%s' "
+            "'BEGIN {n = 0} {pp[$1] = $2; a = $3; for (i = 4; i <= NF; i++) a = a \" \" $i; args[$1] = a} "
+            "END {for (p in args) if (args[p] == prog) {q = pp[p]; while (q > 1 && q != root) q = pp[q]; "
+            "if (q == root) n++} print n}'" % prog)
 
 
 def probes(text):
