@@ -1,6 +1,7 @@
 #include "decoder/block_trace.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <iterator>
 #include <utility>
@@ -128,11 +129,10 @@ BlockTrace::Handing BlockTrace::hand_to_packer(const Chunk& chunk, std::shared_p
   // Code the snapshot cannot take (too many pages, a gap) is not packed:
   // packing it here would cost the tracer a libipt walk.
   std::shared_ptr<CodeSnapshot> code;
-  if (inbox_->pending_packing() < kMaxPendingPacks) {
-    code = CodeSnapshot::take(codec_->code(), chunk.previous_to, raw->branches, kMaxPackPages);
-  }
+  const bool tried = inbox_->pending_packing() < kMaxPendingPacks;
+  if (tried) code = CodeSnapshot::take(codec_->code(), chunk.previous_to, raw->branches, kMaxPackPages);
   if (!code && !or_encode) return Handing::Refused;
-  const Handing handing = code ? Handing::Packing : Handing::Encoding;
+  const Handing handing = code ? Handing::Packing : tried ? Handing::EncodingForGood : Handing::Encoding;
   inbox_->expect_one(code != nullptr);
   packer_->submit(inbox_, PackJob{chunk.first_sequence, chunk.previous_to, std::move(raw), with_stacks_,
                                   std::move(code), or_encode});
@@ -160,12 +160,16 @@ void BlockTrace::feed_backlog() {
     }
     const Chunk& chunk = chunks_[*index];
     if (chunk.raw) continue;
-    auto raw = std::make_shared<RawChunk>();
-    if (!decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, chunk.count, raw->branches, raw->stacks)) {
+    std::shared_ptr<RawChunk> decoded = fresh_raw();
+    if (!decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, chunk.count, decoded->branches,
+                             decoded->stacks)) {
       backlog_.erase(at);
       continue;
     }
-    if (hand_to_packer(chunk, std::move(raw), false) == Handing::Busy) return;
+    std::shared_ptr<const RawChunk> raw = std::move(decoded);
+    const Handing handing = hand_to_packer(chunk, raw, false);
+    recycle(raw);  // a spare again unless the job holds it
+    if (handing == Handing::Busy) return;
     backlog_.erase(at);  // handed, or refused: it stays explicit
   }
 }
@@ -194,11 +198,33 @@ std::size_t BlockTrace::raw_bytes(const Chunk& chunk) {
          chunk.raw->stacks.size() * sizeof(StackSnapshot);
 }
 
+std::shared_ptr<RawChunk> BlockTrace::fresh_raw() {
+  if (spare_raws_.empty()) return std::make_shared<RawChunk>();
+  std::shared_ptr<RawChunk> raw = std::move(spare_raws_.back());
+  spare_raws_.pop_back();
+  return raw;
+}
+
+void BlockTrace::recycle(std::shared_ptr<const RawChunk>& raw) {
+  // Alone: a job that held it is done with it (the packer lets go before
+  // it puts the result). The fence orders the packer's reads, before its
+  // release of the count this load saw, before the writes that refill it
+  // (a chunk given up while its job ran, BlockTrace::set_packer).
+  if (raw && raw.use_count() == 1 && spare_raws_.size() < kMaxSpareRaws) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    std::shared_ptr<RawChunk> spare = std::const_pointer_cast<RawChunk>(std::move(raw));
+    spare->branches.clear();
+    spare->stacks.clear();
+    spare_raws_.push_back(std::move(spare));
+  }
+  raw.reset();
+}
+
 void BlockTrace::make_explicit(Chunk& chunk) {
   chunk_bytes_ -= raw_bytes(chunk);
   chunk.bytes = encode_explicit(*chunk.raw, chunk.previous_to, with_stacks_);
   chunk_bytes_ += chunk.bytes.size();
-  chunk.raw.reset();
+  recycle(chunk.raw);
 }
 
 void BlockTrace::finish_encoding() {
@@ -226,7 +252,7 @@ void BlockTrace::put_packed(std::size_t index, PackResult& packed) {
   const std::size_t held = chunk.bytes.size() + raw_bytes(chunk);
   if (chunk_bytes_ - held + packed.segment->bytes.size() > kMemoryCap) return;
   chunk_bytes_ -= held;
-  chunk.raw.reset();
+  recycle(chunk.raw);
   chunk.bytes = std::move(packed.segment->bytes);
   chunk.code_hash = packed.segment->code_hash;
   chunk.packet_bytes = packed.packet_bytes;
@@ -241,7 +267,7 @@ void BlockTrace::put_explicit(std::size_t index, PackResult& packed) {
   Chunk& chunk = chunks_[index];
   if (!chunk.raw || chunk.count != packed.count) return;
   chunk_bytes_ -= raw_bytes(chunk);
-  chunk.raw.reset();
+  recycle(chunk.raw);
   chunk.bytes = std::move(*packed.explicit_bytes);
   chunk_bytes_ += chunk.bytes.size();
 }
@@ -252,7 +278,7 @@ void BlockTrace::seal_open_chunk(std::size_t count) {
   // out would leave the tracer fresh memory to fill a chunk after chunk,
   // last touched by the packer on another core (recording took twice as
   // long); the copy is a few µs.
-  auto raw = std::make_shared<RawChunk>();
+  std::shared_ptr<RawChunk> raw = fresh_raw();
   raw->branches.assign(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(count));
   open_.erase(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(count));
   if (with_stacks_) {
@@ -287,7 +313,7 @@ void BlockTrace::seal_raw(std::shared_ptr<RawChunk> raw) {
       chunk.bytes.shrink_to_fit();
     }
     ++pt_chunks_;
-  } else if (handing == Handing::Packing || handing == Handing::Encoding) {
+  } else if (handing == Handing::Packing || handing == Handing::Encoding || handing == Handing::EncodingForGood) {
     chunk.raw = std::move(raw);
   } else {
     chunk.bytes = encode_explicit(*raw, chunk.previous_to, with_stacks_);
@@ -441,7 +467,7 @@ std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches) 
       // Inserted through MemberOf, each element written once (resizing
       // first zeroed them: a third of the work).
       const StackedBranch* const part = branches.data() + done;
-      auto raw = std::make_shared<RawChunk>();
+      std::shared_ptr<RawChunk> raw = fresh_raw();
       raw->branches.reserve(kChunkBranches);
       raw->stacks.reserve(kChunkBranches);
       raw->branches.assign(open_.begin(), open_.end());

@@ -151,6 +151,8 @@ class BlockTrace {
   std::size_t explicit_chunks() const { return chunks_.size() - pt_chunks_; }  // raw ones too
   // Chunks with the packer, their branches held as they are (Chunk::raw).
   std::size_t raw_chunks() const;
+  // Explicit chunks waiting to be handed again to be packed.
+  std::size_t backlog_chunks() const { return backlog_.size(); }
   // Tells traces apart for the lifetime of the process (a new trace may
   // live at a dead one's address; its sequence numbers start again).
   uint64_t id() const { return id_; }
@@ -245,12 +247,14 @@ class BlockTrace {
   bool newest_open_are(const std::vector<Branch>& branches, std::size_t count) const;
   // What became of a chunk offered to the packer.
   // Packing: to be packed (with its code); Encoding: to be encoded only.
-  enum class Handing { Packing, Encoding, Busy, Refused };
+  enum class Handing { Packing, Encoding, EncodingForGood, Busy, Refused };
   // Hands `raw` to the packer as chunk `chunk`: to be packed while fewer
   // than kMaxPendingPacks jobs wait and its code fits a snapshot, else,
-  // `or_encode`, to be encoded. Busy: kMaxPendingJobs wait already.
-  // Refused: no packer (packed here, if at all), or not to be packed and
-  // not `or_encode`.
+  // `or_encode`, to be encoded: Encoding when the packs waiting kept it
+  // from being tried, EncodingForGood when its code did not fit (it never
+  // will: the backlog need not decode it again to find that out). Busy:
+  // kMaxPendingJobs wait already. Refused: no packer (packed here, if at
+  // all), or not to be packed and not `or_encode`.
   Handing hand_to_packer(const Chunk& chunk, std::shared_ptr<const RawChunk> raw, bool or_encode);
   // Hands explicit chunks not packed yet, newest first, while fewer than
   // kMaxPendingPacks jobs with code wait.
@@ -263,6 +267,10 @@ class BlockTrace {
   // not coming, or not kept.
   void make_explicit(Chunk& chunk);
   static std::size_t raw_bytes(const Chunk& chunk);
+  // A raw chunk to fill: a spare one (its room kept) or a new one.
+  std::shared_ptr<RawChunk> fresh_raw();
+  // Lets go of `raw`, kept as a spare when nobody else holds it.
+  void recycle(std::shared_ptr<const RawChunk>& raw);
   bool append_branch(const Branch& branch, const StackSnapshot& stack);
   const Unpacked& unpacked(uint64_t seq) const;  // the packed chunk holding `seq`, unpacked
   void unpack(std::size_t index, Unpacked& u) const;
@@ -278,6 +286,11 @@ class BlockTrace {
   std::shared_ptr<ChunkPacker> packer_;  // null: chunks are packed where sealed
   std::shared_ptr<PackInbox> inbox_;     // the packer's results for this trace
   std::deque<uint64_t> backlog_;         // first sequences of chunks left explicit while the packer was busy
+  // Raw chunks whose form came back, refilled: fresh ones had their pages
+  // faulted in again and again (a tenth of btstub's thread while it
+  // stored a translated log). A few: 32 KiB each, per traced thread.
+  std::vector<std::shared_ptr<RawChunk>> spare_raws_;
+  static constexpr std::size_t kMaxSpareRaws = 4;
   std::vector<Branch> open_;            // the newest branches, after the last chunk
   std::vector<StackSnapshot> open_stacks_;  // parallel to open_, or empty
   mutable Unpacked unpacked_[2];

@@ -88,6 +88,9 @@ void BackgroundPacker::work(const std::vector<int>& cpus, bool idle) {
     }
     decoder::PackResult result =
         packer ? decoder::run_pack_job(next.second, *packer) : decoder::unrun_pack_job(next.second);
+    // Let go of the branches before the result is seen: the trace then
+    // holds them alone and may refill them (BlockTrace::recycle).
+    next.second = {};
     next.first->put(std::move(result));
   }
 }

@@ -3,6 +3,8 @@
 // hands its branches back, and taking it back where the translated code
 // cannot go on. The trace, its checkpoints and its configuration stay here
 // throughout, so everything built on them sees one history.
+#include <algorithm>
+
 #include "stub/tracing/software_tracer.h"
 #include "stub/tracing/software_tracer_internal.h"
 
@@ -41,16 +43,27 @@ bool SoftwareTracer::store_lent_branch(pid_t tid, uint64_t from, uint64_t to, co
 std::size_t SoftwareTracer::store_lent_branches(pid_t tid, std::span<const decoder::StackedBranch> branches) {
   ThreadState* t = state(tid);
   if (t == nullptr || !t->trace || !t->enabled || t->frozen) return 0;
-  const std::size_t stored = t->trace->append_stacked(branches);
-  stats_.branches += stored;
-  if (checkpoints_) {  // as store() does
-    for (const decoder::StackedBranch& b : branches.first(stored)) {
-      if (checkpoints_->leaves_vdso(b.branch.from, b.branch.to)) {
-        t->checkpoint_due = true;
-        break;
+  // In slices that stay in the cache between the copy and the vDSO check:
+  // a second pass over a whole log read it from memory again (a fifth of
+  // storing it). A slice is longer than a chunk, so that the copy still
+  // makes whole chunks straight from it (BlockTrace::append_stacked).
+  constexpr std::size_t kSlice = 4 * decoder::BlockTrace::kChunkBranches;
+  std::size_t stored = 0;
+  while (stored < branches.size()) {
+    const std::span<const decoder::StackedBranch> slice = branches.subspan(stored, std::min(kSlice, branches.size() - stored));
+    const std::size_t done = t->trace->append_stacked(slice);
+    if (checkpoints_ && !t->checkpoint_due) {  // as store() does
+      for (const decoder::StackedBranch& b : slice.first(done)) {
+        if (checkpoints_->leaves_vdso(b.branch.from, b.branch.to)) {
+          t->checkpoint_due = true;
+          break;
+        }
       }
     }
+    stored += done;
+    if (done < slice.size()) break;
   }
+  stats_.branches += stored;
   if (stored < branches.size()) {  // full under the stop policy: as store() does
     t->frozen = true;
     any_frozen_ = true;

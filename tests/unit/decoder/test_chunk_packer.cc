@@ -275,6 +275,8 @@ TEST_CASE("chunk packer: a chunk whose code a snapshot cannot take goes to be en
   REQUIRE(packer->jobs.size() == 1);
   CHECK(packer->jobs.front().second.code == nullptr);
   CHECK(trace.raw_chunks() == 1);
+  // Tried and refused: never decoded again to be refused again.
+  CHECK(trace.backlog_chunks() == 0);
   packer->run_all();
   trace.collect_packed();
   CHECK(trace.raw_chunks() == 0);
