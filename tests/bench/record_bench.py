@@ -56,7 +56,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
 import harness  # noqa: E402
 
-TRACE_BYTES = 64 * 1024 * 1024  # no branch may be dropped
+# No branch may be dropped: room for the range's taken branches (about 133
+# a round) at a BTS record each (24 bytes), and a quarter more.
+TAKEN_PER_ROUND = 133
+BTS_RECORD_BYTES = 24
+
+
+def trace_bytes(rounds):
+    wanted = rounds * TAKEN_PER_ROUND * BTS_RECORD_BYTES * 5 // 4
+    mib = 1024 * 1024
+    return max(64 * mib, (wanted + mib - 1) // mib * mib)
 CTX = ("python import re; _ctx = lambda: sum(int(v) for v in re.findall("
        "r'ctxt_switches:\\s+(\\d+)', open('/proc/%d/status' % "
        "gdb.selected_inferior().pid).read()))")
@@ -69,7 +78,7 @@ BTSTUB_SETUPS = ("btrace", "btstub-record", "btstub-record-debugreg", "btstub-re
 TRACE_STOPS = {"btstub-record": "int3", "btstub-record-debugreg": "debugreg", "btstub-record-translate": "translate"}
 
 
-def setup_commands(setup):
+def setup_commands(setup, rounds):
     """gdb commands before the timed continue (after the target is set)."""
     pre = ["set pagination off", "break bench_begin", "break bench_end"]
     if setup == "full-native":
@@ -79,7 +88,7 @@ def setup_commands(setup):
         return pre + ["set range-stepping off", "continue", "record full",
                       "set record full insn-number-max unlimited"]
     if setup == "btrace":
-        return pre + ["set record btrace bts buffer-size %d" % TRACE_BYTES,
+        return pre + ["set record btrace bts buffer-size %d" % trace_bytes(rounds),
                       "continue", "record btrace bts",
                       "monitor record status"]
     if setup in ("btstub-record", "btstub-record-debugreg", "btstub-record-translate"):
@@ -92,7 +101,7 @@ def gdb_argv(setup, prog, rounds, cpu):
     if setup in BTSTUB_SETUPS:
         server = [harness.server_path("btstub")]
         if setup != "btrace":
-            server += ["--record", "--trace-size=%d" % TRACE_BYTES]
+            server += ["--record", "--trace-size=%d" % trace_bytes(rounds)]
         if setup in TRACE_STOPS:
             server += ["--trace-stops=" + TRACE_STOPS[setup]]
     elif setup == "full-gdbserver":
@@ -108,7 +117,7 @@ def gdb_argv(setup, prog, rounds, cpu):
         target = ["target remote | " + shlex.join(server + ["-", prog, str(rounds)])]
     # `info record` before and after: btstub --record has traced since the
     # program's first instruction; only the range counts.
-    cmds = target + setup_commands(setup) + ["info record", CTX, START,
+    cmds = target + setup_commands(setup, rounds) + ["info record", CTX, START,
                                              "continue", STOP, "info record"]
     if setup in BTSTUB_SETUPS:
         cmds.append("monitor record status")
