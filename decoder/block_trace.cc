@@ -210,7 +210,10 @@ void BlockTrace::recycle(std::shared_ptr<const RawChunk>& raw) {
   // it puts the result). The fence orders the packer's reads, before its
   // release of the count this load saw, before the writes that refill it
   // (a chunk given up while its job ran, BlockTrace::set_packer).
-  if (raw && raw.use_count() == 1 && spare_raws_.size() < kMaxSpareRaws) {
+  // Not one a hold made longer than a chunk: its room would be kept, and
+  // counted as a chunk's (raw_bytes counts what a raw chunk holds).
+  if (raw && raw.use_count() == 1 && spare_raws_.size() < kMaxSpareRaws &&
+      raw->branches.capacity() <= kChunkBranches && raw->stacks.capacity() <= kChunkBranches) {
     std::atomic_thread_fence(std::memory_order_acquire);
     std::shared_ptr<RawChunk> spare = std::const_pointer_cast<RawChunk>(std::move(raw));
     spare->branches.clear();
@@ -320,6 +323,10 @@ void BlockTrace::seal_raw(std::shared_ptr<RawChunk> raw) {
   }
   chunk_bytes_ += chunk.bytes.size() + raw_bytes(chunk);
   chunks_.push_back(std::move(chunk));
+  if (raw) {  // packed or encoded here: its arrays serve the next chunk
+    std::shared_ptr<const RawChunk> spent = std::move(raw);
+    recycle(spent);
+  }
 }
 
 // The open structs hold kChunkBranches: they are sealed, but for those a

@@ -153,6 +153,10 @@ class BlockTrace {
   std::size_t raw_chunks() const;
   // Explicit chunks waiting to be handed again to be packed.
   std::size_t backlog_chunks() const { return backlog_.size(); }
+  // Branches after the last chunk, not sealed yet: append_stacked makes a
+  // chunk straight from a run that reaches one branch past the chunk these
+  // begin.
+  std::size_t open_branches() const { return open_.size(); }
   // Tells traces apart for the lifetime of the process (a new trace may
   // live at a dead one's address; its sequence numbers start again).
   uint64_t id() const { return id_; }

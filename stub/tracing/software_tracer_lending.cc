@@ -45,12 +45,18 @@ std::size_t SoftwareTracer::store_lent_branches(pid_t tid, std::span<const decod
   if (t == nullptr || !t->trace || !t->enabled || t->frozen) return 0;
   // In slices that stay in the cache between the copy and the vDSO check:
   // a second pass over a whole log read it from memory again (a fifth of
-  // storing it). A slice is longer than a chunk, so that the copy still
-  // makes whole chunks straight from it (BlockTrace::append_stacked).
-  constexpr std::size_t kSlice = 4 * decoder::BlockTrace::kChunkBranches;
+  // storing it). Each but the last ends one branch past a chunk, so that
+  // the copy makes every whole chunk straight from it
+  // (BlockTrace::append_stacked); a slice that ended at a chunk's end left
+  // that chunk to be copied twice.
+  constexpr std::size_t kChunk = decoder::BlockTrace::kChunkBranches;
+  constexpr std::size_t kSliceChunks = 4;
   std::size_t stored = 0;
   while (stored < branches.size()) {
-    const std::span<const decoder::StackedBranch> slice = branches.subspan(stored, std::min(kSlice, branches.size() - stored));
+    const std::size_t open = t->trace->open_branches();
+    const std::size_t length = open <= kChunk ? kSliceChunks * kChunk - open + 1 : kSliceChunks * kChunk;
+    const std::span<const decoder::StackedBranch> slice =
+        branches.subspan(stored, std::min(length, branches.size() - stored));
     const std::size_t done = t->trace->append_stacked(slice);
     if (checkpoints_ && !t->checkpoint_due) {  // as store() does
       for (const decoder::StackedBranch& b : slice.first(done)) {
