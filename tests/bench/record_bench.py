@@ -66,6 +66,8 @@ def trace_bytes(rounds):
     wanted = rounds * TAKEN_PER_ROUND * BTS_RECORD_BYTES * 5 // 4
     mib = 1024 * 1024
     return max(64 * mib, (wanted + mib - 1) // mib * mib)
+
+
 CTX = ("python import re; _ctx = lambda: sum(int(v) for v in re.findall("
        "r'ctxt_switches:\\s+(\\d+)', open('/proc/%d/status' % "
        "gdb.selected_inferior().pid).read()))")
