@@ -113,18 +113,29 @@ def editor_session(kind):
         try:
             dap.request("initialize", {"clientID": "btstub-test", "adapterID": "lldb", "linesStartAt1": True,
                                        "columnsStartAt1": True, "pathFormat": "path"})
-            dap.request("attach", {"program": path, "attachCommands": ["gdb-remote " + server.address]})
+            # stopOnEntry: without it lldb-vscode 14 continues the program
+            # by itself at configurationDone, racing the test's own
+            # continue (a continue that lands once the program stands at
+            # the breakpoint runs it on to a later hit).
+            dap.request("attach", {"program": path, "stopOnEntry": True,
+                                   "attachCommands": ["gdb-remote " + server.address]})
             dap.event("initialized")
             placed = dap.request("setBreakpoints", {"source": {"path": os.path.realpath(source)},
                                                     "breakpoints": [{"line": line}]})
             seen["breakpoint verified"] = [b.get("verified") for b in placed.get("breakpoints", [])]
             dap.request("configurationDone")
             # Attached, the program stands where the server stopped it;
-            # an editor's user presses continue.
+            # an editor's user presses continue, once. lldb-vscode 14 may
+            # report that first stop twice (the attach's own stop event
+            # and configurationDone's), each with the reason it reads
+            # when it sends it: every stop before the breakpoint's is
+            # that one stop, so none is answered with another continue.
             stopped = dap.event("stopped")
+            dap.request("continue", {"threadId": stopped["body"]["threadId"]})
             while stopped["body"].get("reason") != "breakpoint":
-                dap.request("continue", {"threadId": stopped["body"]["threadId"]})
                 stopped = dap.event("stopped")
+            if os.environ.get("DAP_DEBUG"):
+                print(kind, "stopped", stopped["body"])
             thread = stopped["body"]["threadId"]
             seen["threads"] = len(dap.request("threads")["threads"])
             frames = dap.request("stackTrace", {"threadId": thread, "startFrame": 0, "levels": 20})["stackFrames"]
