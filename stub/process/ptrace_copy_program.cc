@@ -107,6 +107,7 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
   // An attached program's copy would be its parent's child, not ours.
   if (attached_) return make_error(ErrorCode::NotSupported, "No copies of an attached program");
+  if (!btstub_is_parent_) return make_error(ErrorCode::NotSupported, "No copies of a fork child (they would be its parent's)");
   if (ending_) return make_error(ErrorCode::NotSupported, "The program has ended");
   if (threads_.size() != 1) reap_ended_threads(tid);
   if (threads_.size() != 1 || threads_.count(tid) == 0) {

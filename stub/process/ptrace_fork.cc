@@ -207,12 +207,22 @@ Expected<void> PtraceProcess::follow_fork_child() {
   if (alive_) (void)detach();
   pid_ = child.pid;
   alive_ = true;
+  btstub_is_parent_ = false;
   ended_while_stopping_.reset();
   threads_.clear();
   threads_[child.pid] = ThreadState{};
   breakpoints_.edit() = child.int3s;
   last_reported_ = 0;
   open_memory();
+  if (hook_ != nullptr) {
+    // Another address space, as after an exec: what the tracer mapped into
+    // the parent (the translating tracer's code cache and logs are not
+    // forked) and knew of its code is not the child's. A fork child's
+    // history starts here; a vfork child, in the memory of the parent just
+    // let go, is not traced (nothing may be mapped or left there).
+    hook_->on_exec(child.pid);
+    if (!child.vfork) hook_->on_thread_created(child.pid, 0);
+  }
   return {};
 }
 
@@ -225,7 +235,11 @@ Expected<std::unique_ptr<Process>> PtraceProcess::adopt_fork_child() {
   held_child_.reset();
   std::unique_ptr<PtraceProcess> process(new PtraceProcess(child.pid, attached_));
   process->threads_[child.pid] = ThreadState{};
-  process->breakpoints_.edit() = child.int3s;
+  process->btstub_is_parent_ = false;
+  // A vfork child runs in our memory, over our breakpoints: they are its
+  // too (as gdbserver clones its list), so that its hit reads as one (pc
+  // back on the address, swbreak) and gdb's z0 in it finds it.
+  process->breakpoints_.edit() = child.vfork ? breakpoints_.get() : child.int3s;
   process->pass_signals_ = pass_signals_;
   process->thread_events_ = thread_events_;
   process->fork_events_ = fork_events_;

@@ -732,7 +732,7 @@ Expected<void> PtraceProcess::detach() {
   breakpoints_.edit().clear();
   trace_int3s_.edit().clear();
   Expected<void> result = detach_threads();
-  if (!attached_) detached_children().push_back(pid_);
+  if (!attached_ && btstub_is_parent_) detached_children().push_back(pid_);
   mark_gone();
   return result;
 }

@@ -297,6 +297,10 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
 
   pid_t pid_ = 0;
   bool attached_ = false;
+  // A fork child followed or adopted is its parent's child, not btstub's:
+  // a copy of it (clone with CLONE_PARENT) would be that parent's child
+  // too, seen by its wait(__WALL) and left as its zombie.
+  bool btstub_is_parent_ = true;
   bool alive_ = true;
   // The memory map_shared_program_memory shared with the program: btstub's
   // own, never privatized into a copy (which lacks it: MADV_DONTFORK).

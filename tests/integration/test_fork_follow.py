@@ -45,6 +45,16 @@ reference) and the server under test; normalised transcripts must be equal:
    each process hits its own breakpoint three times (the interleaving is
    the scheduler's), both run to their end. Not compared with gdbserver,
    which loses the parent's registers after the child's exit here.
+10. `set follow-fork-mode child` at the vfork, with a breakpoint on _exit
+   (set in the parent, whose memory the vfork child runs in): the child's
+   hit is a breakpoint hit (status = 5), not a SIGTRAP past the int3; the
+   child exits with 5 and the parent runs to its end.
+11. btstub only, `--record`: `set follow-fork-mode child`; the fork child
+   (which has none of the translating tracer's code cache) hits the
+   breakpoint with x = 5 (it died of SIGSEGV, sent into the parent's
+   cache); `reverse-finish` walks its own history back to the call in
+   main; replay runs forward to the breakpoint (the history's end), then
+   the child runs to its end.
 
     python3 test_fork_follow.py [--server gdbserver] [-v]
 """
@@ -113,6 +123,28 @@ ONE_AT_A_TIME_COMMANDS = [
     "delete 2",
     "continue",
     "print x",
+]
+
+VFORK_CHILD_COMMANDS = [
+    "break shared_work",
+    "continue",
+    "set follow-fork-mode child",
+    "break _exit",
+    "continue",
+    "print status",
+    "continue",
+]
+
+RECORD_CHILD_COMMANDS = [
+    "set follow-fork-mode child",
+    "break shared_work",
+    "continue",
+    "print x",
+    "reverse-finish",
+    "continue",
+    "continue",
+    "continue",
+    "continue",
 ]
 
 KILL_CHILD_COMMANDS = [
@@ -234,6 +266,18 @@ def main(args, c):
     compare(c, "follow-fork-mode child: same gdb transcript as gdbserver",
             ref, test, args.server)
 
+    ref, test, server, ctx = scenario(args.server, prog, VFORK_CHILD_COMMANDS)
+    c.contains("the vfork child, followed, hits the parent's breakpoint as one", test.of(4),
+               "hit Breakpoint 2.1, __GI__exit (status=5)", ctx)
+    c.value("status in the vfork child", test.of(5), "5")
+    c.contains("the vfork child exits with its own code", test.of(6), "exited with code 05]", ctx)
+    c.equal("both processes ran to their end; program output",
+            "child 15\nfork status 0\nparent 21\nvfork status 5\n", server.stdout, ctx)
+    compare(c, "vfork child followed: same gdb transcript as gdbserver", ref, test, args.server)
+
+    if args.server == "btstub":
+        recorded_child(c, prog)
+
     ref, test, server, ctx = scenario(args.server, prog, BOTH_COMMANDS)
     c.contains("detach-on-fork off: the child hits the breakpoint",
                test.of(3), "shared_work (x=5)", ctx)
@@ -299,6 +343,25 @@ def main(args, c):
 
     dropped(c, args.server, prog)
     threaded_parent(c, args.server)
+
+
+def recorded_child(c, prog):
+    """--record (the default, translating tracer) and follow-fork-mode
+    child: the child has no code cache (never forked), so the recording
+    starts again in it, from the fork on."""
+    test, server = run_gdb_tcp("btstub", prog, [], RECORD_CHILD_COMMANDS, options=("--once", "--record"))
+    ctx = test.transcript() + "\n--- server stdout ---\n" + server.stdout
+    c.contains("--record, follow the fork child: it hits the breakpoint", test.of(2),
+               "Breakpoint 1, shared_work (x=5)", ctx)
+    c.value("--record, follow the fork child: x", test.of(3), "5")
+    c.contains("--record, follow the fork child: reverse-finish walks its own history back to the call",
+               test.of(4), "in main () at forker.c:%d" % marker_line("forker.c", "child_call"), ctx)
+    c.contains("--record, follow the fork child: replay runs forward to the breakpoint again", test.of(5),
+               "Breakpoint 1, shared_work (x=5)", ctx)
+    c.contains("--record, follow the fork child: the child runs to its end", test.of(8),
+               "[Inferior 2 (process ", ctx)
+    c.true("--record, follow the fork child: no fault", "SIGSEGV" not in test.transcript(), ctx)
+    c.contains("--record, follow the fork child: child output", server.stdout, "child 15\n", ctx)
 
 
 def threaded_parent(c, kind):
