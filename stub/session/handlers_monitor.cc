@@ -3,6 +3,7 @@
 // command failed (unknown, refused, bad arguments); gdb prints the text and,
 // for E01, "Protocol error with Rcmd". Never an E.text: gdb would decode it
 // as hex output ("Invalid hex digit").
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -88,6 +89,15 @@ std::optional<MonitorOutput> set_bound(Session& s, TraceBackend& backend, const 
   return std::nullopt;
 }
 
+// Whether some thread of the program is recorded (gdb's `record btrace`
+// enables threads one by one).
+bool records_a_thread(Session& s, const TraceBackend& backend) {
+  Process* process = s.process();
+  if (process == nullptr) return false;
+  const std::vector<pid_t> tids = process->threads();
+  return std::any_of(tids.begin(), tids.end(), [&](pid_t tid) { return backend.enabled(tid); });
+}
+
 // monitor record start [SIZE]|stop|status|size SIZE: whole-program recording, as --record.
 MonitorOutput monitor_record(Session& s, const std::string& args) {
   TraceBackend* backend = s.trace_backend;
@@ -103,6 +113,7 @@ MonitorOutput monitor_record(Session& s, const std::string& args) {
                                  " backend, " + describe_config(backend->config()) + ").\n"};
   }
   if (args == "stop") {
+    if (!backend->all_enabled() && !records_a_thread(s, *backend)) return failure("Nothing is being recorded.\n");
     // gdb would go on showing the past it stands in, and then run from the
     // present: as for a resize, the client goes forward first.
     if (s.any_replaying()) return failure("Cannot stop recording while replaying: go forward to the end first.\n");

@@ -27,6 +27,10 @@ bool contains(const std::string& text, std::string_view part) { return text.find
 
 TEST_CASE("monitor record start and stop switch whole-program recording", "[session][monitor]") {
   Fixture f;
+  // Nothing to stop yet: said so, not "stopped".
+  auto idle = f.monitor("record stop");
+  CHECK(contains(idle.console, "Nothing is being recorded."));
+  CHECK(idle.payload == std::optional<std::string>("E01"));
   auto start = f.monitor("record start");
   CHECK(start.payload == std::optional<std::string>("OK"));
   CHECK(contains(start.console, "every thread"));
