@@ -712,6 +712,7 @@ void PtraceProcess::handle_exec() {
   retired_int3s_.clear();
   vfork_parent_ = 0;  // the vfork parent was another thread: gone with the old memory
   tracer_shared_.clear();
+  tracer_mappings_.clear();  // gone with the old memory
   WaitRoutes::instance().forget_unclaimed_of(this);
   open_memory();
 }

@@ -61,7 +61,30 @@ Expected<uint64_t> PtraceProcess::map_program_memory(pid_t tid, uint64_t near, u
     return make_error(ErrorCode::Internal, "The program's mmap of " + hex(size) + " bytes failed (errno " +
                                                std::to_string(-mapped->result) + ")");
   }
+  tracer_mappings_.emplace_back(static_cast<uint64_t>(mapped->result), size);
   return static_cast<uint64_t>(mapped->result);
+}
+
+void PtraceProcess::unmap_tracer_memory() {
+  // By a stopped thread, as they were mapped: the first one there is
+  // (every thread is stopped when the program is let go), unless the
+  // program is held at its end (no call can be made there). A failure
+  // leaves a mapping behind, nothing worse: nothing runs it from here on.
+  if (!ending_) {
+    for (const auto& [tid, thread] : threads_) {
+      if (thread.running) continue;
+      std::vector<int> met;
+      for (const auto& [begin, size] : tracer_mappings_) {
+        auto unmapped = inject_syscall(tid, SYS_munmap, {begin, size});
+        if (!unmapped) break;
+        met.insert(met.end(), unmapped->signals_met.begin(), unmapped->signals_met.end());
+      }
+      give_back_signals_met(tid, met);
+      break;
+    }
+  }
+  tracer_mappings_.clear();
+  tracer_shared_.clear();
 }
 
 void PtraceProcess::give_back_signals_met(pid_t tid, const std::vector<int>& signals) {
@@ -154,7 +177,10 @@ Expected<SharedMapping> PtraceProcess::map_shared_program_memory(pid_t tid, uint
         out = make_error(ErrorCode::Internal, "Cannot open the program's shared memory (" + path + ")");
       } else {
         out = SharedMapping::map(fd, size, at);
-        if (out) tracer_shared_.push_back({at, at + size, static_cast<uint64_t>(st.st_ino)});
+        if (out) {
+          tracer_shared_.push_back({at, at + size, static_cast<uint64_t>(st.st_ino)});
+          tracer_mappings_.emplace_back(at, size);
+        }
       }
       if (fd >= 0) ::close(fd);
     }

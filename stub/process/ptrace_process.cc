@@ -342,6 +342,7 @@ void PtraceProcess::open_memory() {
 void PtraceProcess::mark_gone() {
   alive_ = false;
   tracer_shared_.clear();
+  tracer_mappings_.clear();
   threads_.clear();
   client_int3s_.clear();
   breakpoints_.edit().clear();
@@ -726,6 +727,7 @@ Expected<void> PtraceProcess::detach() {
     if (owed && !found->second.running) found->second.running = do_ptrace(PTRACE_CONT, tid, 0, nullptr).ok();
     if (found->second.running) stop_running_thread(tid, !owed);
   }
+  unmap_tracer_memory();
   for (const auto& [addr, original] : breakpoints_) (void)raw_write(addr, {original});
   for (const auto& [addr, int3] : trace_int3s_) (void)raw_write(addr, {int3.original});
   for (auto& [tid, state] : threads_) state.reinsert_at.reset();

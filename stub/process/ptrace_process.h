@@ -310,6 +310,11 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     uint64_t begin = 0, end = 0, inode = 0;
   };
   std::vector<TracerSharedArea> tracer_shared_;
+  // Everything map_program_memory and map_shared_program_memory mapped into
+  // the program (begin, size): unmapped when btstub lets the program go
+  // (detach), so that no code cache or log of ours stays in it.
+  std::vector<std::pair<uint64_t, uint64_t>> tracer_mappings_;
+  void unmap_tracer_memory();
   // Held at its end (ProcessEvent::exit_held): the first thread sits in its
   // exit stop, where it can only be let go (no tracer, no injected call).
   bool ending_ = false;

@@ -6,7 +6,10 @@
    untraced and still running.
 2. Attach again, gdb given no file (it learns the program from the target:
    qXfer:exec-file and vFile): bt still shows main; `detach`.
-3. The program is told to stop (marker.stop file); it must exit normally
+3. btstub only: attach with --record, break, reverse-stepi, stepi, detach:
+   the translating tracer's code cache and log are no longer in the
+   program's maps (they were left behind).
+4. The program is told to stop (marker.stop file); it must exit normally
    with code 0 and write its tick count, which must have grown past the
    value seen at the breakpoint: a leftover int3 in tick() would have killed
    it with SIGTRAP instead.
@@ -23,8 +26,8 @@ import time
 from harness import (Server, kill_session, marker_line, pid_alive, program, run_gdb, run_test, tracer_of, wait_until)
 
 
-def attach_session(kind, pid, commands, program_path):
-    server = Server(kind, [str(pid)], options=("--once", "--attach"))
+def attach_session(kind, pid, commands, program_path, options=("--once", "--attach")):
+    server = Server(kind, [str(pid)], options=options)
     try:
         result = run_gdb(commands, program_path, server.address, timeout=60)
         server.wait_exit(10)
@@ -82,6 +85,9 @@ def run_attach_checks(kind, c, prog, spin, marker):
     c.true("program alive after second detach",
            pid_alive(pid) and spin.poll() is None)
 
+    if kind == "btstub":
+        recorded_attach(c, prog, spin)
+
     open(marker + ".stop", "w").close()
     try:
         status = spin.wait(15)
@@ -95,6 +101,32 @@ def run_attach_checks(kind, c, prog, spin, marker):
                int(m.group(1)) > ticks_at_break + 1,
                "ticks at breakpoint %d, at the end %s" %
                (ticks_at_break, m.group(1)))
+
+
+def mappings(pid):
+    """The program's mappings: (range, permissions, path)."""
+    with open("/proc/%d/maps" % pid) as f:
+        return {(fields[0], fields[1], fields[5] if len(fields) > 5 else "")
+                for fields in (line.split(None, 5) for line in f)}
+
+
+def recorded_attach(c, prog, spin):
+    """Attached with --record, the translating tracer maps its code cache
+    and a log into the program; a detach takes them out again (they were
+    left there, and piled up with each new attach)."""
+    pid = spin.pid
+    before = mappings(pid)
+    result, server = attach_session(
+        "btstub", pid, ["break tick", "continue", "reverse-stepi", "monitor record status", "stepi", "detach"],
+        prog, options=("--once", "--attach", "--record"))
+    ctx = result.transcript() + "\n--- server stderr ---\n" + server.stderr
+    c.contains("--record attach: the translating tracer ran the program", result.of(3),
+               "branches logged by translated code", ctx)
+    c.lines("--record attach: detach", result.of(5), ["[Inferior 1 (process %d) detached]" % pid], ctx)
+    c.true("--record attach: program alive after detach", pid_alive(pid) and spin.poll() is None)
+    added = sorted(mappings(pid) - before)
+    c.true("--record attach: detach leaves none of btstub's mappings in the program", not added,
+           "mappings added: %r\n%s" % (added, ctx))
 
 
 if __name__ == "__main__":
