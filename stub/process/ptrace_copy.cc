@@ -106,6 +106,16 @@ struct BorrowedSite {
 };
 
 Expected<BorrowedSite> borrow_syscall_site(pid_t tid) {
+  // A ptrace event stop (fork, vfork, clone, exec, vfork done, seccomp,
+  // exit) stands inside the program's system call: when the thread goes
+  // on, the kernel first stores that call's result in rax, over the
+  // injected call's number (after an exec a `read`; after a fork, the
+  // system call numbered by the child's pid). No call is made there.
+  siginfo_t info{};
+  if (do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info) && info.si_signo == SIGTRAP && (info.si_code >> 8) != 0 &&
+      (info.si_code & 0xff) == SIGTRAP) {
+    return make_error(ErrorCode::NotSupported, "The thread stands in a system call's event stop");
+  }
   BorrowedSite site;
   if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &site.saved); !r) return r.error();
   const uint64_t pc = site.saved.rip;
