@@ -66,22 +66,19 @@ Expected<uint64_t> PtraceProcess::map_program_memory(pid_t tid, uint64_t near, u
 }
 
 void PtraceProcess::unmap_tracer_memory() {
-  // By a stopped thread, as they were mapped: the first one there is
-  // (every thread is stopped when the program is let go), unless the
-  // program is held at its end (no call can be made there). A failure
-  // leaves a mapping behind, nothing worse: nothing runs it from here on.
-  if (!ending_) {
-    for (const auto& [tid, thread] : threads_) {
-      if (thread.running) continue;
-      std::vector<int> met;
-      for (const auto& [begin, size] : tracer_mappings_) {
-        auto unmapped = inject_syscall(tid, SYS_munmap, {begin, size});
-        if (!unmapped) break;
-        met.insert(met.end(), unmapped->signals_met.begin(), unmapped->signals_met.end());
-      }
-      give_back_signals_met(tid, met);
-      break;
+  // By a thread, as they were mapped (detach has stopped them all: any
+  // will do), unless the program is held at its end (no call can be made
+  // there). A failure leaves a mapping behind, nothing worse: nothing
+  // runs it from here on.
+  if (!ending_ && !threads_.empty() && !tracer_mappings_.empty()) {
+    const pid_t tid = threads_.begin()->first;
+    std::vector<int> met;
+    for (const auto& [begin, size] : tracer_mappings_) {
+      auto unmapped = inject_syscall(tid, SYS_munmap, {begin, size});
+      if (!unmapped) break;
+      met.insert(met.end(), unmapped->signals_met.begin(), unmapped->signals_met.end());
     }
+    give_back_signals_met(tid, met);
   }
   tracer_mappings_.clear();
   tracer_shared_.clear();

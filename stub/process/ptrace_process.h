@@ -312,7 +312,8 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   std::vector<TracerSharedArea> tracer_shared_;
   // Everything map_program_memory and map_shared_program_memory mapped into
   // the program (begin, size): unmapped when btstub lets the program go
-  // (detach), so that no code cache or log of ours stays in it.
+  // (detach, every thread stopped), so that no code cache or log of ours
+  // stays in it.
   std::vector<std::pair<uint64_t, uint64_t>> tracer_mappings_;
   void unmap_tracer_memory();
   // Held at its end (ProcessEvent::exit_held): the first thread sits in its
