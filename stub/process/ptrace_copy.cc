@@ -97,6 +97,7 @@ namespace {
 struct BorrowedSite {
   user_regs_struct saved{};
   std::vector<uint8_t> original;
+  std::vector<int> signals_met;  // the program's, met leaving an event stop
 
   // The thread gets its code and registers back.
   void put_back(pid_t tid) {
@@ -105,18 +106,57 @@ struct BorrowedSite {
   }
 };
 
-Expected<BorrowedSite> borrow_syscall_site(pid_t tid) {
-  // A ptrace event stop (fork, vfork, clone, exec, vfork done, seccomp,
-  // exit) stands inside the program's system call: when the thread goes
-  // on, the kernel first stores that call's result in rax, over the
-  // injected call's number (after an exec a `read`; after a fork, the
-  // system call numbered by the child's pid). No call is made there.
+bool sent_sigtrap(pid_t tid);
+
+// A ptrace event stop (an exec's, a fork's, a clone's, a vfork's or its
+// end's) stands inside the program's system call: when the thread goes
+// on, the kernel stores that call's result in rax, over an injected call's
+// number (after an exec the call ran as read(); after a fork it would be
+// the system call numbered by the child's pid). One step ends the call
+// and stops at its exit, before any instruction of the program, where a
+// call can be made. At the other event stops none is made: a vfork's (the
+// step would wait for the child, which may be held), seccomp's (before
+// the call: the step would make it), exit's. Signals met on the way are
+// the program's.
+Expected<void> leave_event_stop(pid_t tid, std::vector<int>& signals_met) {
   siginfo_t info{};
-  if (do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info) && info.si_signo == SIGTRAP && (info.si_code >> 8) != 0 &&
-      (info.si_code & 0xff) == SIGTRAP) {
-    return make_error(ErrorCode::NotSupported, "The thread stands in a system call's event stop");
+  if (!do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info) || info.si_signo != SIGTRAP || (info.si_code & 0xff) != SIGTRAP ||
+      (info.si_code >> 8) == 0) {
+    return {};
   }
+  const int event = info.si_code >> 8;
+  if (event != PTRACE_EVENT_FORK && event != PTRACE_EVENT_CLONE && event != PTRACE_EVENT_EXEC &&
+      event != PTRACE_EVENT_VFORK_DONE) {
+    return make_error(ErrorCode::NotSupported, "The thread stands in a ptrace event stop");
+  }
+  user_regs_struct before{};
+  if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &before); !r) return r.error();
+  for (int resumes = 0;; ++resumes) {
+    if (resumes > 64) return make_error(ErrorCode::Internal, "The thread did not leave its system call");
+    if (auto r = do_ptrace(PTRACE_SINGLESTEP, tid, 0, nullptr); !r) return r.error();
+    int status = 0;
+    const pid_t waited = wait_retry(tid, &status, __WALL);
+    if (waited != tid || !WIFSTOPPED(status)) {
+      return make_error(ErrorCode::NoProcess, "The program ended during a system call of btstub's");
+    }
+    const int signal = WSTOPSIG(status);
+    if (signal == SIGTRAP && (status >> 16) == 0 && !sent_sigtrap(tid)) break;  // the step's own
+    if ((status >> 16) == 0) signals_met.push_back(signal);
+  }
+  user_regs_struct after{};
+  if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &after); !r) return r.error();
+  if (after.rip != before.rip) {
+    return make_error(ErrorCode::Internal, "The thread ran on while leaving its system call (at " + hex(after.rip) + ")");
+  }
+  return {};
+}
+
+Expected<BorrowedSite> borrow_syscall_site(pid_t tid) {
   BorrowedSite site;
+  if (auto left = leave_event_stop(tid, site.signals_met); !left) {
+    for (int signal : site.signals_met) (void)::syscall(SYS_tkill, tid, signal);  // still the program's
+    return left.error();
+  }
   if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &site.saved); !r) return r.error();
   const uint64_t pc = site.saved.rip;
   site.original = read_tracee_memory(tid, pc, 2);
@@ -235,6 +275,7 @@ Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64
   }
   // One step runs the `syscall`; a signal that comes first is kept for the program.
   InjectedCall result;
+  result.signals_met = site->signals_met;
   auto rax = step_past_syscall(tid, number, call.rip, result.signals_met);
   if (!rax && rax.error().code == ErrorCode::NoProcess) return rax.error();
   site->put_back(tid);
@@ -249,6 +290,7 @@ Expected<InjectedClone> inject_clone(pid_t tid, int* ended) {
   user_regs_struct& saved = site->saved;
   const uint64_t pc = saved.rip;
   InjectedClone result;
+  result.signals_met = site->signals_met;
   // Whatever happens next, the thread gets its code and registers back.
   user_regs_struct call = saved;
   call.rax = SYS_clone;

@@ -11,7 +11,7 @@
    breakpoint on after_exec() is hit in the new image with n = 2, and the
    program exits normally; transcript equal to gdbserver's.
 
-3. btstub --record: `catch exec`, stepi, on to after_exec() and
+3. btstub --record: `catch exec`, stepi (or not), on to after_exec() and
    reverse-continue to the exec: memory at that first point of the new
    image's history reads as it did live; forward again to the breakpoint.
 
@@ -95,24 +95,28 @@ def main(args, c):
     compare(c, "exec: same gdb transcript as gdbserver", ref, test,
             args.server)
     if args.server == "btstub":
-        recorded_exec(c, prog)
+        recorded_exec(c, prog, EXEC_RECORD_COMMANDS, "stepi first")
+        recorded_exec(c, prog, [cmd for cmd in EXEC_RECORD_COMMANDS if cmd != "stepi"], "continue first")
 
 
-def recorded_exec(c, prog):
+def recorded_exec(c, prog, commands, label):
     """--record, `catch exec`, stepi from the exec stop (the history's first
     point), on to after_exec() and back: memory there is the live stop's.
     btstub's calls injected at the exec event stop (the checkpoint's clone,
     the code cache's mmap) ran as read(): the kernel puts execve's result
     in rax after that stop. Without the checkpoint, memory at the first
     point was unknown ("Cannot access memory")."""
-    test, server = run_gdb_tcp("btstub", prog, [], EXEC_RECORD_COMMANDS, options=("--once", "--record"))
+    test, server = run_gdb_tcp("btstub", prog, [], commands, options=("--once", "--record"))
     ctx = test.transcript()
-    c.contains("--record: the exec stops at the catchpoint", test.of(1), "Catchpoint 1 (exec'd ", ctx)
-    c.contains("--record: reverse-continue reaches the exec, the history's start", test.of(6),
+    at = {cmd: i for i, cmd in reversed(list(enumerate(commands)))}  # each command's first index
+    label = "--record, " + label
+    c.contains("%s: the exec stops at the catchpoint" % label, test.of(1), "Catchpoint 1 (exec'd ", ctx)
+    c.contains("%s: reverse-continue reaches the exec, the history's start" % label, test.of(at["reverse-continue"]),
                "No more reverse-execution history.", ctx)
-    c.true("--record: memory at the exec point, live", test.of(2).startswith("0x"), ctx)
-    c.equal("--record: memory at the exec point in the past is the live stop's", test.of(2), test.of(7), ctx)
-    c.contains("--record: replay from the exec goes forward to the breakpoint", test.of(8),
+    c.true("%s: memory at the exec point, live" % label, test.of(2).startswith("0x"), ctx)
+    c.equal("%s: memory at the exec point in the past is the live stop's" % label, test.of(2),
+            test.of(at["reverse-continue"] + 1), ctx)
+    c.contains("%s: replay from the exec goes forward to the breakpoint" % label, test.of(len(commands) - 1),
                "Breakpoint 2, after_exec (n=2)", ctx)
 
 
