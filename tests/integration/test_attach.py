@@ -24,6 +24,7 @@ import tempfile
 import time
 
 from harness import (Server, kill_session, marker_line, pid_alive, program, run_gdb, run_test, tracer_of, wait_until)
+from translate_compare import read_maps
 
 
 def attach_session(kind, pid, commands, program_path, options=("--once", "--attach")):
@@ -103,19 +104,12 @@ def run_attach_checks(kind, c, prog, spin, marker):
                (ticks_at_break, m.group(1)))
 
 
-def mappings(pid):
-    """The program's mappings: (range, permissions, path)."""
-    with open("/proc/%d/maps" % pid) as f:
-        return {(fields[0], fields[1], fields[5] if len(fields) > 5 else "")
-                for fields in (line.split(None, 5) for line in f)}
-
-
 def recorded_attach(c, prog, spin):
     """Attached with --record, the translating tracer maps its code cache
     and a log into the program; a detach takes them out again (they were
     left there, and piled up with each new attach)."""
     pid = spin.pid
-    before = mappings(pid)
+    before = set(read_maps(pid))
     result, server = attach_session(
         "btstub", pid, ["break tick", "continue", "reverse-stepi", "monitor record status", "stepi", "detach"],
         prog, options=("--once", "--attach", "--record"))
@@ -124,7 +118,7 @@ def recorded_attach(c, prog, spin):
                "branches logged by translated code", ctx)
     c.lines("--record attach: detach", result.of(5), ["[Inferior 1 (process %d) detached]" % pid], ctx)
     c.true("--record attach: program alive after detach", pid_alive(pid) and spin.poll() is None)
-    added = sorted(mappings(pid) - before)
+    added = sorted(set(read_maps(pid)) - before)
     c.true("--record attach: detach leaves none of btstub's mappings in the program", not added,
            "mappings added: %r\n%s" % (added, ctx))
 
