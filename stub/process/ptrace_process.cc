@@ -718,6 +718,7 @@ Expected<void> PtraceProcess::detach() {
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
   // Threads must be stopped both to write memory via ptrace and to detach.
   std::vector<pid_t> tids = threads();
+  std::vector<pid_t> held;
   for (pid_t tid : tids) {
     auto found = threads_.find(tid);
     if (found == threads_.end()) continue;
@@ -725,7 +726,21 @@ Expected<void> PtraceProcess::detach() {
     // once detached: run it into that SIGSTOP first.
     bool owed = found->second.sigstop_expected;
     if (owed && !found->second.running) found->second.running = do_ptrace(PTRACE_CONT, tid, 0, nullptr).ok();
-    if (found->second.running) stop_running_thread(tid, !owed);
+    if (!found->second.running) continue;
+    stop_running_thread(tid, !owed);
+    if (auto stopped = threads_.find(tid); stopped != threads_.end()) {
+      stopped->second.running = false;  // in its SIGSTOP's stop, which that SIGSTOP was
+      stopped->second.sigstop_expected = false;
+      held.push_back(tid);
+    }
+  }
+  // A thread stopped here may stand in the translating tracer's code cache
+  // (the client went while the program ran): the hook moves it out, as at
+  // an all-stop's hold, before the cache is taken out of the program.
+  if (hook_ != nullptr) {
+    for (pid_t tid : held) {
+      if (threads_.count(tid) != 0 && hook_->traces(tid)) hook_->on_held(*this, tid);
+    }
   }
   unmap_tracer_memory();
   for (const auto& [addr, original] : breakpoints_) (void)raw_write(addr, {original});

@@ -1,9 +1,10 @@
 // TranslatingTracer: a thread in the code cache that stops because another
 // thread did (all-stop's SIGSTOP, a non-stop vCont;t, or an exit of its own
-// absorbed while every thread is being stopped). The client is about to
-// see it, so it is moved out of the cache first, as a stop of its own
-// would be, but it goes no further: it stays stopped outside, lent, its
-// log drained, and the next resume puts it back.
+// absorbed while every thread is being stopped), or because btstub lets
+// the program go while it runs (detach). The client is about to see it,
+// or the cache is about to go, so it is moved out of the cache first, as a
+// stop of its own would be, but it goes no further: it stays stopped
+// outside, lent, its log drained, and the next resume puts it back.
 #include <csignal>
 #include <cstdio>
 
@@ -31,15 +32,14 @@ void TranslatingTracer::bring_out(TracedThreadControl& control, pid_t tid, Threa
     }
     const uint64_t pc = regs->get_u64(Amd64Reg::rip);
     Slots slots;
-    if (steps > 0) {
-      // A step ran an exit's int3 (never the stop itself: the trap of an
-      // int3 comes before any SIGSTOP, to on_stop): the branch is taken.
-      const TranslationCache::Trap trap = cache_.trap_at(pc);
-      if (trap.translation != nullptr) {
-        const auto taken = take_exit(control, th, tid, trap, *regs);
-        (void)step_out(control, th, tid, taken ? taken->target : trap.translation->original_pc(pc - 1));
-        return;
-      }
+    // Just past an exit's int3: the branch is taken. A step of ours ran
+    // it, or a detach stood the thread still and swallowed the int3's trap
+    // that came before its SIGSTOP (PtraceProcess::stop_running_thread);
+    // elsewhere that trap goes to on_stop first, which leaves the exit.
+    if (const TranslationCache::Trap trap = cache_.trap_at(pc); trap.translation != nullptr) {
+      const auto taken = take_exit(control, th, tid, trap, *regs);
+      (void)step_out(control, th, tid, taken ? taken->target : trap.translation->original_pc(pc - 1));
+      return;
     }
     const decoder::Translation* t = cache_.holding(pc);
     if (t == nullptr) {

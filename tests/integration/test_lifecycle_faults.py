@@ -5,7 +5,9 @@ The client disconnects while the program runs, while it is stopped at a
 breakpoint and in the middle of a packet (a launched program left stopped is
 kept for the next client, as by gdbserver; one left running is killed and
 reaped; an attached one is detached with no int3 left in its code and no
-tracer; the server serves the next client, also in --multi); the program is
+tracer, also one recorded (`--attach --record`) whose thread stands in the
+translating tracer's code cache: it runs on to its normal end; the server
+serves the next client, also in --multi); the program is
 SIGKILLed from outside while it runs and while it is stopped, plain and
 while traced (`--record`, `record btrace`), and it execs or exits while
 traced: gdb prints what it prints with gdbserver ("Program terminated with
@@ -272,6 +274,41 @@ def check_disconnect_attached(kind, c, how):
         victim.wait()
 
 
+def check_disconnect_attached_recorded(c):
+    """--attach --record, the client gone while the program runs: its thread
+    stands in the translating tracer's code cache (busy_loop makes no system
+    call in its loop). btstub must move it out before it detaches and takes
+    the cache away: the program runs on and ends as it would (it died of a
+    SIGSEGV in the unmapped cache right after the detach)."""
+    import subprocess
+    label = "client gone while running (attached, --record)"
+    victim = subprocess.Popen([program("busy_loop"), "4"], stdout=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    try:
+        time.sleep(0.2)
+        with Server("btstub", ["%d" % victim.pid], options=("--attach", "--record")) as server:
+            client = RspClient.connect(server.port)
+            client.handshake()
+            resume(client)
+            time.sleep(1.0)
+            client.close()
+            c.true("%s: program no longer traced" % label,
+                   wait_until(lambda: tracer_of(victim.pid) == 0, 10),
+                   "tracer %s\n%s" % (tracer_of(victim.pid), server.stderr))
+            try:
+                out, _ = victim.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                out = None
+            c.equal("%s: the program ends normally" % label, 0, victim.returncode, server.stderr)
+            c.matches("%s: the program prints its count" % label, out or "", r"^done \d+$")
+            c.true("%s: server exits after its attached program" % label,
+                   server.wait_exit(10) is not None, server.stderr)
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+        victim.wait()
+
+
 def check_disconnect_multi(kind, c):
     prog = program("spin")
     label = "--multi, client gone while running"
@@ -310,6 +347,8 @@ def main(args, c):
     for how in ("while running", "while stopped", "mid-packet"):
         check_disconnect_launched(kind, c, how)
         check_disconnect_attached(kind, c, how)
+    if kind == "btstub":
+        check_disconnect_attached_recorded(c)
     check_disconnect_multi(kind, c)
     check_sigkills(kind, c)
     check_exec_and_exit_traced(kind, c)
