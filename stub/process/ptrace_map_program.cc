@@ -196,7 +196,7 @@ Expected<uint64_t> PtraceProcess::allocate_memory(pid_t tid, uint64_t size, int 
   auto mapped = inject_syscall(tid, SYS_mmap, {0, size, static_cast<uint64_t>(prot), MAP_PRIVATE | MAP_ANONYMOUS,
                                                ~uint64_t{0}, 0});
   if (!mapped) return mapped.error();
-  for (int signal : mapped->signals_met) requeue_signal(tid, signal);
+  give_back_signals_met(tid, mapped->signals_met);
   if (mapped->result < 0) {
     return make_error(ErrorCode::InvalidArgument, "The program's mmap of " + hex(size) + " bytes failed (errno " +
                                                       std::to_string(-mapped->result) + ")");
@@ -208,7 +208,7 @@ Expected<void> PtraceProcess::free_memory(pid_t tid, uint64_t addr, uint64_t siz
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
   auto unmapped = inject_syscall(tid, SYS_munmap, {addr, size});
   if (!unmapped) return unmapped.error();
-  for (int signal : unmapped->signals_met) requeue_signal(tid, signal);
+  give_back_signals_met(tid, unmapped->signals_met);
   if (unmapped->result < 0) {
     return make_error(ErrorCode::InvalidArgument, "The program's munmap at " + hex(addr) + " failed (errno " +
                                                       std::to_string(-unmapped->result) + ")");
