@@ -237,14 +237,18 @@ StackState ReplayCursor::start_state(uint64_t seq) {
     from = cache_.instruction_at(branch.from);
   }
   if (!from) return {};
-  Instruction insn;
-  insn.address = from->address;
-  insn.size = from->size;
-  insn.kind = from->kind;
-  insn.target = from->target;
-  insn.stack = from->stack;
   const StackSnapshot snap = trace_.stack_at(seq - 1);
-  return after_branch(insn, branch.to, StackState{snap.rsp, snap.rbp});
+  return state_after_branch(*from, branch.to, StackState{snap.rsp, snap.rbp});
+}
+
+StackState ReplayCursor::state_after_branch(const ReplayInstruction& from, uint64_t to, const StackState& before) {
+  Instruction insn;
+  insn.address = from.address;
+  insn.size = from.size;
+  insn.kind = from.kind;
+  insn.target = from.target;
+  insn.stack = from.stack;
+  return after_branch(insn, to, before);
 }
 
 StackState ReplayCursor::end_state(uint64_t seq) const {
@@ -257,18 +261,26 @@ StackState ReplayCursor::end_state(uint64_t seq) const {
 // Forward from the block's start and backward from its end snapshot; each
 // register is taken from whichever pass knows it.
 std::vector<StackState> ReplayCursor::block_states(uint64_t seq, const DecodedBlock& block) {
+  std::vector<StackState> forward, out;
+  states_between(block, start_state(seq), end_state(seq), forward, out);
+  return out;
+}
+
+void ReplayCursor::states_between(const DecodedBlock& block, const StackState& start, const StackState& end,
+                                  std::vector<StackState>& forward, std::vector<StackState>& out) {
   const std::size_t n = block.instructions.size();
-  std::vector<StackState> forward(n), out(n);
-  forward[0] = start_state(seq);
+  forward.resize(n);
+  out.resize(n);
+  if (n == 0) return;
+  forward[0] = start;
   for (std::size_t i = 1; i < n; ++i) {
     forward[i] = decoder::step_forward(block.instructions[i - 1].stack, forward[i - 1]);
   }
-  StackState backward = end_state(seq);
+  StackState backward = end;
   for (std::size_t i = n; i-- > 0;) {
     if (i + 1 < n) backward = decoder::step_backward(block.instructions[i].stack, backward);
     out[i] = merge(backward, forward[i]);
   }
-  return out;
 }
 
 StackState ReplayCursor::stack() { return block_states(seq_, *cur_)[index_]; }

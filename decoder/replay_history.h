@@ -129,7 +129,13 @@ class ReplayCursor {
   ReplayStop stop_at_block(uint64_t seq, bool forward);  // an interrupted continue: at block seq's first instruction
   StackState start_state(uint64_t seq);
   StackState end_state(uint64_t seq) const;
+  // The state right after the branch `from` to `to` ran, from the one before it.
+  static StackState state_after_branch(const ReplayInstruction& from, uint64_t to, const StackState& before);
   std::vector<StackState> block_states(uint64_t seq, const DecodedBlock& block);
+  // block_states from the states at the block's two ends, into `out`
+  // (summary() keeps its vectors from block to block).
+  static void states_between(const DecodedBlock& block, const StackState& start, const StackState& end,
+                             std::vector<StackState>& forward, std::vector<StackState>& out);
 
   // An instruction-by-instruction walk from the cursor towards the start of
   // history, for memory(); index is the instruction the walk stands on.
@@ -148,6 +154,7 @@ class ReplayCursor {
   // still open and where every rsp is known, ending as walking them would.
   void pass_runs(BackwardWalk& walk, uint64_t addr, const std::vector<bool>& decided, uint64_t& stale_below);
   const RunSummary& summary(uint64_t run);
+  std::vector<StackState> summary_forward_, summary_states_;  // summary()'s, kept for their room
   // Steps the walk to the previous instruction; false at the start of
   // history (or a gap, after which history starts).
   bool walk_back(BackwardWalk& walk);

@@ -50,20 +50,37 @@ ReplayCursor::BackwardWalk ReplayCursor::walk_from_here() {
   return BackwardWalk{seq_, cur_, block_states(seq_, *cur_), index_};
 }
 
+// Block by block as block_states would go, but each branch and snapshot
+// read once: block k's end (its branch and the stack snapshot before it)
+// is block k+1's start. Every stop of a program with several threads sums
+// up the runs it recorded since the last (sum_up_runs), so this is most of
+// what recording costs there.
 const RunSummary& ReplayCursor::summary(uint64_t run) {
   if (const RunSummary* known = summaries_->find(run)) return *known;
   RunSummary s;
   s.passable = true;
   const uint64_t n = summaries_->blocks_per_run();
+  const bool stacks = trace_.has_stacks();
+  // Block k's start address, and the state before its first instruction.
+  uint64_t begin = run * n == first_seq_ ? trace_.oldest_begin() : trace_.at(run * n - 1).to;
+  StackState start = start_state(run * n);
   for (uint64_t k = run * n; k < (run + 1) * n && s.passable; ++k) {
-    const DecodedBlock& block = decoded(k);
+    // A whole run ends before the live end: every block of it ends at a
+    // recorded branch.
+    const Branch branch = trace_.at(k);
+    const DecodedBlock& block = cache_.get(Block{begin, branch.from});
     if (!block.complete || block.instructions.empty()) {
       s.passable = false;
       break;
     }
-    const std::vector<StackState> states = block_states(k, block);
+    StackState end;
+    if (stacks) {
+      const StackSnapshot snap = trace_.stack_at(k);
+      end = StackState{snap.rsp, snap.rbp};
+    }
+    states_between(block, start, end, summary_forward_, summary_states_);
     for (std::size_t i = 0; i < block.instructions.size(); ++i) {
-      const StackState& before = states[i];
+      const StackState& before = summary_states_[i];
       if (!before.rsp) {
         s.passable = false;
         break;
@@ -76,6 +93,10 @@ const RunSummary& ReplayCursor::summary(uint64_t run) {
         s.unseen_rsp_max = std::max(s.unseen_rsp_max, *before.rsp);
       }
     }
+    // Block k+1 starts where this one's branch went, in the state after it
+    // (start_state(k + 1) without reading them again).
+    begin = branch.to;
+    start = stacks ? state_after_branch(block.instructions.back(), branch.to, end) : StackState{};
   }
   return summaries_->put(run, s);
 }
