@@ -4,8 +4,12 @@
 #include <sys/syscall.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <filesystem>
 #include <iterator>
 #include <map>
+#include <string>
+#include <system_error>
 
 #include "stub/process/proc_maps.h"
 #include "stub/process/ptrace_internal.h"
@@ -96,6 +100,35 @@ Expected<void> privatize_shared_mappings(pid_t program, pid_t copy, const std::v
   return {};
 }
 
+// The copy's file descriptors are the program's (a fork's table): files,
+// pipes, sockets and locks the program closes would stay open in every
+// checkpoint for as long as it lives, and other processes would see that
+// (a pipe's reader never gets its end of file, a flock stays held, a port
+// cannot be bound again). A copy never makes a system call of the
+// program's (each is a barrier no re-run crosses), so it needs none: all
+// are closed, before the program runs on. Without close_range (before
+// Linux 5.9) one by one, as /proc lists them.
+Expected<void> close_program_files(pid_t copy) {
+  auto all = inject_syscall(copy, SYS_close_range, {0, ~0u, 0});
+  if (!all) return all.error();
+  if (!all->signals_met.empty()) return make_error(ErrorCode::Internal, "Cannot close the files of the copy of the program");
+  if (all->result == 0) return {};
+  if (all->result != -ENOSYS) {
+    return make_error(ErrorCode::Internal, "Cannot close the files of the copy of the program (errno " +
+                                               std::to_string(-all->result) + ")");
+  }
+  std::error_code error;
+  std::vector<uint64_t> fds;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/" + std::to_string(copy) + "/fd", error)) {
+    fds.push_back(std::stoull(entry.path().filename().string()));
+  }
+  if (error) return make_error(ErrorCode::Internal, "Cannot list the files of the copy of the program");
+  for (uint64_t fd : fds) {
+    if (auto r = copy_syscall(copy, SYS_close, {fd}, "close a file", 0); !r) return r;
+  }
+  return {};
+}
+
 bool in_shared_mapping(const std::vector<MemoryMapping>& maps, uint64_t addr) {
   return std::any_of(maps.begin(), maps.end(),
                      [&](const MemoryMapping& m) { return m.shared && addr >= m.begin && addr < m.end; });
@@ -166,6 +199,7 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
   // should never meet one.
   copy->owe_tsc_fault();
   if (auto r = privatize_shared_mappings(pid_, copy->pid(), maps); !r) return r.error();
+  if (auto r = close_program_files(copy->pid()); !r) return r.error();
   // The copy runs without us watching its int3s: it gets the program's
   // bytes, when first used (most checkpoints never are).
   copy->owe_bytes(inserted_int3s());
