@@ -132,6 +132,20 @@ std::optional<std::vector<MemoryMapping>> read_shared_maps(pid_t pid) {
   return shared;
 }
 
+std::optional<bool> page_holds_file_bytes(pid_t pid, uint64_t addr) {
+  constexpr uint64_t kPresent = uint64_t{1} << 63;
+  constexpr uint64_t kSwapped = uint64_t{1} << 62;
+  constexpr uint64_t kFilePage = uint64_t{1} << 61;  // or shared anonymous memory
+  const int fd = ::open(("/proc/" + std::to_string(pid) + "/pagemap").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  uint64_t entry = 0;
+  const ssize_t got = ::pread(fd, &entry, sizeof entry, static_cast<off_t>((addr / 4096) * sizeof entry));
+  ::close(fd);
+  if (got != static_cast<ssize_t>(sizeof entry)) return std::nullopt;
+  if ((entry & kSwapped) != 0) return false;
+  return (entry & kPresent) == 0 || (entry & kFilePage) != 0;
+}
+
 std::vector<MemoryMapping> read_maps(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
   std::stringstream text;

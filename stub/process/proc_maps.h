@@ -40,5 +40,11 @@ std::vector<MemoryMapping> read_maps(pid_t pid);
 std::optional<std::vector<MemoryMapping>> read_shared_maps(pid_t pid);
 // The PROCMAP_QUERY half of it; nullopt when the kernel does not answer.
 std::optional<std::vector<MemoryMapping>> query_shared_maps(pid_t pid);
+// Whether the page of `pid` holding `addr` still holds its mapping's file
+// bytes (/proc/PID/pagemap: not yet faulted in, or a page of the file's
+// cache) rather than a private copy (written, by the program or a ptrace
+// poke, perhaps before an mprotect made it read-only; or swapped out,
+// which only private copies are). nullopt when pagemap cannot be read.
+std::optional<bool> page_holds_file_bytes(pid_t pid, uint64_t addr);
 
 }  // namespace stub::process

@@ -26,12 +26,31 @@ std::string hex(uint64_t value) {
 
 }  // namespace
 
+namespace {
+
+// Code, or a file's bytes: anonymous data ([vvar], the heap, a page the
+// program mprotected) may have changed before it became read-only.
+bool may_be_constant(const MemoryMapping& m) {
+  return m.executable || (m.inode != 0 && !m.name.empty() && m.name.front() != '[');
+}
+
+std::optional<std::pair<uint64_t, uint64_t>> range_holding(const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                                                           uint64_t addr) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), std::pair{addr, ~uint64_t{0}});
+  if (it == ranges.begin()) return std::nullopt;
+  --it;
+  if (addr >= it->first && addr < it->second) return *it;
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::vector<std::pair<uint64_t, uint64_t>> read_only_ranges(const std::vector<MemoryMapping>& maps) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
   for (const MemoryMapping& m : maps) {
     // A shared mapping the program cannot write may still change: another
     // process, or the program through another mapping, writes it.
-    if (m.readable && !m.writable && !m.shared) out.emplace_back(m.begin, m.end);
+    if (m.readable && !m.writable && !m.shared && may_be_constant(m)) out.emplace_back(m.begin, m.end);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -41,14 +60,26 @@ std::vector<std::pair<uint64_t, uint64_t>> parse_read_only_maps(const std::strin
   return read_only_ranges(parse_maps(text));
 }
 
-void ProcMaps::refresh() { ranges_ = read_only_ranges(read_maps(pid_)); }
+void ProcMaps::refresh() {
+  const std::vector<MemoryMapping> maps = read_maps(pid_);
+  ranges_ = read_only_ranges(maps);
+  code_.clear();
+  for (const MemoryMapping& m : maps) {
+    if (m.executable) code_.emplace_back(m.begin, m.end);
+  }
+  file_pages_.clear();
+}
 
 std::optional<std::pair<uint64_t, uint64_t>> ProcMaps::read_only_range(uint64_t addr) {
-  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), std::pair{addr, ~uint64_t{0}});
-  if (it == ranges_.begin()) return std::nullopt;
-  --it;
-  if (addr >= it->first && addr < it->second) return *it;
-  return std::nullopt;
+  auto range = range_holding(ranges_, addr);
+  if (!range || range_holding(code_, addr)) return range;
+  // A file's data: only the pages that still hold its bytes, each asked once
+  // a replay (the program does not run meanwhile).
+  const uint64_t page = addr & ~uint64_t{4095};
+  auto [known, fresh] = file_pages_.try_emplace(page, false);
+  if (fresh) known->second = process::page_holds_file_bytes(pid_, page).value_or(false);
+  if (!known->second) return std::nullopt;
+  return std::pair{std::max(range->first, page), std::min(range->second, page + 4096)};
 }
 
 ReplayEngine::ReplayEngine(Process& process, const TraceBackend& backend, std::unique_ptr<MappingInfo> maps)

@@ -27,6 +27,8 @@
 #include "decoder/instruction_decoder.h"
 #include "decoder/replay_history.h"
 #include "protocol/expected.h"
+#include <unordered_map>
+
 #include "protocol/register_file.h"
 #include "stub/process/process.h"
 #include "stub/process/process_code.h"
@@ -40,8 +42,8 @@ using btstub::Expected;
 using process::Process;
 using tracing::TraceBackend;
 
-// Which addresses lie in read-only mappings (whose bytes cannot have changed
-// since the past); injected so tests can fake /proc/PID/maps.
+// Which addresses lie in read-only memory whose bytes cannot have changed
+// since the past; injected so tests can fake /proc/PID/maps.
 class MappingInfo {
  public:
   virtual ~MappingInfo() = default;
@@ -51,7 +53,12 @@ class MappingInfo {
   virtual void refresh() {}
 };
 
-// MappingInfo from /proc/PID/maps: readable, not writable mappings.
+// MappingInfo from /proc/PID/maps: readable, not writable, private
+// mappings of code, and of files where the page still holds the file's
+// bytes. Read-only now is not read-only in the past: anonymous memory
+// (and a file page the program wrote, as ld.so does its RELRO) may have
+// been written before an mprotect took the write away, or mapped only
+// since; a file page never written holds what it held since it was mapped.
 class ProcMaps final : public MappingInfo {
  public:
   explicit ProcMaps(pid_t pid) : pid_(pid) {}
@@ -61,6 +68,8 @@ class ProcMaps final : public MappingInfo {
  private:
   pid_t pid_;
   std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // sorted
+  std::vector<std::pair<uint64_t, uint64_t>> code_;     // sorted: executable ones
+  std::unordered_map<uint64_t, bool> file_pages_;       // page -> holds the file's bytes (until refresh)
 };
 
 // Parses maps text into sorted read-only ranges (exposed for tests).

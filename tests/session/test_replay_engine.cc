@@ -159,18 +159,24 @@ TEST_CASE("replay engine: go_live drops every position") {
 }
 
 // A shared mapping the program cannot write is not read-only in time:
-// another process or another mapping of the file changes it.
-TEST_CASE("read-only ranges come from /proc/PID/maps text, shared mappings left out") {
+// another process or another mapping of the file changes it. Nor is
+// anonymous data: the program may have written it before an mprotect, or
+// mapped it only since ([vvar] changes by itself).
+TEST_CASE("read-only ranges come from /proc/PID/maps text, shared mappings and anonymous data left out") {
   const std::string maps =
       "00400000-00401000 r--p 00000000 08:01 1 /bin/prog\n"
       "00401000-00402000 r-xp 00001000 08:01 1 /bin/prog\n"
       "00403000-00404000 rw-p 00003000 08:01 1 /bin/prog\n"
+      "200000000-200001000 r--p 00000000 00:00 0 \n"
       "7ffe0000-7fff0000 rw-p 00000000 00:00 0 [stack]\n"
+      "7ffff7fc4000-7ffff7fc8000 r--p 00000000 00:00 0 [vvar]\n"
+      "7ffff7fc8000-7ffff7fca000 r-xp 00000000 00:00 0 [vdso]\n"
       "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n"
       "7f0000000000-7f0000001000 r--s 00000000 08:01 2 /tmp/db-shm\n"
       "garbage line\n";
   auto ranges = stub::replay::parse_read_only_maps(maps);
-  REQUIRE(ranges.size() == 2);
+  REQUIRE(ranges.size() == 3);
   CHECK(ranges[0] == std::pair<uint64_t, uint64_t>{0x400000, 0x401000});
   CHECK(ranges[1] == std::pair<uint64_t, uint64_t>{0x401000, 0x402000});
+  CHECK(ranges[2] == std::pair<uint64_t, uint64_t>{0x7ffff7fc8000, 0x7ffff7fca000});
 }
