@@ -214,7 +214,19 @@ HIT = re.compile(r"hit Breakpoint \d+\.\d+, (child_work|parent_work) \(x=(\d)\)"
 INFERIOR_PID = re.compile(r"^\*? +\d+ +process (\d+) ", re.M)
 
 
+# gdbserver 13.1 sometimes answers a register read of the parent with
+# "unavailable" right after the other inferior's exit under schedule-multiple
+# (seen once on a loaded 2-core VM: "#0  <unavailable> in ?? ()", then "PC
+# register is not available" at every command): its transcript is then no
+# oracle for that run.
+GDBSERVER_LOST_REGISTERS = ("PC register is not available", "<unavailable> in ?? ()")
+
+
 def compare(c, label, ref, test, server_kind):
+    lost = [s for s in GDBSERVER_LOST_REGISTERS if s in ref.output and s not in test.output]
+    if lost:
+        c.skip(label, "the reference broke: gdbserver lost the registers (%r)" % lost[0])
+        return
     ref_lines = [PID_ARG.sub("pid=PID", PORT.sub("remote PORT", line))
                  for line in normalise(ref.transcript().split("\n", 1)[1])]
     test_lines = [PID_ARG.sub("pid=PID", PORT.sub("remote PORT", line))
