@@ -13,13 +13,17 @@
 // could let the thread run or leave.
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <elf.h>
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -144,6 +148,53 @@ pid_t wait_retry(pid_t pid, int* status, int flags) {
     if (r > 0) cache().erase(r);  // it ran, or is gone
     if (r >= 0 || errno != EINTR) return r;
   }
+}
+
+namespace {
+
+volatile sig_atomic_t wait_overdue = 0;
+void on_wait_overdue(int) { wait_overdue = 1; }
+
+}  // namespace
+
+pid_t wait_with_limit(pid_t pid, int* status, int flags, std::chrono::milliseconds limit, bool* overdue) {
+  // Without SA_RESTART, so that the wait returns EINTR; the timer signals
+  // this thread only (a process-wide SIGALRM could go to another thread).
+  static const bool handled = [] {
+    struct sigaction action {};
+    action.sa_handler = on_wait_overdue;
+    sigemptyset(&action.sa_mask);
+    return ::sigaction(SIGALRM, &action, nullptr) == 0;
+  }();
+  thread_local const std::optional<timer_t> timer = []() -> std::optional<timer_t> {
+    sigevent event{};
+    event.sigev_notify = SIGEV_THREAD_ID;
+    event.sigev_signo = SIGALRM;
+    event._sigev_un._tid = static_cast<pid_t>(::syscall(SYS_gettid));
+    timer_t made{};
+    if (::timer_create(CLOCK_MONOTONIC, &event, &made) != 0) return std::nullopt;
+    return made;
+  }();
+  if (!handled || !timer) return wait_retry(pid, status, flags);
+  wait_overdue = 0;
+  itimerspec arm{};
+  arm.it_value.tv_sec = static_cast<time_t>(limit.count() / 1000);
+  arm.it_value.tv_nsec = static_cast<long>((limit.count() % 1000) * 1000000);
+  (void)::timer_settime(*timer, 0, &arm, nullptr);
+  pid_t r = 0;
+  for (;;) {
+    r = ::waitpid(pid, status, flags);
+    if (r >= 0 || errno != EINTR) break;
+    if (wait_overdue) {
+      wait_overdue = 0;
+      *overdue = true;
+      (void)::kill(pid, SIGKILL);
+    }
+  }
+  const itimerspec off{};
+  (void)::timer_settime(*timer, 0, &off, nullptr);
+  if (r > 0) cache().erase(r);
+  return r;
 }
 
 int first_status_of_new_tracee(pid_t tid) {

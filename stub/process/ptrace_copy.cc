@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <unordered_map>
 #include <cstdlib>
@@ -36,6 +37,14 @@ using btstub::make_error;
 
 constexpr int kSyscallStop = SIGTRAP | 0x80;  // PTRACE_O_TRACESYSGOOD
 
+// The longest a copy may run between two of its stops. A copy re-run along
+// the recording stops within one checkpoint's stretch (100,000 branches
+// by default: a millisecond natively); one that runs another way (a loop
+// waiting for shared memory another process wrote after the checkpoint)
+// may never stop. It is killed then, and the re-run fails: the answer is
+// what the history determines, within gdb's default 2 s remote timeout.
+constexpr std::chrono::milliseconds kCopyRunLimit{1000};
+
 // Copies are our tracees beside the program's threads: a wait for any
 // tracee (waitpid(-1) in PtraceProcess) may reap one of their statuses, which
 // must then come to us, not be taken for a new thread of the program.
@@ -55,12 +64,14 @@ class CopyOwner final : public WaitOwner {
 };
 
 // The next wait status of copy `pid`, wherever it was reaped.
-int wait_copy(pid_t pid) {
+int wait_copy(pid_t pid, bool* overdue = nullptr) {
   auto& routes = WaitRoutes::instance();
   if (auto handed = routes.take_handed(&CopyOwner::instance(), pid)) return handed->second;
   if (auto early = routes.take_unclaimed(pid)) return *early;
   int status = 0;
-  if (wait_retry(pid, &status, __WALL) != pid) return 0;
+  const pid_t got = overdue ? wait_with_limit(pid, &status, __WALL, kCopyRunLimit, overdue)
+                            : wait_retry(pid, &status, __WALL);
+  if (got != pid) return 0;
   return status;
 }
 
@@ -458,10 +469,17 @@ Expected<ProcessCopy::Stop> ProcessCopy::resume_and_wait(bool single_step) {
     usable_ = false;
     return r.error();
   }
-  const int status = wait_copy(pid_);
+  bool overdue = false;
+  const int status = wait_copy(pid_, &overdue);
   ++stops_;
   if (!WIFSTOPPED(status)) {
     usable_ = false;
+    if (overdue) {
+      return make_error(ErrorCode::Internal, "The copy of the program ran more than " +
+                                                 std::to_string(kCopyRunLimit.count()) +
+                                                 " ms without reaching the point: it went another way than the "
+                                                 "recording (memory another process wrote?)");
+    }
     return make_error(ErrorCode::NoProcess, "The copy of the program ended");
   }
   if (stopped_by(status, kSyscallStop)) {
