@@ -2,12 +2,15 @@
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace stub::process {
@@ -130,6 +133,37 @@ std::optional<std::vector<MemoryMapping>> read_shared_maps(pid_t pid) {
     if (m.shared) shared.push_back(std::move(m));
   }
   return shared;
+}
+
+bool mapped_file_changed_after(const MemoryMapping& m, int64_t since_ns) {
+  constexpr int64_t kSlackNs = 20'000'000;
+  if (m.inode == 0 || m.name.empty() || m.name.front() != '/') return false;
+  struct stat st {};
+  if (::stat(m.name.c_str(), &st) != 0 || st.st_ino != m.inode) return false;
+  const int64_t changed_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+  return changed_ns > since_ns - kSlackNs;
+}
+
+std::optional<int64_t> process_start_realtime_ns(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(close + 1));
+  std::string field;
+  // Fields after the name start at the state (field 3); starttime is 22.
+  for (int i = 3; i <= 22; ++i) {
+    if (!(fields >> field)) return std::nullopt;
+  }
+  const long ticks_per_second = ::sysconf(_SC_CLK_TCK);
+  if (ticks_per_second <= 0) return std::nullopt;
+  timespec boot{}, real{};
+  ::clock_gettime(CLOCK_BOOTTIME, &boot);
+  ::clock_gettime(CLOCK_REALTIME, &real);
+  const int64_t started_after_boot_ns = static_cast<int64_t>(std::stoll(field)) * (1'000'000'000 / ticks_per_second);
+  const int64_t boot_ns = static_cast<int64_t>(boot.tv_sec) * 1'000'000'000 + boot.tv_nsec;
+  const int64_t real_ns = static_cast<int64_t>(real.tv_sec) * 1'000'000'000 + real.tv_nsec;
+  return real_ns - (boot_ns - started_after_boot_ns);
 }
 
 std::optional<bool> page_holds_file_bytes(pid_t pid, uint64_t addr) {

@@ -40,6 +40,15 @@ std::vector<MemoryMapping> read_maps(pid_t pid);
 std::optional<std::vector<MemoryMapping>> read_shared_maps(pid_t pid);
 // The PROCMAP_QUERY half of it; nullopt when the kernel does not answer.
 std::optional<std::vector<MemoryMapping>> query_shared_maps(pid_t pid);
+// Whether the file `m` maps (a private file mapping) changed after
+// `since_ns` (CLOCK_REALTIME nanoseconds): its ctime is not 20 ms older
+// (a coarse timestamp lags the real time by a tick). A file no longer
+// under its name (replaced: the path's inode is another; or deleted)
+// cannot be asked and counts as unchanged.
+bool mapped_file_changed_after(const MemoryMapping& m, int64_t since_ns);
+// When process `pid` started, in CLOCK_REALTIME nanoseconds (from its
+// /proc/PID/stat start time, in clock ticks); nullopt when unreadable.
+std::optional<int64_t> process_start_realtime_ns(pid_t pid);
 // Whether the page of `pid` holding `addr` still holds its mapping's file
 // bytes (/proc/PID/pagemap: not yet faulted in, or a page of the file's
 // cache) rather than a private copy (written, by the program or a ptrace

@@ -13,10 +13,12 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -57,6 +59,13 @@ class ProcessCopy {
   // Another copy of this one, standing at the same instruction; this one
   // stays where it was.
   Expected<std::unique_ptr<ProcessCopy>> fork();
+
+  // A file the copy maps privately that changed since its checkpoint was
+  // taken (copies forked from it count from that checkpoint;
+  // mapped_file_changed_after), or nullopt. The pages of such a mapping the
+  // program never wrote are the file's page cache: the copy would read,
+  // and a re-run compute from, what the file holds now.
+  std::optional<std::string> file_changed_since_taken() const;
 
   // Whether the stretch a run goes through may jump into [low, high)
   // (decoder::enters_inside); where the copy stands is its own to check.
@@ -166,6 +175,7 @@ class ProcessCopy {
 
   pid_t pid_ = 0;
   bool usable_ = true;
+  timespec taken_{};  // CLOCK_REALTIME when its checkpoint was taken
   DebugRegisterState armed_;  // the watches alone
   // The slot and DR7 of run_to's execute breakpoint while it runs.
   std::optional<int> breakpoint_slot_;

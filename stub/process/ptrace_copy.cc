@@ -384,6 +384,7 @@ std::unique_ptr<ProcessCopy> ProcessCopy::adopt(pid_t pid) {
 }
 
 ProcessCopy::ProcessCopy(pid_t pid) : pid_(pid) {
+  ::clock_gettime(CLOCK_REALTIME, &taken_);
   CopyOwner::instance().add(pid);
   std::string path = "/proc/" + std::to_string(pid) + "/mem";
   mem_fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -442,6 +443,7 @@ Expected<std::unique_ptr<ProcessCopy>> ProcessCopy::fork() {
     return make_error(ErrorCode::Internal, "A copy's clone failed (errno " + std::to_string(injected->failed) + ")");
   }
   auto copy = adopt(injected->child);
+  copy->taken_ = taken_;  // it holds what this one holds
   if (!injected->signals_met.empty()) {
     usable_ = false;
     return make_error(ErrorCode::Internal, "A signal reached a copy of the program");

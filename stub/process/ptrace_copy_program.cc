@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <system_error>
 
@@ -204,6 +205,16 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
   // bytes, when first used (most checkpoints never are).
   copy->owe_bytes(inserted_int3s());
   return copy;
+}
+
+std::optional<std::string> ProcessCopy::file_changed_since_taken() const {
+  const int64_t taken_ns = static_cast<int64_t>(taken_.tv_sec) * 1'000'000'000 + taken_.tv_nsec;
+  std::set<uint64_t> asked;
+  for (const MemoryMapping& m : read_maps(pid_)) {
+    if (m.shared || !asked.insert(m.inode).second) continue;
+    if (mapped_file_changed_after(m, taken_ns)) return m.name;
+  }
+  return std::nullopt;
 }
 
 }  // namespace stub::process

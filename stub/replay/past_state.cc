@@ -94,6 +94,11 @@ Expected<process::ProcessCopy*> PastState::at(pid_t tid, const decoder::BlockTra
   auto result = [&]() -> Expected<process::ProcessCopy*> {
     auto usable = checkpoints_.usable_for(tid, at);
     if (!usable) return usable.error();
+    if (auto changed = usable->copy->file_changed_since_taken()) {
+      return make_error(ErrorCode::NotSupported, "the file " + *changed +
+                                                     ", which the program maps, changed since the checkpoint: a copy "
+                                                     "would show it as it is now");
+    }
     // From the newest of: the checkpoint, a snapshot after it, and the
     // copy itself when it stands between them and the point.
     HistoryPoint from = usable->at;

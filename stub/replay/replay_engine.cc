@@ -61,7 +61,13 @@ std::vector<std::pair<uint64_t, uint64_t>> parse_read_only_maps(const std::strin
 }
 
 void ProcMaps::refresh() {
-  const std::vector<MemoryMapping> maps = read_maps(pid_);
+  std::vector<MemoryMapping> maps = read_maps(pid_);
+  // A file's data changed since the program started: its pages (the
+  // file's cache) show it as it is now, not as a past point saw it.
+  const std::optional<int64_t> started = process::process_start_realtime_ns(pid_);
+  std::erase_if(maps, [&](const MemoryMapping& m) {
+    return !m.executable && (!started || process::mapped_file_changed_after(m, *started));
+  });
   ranges_ = read_only_ranges(maps);
   code_.clear();
   for (const MemoryMapping& m : maps) {

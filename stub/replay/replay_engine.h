@@ -58,7 +58,8 @@ class MappingInfo {
 // bytes. Read-only now is not read-only in the past: anonymous memory
 // (and a file page the program wrote, as ld.so does its RELRO) may have
 // been written before an mprotect took the write away, or mapped only
-// since; a file page never written holds what it held since it was mapped.
+// since; a file page never written holds what it held since it was mapped,
+// unless the file changed since the program started.
 class ProcMaps final : public MappingInfo {
  public:
   explicit ProcMaps(pid_t pid) : pid_(pid) {}
