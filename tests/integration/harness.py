@@ -106,6 +106,29 @@ def program(name, opt="O0"):
     return path
 
 
+# gdb-side Python (for a probe script a test `source`s in gdb): the
+# checkpoint copies of the program gdb debugs, found in /proc as the
+# processes of the same executable whose parent is the program's (btstub).
+GDB_FIND_COPIES = r'''
+import os
+def checkpoint_copies():
+    pid = gdb.selected_inferior().pid
+    parent = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+    exe = os.readlink("/proc/%d/exe" % pid)
+    copies = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == pid:
+            continue
+        try:
+            stat = open("/proc/%s/stat" % name).read().rsplit(")", 1)[1].split()
+            if int(stat[1]) == parent and os.readlink("/proc/%s/exe" % name) == exe:
+                copies.append(int(name))
+        except OSError:
+            pass
+    return copies
+'''
+
+
 def marker_line(source, mark):
     """Line number of the unique `MARK: mark` comment in tests/programs/source."""
     path = os.path.join(PROGRAM_SOURCES, source)

@@ -25,10 +25,9 @@ import os
 import shlex
 import tempfile
 
-from harness import marker_line, program, run_gdb, run_test, server_path
+from harness import GDB_FIND_COPIES, marker_line, program, run_gdb, run_test, server_path
 
-PROBE = r'''
-import os
+PROBE = GDB_FIND_COPIES + r'''
 def maps(pid):
     out = []
     with open("/proc/%d/maps" % pid) as f:
@@ -38,18 +37,7 @@ def maps(pid):
             out.append((lo, hi, parts[1], parts[5] if len(parts) > 5 else ""))
     return out
 pid = gdb.selected_inferior().pid
-parent = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
-exe = os.readlink("/proc/%d/exe" % pid)
-copies = []
-for name in os.listdir("/proc"):
-    if not name.isdigit() or int(name) == pid:
-        continue
-    try:
-        stat = open("/proc/%s/stat" % name).read().rsplit(")", 1)[1].split()
-        if int(stat[1]) == parent and os.readlink("/proc/%s/exe" % name) == exe:
-            copies.append(int(name))
-    except OSError:
-        pass
+copies = checkpoint_copies()
 mine = maps(pid)
 ours = [(lo, hi) for lo, hi, perms, path in mine if path == "" and "x" in perms]
 logs = [(lo, hi) for lo, hi, perms, path in mine if path == "/memfd:" and "s" in perms]

@@ -26,25 +26,17 @@ import re
 import subprocess
 import tempfile
 
-from harness import program, run_gdb_tcp, run_test
+from harness import GDB_FIND_COPIES, program, run_gdb_tcp, run_test
 
-PROBE = r'''
-import os
-pid = gdb.selected_inferior().pid
-parent = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
-exe = os.readlink("/proc/%d/exe" % pid)
-copies = held = 0
-for name in os.listdir("/proc"):
-    if not name.isdigit() or int(name) == pid:
-        continue
+PROBE = GDB_FIND_COPIES + r'''
+copies = checkpoint_copies()
+held = 0
+for copy in copies:
     try:
-        stat = open("/proc/%s/stat" % name).read().rsplit(")", 1)[1].split()
-        if int(stat[1]) == parent and os.readlink("/proc/%s/exe" % name) == exe:
-            copies += 1
-            held += len(os.listdir("/proc/%s/fd" % name))
+        held += len(os.listdir("/proc/%d/fd" % copy))
     except OSError:
         pass
-print("PROBE copies %d, descriptors held by them %d" % (copies, held))
+print("PROBE copies %d, descriptors held by them %d" % (len(copies), held))
 '''
 
 
