@@ -135,13 +135,30 @@ std::optional<std::vector<MemoryMapping>> read_shared_maps(pid_t pid) {
   return shared;
 }
 
-bool mapped_file_changed_after(const MemoryMapping& m, int64_t since_ns) {
+bool mapped_file_changed_after(pid_t pid, const MemoryMapping& m, int64_t since_ns) {
   constexpr int64_t kSlackNs = 20'000'000;
-  if (m.inode == 0 || m.name.empty() || m.name.front() != '/') return false;
+  if (m.inode == 0) return false;
+  // The mapped file itself (also when deleted, or a memfd) where /proc lets
+  // us; else the file under its name, when that is still the mapped one.
+  char entry[96];
+  std::snprintf(entry, sizeof entry, "/proc/%d/map_files/%llx-%llx", static_cast<int>(pid),
+                static_cast<unsigned long long>(m.begin), static_cast<unsigned long long>(m.end));
   struct stat st {};
-  if (::stat(m.name.c_str(), &st) != 0 || st.st_ino != m.inode) return false;
+  if (::stat(entry, &st) != 0 || st.st_ino != m.inode) {
+    if (m.name.empty() || m.name.front() != '/' || ::stat(m.name.c_str(), &st) != 0 || st.st_ino != m.inode) {
+      return true;  // cannot be asked: it may have changed
+    }
+  }
   const int64_t changed_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
   return changed_ns > since_ns - kSlackNs;
+}
+
+std::set<uint64_t> shared_writable_files(const std::vector<MemoryMapping>& maps) {
+  std::set<uint64_t> out;
+  for (const MemoryMapping& m : maps) {
+    if (m.shared && m.writable && m.inode != 0) out.insert(m.inode);
+  }
+  return out;
 }
 
 std::optional<int64_t> process_start_realtime_ns(pid_t pid) {

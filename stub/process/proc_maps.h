@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,12 +41,17 @@ std::vector<MemoryMapping> read_maps(pid_t pid);
 std::optional<std::vector<MemoryMapping>> read_shared_maps(pid_t pid);
 // The PROCMAP_QUERY half of it; nullopt when the kernel does not answer.
 std::optional<std::vector<MemoryMapping>> query_shared_maps(pid_t pid);
-// Whether the file `m` maps (a private file mapping) changed after
-// `since_ns` (CLOCK_REALTIME nanoseconds): its ctime is not 20 ms older
-// (a coarse timestamp lags the real time by a tick). A file no longer
-// under its name (replaced: the path's inode is another; or deleted)
-// cannot be asked and counts as unchanged.
-bool mapped_file_changed_after(const MemoryMapping& m, int64_t since_ns);
+// Whether the file `m` maps (a private file mapping of `pid`) changed
+// after `since_ns` (CLOCK_REALTIME nanoseconds): its ctime is not 20 ms
+// older (a coarse timestamp lags the real time by a tick). Asked of the
+// mapped file itself (/proc/PID/map_files: also a deleted file or a
+// memfd), else of the file under its name when that is still the mapped
+// one; a file that cannot be asked counts as changed. Writes through a
+// shared mapping leave a tmpfs file's ctime alone: see shared_files.
+bool mapped_file_changed_after(pid_t pid, const MemoryMapping& m, int64_t since_ns);
+// The inodes of the files `maps` maps shared and writable: the program can
+// change them without a system call, and on tmpfs without a new ctime.
+std::set<uint64_t> shared_writable_files(const std::vector<MemoryMapping>& maps);
 // When process `pid` started, in CLOCK_REALTIME nanoseconds (from its
 // /proc/PID/stat start time, in clock ticks); nullopt when unreadable.
 std::optional<int64_t> process_start_realtime_ns(pid_t pid);

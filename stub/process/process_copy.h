@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +67,12 @@ class ProcessCopy {
   // program never wrote are the file's page cache: the copy would read,
   // and a re-run compute from, what the file holds now.
   std::optional<std::string> file_changed_since_taken() const;
+  // The files the program mapped shared and writable when the checkpoint
+  // was taken (shared_writable_files): it may have changed them since
+  // without a trace, so a private mapping of one counts as changed.
+  void note_shared_files(std::set<uint64_t> inodes) {
+    shared_files_ = std::make_shared<const std::set<uint64_t>>(std::move(inodes));
+  }
 
   // Whether the stretch a run goes through may jump into [low, high)
   // (decoder::enters_inside); where the copy stands is its own to check.
@@ -176,6 +183,7 @@ class ProcessCopy {
   pid_t pid_ = 0;
   bool usable_ = true;
   timespec taken_{};  // CLOCK_REALTIME when its checkpoint was taken
+  std::shared_ptr<const std::set<uint64_t>> shared_files_;  // note_shared_files
   DebugRegisterState armed_;  // the watches alone
   // The slot and DR7 of run_to's execute breakpoint while it runs.
   std::optional<int> breakpoint_slot_;

@@ -444,6 +444,7 @@ Expected<std::unique_ptr<ProcessCopy>> ProcessCopy::fork() {
   }
   auto copy = adopt(injected->child);
   copy->taken_ = taken_;  // it holds what this one holds
+  copy->shared_files_ = shared_files_;
   if (!injected->signals_met.empty()) {
     usable_ = false;
     return make_error(ErrorCode::Internal, "A signal reached a copy of the program");

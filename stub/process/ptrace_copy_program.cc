@@ -199,6 +199,7 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
   // tracer takes a checkpoint after each of the program's reads, so a copy
   // should never meet one.
   copy->owe_tsc_fault();
+  copy->note_shared_files(shared_writable_files(maps));
   if (auto r = privatize_shared_mappings(pid_, copy->pid(), maps); !r) return r.error();
   if (auto r = close_program_files(copy->pid()); !r) return r.error();
   // The copy runs without us watching its int3s: it gets the program's
@@ -211,8 +212,10 @@ std::optional<std::string> ProcessCopy::file_changed_since_taken() const {
   const int64_t taken_ns = static_cast<int64_t>(taken_.tv_sec) * 1'000'000'000 + taken_.tv_nsec;
   std::set<uint64_t> asked;
   for (const MemoryMapping& m : read_maps(pid_)) {
-    if (m.shared || !asked.insert(m.inode).second) continue;
-    if (mapped_file_changed_after(m, taken_ns)) return m.name;
+    if (m.shared || m.inode == 0 || !asked.insert(m.inode).second) continue;
+    if ((shared_files_ && shared_files_->count(m.inode) != 0) || mapped_file_changed_after(pid_, m, taken_ns)) {
+      return m.name;
+    }
   }
   return std::nullopt;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <unordered_map>
 
 #include "protocol/amd64_registers.h"
@@ -65,8 +66,10 @@ void ProcMaps::refresh() {
   // A file's data changed since the program started: its pages (the
   // file's cache) show it as it is now, not as a past point saw it.
   const std::optional<int64_t> started = process::process_start_realtime_ns(pid_);
+  const std::set<uint64_t> shared = process::shared_writable_files(maps);
   std::erase_if(maps, [&](const MemoryMapping& m) {
-    return !m.executable && (!started || process::mapped_file_changed_after(m, *started));
+    return !m.executable && (!started || shared.count(m.inode) != 0 ||
+                             process::mapped_file_changed_after(pid_, m, *started));
   });
   ranges_ = read_only_ranges(maps);
   code_.clear();
