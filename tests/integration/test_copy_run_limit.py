@@ -6,7 +6,8 @@ shared_wait.c (O0, O2) spins until a forked child writes 42 into shared
 memory, then calls arrived(). The checkpoint nearest before arrived() was
 taken inside the loop, before the child's write: its copy holds the page
 as it was then (a checkpoint makes shared memory private) and never leaves
-the loop. Under `btstub --record`: break on arrived() and on the final
+the loop (unless the child wrote while the program stood still for that
+checkpoint: then its snapshot holds 42 and the copy arrives). Under `btstub --record`: break on arrived() and on the final
 printf, run to the printf, reverse-continue to arrived(). Reading the
 argument there re-runs that copy: btstub kills it after a second without a
 stop and answers what the history determines (before, the read never
@@ -48,8 +49,17 @@ def main(args, c):
                re.search(r"^\$\d+ = 42$", result.of(5), re.M) is not None or
                "<unavailable>" in result.of(5) or "Cannot access memory" in result.of(5) or
                "not available" in result.of(5), ctx)
-        c.contains("%s: replay status says the copy went another way" % opt, result.of(6),
-                   "went another way than the recording", ctx)
+        # Whether the nearest checkpoint's copy holds the page before the
+        # child's write depends on timing: the child may write while the
+        # program stands still for that checkpoint (its snapshot then has
+        # 42, and the copy arrives). Either way is right; the limit itself
+        # is tested in tests/stub/test_wait_with_limit.cc.
+        gave_up = "went another way than the recording" in result.of(6)
+        arrived = "from a copy of the program" in result.of(6) and \
+            re.search(r"^\$\d+ = 42$", result.of(5), re.M) is not None
+        c.true("%s: replay status says the copy went another way, or it arrived with 42" % opt,
+               gave_up or arrived, ctx)
+        print("NOTE %s: the copy %s" % (opt, "was given up" if gave_up else "arrived"))
         c.contains("%s: the program ends as natively" % opt, server.stdout, "seen 42, after 84", ctx)
 
 
