@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -172,12 +173,14 @@ std::optional<int64_t> process_start_realtime_ns(pid_t pid) {
   for (int i = 3; i <= 22; ++i) {
     if (!(fields >> field)) return std::nullopt;
   }
+  long long ticks = 0;
+  if (std::from_chars(field.data(), field.data() + field.size(), ticks).ec != std::errc{}) return std::nullopt;
   const long ticks_per_second = ::sysconf(_SC_CLK_TCK);
   if (ticks_per_second <= 0) return std::nullopt;
   timespec boot{}, real{};
   ::clock_gettime(CLOCK_BOOTTIME, &boot);
   ::clock_gettime(CLOCK_REALTIME, &real);
-  const int64_t started_after_boot_ns = static_cast<int64_t>(std::stoll(field)) * (1'000'000'000 / ticks_per_second);
+  const int64_t started_after_boot_ns = static_cast<int64_t>(ticks) * (1'000'000'000 / ticks_per_second);
   const int64_t boot_ns = static_cast<int64_t>(boot.tv_sec) * 1'000'000'000 + boot.tv_nsec;
   const int64_t real_ns = static_cast<int64_t>(real.tv_sec) * 1'000'000'000 + real.tv_nsec;
   return real_ns - (boot_ns - started_after_boot_ns);

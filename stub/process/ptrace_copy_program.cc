@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <filesystem>
 #include <iterator>
 #include <map>
@@ -121,7 +122,9 @@ Expected<void> close_program_files(pid_t copy) {
   std::error_code error;
   std::vector<uint64_t> fds;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/" + std::to_string(copy) + "/fd", error)) {
-    fds.push_back(std::stoull(entry.path().filename().string()));
+    const std::string name = entry.path().filename().string();
+    uint64_t fd = 0;
+    if (std::from_chars(name.data(), name.data() + name.size(), fd).ec == std::errc{}) fds.push_back(fd);
   }
   if (error) return make_error(ErrorCode::Internal, "Cannot list the files of the copy of the program");
   for (uint64_t fd : fds) {

@@ -32,7 +32,7 @@ void defer_set_registers(pid_t tid, const user_regs_struct& regs);
 pid_t wait_retry(pid_t pid, int* status, int flags);
 // wait_retry for one child of btstub's (never reaped elsewhere meanwhile)
 // that may run without end: when it has not changed state within `limit`
-// (an interval timer's SIGALRM interrupts the wait), it is killed with
+// (a timer's SIGALRM to this thread interrupts the wait), it is killed with
 // SIGKILL (it is not reaped yet: the pid is still its own), *overdue is
 // set, and the wait goes on for that end.
 pid_t wait_with_limit(pid_t pid, int* status, int flags, std::chrono::milliseconds limit, bool* overdue);

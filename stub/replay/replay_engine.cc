@@ -25,10 +25,6 @@ std::string hex(uint64_t value) {
   return buffer;
 }
 
-}  // namespace
-
-namespace {
-
 // Code, or a file's bytes: anonymous data ([vvar], the heap, a page the
 // program mprotected) may have changed before it became read-only.
 bool may_be_constant(const MemoryMapping& m) {
