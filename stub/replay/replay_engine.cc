@@ -1,5 +1,6 @@
 #include "stub/replay/replay_engine.h"
 #include "stub/process/proc_maps.h"
+#include "stub/tracing/map_changes.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -292,6 +293,13 @@ Expected<std::vector<uint8_t>> ReplayEngine::read_memory(pid_t tid, uint64_t add
   if (it == cursors_.end()) return process_.read_memory(addr, len);
   if (process::ProcessCopy* copy = copy_at(tid, *it->second)) return copy->read_memory(addr, len);
   const auto known = it->second->memory(addr, len);
+  // Mapped or changed since this point: the present's bytes may not be its.
+  std::vector<std::pair<uint64_t, uint64_t>> changed;
+  if (const tracing::MapChanges* changes = backend_.map_changes()) {
+    const uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
+    changed = changes->changed_after(tid, it->second->position().sequence, addr, end);
+  }
+  auto next_changed = changed.begin();
   std::vector<uint8_t> out;
   out.reserve(len);
   std::optional<std::vector<uint8_t>> live;
@@ -300,6 +308,8 @@ Expected<std::vector<uint8_t>> ReplayEngine::read_memory(pid_t tid, uint64_t add
       out.push_back(*known[i]);
       continue;
     }
+    while (next_changed != changed.end() && next_changed->second <= addr + i) ++next_changed;
+    if (next_changed != changed.end() && next_changed->first <= addr + i) break;
     if (!maps_ || !maps_->read_only_range(addr + i)) break;
     if (!live) {
       auto bytes = process_.read_memory(addr, len);

@@ -126,4 +126,46 @@ bool changes_memory_map(const SystemCall& call) {
   }
 }
 
+std::vector<std::pair<uint64_t, uint64_t>> mapping_changes_of(const SystemCall& call, uint64_t result,
+                                                              const CodeWrite& write) {
+  constexpr uint64_t kPage = 4096;
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  const auto add = [&](uint64_t begin, uint64_t length) {
+    const uint64_t first = begin & ~(kPage - 1);
+    const uint64_t last = begin + length < begin ? UINT64_MAX : begin + length;
+    const uint64_t end = last > UINT64_MAX - (kPage - 1) ? UINT64_MAX : (last + kPage - 1) & ~(kPage - 1);
+    if (first < end) out.emplace_back(first, end);
+  };
+  // -4095..-1: the call failed (nothing mapped at the result).
+  const bool mapped = result < static_cast<uint64_t>(-4095);
+  const auto& a = call.args;
+  switch (call.number) {
+    case kMmap:
+      if ((a[3] & (kMapFixed | kMapFixedNoreplace)) != 0) {
+        add(a[0], a[1]);
+      } else if (mapped) {
+        add(result, a[1]);
+      }
+      break;
+    case kMprotect:
+    case kPkeyMprotect:
+    case kMunmap:
+    case kMadvise:
+    case kRemapFilePages:
+      add(a[0], a[1]);
+      break;
+    case kMremap:
+      add(a[0], a[1]);
+      if (mapped) add(result, a[2]);
+      break;
+    case kProcessVmWritev:
+      out.emplace_back(0, UINT64_MAX);
+      break;
+    default:
+      if (writes_process_memory(write)) out.emplace_back(0, UINT64_MAX);
+      break;
+  }
+  return out;
+}
+
 }  // namespace stub::tracing

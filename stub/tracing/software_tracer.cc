@@ -391,6 +391,7 @@ void SoftwareTracer::after_system_call(TracedThreadControl& control, pid_t tid) 
   if (!regs) return;
   const SystemCall call = system_call_of(*regs);
   const CodeWrite write = code_write_in(tid, call);
+  note_map_changes(tid, call, regs->get_u64(protocol::Amd64Reg::rax), write);
   if (system_call_observer_) system_call_observer_(call, write);
   uint64_t begin = 0;
   uint64_t end = UINT64_MAX;
@@ -409,6 +410,18 @@ void SoftwareTracer::after_system_call(TracedThreadControl& control, pid_t tid) 
   }
   control.code_changed(begin, end);
   if (blocks_.read_code_in(begin, end)) forget_code();
+}
+
+void SoftwareTracer::note_map_changes(pid_t tid, const SystemCall& call, uint64_t result, const CodeWrite& write) {
+  const ThreadState* t = state(tid);
+  const uint64_t sequence = t != nullptr && t->trace ? t->trace->end_sequence() : 0;
+  const auto ranges = mapping_changes_of(call, result, write);
+  if (ranges.empty()) return;
+  std::vector<pid_t> others;
+  for (const auto& [other, state] : threads_) {
+    if (other != tid && state.trace) others.push_back(other);
+  }
+  for (const auto& [begin, end] : ranges) map_changes_.note(begin, end, tid, sequence, others);
 }
 
 void SoftwareTracer::forget_code() {

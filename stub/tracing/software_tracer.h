@@ -38,6 +38,7 @@
 #include "stub/tracing/background_packer.h"
 #include "stub/tracing/checkpoints.h"
 #include "stub/tracing/code_writes.h"
+#include "stub/tracing/map_changes.h"
 #include "stub/tracing/software_tracer_blocks.h"
 #include "stub/tracing/trace_backend.h"
 #include "stub/process/trace_hook.h"
@@ -161,6 +162,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   bool stopped_full(pid_t tid) const override;
   Expected<void> set_bound(uint64_t buffer_bytes) override;
   Checkpoints* checkpoints() const override { return checkpoints_.get(); }
+  const MapChanges* map_changes() const override { return &map_changes_; }
   // Its Stats, for monitor record status.
   std::string activity() const override;
   void settle() override;
@@ -250,6 +252,8 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // cached blocks in code the call may have stored into
   // (stub/tracing/code_writes.h) are made right.
   void after_system_call(TracedThreadControl& control, pid_t tid);
+  // Notes what the call changed of the memory map (map_changes_).
+  void note_map_changes(pid_t tid, const SystemCall& call, uint64_t result, const CodeWrite& write);
   // software_tracer_checkpoints.cc.
   void note_unrepeatable(ThreadState& t, pid_t tid, uint64_t pc);
   void checkpoint_if_due(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
@@ -288,6 +292,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   std::unordered_set<uint64_t> must_stop_;
   Stats stats_;
   std::unique_ptr<Checkpoints> checkpoints_;
+  MapChanges map_changes_;  // since the last enable_all
   SystemCallObserver system_call_observer_;
 };
 

@@ -1,6 +1,9 @@
 // SoftwareTracer: the TraceBackend side (which threads are traced, their
 // buffers) and the thread life-cycle hooks.
 #include "stub/tracing/software_tracer.h"
+
+#include <algorithm>
+
 #include "stub/tracing/background_packer.h"
 
 #include "protocol/amd64_registers.h"
@@ -104,6 +107,10 @@ bool SoftwareTracer::enabled(pid_t tid) const {
 
 Expected<void> SoftwareTracer::enable_all() {
   all_enabled_ = true;
+  // No history yet: none of it lies before the changes noted so far.
+  if (std::none_of(threads_.begin(), threads_.end(), [](const auto& t) { return t.second.trace != nullptr; })) {
+    map_changes_.clear();
+  }
   any_frozen_ = false;
   untraced_met_ = false;
   for (auto& [tid, t] : threads_) {

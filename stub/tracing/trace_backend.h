@@ -16,6 +16,7 @@ namespace stub::tracing {
 
 using btstub::Expected;
 class Checkpoints;
+class MapChanges;
 
 struct TraceConfig {
   uint64_t buffer_bytes = 64 * 1024;  // Qbtrace-conf:bts:size / --trace-size
@@ -77,6 +78,9 @@ class TraceBackend {
   // Copies of the program to re-execute from (stub/tracing/checkpoints.h),
   // kept while recording; nullptr for a backend without them.
   virtual Checkpoints* checkpoints() const { return nullptr; }
+  // Where the memory map changed during the recording, by the system calls
+  // the tracer saw (stub/tracing/map_changes.h); nullptr when it sees none.
+  virtual const MapChanges* map_changes() const { return nullptr; }
   // monitor record size: a new buffer size for every thread's running trace
   // and for threads enabled later. A smaller bound drops the oldest
   // branches; a larger one costs nothing until used.

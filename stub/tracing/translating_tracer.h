@@ -157,6 +157,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   std::string activity() const override;
   void settle() override { ptrace_->settle(); }
   Checkpoints* checkpoints() const override { return ptrace_->checkpoints(); }
+  const MapChanges* map_changes() const override { return ptrace_->map_changes(); }
   Expected<void> set_bound(uint64_t buffer_bytes) override { return ptrace_->set_bound(buffer_bytes); }
 
  private:
