@@ -1,5 +1,6 @@
 // Registers and memory of the stopped program.
 #include "stub/session/handlers.h"
+#include "stub/tracing/trace_backend.h"
 
 namespace stub::session {
 
@@ -97,6 +98,10 @@ Reply handle(Session& s, const WriteMemory& req) {
   if (auto ok = check_writable(s, s.current_thread()); !ok) return error(ok.error());
   if (auto ok = s.process()->write_memory(req.addr, req.bytes); !ok) {
     return Reply::now(reply_error_code(kMemoryErrorCode));
+  }
+  if (s.trace_backend != nullptr) {
+    const uint64_t end = req.addr + req.bytes.size();
+    s.trace_backend->client_wrote(req.addr, end < req.addr ? UINT64_MAX : end);
   }
   return Reply::now(reply_ok());
 }

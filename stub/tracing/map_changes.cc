@@ -20,16 +20,33 @@ void widen(Bounds& into, const Bounds& from) {
   }
 }
 
+// Points at `sequence` itself: the block of the call (before it or not,
+// unknown), or where the thread stood still (before the change).
+uint64_t after(uint64_t sequence) {
+  return sequence == std::numeric_limits<uint64_t>::max() ? sequence : sequence + 1;
+}
+
 }  // namespace
 
 void MapChanges::note(uint64_t begin, uint64_t end, pid_t thread, uint64_t sequence, std::span<const pid_t> others) {
-  if (begin >= end) return;
   Change change{begin, end, {}};
-  // Its own points at `sequence` include the call's block: before it or not, unknown.
-  change.before.emplace_back(thread, sequence == std::numeric_limits<uint64_t>::max() ? sequence : sequence + 1);
+  change.before.emplace_back(thread, after(sequence));
   for (pid_t other : others) {
     if (other != thread) change.before.emplace_back(other, std::numeric_limits<uint64_t>::max());
   }
+  add(std::move(change));
+}
+
+void MapChanges::note_stopped(uint64_t begin, uint64_t end, std::span<const std::pair<pid_t, uint64_t>> threads) {
+  Change change{begin, end, {}};
+  for (const auto& [thread, sequence] : threads) change.before.emplace_back(thread, after(sequence));
+  add(std::move(change));
+}
+
+void MapChanges::add(Change change) {
+  if (change.begin >= change.end) return;
+  const uint64_t begin = change.begin;
+  const uint64_t end = change.end;
   auto at = std::lower_bound(changes_.begin(), changes_.end(), begin,
                              [](const Change& c, uint64_t b) { return c.begin < b; });
   // The same range again (a loop's mprotect): one entry, the later bounds.

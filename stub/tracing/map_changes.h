@@ -38,6 +38,10 @@ class MapChanges {
   // [begin, end) changed by `thread` with `sequence` branches in its
   // history; `others`: the other threads with a history then.
   void note(uint64_t begin, uint64_t end, pid_t thread, uint64_t sequence, std::span<const pid_t> others);
+  // [begin, end) changed while every thread with a history stood still,
+  // each with the given number of branches in its history (the client's
+  // write at a stop).
+  void note_stopped(uint64_t begin, uint64_t end, std::span<const std::pair<pid_t, uint64_t>> threads);
   // The parts of [begin, end) that changed after the point of `thread`'s
   // history at `sequence`, sorted and disjoint.
   std::vector<std::pair<uint64_t, uint64_t>> changed_after(pid_t thread, uint64_t sequence, uint64_t begin,
@@ -51,6 +55,7 @@ class MapChanges {
     // Per thread: its points with a smaller sequence may lie before the change.
     std::vector<std::pair<pid_t, uint64_t>> before;
   };
+  void add(Change change);
   void merge_closest();
 
   std::vector<Change> changes_;  // sorted by begin

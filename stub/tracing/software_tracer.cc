@@ -424,6 +424,16 @@ void SoftwareTracer::note_map_changes(pid_t tid, const SystemCall& call, uint64_
   for (const auto& [begin, end] : ranges) map_changes_.note(begin, end, tid, sequence, others);
 }
 
+void SoftwareTracer::client_wrote(uint64_t begin, uint64_t end) {
+  if (blocks_.read_code_in(begin, end)) forget_code();
+  // All-stop: every thread stands at its trace's end.
+  std::vector<std::pair<pid_t, uint64_t>> stopped;
+  for (const auto& [tid, t] : threads_) {
+    if (t.trace) stopped.emplace_back(tid, t.trace->end_sequence());
+  }
+  map_changes_.note_stopped(begin, end, stopped);
+}
+
 void SoftwareTracer::forget_code() {
   blocks_.invalidate();
   plans_.clear();

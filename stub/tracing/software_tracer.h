@@ -163,6 +163,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   Expected<void> set_bound(uint64_t buffer_bytes) override;
   Checkpoints* checkpoints() const override { return checkpoints_.get(); }
   const MapChanges* map_changes() const override { return &map_changes_; }
+  void client_wrote(uint64_t begin, uint64_t end) override;
   // Its Stats, for monitor record status.
   std::string activity() const override;
   void settle() override;

@@ -81,6 +81,13 @@ class TraceBackend {
   // Where the memory map changed during the recording, by the system calls
   // the tracer saw (stub/tracing/map_changes.h); nullptr when it sees none.
   virtual const MapChanges* map_changes() const { return nullptr; }
+  // The client wrote [begin, end) of the program's memory at a stop (M,
+  // X): code the tracer decoded or translated from there is stale, and
+  // the past before the write did not hold these bytes.
+  virtual void client_wrote(uint64_t begin, uint64_t end) {
+    (void)begin;
+    (void)end;
+  }
   // monitor record size: a new buffer size for every thread's running trace
   // and for threads enabled later. A smaller bound drops the oldest
   // branches; a larger one costs nothing until used.

@@ -132,6 +132,12 @@ void TranslatingTracer::note_system_call(const SystemCall& call, const CodeWrite
   code_written_ = changes_code(write, *code_);
 }
 
+void TranslatingTracer::client_wrote(uint64_t begin, uint64_t end) {
+  // Dropped at the next entry, as after a system call's store into code.
+  if (code_ && code_->overlaps(begin, end)) code_written_ = true;
+  ptrace_->client_wrote(begin, end);
+}
+
 void TranslatingTracer::on_held(TracedThreadControl& control, pid_t tid) {
   if (Thread* th = thread(tid); th != nullptr && th->in_cache) {
     bring_out(control, tid, *th);

@@ -158,6 +158,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   void settle() override { ptrace_->settle(); }
   Checkpoints* checkpoints() const override { return ptrace_->checkpoints(); }
   const MapChanges* map_changes() const override { return ptrace_->map_changes(); }
+  void client_wrote(uint64_t begin, uint64_t end) override;
   Expected<void> set_bound(uint64_t buffer_bytes) override { return ptrace_->set_bound(buffer_bytes); }
 
  private:

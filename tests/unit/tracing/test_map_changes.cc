@@ -122,3 +122,14 @@ TEST_CASE("a write into the program's memory file changes everything; into a fil
   CHECK(mapping_changes_of(write_null, 1, code_write_in(::getpid(), write_null)).empty());
   ::close(null);
 }
+
+TEST_CASE("a write while every thread stood still: each thread's points up to where it stood", "[map_changes]") {
+  MapChanges changes;
+  const std::vector<std::pair<pid_t, uint64_t>> stopped{{10, 40}, {11, 7}};
+  changes.note_stopped(0x1000, 0x1006, stopped);
+  CHECK(changes.changed_after(10, 40, 0, kAll) == Ranges{{0x1000, 0x1006}});  // where it stood: before the write
+  CHECK(changes.changed_after(10, 41, 0, kAll).empty());
+  CHECK(changes.changed_after(11, 7, 0, kAll) == Ranges{{0x1000, 0x1006}});
+  CHECK(changes.changed_after(11, 8, 0, kAll).empty());
+  CHECK(changes.changed_after(12, 0, 0, kAll).empty());  // no history then
+}
