@@ -32,6 +32,10 @@ Expected<std::vector<PastWatch::Stretch>> PastWatch::stretches(HistoryPoint low,
   std::vector<Stretch> out;
   for (std::size_t i = 0; i < starts.size(); ++i) {
     const HistoryPoint next = i + 1 < starts.size() ? starts[i + 1].at : high;
+    // A re-run from here past the client's write would miss its bytes.
+    if (auto write = checkpoints_.first_write(tid_, starts[i].at, next); write && *write < next) {
+      return cannot_rerun("the client wrote the program's memory there, with no checkpoint after it");
+    }
     Stretch stretch{starts[i], next, false, std::nullopt};
     if (auto barrier = checkpoints_.first_barrier(tid_, starts[i].at, next)) {
       stretch.end = *barrier;

@@ -26,6 +26,18 @@ std::optional<HistoryPoint> Checkpoints::Thread::first_barrier(HistoryPoint from
   return *barrier;
 }
 
+std::optional<HistoryPoint> Checkpoints::Thread::first_write(HistoryPoint from, HistoryPoint to) const {
+  auto write = std::upper_bound(writes.begin(), writes.end(), from);
+  if (write == writes.end() || to < *write) return std::nullopt;
+  return *write;
+}
+
+void Checkpoints::client_write(pid_t tid, HistoryPoint at) {
+  Thread& thread = threads_[tid];
+  if (!thread.writes.empty() && at < thread.writes.back()) thread.writes.clear();  // history restarted
+  if (thread.writes.empty() || thread.writes.back() != at) thread.writes.push_back(at);
+}
+
 void Checkpoints::barrier(pid_t tid, HistoryPoint at) {
   Thread& thread = threads_[tid];
   if (!thread.barriers.empty() && at < thread.barriers.back()) thread.barriers.clear();  // history restarted
@@ -48,6 +60,10 @@ Expected<Checkpoints::Usable> Checkpoints::usable_for(pid_t tid, HistoryPoint at
     return make_error(ErrorCode::NotSupported,
                       "no checkpoint since the last system call, signal or thread change before this point");
   }
+  if (thread.first_write(entry.at, at)) {
+    return make_error(ErrorCode::NotSupported,
+                      "no checkpoint since the client wrote the program's memory before this point");
+  }
   return Usable{entry.at, entry.copy.get()};
 }
 
@@ -65,6 +81,12 @@ std::optional<HistoryPoint> Checkpoints::first_barrier(pid_t tid, HistoryPoint f
   return found->second.first_barrier(from, to);
 }
 
+std::optional<HistoryPoint> Checkpoints::first_write(pid_t tid, HistoryPoint from, HistoryPoint to) const {
+  auto found = threads_.find(tid);
+  if (found == threads_.end()) return std::nullopt;
+  return found->second.first_write(from, to);
+}
+
 std::optional<HistoryPoint> Checkpoints::newest(pid_t tid) const {
   auto found = threads_.find(tid);
   if (found == threads_.end() || found->second.entries.empty()) return std::nullopt;
@@ -78,6 +100,8 @@ void Checkpoints::drop_before(pid_t tid, uint64_t first_sequence) {
   while (!entries.empty() && entries.front().at.sequence < first_sequence) entries.pop_front();
   auto& barriers = found->second.barriers;
   while (!barriers.empty() && barriers.front().sequence < first_sequence) barriers.pop_front();
+  auto& writes = found->second.writes;
+  while (!writes.empty() && writes.front().sequence < first_sequence) writes.pop_front();
 }
 
 void Checkpoints::forget(pid_t tid) { threads_.erase(tid); }
@@ -113,6 +137,7 @@ void Checkpoints::drop_one() {
   for (std::size_t i = 1; i + 1 < entries.size(); ++i) {
     while (barrier != barriers.end() && *barrier < entries[i - 1].at) ++barrier;
     if (barrier != barriers.end() && *barrier < entries[i].at) continue;  // first_barrier(i - 1, i)
+    if (most->first_write(entries[i - 1].at, entries[i].at)) continue;    // the first after a client write
     const double span = static_cast<double>(entries[i + 1].at.sequence - entries[i - 1].at.sequence);
     const double age = static_cast<double>(newest - entries[i].at.sequence + 1);
     if (span / age < best) {

@@ -70,6 +70,11 @@ class Checkpoints {
   void add(pid_t tid, HistoryPoint at, std::unique_ptr<process::ProcessCopy> copy);
   // An event at `at` (the instruction there) that re-execution cannot repeat.
   void barrier(pid_t tid, HistoryPoint at);
+  // The client wrote the program's memory while the thread stood at `at`
+  // (before the instruction there ran): no copy older than `at` may run
+  // to it or past it (it would miss the bytes written). A copy taken at
+  // `at` after the write serves `at` and what follows.
+  void client_write(pid_t tid, HistoryPoint at);
 
   struct Usable {
     HistoryPoint at;
@@ -82,6 +87,8 @@ class Checkpoints {
   std::vector<Usable> all(pid_t tid) const;
   // The oldest barrier of `tid` in [from, to), if any.
   std::optional<HistoryPoint> first_barrier(pid_t tid, HistoryPoint from, HistoryPoint to) const;
+  // The oldest client write of `tid` in (from, to], if any.
+  std::optional<HistoryPoint> first_write(pid_t tid, HistoryPoint from, HistoryPoint to) const;
   // The newest checkpoint of `tid`, if any.
   std::optional<HistoryPoint> newest(pid_t tid) const;
 
@@ -119,8 +126,11 @@ class Checkpoints {
   struct Thread {
     std::deque<Entry> entries;         // oldest first
     std::deque<HistoryPoint> barriers; // oldest first
+    std::deque<HistoryPoint> writes;   // the client's, oldest first
     // The oldest barrier in [from, to), if any: no copy may run across it.
     std::optional<HistoryPoint> first_barrier(HistoryPoint from, HistoryPoint to) const;
+    // The oldest write in (from, to], if any: no copy from `from` may reach `to`.
+    std::optional<HistoryPoint> first_write(HistoryPoint from, HistoryPoint to) const;
   };
   void drop_one();  // past a limit: thins the history's checkpoints
   // The copies memory_bytes() measures (an entry may hold none).

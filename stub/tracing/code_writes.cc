@@ -17,7 +17,7 @@ constexpr int64_t kWrite = 1, kMmap = 9, kMprotect = 10, kMunmap = 11, kBrk = 12
                   kMremap = 25, kMadvise = 28, kShmat = 30, kShmdt = 67, kRemapFilePages = 216,
                   kMapShadowStack = 453, kMseal = 462, kSendfile = 40, kFtruncate = 77, kSplice = 275, kFallocate = 285,
                   kPwritev = 296, kProcessVmWritev = 311, kCopyFileRange = 326, kPwritev2 = 328, kPkeyMprotect = 329;
-constexpr uint64_t kMapFixed = 0x10, kMapFixedNoreplace = 0x100000;
+constexpr uint64_t kMapFixed = 0x10, kMapFixedNoreplace = 0x100000, kMapAnonymous = 0x20, kProtExec = 0x4;
 
 CodeWrite range(uint64_t begin, uint64_t length) {
   return {CodeWrite::Kind::Range, begin, begin + length < begin ? UINT64_MAX : begin + length, -1, std::nullopt};
@@ -136,33 +136,37 @@ std::vector<std::pair<uint64_t, uint64_t>> mapping_changes_of(const SystemCall& 
     const uint64_t end = last > UINT64_MAX - (kPage - 1) ? UINT64_MAX : (last + kPage - 1) & ~(kPage - 1);
     if (first < end) out.emplace_back(first, end);
   };
-  // -4095..-1: the call failed (nothing mapped at the result).
-  const bool mapped = result < static_cast<uint64_t>(-4095);
+  // -4095..-1: the call failed (nothing mapped at the result, nothing written).
+  const bool succeeded = result < static_cast<uint64_t>(-4095);
   const auto& a = call.args;
   switch (call.number) {
     case kMmap:
+      // New anonymous memory the program cannot run is never read from the
+      // present for the past (nor is what an unmapped range held): left out,
+      // as munmap is, so that malloc's calls do not fill the list.
+      if ((a[3] & kMapAnonymous) != 0 && (a[2] & kProtExec) == 0) break;
       if ((a[3] & (kMapFixed | kMapFixedNoreplace)) != 0) {
         add(a[0], a[1]);
-      } else if (mapped) {
+      } else if (succeeded) {
         add(result, a[1]);
       }
       break;
     case kMprotect:
     case kPkeyMprotect:
-    case kMunmap:
     case kMadvise:
     case kRemapFilePages:
       add(a[0], a[1]);
       break;
     case kMremap:
       add(a[0], a[1]);
-      if (mapped) add(result, a[2]);
+      if (succeeded) add(result, a[2]);
       break;
     case kProcessVmWritev:
-      out.emplace_back(0, UINT64_MAX);
+      if (succeeded) out.emplace_back(0, UINT64_MAX);
       break;
     default:
-      if (writes_process_memory(write)) out.emplace_back(0, UINT64_MAX);
+      // A write to a descriptor that cannot be named counts only if it wrote.
+      if (succeeded && writes_process_memory(write)) out.emplace_back(0, UINT64_MAX);
       break;
   }
   return out;

@@ -64,11 +64,13 @@ bool changes_memory_map(const SystemCall& call);
 
 // The address ranges whose mapping or contents the call may have changed
 // in ways a mapping's present bytes do not show (stub/tracing/map_changes.h),
-// page-aligned: the ranges of mmap (its result's without MAP_FIXED),
-// mprotect, munmap, madvise, mremap (old and new) and remap_file_pages,
-// and the whole address space for a store through the program's memory
-// file (`write` resolved by code_write_in) or process_vm_writev. `result`:
-// the call's return value (rax at the stop after it).
+// page-aligned: the ranges of mmap (its result's without MAP_FIXED; not
+// anonymous memory without PROT_EXEC), mprotect, madvise, mremap (old and
+// new) and remap_file_pages, and the whole address space for a store
+// through the program's memory file (`write` resolved by code_write_in)
+// or process_vm_writev that succeeded. Not munmap: whatever the present
+// holds there was mapped by a later call. `result`: the call's return
+// value (rax at the stop after it).
 std::vector<std::pair<uint64_t, uint64_t>> mapping_changes_of(const SystemCall& call, uint64_t result,
                                                               const CodeWrite& write);
 

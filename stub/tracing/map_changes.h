@@ -32,8 +32,10 @@ namespace stub::tracing {
 class MapChanges {
  public:
   // Changes kept before neighbours merge (each merge widens a range and
-  // keeps every thread's later bound: more unknown bytes, never fewer).
-  static constexpr std::size_t kMaxChanges = 1024;
+  // keeps every thread's later bound: more unknown bytes, never fewer; a
+  // library's range merged with one changed late loses its past). About
+  // 100 bytes each.
+  static constexpr std::size_t kMaxChanges = 16384;
 
   // [begin, end) changed by `thread` with `sequence` branches in its
   // history; `others`: the other threads with a history then.

@@ -54,6 +54,9 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
   // next trace stop is a branch later, and nothing before it could be
   // re-run.
   if (checkpoints_ && !t->frozen && !checkpoints_->newest(tid)) checkpoint_if_due(control, *t, tid, pc);
+  // The same where the client wrote memory at this stop: what follows
+  // holds its bytes, older copies do not.
+  if (note_client_write(*t, tid, pc) && !t->frozen) checkpoint_if_due(control, *t, tid, pc);
   // A signal delivered now sends the thread where the history alone
   // cannot: no copy may run across it. The point just before it (often
   // right after the system call that sent it) gets a checkpoint first.
@@ -428,8 +431,10 @@ void SoftwareTracer::client_wrote(uint64_t begin, uint64_t end) {
   if (blocks_.read_code_in(begin, end)) forget_code();
   // All-stop: every thread stands at its trace's end.
   std::vector<std::pair<pid_t, uint64_t>> stopped;
-  for (const auto& [tid, t] : threads_) {
-    if (t.trace) stopped.emplace_back(tid, t.trace->end_sequence());
+  for (auto& [tid, t] : threads_) {
+    if (!t.trace) continue;
+    stopped.emplace_back(tid, t.trace->end_sequence());
+    t.client_wrote = true;
   }
   map_changes_.note_stopped(begin, end, stopped);
 }

@@ -208,6 +208,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     bool in_stop = false;         // on_stop is deciding (a stop may be reported)
     std::optional<uint64_t> exit_reported;  // where the thread was reported about to exit
     bool checkpoint_due = true;   // something re-execution cannot repeat happened since the last one
+    bool client_wrote = false;    // the client wrote memory at this stop (noted where it resumes)
     TraceConfig config;
     std::unique_ptr<decoder::BlockTrace> trace;
     std::vector<uint64_t> armed;                  // trace stop addresses as last set (empty: none)
@@ -257,6 +258,10 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   void note_map_changes(pid_t tid, const SystemCall& call, uint64_t result, const CodeWrite& write);
   // software_tracer_checkpoints.cc.
   void note_unrepeatable(ThreadState& t, pid_t tid, uint64_t pc);
+  // Where a thread the client wrote memory under resumes: older copies
+  // may not run past `pc` (Checkpoints::client_write), a new one is due.
+  // True when there was such a write.
+  bool note_client_write(ThreadState& t, pid_t tid, uint64_t pc);
   void checkpoint_if_due(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
 
   // TraceStops::Breakpoint (software_tracer_emulate.cc).

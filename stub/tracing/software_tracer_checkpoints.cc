@@ -13,6 +13,15 @@ void SoftwareTracer::note_unrepeatable(ThreadState& t, pid_t tid, uint64_t pc) {
   t.checkpoint_due = true;
 }
 
+bool SoftwareTracer::note_client_write(ThreadState& t, pid_t tid, uint64_t pc) {
+  if (!t.client_wrote) return false;
+  t.client_wrote = false;
+  if (!checkpoints_ || !t.trace) return false;
+  checkpoints_->client_write(tid, {t.trace->end_sequence(), pc});
+  t.checkpoint_due = true;
+  return true;
+}
+
 // At a stop of the thread's own (nothing pending: the trace holds all it
 // ran before `pc`). Only under whole-program recording: gdb's record btrace
 // replays on its side and never asks for values in the past.

@@ -28,8 +28,9 @@ bool SoftwareTracer::lend_thread(TracedThreadControl& control, pid_t tid) {
   if (t->frozen || t->stopped_full) return false;
   if (!arm(control, *t, tid, std::nullopt)) return false;
   // The first point of the history, or one after something re-execution
-  // cannot repeat (a system call, the vDSO): the copy is taken here, where
-  // the thread still stands at an original pc.
+  // cannot repeat (a system call, the vDSO, a write of the client's): the
+  // copy is taken here, where the thread still stands at an original pc.
+  (void)note_client_write(*t, tid, pc);
   checkpoint_if_due(control, *t, tid, pc);
   return true;
 }

@@ -15,7 +15,8 @@ live at mark1, then at mark2, then back at mark1 by reverse-continue: the
 three must be unavailable ("Cannot access memory"; before: the present's
 "second file", "file bytes" and "patched code"), while a file mapped
 before mark1 and left alone reads as it did live, and so does the code at
-the pc (`x/i $pc`).
+the pc (`x/i $pc`; a failed write(999, ...) after mark1 made every address
+unknown before the write's result was looked at).
 
     python3 test_past_remapped.py [-v]
 """

@@ -11,7 +11,8 @@
  * was, `dropped` loses its written page (MADV_DONTNEED: the file's bytes
  * again) and becomes read-only, and `code` is made writable, patched and
  * executable again. At mark2 the first three read as constant file bytes
- * or code, none of them what mark1 saw; `kept` never changed.
+ * or code, none of them what mark1 saw; `kept` never changed (nor does a
+ * write to a descriptor that does not exist).
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -49,6 +50,9 @@ int main(int argc, char **argv) {
   if (swapped == MAP_FAILED || dropped == MAP_FAILED || code == MAP_FAILED || kept == MAP_FAILED) return 1;
   strcpy(dropped, "written before mark1");
   mark1();
+  /* A write that fails (no such descriptor) changes nothing: the code and
+   * the kept file must still read in the past. */
+  if (write(999, "x", 1) != -1) return 1;
   int second = open(argv[2], O_RDONLY);
   if (second < 0 || munmap(swapped, 4096) != 0) return 1;
   if (mmap(swapped, 4096, PROT_READ, MAP_PRIVATE | MAP_FIXED, second, 0) != swapped) return 1;

@@ -26,6 +26,27 @@ TEST_CASE("the newest checkpoint at or before the point, unless a barrier lies b
   CHECK(checkpoints.usable_for(7, {20, 0x100})->at == decoder::HistoryPoint{12, 0x212});
 }
 
+TEST_CASE("no older copy runs to or past a client write; the copy taken after it serves it", "[checkpoints]") {
+  Checkpoints checkpoints;
+  checkpoints.add(7, {0, 0x100}, nullptr);
+  // The client wrote while the thread stood at (5, 0x150).
+  checkpoints.client_write(7, {5, 0x150});
+  CHECK(checkpoints.usable_for(7, {5, 0x14f}));  // before it
+  auto blocked = checkpoints.usable_for(7, {5, 0x150});
+  REQUIRE_FALSE(blocked);
+  CHECK(blocked.error().message.find("client wrote") != std::string::npos);
+  CHECK_FALSE(checkpoints.usable_for(7, {9, 0x100}));
+  CHECK(checkpoints.first_write(7, {0, 0x100}, {5, 0x150}) == decoder::HistoryPoint{5, 0x150});
+  CHECK_FALSE(checkpoints.first_write(7, {5, 0x150}, {9, 0x100}));  // (from, to]: not the copy's own point
+  // The copy taken where it resumed, after the write.
+  checkpoints.add(7, {5, 0x150}, nullptr);
+  CHECK(checkpoints.usable_for(7, {5, 0x150})->at == decoder::HistoryPoint{5, 0x150});
+  CHECK(checkpoints.usable_for(7, {9, 0x100})->at == decoder::HistoryPoint{5, 0x150});
+  CHECK(checkpoints.usable_for(7, {4, 0x100})->at == decoder::HistoryPoint{0, 0x100});
+  checkpoints.drop_before(7, 6);
+  CHECK_FALSE(checkpoints.first_write(7, {0, 0}, {9, 0}));
+}
+
 TEST_CASE("checkpoints older than the history go; over the count they are thinned", "[checkpoints]") {
   Checkpoints checkpoints(Checkpoints::Limits{3, 100});
   for (uint64_t seq = 0; seq < 5; ++seq) checkpoints.add(1, {seq * 10, 0x100}, nullptr);

@@ -97,16 +97,22 @@ TEST_CASE("a system call's changed ranges, page-aligned", "[map_changes]") {
   CHECK(mapping_changes_of(call(9, {0, 100, 1, 2}), static_cast<uint64_t>(-12), no_write).empty());
   // MAP_FIXED: the asked range, whatever the result.
   CHECK(mapping_changes_of(call(9, {0x5000, 0x2000, 1, 0x12}), 0x5000, no_write) == Ranges{{0x5000, 0x7000}});
+  // Anonymous memory the program cannot run: never read from the present.
+  CHECK(mapping_changes_of(call(9, {0, 100, 3, 0x22}), 0x7000, no_write).empty());
+  CHECK(mapping_changes_of(call(9, {0x5000, 100, 3, 0x32}), 0x5000, no_write).empty());
+  CHECK(mapping_changes_of(call(9, {0, 100, 5, 0x22}), 0x7000, no_write) == Ranges{{0x7000, 0x8000}});  // PROT_EXEC
   CHECK(mapping_changes_of(call(10, {0x5000, 1, 1}), 0, no_write) == Ranges{{0x5000, 0x6000}});     // mprotect
-  CHECK(mapping_changes_of(call(11, {0x5000, 0x1000}), 0, no_write) == Ranges{{0x5000, 0x6000}});  // munmap
+  // munmap: what the present holds there later was mapped by a later call.
+  CHECK(mapping_changes_of(call(11, {0x5000, 0x1000}), 0, no_write).empty());
   CHECK(mapping_changes_of(call(28, {0x5000, 0x1000, 4}), 0, no_write) == Ranges{{0x5000, 0x6000}});  // madvise
   // mremap: the old range and the new one.
   CHECK(mapping_changes_of(call(25, {0x5000, 0x1000, 0x3000, 1}), 0x9000, no_write) ==
         Ranges{{0x5000, 0x6000}, {0x9000, 0xc000}});
   CHECK(mapping_changes_of(call(311, {1}), 0, no_write) == Ranges{{0, kAll}});  // process_vm_writev
+  CHECK(mapping_changes_of(call(311, {1}), static_cast<uint64_t>(-3), no_write).empty());  // failed: ESRCH
   CHECK(mapping_changes_of(call(39), 1234, no_write).empty());                   // getpid
   // A length reaching past the top of the address space.
-  CHECK(mapping_changes_of(call(11, {0xfffffffffffff000, 0x2000}), 0, no_write) ==
+  CHECK(mapping_changes_of(call(10, {0xfffffffffffff000, 0x2000, 1}), 0, no_write) ==
         Ranges{{0xfffffffffffff000, kAll}});
 }
 
@@ -121,6 +127,11 @@ TEST_CASE("a write into the program's memory file changes everything; into a fil
   const SystemCall write_null = call(1, {static_cast<uint64_t>(null), 0, 1});
   CHECK(mapping_changes_of(write_null, 1, code_write_in(::getpid(), write_null)).empty());
   ::close(null);
+  // A descriptor that names nothing: the write failed (EBADF), nothing changed.
+  const SystemCall write_bad = call(1, {999, 0, 1});
+  CHECK(mapping_changes_of(write_bad, static_cast<uint64_t>(-9), code_write_in(::getpid(), write_bad)).empty());
+  // One that could not be named but wrote (closed since by another thread): anything.
+  CHECK(mapping_changes_of(write_bad, 1, code_write_in(::getpid(), write_bad)) == Ranges{{0, kAll}});
 }
 
 TEST_CASE("a write while every thread stood still: each thread's points up to where it stood", "[map_changes]") {
