@@ -10,12 +10,12 @@ using Bounds = std::vector<std::pair<pid_t, uint64_t>>;
 
 // Each thread's later bound of the two.
 void widen(Bounds& into, const Bounds& from) {
-  for (const auto& [thread, bound] : from) {
-    auto it = std::find_if(into.begin(), into.end(), [&](const auto& b) { return b.first == thread; });
+  for (const auto& bound : from) {
+    auto it = std::find_if(into.begin(), into.end(), [&](const auto& b) { return b.first == bound.first; });
     if (it == into.end()) {
-      into.emplace_back(thread, bound);
+      into.push_back(bound);
     } else {
-      it->second = std::max(it->second, bound);
+      it->second = std::max(it->second, bound.second);
     }
   }
 }
