@@ -44,6 +44,7 @@ Reply handle(Session& s, const WriteAllRegisters& req) {
     at += take;
   }
   if (auto ok = s.process()->write_registers(s.current_thread(), *regs); !ok) return error(ok.error());
+  if (s.trace_backend != nullptr) s.trace_backend->client_wrote_registers(s.current_thread());
   return Reply::now(reply_ok());
 }
 
@@ -73,6 +74,7 @@ Reply handle(Session& s, const WriteRegister& req) {
   if (!regs) return error(regs.error());
   std::copy(req.bytes.begin(), req.bytes.end(), regs->bytes(n));
   if (auto ok = s.process()->write_registers(s.current_thread(), *regs); !ok) return error(ok.error());
+  if (s.trace_backend != nullptr) s.trace_backend->client_wrote_registers(s.current_thread());
   return Reply::now(reply_ok());
 }
 

@@ -439,6 +439,10 @@ void SoftwareTracer::client_wrote(uint64_t begin, uint64_t end) {
   map_changes_.note_stopped(begin, end, stopped);
 }
 
+void SoftwareTracer::client_wrote_registers(pid_t tid) {
+  if (ThreadState* t = state(tid); t != nullptr && t->trace) t->client_wrote = true;
+}
+
 void SoftwareTracer::forget_code() {
   blocks_.invalidate();
   plans_.clear();

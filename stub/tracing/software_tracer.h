@@ -164,6 +164,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   Checkpoints* checkpoints() const override { return checkpoints_.get(); }
   const MapChanges* map_changes() const override { return &map_changes_; }
   void client_wrote(uint64_t begin, uint64_t end) override;
+  void client_wrote_registers(pid_t tid) override;
   // Its Stats, for monitor record status.
   std::string activity() const override;
   void settle() override;

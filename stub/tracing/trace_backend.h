@@ -88,6 +88,9 @@ class TraceBackend {
     (void)begin;
     (void)end;
   }
+  // The client wrote registers of `tid` at a stop (G, P): a copy of the
+  // program taken before would re-run without them.
+  virtual void client_wrote_registers(pid_t tid) { (void)tid; }
   // monitor record size: a new buffer size for every thread's running trace
   // and for threads enabled later. A smaller bound drops the oldest
   // branches; a larger one costs nothing until used.
