@@ -21,6 +21,7 @@
 #include <set>
 
 #include "stub/process/proc_file.h"
+#include "stub/process/proc_maps.h"
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/register_mapping.h"
 #include "stub/process/shell_command.h"
@@ -544,6 +545,21 @@ bool PtraceProcess::recording() const {
 // (under our own int3s, the byte they keep): gdb's breakpoints written into
 // memory. An int3 written over an int3 is the program's own, or one the
 // client wrote before.
+namespace {
+
+// Whether one of `addrs` lies in an executable mapping of `pid` (also
+// when the maps cannot be read: then it may).
+bool any_executable(pid_t pid, const std::vector<uint64_t>& addrs) {
+  const std::vector<MemoryMapping> maps = read_maps(pid);
+  if (maps.empty()) return true;
+  return std::any_of(addrs.begin(), addrs.end(), [&](uint64_t at) {
+    return std::any_of(maps.begin(), maps.end(),
+                       [&](const MemoryMapping& m) { return m.executable && at >= m.begin && at < m.end; });
+  });
+}
+
+}  // namespace
+
 std::vector<uint64_t> PtraceProcess::new_client_int3s(uint64_t addr, const std::vector<uint8_t>& bytes) {
   std::vector<uint64_t> added;
   if (std::find(bytes.begin(), bytes.end(), kInt3) == bytes.end()) return added;
@@ -567,7 +583,9 @@ Expected<void> PtraceProcess::write_memory(uint64_t addr, const std::vector<uint
   // The software tracer decodes the program's code from its memory: an
   // int3 the client wrote there would be taken for code, and the program
   // faulted. Refused, saying what works, until the tracer hides them.
-  if (!added.empty() && recording()) {
+  // Only in code: elsewhere 0xcc is data (a variable set to 204, the
+  // bytes gdb puts on the stack for an inferior call).
+  if (!added.empty() && recording() && any_executable(pid_, added)) {
     return make_error(ErrorCode::NotSupported,
                       "btstub records this program: a breakpoint written into its memory would be taken for its "
                       "code; use breakpoint packets (set remote Z-packet on)");
