@@ -1,5 +1,6 @@
 // Registers and memory of the stopped program.
 #include "stub/session/handlers.h"
+#include "protocol/amd64_registers.h"
 #include "stub/tracing/trace_backend.h"
 
 namespace stub::session {
@@ -10,6 +11,18 @@ namespace {
 constexpr uint8_t kMemoryErrorCode = 0x01;
 
 Reply error(const btstub::Error& e) { return Reply::now(reply_error(e)); }
+
+// Where the thread stood before the client wrote its registers (the
+// tracer notes a move of its pc).
+struct Before {
+  uint64_t pc = 0;
+  decoder::StackSnapshot stack;
+};
+
+Before before_write(const protocol::RegisterFile& regs) {
+  using protocol::Amd64Reg;
+  return {regs.get_u64(Amd64Reg::rip), {regs.get_u64(Amd64Reg::rsp), regs.get_u64(Amd64Reg::rbp)}};
+}
 
 Reply running_error() {
   return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "The program is running"));
@@ -31,6 +44,7 @@ Reply handle(Session& s, const WriteAllRegisters& req) {
   if (auto ok = check_writable(s, s.current_thread()); !ok) return error(ok.error());
   auto regs = s.process()->read_registers(s.current_thread());
   if (!regs) return error(regs.error());
+  const Before before = before_write(*regs);
   const protocol::RegisterLayout layout = s.register_layout();
   if (req.bytes.size() > layout.buffer_size()) {
     return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "Register buffer too long"));
@@ -44,7 +58,7 @@ Reply handle(Session& s, const WriteAllRegisters& req) {
     at += take;
   }
   if (auto ok = s.process()->write_registers(s.current_thread(), *regs); !ok) return error(ok.error());
-  if (s.trace_backend != nullptr) s.trace_backend->client_wrote_registers(s.current_thread());
+  if (s.trace_backend != nullptr) s.trace_backend->client_wrote_registers(s.current_thread(), before.pc, before.stack);
   return Reply::now(reply_ok());
 }
 
@@ -72,9 +86,10 @@ Reply handle(Session& s, const WriteRegister& req) {
   if (auto ok = check_writable(s, s.current_thread()); !ok) return error(ok.error());
   auto regs = s.process()->read_registers(s.current_thread());
   if (!regs) return error(regs.error());
+  const Before before = before_write(*regs);
   std::copy(req.bytes.begin(), req.bytes.end(), regs->bytes(n));
   if (auto ok = s.process()->write_registers(s.current_thread(), *regs); !ok) return error(ok.error());
-  if (s.trace_backend != nullptr) s.trace_backend->client_wrote_registers(s.current_thread());
+  if (s.trace_backend != nullptr) s.trace_backend->client_wrote_registers(s.current_thread(), before.pc, before.stack);
   return Reply::now(reply_ok());
 }
 

@@ -44,6 +44,7 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
   if (!regs) return requested;  // the thread is going away; nothing to trace
   const uint64_t pc = pc_of(*regs);
   ensure_origin(*t, pc);
+  note_client_move(*t, pc);
   // Whatever the thread did since its last stop is settled before anything
   // new is planned (e.g. a pending branch of a thread the process layer kept
   // stopped while stopping all threads did not run).
@@ -439,8 +440,11 @@ void SoftwareTracer::client_wrote(uint64_t begin, uint64_t end) {
   map_changes_.note_stopped(begin, end, stopped);
 }
 
-void SoftwareTracer::client_wrote_registers(pid_t tid) {
-  if (ThreadState* t = state(tid); t != nullptr && t->trace) t->client_wrote = true;
+void SoftwareTracer::client_wrote_registers(pid_t tid, uint64_t pc_before, const decoder::StackSnapshot& stack_before) {
+  ThreadState* t = state(tid);
+  if (t == nullptr || !t->trace) return;
+  t->client_wrote = true;
+  if (!t->moved_from) t->moved_from.emplace(pc_before, stack_before);
 }
 
 void SoftwareTracer::forget_code() {

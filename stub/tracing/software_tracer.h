@@ -164,7 +164,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   Checkpoints* checkpoints() const override { return checkpoints_.get(); }
   const MapChanges* map_changes() const override { return &map_changes_; }
   void client_wrote(uint64_t begin, uint64_t end) override;
-  void client_wrote_registers(pid_t tid) override;
+  void client_wrote_registers(pid_t tid, uint64_t pc_before, const decoder::StackSnapshot& stack_before) override;
   // Its Stats, for monitor record status.
   std::string activity() const override;
   void settle() override;
@@ -210,6 +210,10 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     std::optional<uint64_t> exit_reported;  // where the thread was reported about to exit
     bool checkpoint_due = true;   // something re-execution cannot repeat happened since the last one
     bool client_wrote = false;    // the client wrote memory at this stop (noted where it resumes)
+    // Where the thread stood when the client first wrote its registers at
+    // this stop, and rsp/rbp there: if it resumes elsewhere, the move is
+    // stored as an asynchronous transfer (as a signal's delivery).
+    std::optional<std::pair<uint64_t, decoder::StackSnapshot>> moved_from;
     TraceConfig config;
     std::unique_ptr<decoder::BlockTrace> trace;
     std::vector<uint64_t> armed;                  // trace stop addresses as last set (empty: none)
@@ -263,6 +267,10 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // may not run past `pc` (Checkpoints::client_write), a new one is due.
   // True when there was such a write.
   bool note_client_write(ThreadState& t, pid_t tid, uint64_t pc);
+  // Where a thread resumes at another pc than the client found it at: the
+  // branch it seemed about to take never ran, and the history goes from
+  // there to `pc` as a signal's delivery does (the decoder walks across).
+  void note_client_move(ThreadState& t, uint64_t pc);
   void checkpoint_if_due(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
 
   // TraceStops::Breakpoint (software_tracer_emulate.cc).

@@ -21,6 +21,7 @@ bool SoftwareTracer::lend_thread(TracedThreadControl& control, pid_t tid) {
   if (!regs) return false;
   const uint64_t pc = pc_of(*regs);
   ensure_origin(*t, pc);
+  note_client_move(*t, pc);
   // Whatever a plan ran is stored before the thread goes (nothing, when
   // the plan was made at this very stop: the thread is before its entry).
   settle_lookahead(control, *t, tid, pc);

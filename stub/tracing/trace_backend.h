@@ -88,9 +88,16 @@ class TraceBackend {
     (void)begin;
     (void)end;
   }
-  // The client wrote registers of `tid` at a stop (G, P): a copy of the
-  // program taken before would re-run without them.
-  virtual void client_wrote_registers(pid_t tid) { (void)tid; }
+  // The client wrote registers of `tid` at a stop (G, P), where the thread
+  // stood at `pc_before` with `stack_before`: a copy of the program taken
+  // before would re-run without them; and where the pc moved (gdb's
+  // `return`, `jump`, an inferior call and the restore after it) the
+  // thread goes on elsewhere with no branch of its own to say so.
+  virtual void client_wrote_registers(pid_t tid, uint64_t pc_before, const decoder::StackSnapshot& stack_before) {
+    (void)tid;
+    (void)pc_before;
+    (void)stack_before;
+  }
   // monitor record size: a new buffer size for every thread's running trace
   // and for threads enabled later. A smaller bound drops the oldest
   // branches; a larger one costs nothing until used.

@@ -159,7 +159,9 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   Checkpoints* checkpoints() const override { return ptrace_->checkpoints(); }
   const MapChanges* map_changes() const override { return ptrace_->map_changes(); }
   void client_wrote(uint64_t begin, uint64_t end) override;
-  void client_wrote_registers(pid_t tid) override { ptrace_->client_wrote_registers(tid); }
+  void client_wrote_registers(pid_t tid, uint64_t pc_before, const decoder::StackSnapshot& stack_before) override {
+    ptrace_->client_wrote_registers(tid, pc_before, stack_before);
+  }
   Expected<void> set_bound(uint64_t buffer_bytes) override { return ptrace_->set_bound(buffer_bytes); }
 
  private:
