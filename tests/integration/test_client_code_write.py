@@ -10,8 +10,9 @@ before, as if gdb wrote a breakpoint into code), then at bias_set writes
 70 into eax (bias returns it into `bonus`) and continues: the program
 prints "sum 8070" under gdbserver. In a second session gdb calls
 `value()` at mark (an inferior call: gdb writes an int3 byte on the
-stack, refused before under --record) and the program goes on to print
-"sum 2007"; back from the end, reverse-continue crosses the calls (which
+stack, refused before under --record), pops mark with `return`, and the
+program goes on to print "sum 2007"; back from the end, reverse-continue
+crosses the return and the calls (which
 the history holds, as `record full`'s log does) to the first loop (the
 pc moves the calls made were not in the history: reverse execution ended
 there).
@@ -63,10 +64,11 @@ PAST = [
 # An inferior call: gdb writes registers and an int3 byte on the stack.
 # Then back across them to the first loop (the calls' pc moves are in the
 # history as asynchronous transfers: before, reverse execution ended there).
-CALL = ["break mark", "continue", "print (int) value()", "print (int) value() + 10", "continue",  # 0-4
-        "delete", "break mark", "reverse-continue",                                             # 5-7: mark
-        "delete", "break *value", "reverse-continue", "reverse-continue",                        # 8-11: the calls
-        "reverse-continue", "bt 2"]                                                              # 12-13
+CALL = ["break mark", "continue", "print (int) value()", "print (int) value() + 10",             # 0-3
+        "return", "continue",                                                                   # 4-5: mark pops
+        "delete", "break mark", "reverse-continue",                                             # 6-8: mark
+        "delete", "break *value", "reverse-continue", "reverse-continue",                        # 9-12: the calls
+        "reverse-continue", "bt 2"]                                                              # 13-14
 
 PATCHED = "0xb8\t0x02\t0x00\t0x00\t0x00\t0xc3"
 ORIGINAL = "0xb8\t0x01\t0x00\t0x00\t0x00\t0xc3"
@@ -128,11 +130,12 @@ def main(args, c):
                        reference_call, call_ctx)
             # Back from the end to mark, through the two inferior calls'
             # value (the history holds what ran), to the first loop's last call.
-            c.matches("%s: back across the second loop to mark" % what, call.of(7), r"Breakpoint \d+, .*mark", call_ctx)
-            for i in (10, 11, 12):
-                c.matches("%s: reverse-continue %d from mark stops at value" % (what, i - 9), call.of(i),
+            c.matches("%s: back across the second loop and the return to mark" % what, call.of(8),
+                      r"Breakpoint \d+, .*mark", call_ctx)
+            for i in (11, 12, 13):
+                c.matches("%s: reverse-continue %d from mark stops at value" % (what, i - 10), call.of(i),
                           r"Breakpoint \d+, .*value", call_ctx)
-            c.matches("%s: and reaches the first loop" % what, call.of(13),
+            c.matches("%s: and reaches the first loop" % what, call.of(14),
                       r"#1 .*main \(\) at .*client_patch\.c:%d" % before, call_ctx)
 
 if __name__ == "__main__":
