@@ -541,10 +541,6 @@ bool PtraceProcess::recording() const {
   return std::any_of(threads_.begin(), threads_.end(), [&](const auto& entry) { return hook_->traces(entry.first); });
 }
 
-// The int3s a client's write puts over another byte of the program's
-// (under our own int3s, the byte they keep): gdb's breakpoints written into
-// memory. An int3 written over an int3 is the program's own, or one the
-// client wrote before.
 namespace {
 
 // Whether one of `addrs` lies in an executable mapping of `pid` (also
@@ -560,6 +556,10 @@ bool any_executable(pid_t pid, const std::vector<uint64_t>& addrs) {
 
 }  // namespace
 
+// The int3s a client's write puts over another byte of the program's
+// (under our own int3s, the byte they keep): gdb's breakpoints written into
+// memory. An int3 written over an int3 is the program's own, or one the
+// client wrote before.
 std::vector<uint64_t> PtraceProcess::new_client_int3s(uint64_t addr, const std::vector<uint8_t>& bytes) {
   std::vector<uint64_t> added;
   if (std::find(bytes.begin(), bytes.end(), kInt3) == bytes.end()) return added;
