@@ -140,16 +140,21 @@ bool in_shared_mapping(const std::vector<MemoryMapping>& maps, uint64_t addr) {
 
 }  // namespace
 
-Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid) {
+Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid, const std::vector<pid_t>& idle) {
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
   // An attached program's copy would be its parent's child, not ours.
   if (attached_) return make_error(ErrorCode::NotSupported, "No copies of an attached program");
   if (!btstub_is_parent_) return make_error(ErrorCode::NotSupported, "No copies of a fork child (they would be its parent's)");
   if (ending_) return make_error(ErrorCode::NotSupported, "The program has ended");
   if (threads_.size() != 1) reap_ended_threads(tid);
-  if (threads_.size() != 1 || threads_.count(tid) == 0) {
-    return make_error(ErrorCode::NotSupported, "No copies of a program with several threads");
-  }
+  if (threads_.count(tid) == 0) return make_error(ErrorCode::NoProcess, "No such thread");
+  // The copy has this thread alone: it stands for the program only while
+  // no other thread runs code (the tracer's word: it hears of each resume).
+  const bool others_idle = std::all_of(threads_.begin(), threads_.end(), [&](const auto& entry) {
+    return entry.first == tid || entry.second.exited ||
+           std::find(idle.begin(), idle.end(), entry.first) != idle.end();
+  });
+  if (!others_idle) return make_error(ErrorCode::NotSupported, "No copies while another thread runs");
   ThreadState& thread = threads_.at(tid);
   if (thread.running) return make_error(ErrorCode::InvalidArgument, "The thread is running");
   // A signal waiting would stop the injected clone first, and belongs to

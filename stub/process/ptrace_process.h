@@ -133,7 +133,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   bool has_trace_breakpoint(uint64_t addr) const { return trace_int3s_.count(addr) != 0; }
   void keep_trace_breakpoints(bool keep) override;
   void code_changed(uint64_t begin, uint64_t end) override;
-  Expected<std::unique_ptr<ProcessCopy>> fork_copy(pid_t tid) override;  // ptrace_copy_program.cc
+  Expected<std::unique_ptr<ProcessCopy>> fork_copy(pid_t tid, const std::vector<pid_t>& idle = {}) override;  // ptrace_copy_program.cc
   Expected<uint64_t> map_program_memory(pid_t tid, uint64_t near, uint64_t reach, uint64_t size,
                                         bool executable) override;  // ptrace_map_program.cc
   Expected<SharedMapping> map_shared_program_memory(pid_t tid, uint64_t near, uint64_t reach,

@@ -92,9 +92,11 @@ class TracedThreadControl {
   // A copy of the program standing where the stopped thread `tid` stands
   // (stub/process/process_copy.h), with none of our int3s: a checkpoint of
   // the recording. Only for a program btstub launched (a copy must be its
-  // child) that has this one thread (a copy has one).
-  virtual Expected<std::unique_ptr<ProcessCopy>> fork_copy(pid_t tid) {
-    (void)tid;
+  // child) whose other threads are all in `idle`: threads the tracer knows
+  // run none of the program's code now (stopped, or waiting in a futex)
+  // and will not without its hearing of it (a copy has one thread).
+  virtual Expected<std::unique_ptr<ProcessCopy>> fork_copy(pid_t tid, const std::vector<pid_t>& idle = {}) {
+    (void)tid, (void)idle;
     return btstub::make_error(btstub::ErrorCode::NotSupported, "No copies of the program here");
   }
   // Writes program memory (our int3s stay, as Process::write_memory).

@@ -47,6 +47,11 @@ Expected<std::vector<PastWatch::Stretch>> PastWatch::stretches(HistoryPoint low,
         return cannot_rerun("a signal, or a system call without a checkpoint after it, lies in between");
       }
     }
+    // A copy of a program with several threads stands for its thread
+    // only until another one ran.
+    if (!starts[i].serves(stretch.end) && low < stretch.end) {
+      return cannot_rerun("another thread ran in between (several threads)");
+    }
     out.push_back(stretch);
   }
   return out;

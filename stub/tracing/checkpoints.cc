@@ -14,7 +14,7 @@ void Checkpoints::add(pid_t tid, HistoryPoint at, std::unique_ptr<process::Proce
   Thread& thread = threads_[tid];
   // A point is reached once: a newer checkpoint never stands before an older one.
   while (!thread.entries.empty() && !(thread.entries.back().at < at)) thread.entries.pop_back();
-  thread.entries.push_back(Entry{at, std::move(copy)});
+  thread.entries.push_back(Entry{at, std::move(copy), std::nullopt});
   ++taken_;
   while (count() > limits_.max_count) drop_one();
   if (++added_since_measured_ >= std::max<std::size_t>(8, count() / 4)) keep_within_memory();
@@ -56,6 +56,10 @@ Expected<Checkpoints::Usable> Checkpoints::usable_for(pid_t tid, HistoryPoint at
     return make_error(ErrorCode::NotSupported, "no checkpoint this far back");
   }
   const Entry& entry = *std::prev(after);
+  if (entry.valid_before && !(at.sequence < *entry.valid_before)) {
+    return make_error(ErrorCode::NotSupported,
+                      "another thread ran between the last checkpoint and this point (several threads)");
+  }
   if (thread.first_barrier(entry.at, at)) {
     return make_error(ErrorCode::NotSupported,
                       "no checkpoint since the last system call, signal or thread change before this point");
@@ -64,14 +68,25 @@ Expected<Checkpoints::Usable> Checkpoints::usable_for(pid_t tid, HistoryPoint at
     return make_error(ErrorCode::NotSupported,
                       "no checkpoint since the client wrote the program's memory before this point");
   }
-  return Usable{entry.at, entry.copy.get()};
+  return Usable{entry.at, entry.copy.get(), entry.valid_before};
+}
+
+void Checkpoints::others_run(pid_t runner, const std::function<std::optional<uint64_t>(pid_t)>& progress) {
+  for (auto& [tid, thread] : threads_) {
+    if (tid == runner || thread.entries.empty() || thread.entries.back().valid_before) continue;
+    // The open ones are the newest: each run of another thread closes all.
+    const uint64_t before = progress(tid).value_or(0);
+    for (auto e = thread.entries.rbegin(); e != thread.entries.rend() && !e->valid_before; ++e) {
+      e->valid_before = before;
+    }
+  }
 }
 
 std::vector<Checkpoints::Usable> Checkpoints::all(pid_t tid) const {
   std::vector<Usable> out;
   auto found = threads_.find(tid);
   if (found == threads_.end()) return out;
-  for (const Entry& e : found->second.entries) out.push_back(Usable{e.at, e.copy.get()});
+  for (const Entry& e : found->second.entries) out.push_back(Usable{e.at, e.copy.get(), e.valid_before});
   return out;
 }
 

@@ -9,8 +9,10 @@
 // a return from the vDSO, whose clocks read memory the kernel updates), and
 // every `every_branches` branches, so that reaching any point re-executes a
 // bounded stretch. Each such event is also a barrier: no copy may run
-// across it. Only a program with one thread is copied (a copy has one
-// thread); while it has more, points have no checkpoint and stay unknown.
+// across it. A copy has one thread: while the program has several, one is
+// copied only while every other one runs none of its code (stopped, or
+// waiting in a futex or a sleep), and serves its thread's points only up to
+// where another thread ran code again (others_run).
 //
 // Bounded by count and memory: past `max_count`, or past `memory_bytes` of
 // the copies' proportional share of memory (measured after a quarter of
@@ -27,6 +29,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -76,12 +79,23 @@ class Checkpoints {
   // `at` after the write serves `at` and what follows.
   void client_write(pid_t tid, HistoryPoint at);
 
+  // Thread `runner` is about to run code of the program: every checkpoint
+  // of another thread taken since one last did (all others stood still
+  // then) serves only the blocks that thread had run by now, which
+  // `progress` gives as the sequence its history ends at (a lower bound;
+  // nullopt: the thread has no history).
+  void others_run(pid_t runner, const std::function<std::optional<uint64_t>(pid_t)>& progress);
+
   struct Usable {
     HistoryPoint at;
     process::ProcessCopy* copy = nullptr;
+    // Another thread ran code once the thread had run the blocks before
+    // this sequence: the copy stands for no point from there on.
+    std::optional<uint64_t> valid_before;
+    bool serves(HistoryPoint point) const { return !valid_before || point.sequence < *valid_before; }
   };
   // The newest checkpoint of `tid` at or before `at` with no barrier in
-  // [checkpoint, at); an error saying why there is none.
+  // [checkpoint, at) that serves `at`; an error saying why there is none.
   Expected<Usable> usable_for(pid_t tid, HistoryPoint at) const;
   // Every checkpoint of `tid`, oldest first.
   std::vector<Usable> all(pid_t tid) const;
@@ -122,6 +136,7 @@ class Checkpoints {
   struct Entry {
     HistoryPoint at;
     std::unique_ptr<process::ProcessCopy> copy;
+    std::optional<uint64_t> valid_before;  // Usable::valid_before
   };
   struct Thread {
     std::deque<Entry> entries;         // oldest first

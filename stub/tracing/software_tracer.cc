@@ -32,6 +32,24 @@ SoftwareTracer::SoftwareTracer(BlockCache blocks, const TraceConfig& config, boo
 
 StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, StepKind requested,
                                        int signal) {
+  const StepKind kind = plan_resume(control, tid, requested, signal);
+  note_resumed(control, tid, kind, signal);
+  return kind;
+}
+
+TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedStop& stop) {
+  note_stopped(stop.tid);
+  const TraceVerdict verdict = judge_stop(control, stop);
+  // Absorbed while the process layer stops every thread, the thread stays
+  // stopped (before_resume comes when it goes on).
+  if ((verdict == TraceVerdict::Continue || verdict == TraceVerdict::SingleStep) && !control.stopping_all()) {
+    note_resumed(control, stop.tid, verdict == TraceVerdict::SingleStep ? StepKind::SingleStep : StepKind::Continue,
+                 0);
+  }
+  return verdict;
+}
+
+StepKind SoftwareTracer::plan_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal) {
   if (ThreadState* t = state(tid); t != nullptr && t->disarm_pending) {
     arm(control, *t, tid, std::nullopt);
     t->disarm_pending = false;
@@ -68,6 +86,11 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
     // so far; the branch to a handler, if any, will end the block there).
     if (t->trace) t->trace->mark_signal(t->trace->end_sequence(), pc, signal);
   }
+  // Stopped in a system call the kernel makes again (a futex wait an
+  // all-stop interrupted): stepped, as every system call the tracer runs,
+  // so its end is seen (a barrier, and where the thread runs code again).
+  const uint64_t restart = signal == 0 ? restarted_call(control, *regs).value_or(0) : 0;  // 0: none
+  if (restart == 0 && signal == 0 && !t->frozen) checkpoint_alone(control, *t, tid, pc);
   // A debug-register trace stop fires before the instruction at its address
   // runs, unless the thread resumes from that very trap (the kernel then
   // sets RF). A thread that reached its armed address otherwise (a step
@@ -94,6 +117,12 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
     if (by_tracer) ++stats_.steps;
     return signal != 0 ? StepKind::SingleStep : requested;
   }
+  if (restart != 0) {
+    ControlMemory code(control);
+    t->step = Step{restart, stack_of(*regs), blocks_.instruction_at(restart, code), false, true};
+    ++stats_.steps;
+    return StepKind::SingleStep;
+  }
   switch (continue_from(control, *t, tid)) {
     case Next::SingleStep: return StepKind::SingleStep;
     case Next::Continue: return StepKind::Continue;
@@ -110,7 +139,7 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
   return requested;
 }
 
-TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedStop& stop) {
+TraceVerdict SoftwareTracer::judge_stop(TracedThreadControl& control, const TracedStop& stop) {
   update_kept_int3s(control);
   ThreadState* t = traced_state(stop.tid);
   const bool only_trace_stop = stop.trace_stop_hit && !stop.software_breakpoint && !stop.watchpoint_hit &&

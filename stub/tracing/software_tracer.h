@@ -134,6 +134,13 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // verdict for the stop it is in.
   TraceVerdict take_back(TracedThreadControl& control, pid_t tid);
 
+  // Which threads run the program's code (software_tracer_idle.cc): told
+  // around every stop and resume by the outermost hook (this one, or the
+  // translating tracer that wraps it). A program with several threads gets
+  // checkpoints of one only while the others run none.
+  void note_stopped(pid_t tid);
+  void note_resumed(TracedThreadControl& control, pid_t tid, StepKind kind, int signal);
+
   // ---- TraceHook ----
   bool traces(pid_t tid) const override;
   StepKind before_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal) override;
@@ -209,6 +216,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     bool in_stop = false;         // on_stop is deciding (a stop may be reported)
     std::optional<uint64_t> exit_reported;  // where the thread was reported about to exit
     bool checkpoint_due = true;   // something re-execution cannot repeat happened since the last one
+    // May be running code of the program now: not stopped, nor in a wait
+    // it was stepped into (note_resumed). Unknown counts as running.
+    bool runs_code = true;
     bool client_wrote = false;    // the client wrote memory at this stop (noted where it resumes)
     // Where the thread stood when the client first wrote its registers at
     // this stop, and rsp/rbp there: if it resumes elsewhere, the move is
@@ -272,6 +282,23 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // there to `pc` as a signal's delivery does (the decoder walks across).
   void note_client_move(ThreadState& t, uint64_t pc);
   void checkpoint_if_due(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
+  // software_tracer_idle.cc. The other threads that run no code (each
+  // stopped or waiting): a copy of `tid` stands for the program while all
+  // others are among them.
+  std::vector<pid_t> idle_others(pid_t tid) const;
+  bool has_others(pid_t tid) const;
+  // Where the thread stands in a system call the kernel makes again when
+  // it resumes without a signal (a futex wait an all-stop interrupted):
+  // the `syscall` instruction's address.
+  std::optional<uint64_t> restarted_call(TracedThreadControl& control, const protocol::RegisterFile& regs);
+  // Resumed with one step, does the thread wait and run no code of the
+  // program before it stops (a futex wait, a sleep)?
+  bool steps_into_wait(TracedThreadControl& control, pid_t tid);
+  // At a resume of a program with several threads, where the others stand
+  // still: a checkpoint here, unless one serves here already.
+  void checkpoint_alone(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
+  StepKind plan_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal);
+  TraceVerdict judge_stop(TracedThreadControl& control, const TracedStop& stop);
 
   // TraceStops::Breakpoint (software_tracer_emulate.cc).
   Next continue_by_emulation(TracedThreadControl& control, ThreadState& t, pid_t tid,

@@ -46,8 +46,10 @@ void SoftwareTracer::checkpoint_if_due(TracedThreadControl& control, ThreadState
   if (checkpoints_->vdso().second == 0) checkpoints_->set_vdso(read_vdso_range(tid));
   // A copy standing inside the vDSO would run the rest of it.
   if (checkpoints_->in_vdso(pc)) return;
-  auto copy = control.fork_copy(tid);
-  if (!copy) return;  // stays due: e.g. the program has several threads now
+  // Another thread running code now would run on where the copy does not:
+  // the process layer refuses unless every other one is idle (or ended).
+  auto copy = control.fork_copy(tid, idle_others(tid));
+  if (!copy) return;  // stays due: e.g. another thread runs
   checkpoints_->add(tid, at, std::move(*copy));
   checkpoints_->drop_before(tid, t.trace->first_sequence());
   t.checkpoint_due = false;

@@ -167,6 +167,7 @@ void SoftwareTracer::on_thread_created(pid_t tid, pid_t /*parent*/) {
   // breakpoints) and its origin is read at its first resume.
   ThreadState& fresh = threads_[tid];
   fresh.armed.clear();
+  fresh.runs_code = false;  // stopped until its first resume
   start_trace(fresh, tid, false);
 }
 

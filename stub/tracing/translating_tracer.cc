@@ -79,6 +79,24 @@ TranslatingTracer::Thread* TranslatingTracer::thread(pid_t tid) {
 }
 
 StepKind TranslatingTracer::before_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal) {
+  const StepKind kind = plan_resume(control, tid, requested, signal);
+  ptrace_->note_resumed(control, tid, kind, signal);
+  return kind;
+}
+
+TraceVerdict TranslatingTracer::on_stop(TracedThreadControl& control, const TracedStop& stop) {
+  ptrace_->note_stopped(stop.tid);
+  const TraceVerdict verdict = judge_stop(control, stop);
+  // Absorbed while the process layer stops every thread, the thread stays
+  // stopped (before_resume comes when it goes on).
+  if ((verdict == TraceVerdict::Continue || verdict == TraceVerdict::SingleStep) && !control.stopping_all()) {
+    ptrace_->note_resumed(control, stop.tid,
+                          verdict == TraceVerdict::SingleStep ? StepKind::SingleStep : StepKind::Continue, 0);
+  }
+  return verdict;
+}
+
+StepKind TranslatingTracer::plan_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal) {
   live_.insert(tid);
   if (Thread* th = thread(tid); th != nullptr && th->in_cache) {
     // Kept stopped quietly in the cache (never reported): it goes on there.
@@ -96,7 +114,7 @@ StepKind TranslatingTracer::before_resume(TracedThreadControl& control, pid_t ti
   return ptrace_->before_resume(control, tid, requested, signal);
 }
 
-TraceVerdict TranslatingTracer::on_stop(TracedThreadControl& control, const TracedStop& stop) {
+TraceVerdict TranslatingTracer::judge_stop(TracedThreadControl& control, const TracedStop& stop) {
   if (Thread* th = thread(stop.tid); th != nullptr && th->in_cache) {
     const TraceVerdict verdict = on_cache_stop(control, *th, stop);
     // Looked up again: a checkpoint taken on the way (lending the thread

@@ -192,6 +192,11 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
         [this](const SystemCall& call, const CodeWrite& write) { note_system_call(call, write); });
   }
 
+  // The hook's work; before_resume and on_stop tell the ptrace tracer
+  // which threads run code around them (SoftwareTracer::note_resumed).
+  StepKind plan_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal);
+  TraceVerdict judge_stop(TracedThreadControl& control, const TracedStop& stop);
+
   // translating_tracer_entry.cc: into the cache.
   bool may_enter(TracedThreadControl& control, pid_t tid, const protocol::RegisterFile& regs) const;
   // Lends the stopped thread (out of the cache, at `pc`) and puts it into

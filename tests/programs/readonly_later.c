@@ -1,6 +1,6 @@
 /* readonly_later.c: memory that is read-only now but was not in the past
- * (test_past_readonly). A second thread waits meanwhile, so that btstub
- * takes no checkpoints and reads the past from the history alone.
+ * (test_past_readonly, which runs btstub without checkpoints: the past
+ * from the history alone). A second thread waits meanwhile.
  *
  * At mark1: `page` (anonymous) holds 1 and is writable; nothing is mapped
  * at `later` yet. Then page[0] = 2 and an mprotect makes it read-only;

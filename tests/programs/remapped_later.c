@@ -1,7 +1,7 @@
 /* remapped_later.c: mappings that change after mark1 in ways their present
- * bytes hide (test_past_remapped). A second thread waits meanwhile, so
- * that btstub takes no checkpoints and reads the past from the history
- * alone.
+ * bytes hide (test_past_remapped, which runs btstub without checkpoints:
+ * the past from the history alone). A second thread waits meanwhile (the
+ * changes count for every thread's history).
  *
  * argv[1..4]: files the test wrote before the program started, holding
  * "first file", "second file", "file bytes" and "kept file". At mark1:

@@ -6,6 +6,10 @@
    continue from a second stop finds the first stop's values. */
 #include <errno.h>
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "libs/in_system_call.h"
 
 extern __thread int lib_tls;
 void lib_tls_set(int value);
@@ -17,6 +21,11 @@ void main_stop(void) {}
 
 static void* worker(void* arg) {
   (void)arg;
+  /* From when the main thread waits in pthread_join's futex it runs no
+     code until this thread ends: whatever stop of this thread the test
+     makes, the main thread stands still (a copy of this thread then
+     stands for the program in the past). */
+  wait_until_in_system_call(getpid(), SYS_futex);
   main_tls = 20;
   lib_tls_set(200);
   errno = EINVAL;

@@ -4,6 +4,7 @@
 // part (resume = before_resume, stop = on_stop at a given pc).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <map>
@@ -74,9 +75,17 @@ class Control final : public stub::process::TracedThreadControl {
   }
   bool has_user_breakpoint(uint64_t addr) const override { return user_breakpoints.count(addr) != 0; }
   // With `copies`, a checkpoint's copy is taken (as a null one).
-  Expected<std::unique_ptr<stub::process::ProcessCopy>> fork_copy(pid_t tid) override {
+  Expected<std::unique_ptr<stub::process::ProcessCopy>> fork_copy(pid_t tid,
+                                                                  const std::vector<pid_t>& idle = {}) override {
+    last_idle = idle;
+    // As the process layer: every other live thread must be idle.
+    for (pid_t other : live_threads) {
+      if (other != tid && std::find(idle.begin(), idle.end(), other) == idle.end()) {
+        return btstub::make_error(btstub::ErrorCode::NotSupported, "another thread runs");
+      }
+    }
     if (copies) return std::unique_ptr<stub::process::ProcessCopy>{};
-    return TracedThreadControl::fork_copy(tid);
+    return TracedThreadControl::fork_copy(tid, idle);
   }
   Expected<void> set_trace_stop(pid_t tid, std::optional<uint64_t> addr) override {
     ++arm_calls;
@@ -141,6 +150,8 @@ class Control final : public stub::process::TracedThreadControl {
   std::map<uint64_t, uint8_t> memory;
   std::set<uint64_t> user_breakpoints;
   bool copies = false;
+  std::vector<pid_t> last_idle;   // what the last fork_copy was told
+  std::set<pid_t> live_threads;   // the program's threads, for fork_copy's check
   std::map<pid_t, std::optional<uint64_t>> armed;
   std::map<pid_t, std::optional<uint64_t>> int3;  // set_trace_breakpoint's per thread
   std::map<pid_t, std::vector<uint64_t>> int3s;   // set_trace_breakpoints' per thread

@@ -2,6 +2,8 @@
 // The entries hold no copies here (no processes in unit tests).
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include "stub/tracing/checkpoints.h"
 
 using stub::tracing::Checkpoints;
@@ -45,6 +47,42 @@ TEST_CASE("no older copy runs to or past a client write; the copy taken after it
   CHECK(checkpoints.usable_for(7, {4, 0x100})->at == decoder::HistoryPoint{0, 0x100});
   checkpoints.drop_before(7, 6);
   CHECK_FALSE(checkpoints.first_write(7, {0, 0}, {9, 0}));
+}
+
+TEST_CASE("with several threads a copy serves its thread only up to where another ran", "[checkpoints]") {
+  Checkpoints checkpoints;
+  std::map<pid_t, uint64_t> progress{{7, 0}, {8, 0}};
+  auto progress_of = [&](pid_t tid) -> std::optional<uint64_t> { return progress.at(tid); };
+  checkpoints.add(7, {3, 0x100}, nullptr);
+  checkpoints.add(7, {6, 0x200}, nullptr);
+  checkpoints.add(8, {2, 0x300}, nullptr);
+  // Thread 7 runs: its own copies stay open, 8's serves up to block 4 of 8's.
+  progress[8] = 4;
+  checkpoints.others_run(7, progress_of);
+  CHECK(checkpoints.usable_for(7, {50, 0x100}));
+  CHECK(checkpoints.usable_for(8, {3, 0x399}));
+  auto ran = checkpoints.usable_for(8, {4, 0x300});
+  REQUIRE_FALSE(ran);
+  CHECK(ran.error().message.find("another thread ran") != std::string::npos);
+  CHECK(checkpoints.all(8).front().valid_before == 4u);
+  CHECK_FALSE(checkpoints.all(8).front().serves({4, 0}));
+  // Thread 8 runs once 7 has finished block 9: both of 7's close there;
+  // a later run closes nothing already closed.
+  progress[7] = 9;
+  checkpoints.others_run(8, progress_of);
+  progress[7] = 20;
+  checkpoints.others_run(8, progress_of);
+  CHECK(checkpoints.usable_for(7, {8, 0x999})->at == decoder::HistoryPoint{6, 0x200});
+  CHECK(checkpoints.usable_for(7, {5, 0x0})->at == decoder::HistoryPoint{3, 0x100});
+  CHECK_FALSE(checkpoints.usable_for(7, {9, 0x0}));
+  // A copy taken after that is open again, the closed ones stay as they were.
+  checkpoints.add(7, {12, 0x400}, nullptr);
+  CHECK(checkpoints.usable_for(7, {40, 0x0})->at == decoder::HistoryPoint{12, 0x400});
+  CHECK_FALSE(checkpoints.usable_for(7, {11, 0x0}));
+  progress[7] = 30;
+  checkpoints.others_run(8, progress_of);
+  CHECK(checkpoints.all(7)[1].valid_before == 9u);
+  CHECK(checkpoints.all(7)[2].valid_before == 30u);
 }
 
 TEST_CASE("checkpoints older than the history go; over the count they are thinned", "[checkpoints]") {

@@ -463,3 +463,59 @@ TEST_CASE("software tracer: a lent run of branches with a return from the vDSO m
   REQUIRE(tracer->store_lent_branches(1, out) == out.size());
   CHECK(tracer->checkpoint_wanted(1));
 }
+
+TEST_CASE("software tracer: a copy of one thread while the other waits in a futex, until it runs code") {
+  constexpr uint64_t kFutexWaitBitsetPrivate = 9 | 128;
+  constexpr int64_t kErestartsys = -512;
+  Control control;
+  auto tracer = make_tracer({}, true);
+  tracer->set_checkpoint_limits(stub::tracing::Checkpoints::Limits{});
+  control.copies = true;
+  control.live_threads = {1, 2};
+  tracer->on_thread_created(2, 1);  // stopped until its first resume
+  control.set_reg(1, Amd64Reg::rip, kFunc);
+  REQUIRE(tracer->before_resume(control, 1, StepKind::Continue, 0) == StepKind::Continue);
+  REQUIRE(tracer->checkpoints()->count() == 1);  // where the trace starts: thread 2 stood still
+  CHECK(control.last_idle == std::vector<pid_t>{2});
+  // Thread 2 steps into a futex wait: it runs no code, 1's copy stays open
+  // (and no copy of 2 while 1 runs).
+  control.set_reg(2, Amd64Reg::rip, kTgt);
+  control.set_reg(2, Amd64Reg::rax, 202);
+  control.set_reg(2, Amd64Reg::rsi, kFutexWaitBitsetPrivate);
+  Driver second{*tracer, control, 2};
+  REQUIRE(second.resume() == StepKind::SingleStep);
+  REQUIRE(tracer->checkpoints()->count() == 1);
+  CHECK_FALSE(tracer->checkpoints()->all(1).front().valid_before);
+  // An all-stop interrupts the wait; resumed, the kernel makes the call
+  // again: stepped, still waiting.
+  control.set_reg(2, Amd64Reg::rip, kTgtNop);
+  control.set_reg(2, Amd64Reg::orig_rax, 202);
+  control.set_reg(2, Amd64Reg::rax, static_cast<uint64_t>(kErestartsys));
+  REQUIRE(second.resume() == StepKind::SingleStep);
+  CHECK_FALSE(tracer->checkpoints()->all(1).front().valid_before);
+  // The wait ends and thread 2 goes on into code: 1's copy serves only
+  // the blocks 1 had run by then.
+  control.set_reg(2, Amd64Reg::rax, 0);
+  control.set_reg(2, Amd64Reg::orig_rax, 202);
+  const TraceVerdict verdict = second.step_done_at(kTgtNop);
+  REQUIRE((verdict == TraceVerdict::Continue || verdict == TraceVerdict::SingleStep));
+  CHECK(tracer->checkpoints()->all(1).front().valid_before == tracer->trace(1)->end_sequence());
+}
+
+TEST_CASE("software tracer: a thread stepped over a call that writes memory is not idle") {
+  Control control;
+  auto tracer = make_tracer({}, true);
+  tracer->set_checkpoint_limits(stub::tracing::Checkpoints::Limits{});
+  control.copies = true;
+  control.live_threads = {1, 2};
+  tracer->on_thread_created(2, 1);
+  control.set_reg(1, Amd64Reg::rip, kFunc);
+  REQUIRE(tracer->before_resume(control, 1, StepKind::Continue, 0) == StepKind::Continue);
+  REQUIRE(tracer->checkpoints()->count() == 1);
+  // read(2): the kernel writes the buffer while thread 1 runs on.
+  control.set_reg(2, Amd64Reg::rip, kTgt);
+  control.set_reg(2, Amd64Reg::rax, 0);
+  Driver second{*tracer, control, 2};
+  REQUIRE(second.resume() == StepKind::SingleStep);
+  CHECK(tracer->checkpoints()->all(1).front().valid_before);
+}
