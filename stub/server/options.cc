@@ -182,7 +182,9 @@ std::string usage_text() {
          "  --checkpoint-every=BRANCHES\n"
          "                        Branches between two copies taken where nothing\n"
          "                        else takes one (default 100000 with\n"
-         "                        --trace-stops=translate, 700 with the others).\n"
+         "                        --trace-stops=translate, 700 with the others,\n"
+         "                        growing to 1/512 of the thread's history; given,\n"
+         "                        it stays fixed).\n"
          "                        More: faster recording (each copy is a fork of\n"
          "                        PROG), slower first steps back (a re-run goes from\n"
          "                        the nearest copy; see docs/past-state.md).\n";

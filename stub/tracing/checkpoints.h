@@ -27,6 +27,7 @@
 // Checkpoints older than the retained history are useless and go.
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -58,6 +59,14 @@ struct CheckpointLimits {
   // --checkpoint-every sets it (the server picks 100,000 for translated
   // code, where a fork costs as much as ~10,000 branches).
   uint64_t every_branches = 700;
+  // The periodic spacing grows with the thread's history: at least its
+  // length over this (0: fixed). Past `max_count` the copies are thinned
+  // to a spacing that grows with age anyway, so a long recording took
+  // thousands of forks only to drop most of them: at 512 the last copies
+  // of a 500-million-branch history are a million branches apart (a step
+  // back re-runs a few milliseconds more), and the forks take a third as
+  // long (docs/performance.md). --checkpoint-every fixes the spacing.
+  uint64_t history_share = 512;
   // --checkpoint-memory: the copies' proportional share of memory (Pss),
   // measured now and then; past it the oldest go.
   uint64_t memory_bytes = uint64_t{1} << 30;
@@ -69,6 +78,12 @@ class Checkpoints {
   explicit Checkpoints(Limits limits = {}) : limits_(limits) {}
 
   const Limits& limits() const { return limits_; }
+  // Branches between periodic checkpoints of a thread whose history holds
+  // `history_branches` (Limits::every_branches, history_share).
+  uint64_t spacing(uint64_t history_branches) const {
+    const uint64_t grown = limits_.history_share == 0 ? 0 : history_branches / limits_.history_share;
+    return std::max(limits_.every_branches, grown);
+  }
 
   void add(pid_t tid, HistoryPoint at, std::unique_ptr<process::ProcessCopy> copy);
   // An event at `at` (the instruction there) that re-execution cannot repeat.

@@ -282,6 +282,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // there to `pc` as a signal's delivery does (the decoder walks across).
   void note_client_move(ThreadState& t, uint64_t pc);
   void checkpoint_if_due(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
+  // Branches the thread has recorded (what the periodic spacing grows with;
+  // also those a full trace dropped since).
+  static uint64_t recorded_branches(const ThreadState& t) { return t.trace ? t.trace->end_sequence() : 0; }
   // software_tracer_idle.cc. The other threads that run no code (each
   // stopped or waiting): a copy of `tid` stands for the program while all
   // others are among them.

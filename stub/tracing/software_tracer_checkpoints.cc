@@ -41,7 +41,7 @@ void SoftwareTracer::checkpoint_if_due(TracedThreadControl& control, ThreadState
   const HistoryPoint at{t.trace->end_sequence(), pc};
   if (!t.checkpoint_due) {
     auto newest = checkpoints_->newest(tid);
-    if (newest && at.sequence < newest->sequence + checkpoints_->limits().every_branches) return;
+    if (newest && at.sequence < newest->sequence + checkpoints_->spacing(recorded_branches(t))) return;
   }
   if (checkpoints_->vdso().second == 0) checkpoints_->set_vdso(read_vdso_range(tid));
   // A copy standing inside the vDSO would run the rest of it.

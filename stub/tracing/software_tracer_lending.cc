@@ -85,7 +85,7 @@ bool SoftwareTracer::checkpoint_wanted(pid_t tid) const {
   if (!checkpoints_ || !all_enabled_ || t == nullptr || !t->trace || t->frozen) return false;
   if (t->checkpoint_due) return true;
   auto newest = checkpoints_->newest(tid);
-  return !newest || t->trace->end_sequence() >= newest->sequence + checkpoints_->limits().every_branches;
+  return !newest || t->trace->end_sequence() >= newest->sequence + checkpoints_->spacing(recorded_branches(*t));
 }
 
 TraceVerdict SoftwareTracer::take_back(TracedThreadControl& control, pid_t tid) {

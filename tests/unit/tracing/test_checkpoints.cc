@@ -85,6 +85,18 @@ TEST_CASE("with several threads a copy serves its thread only up to where anothe
   CHECK(checkpoints.all(7)[2].valid_before == 30u);
 }
 
+TEST_CASE("the periodic spacing grows with the history, unless fixed", "[checkpoints]") {
+  stub::tracing::CheckpointLimits limits;
+  limits.every_branches = 100000;
+  Checkpoints grows(limits);
+  CHECK(grows.spacing(0) == 100000);
+  CHECK(grows.spacing(100000 * 512) == 100000);
+  CHECK(grows.spacing(500000000) == 500000000 / 512);
+  limits.history_share = 0;
+  Checkpoints fixed(limits);
+  CHECK(fixed.spacing(500000000) == 100000);
+}
+
 TEST_CASE("checkpoints older than the history go; over the count they are thinned", "[checkpoints]") {
   Checkpoints checkpoints(Checkpoints::Limits{3, 100});
   for (uint64_t seq = 0; seq < 5; ++seq) checkpoints.add(1, {seq * 10, 0x100}, nullptr);
