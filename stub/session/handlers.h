@@ -47,6 +47,11 @@ Reply handle(Session&, const WriteMemory&);
 // m and x: the current thread's bytes (its past while it replays), at most
 // what fits in one reply as hex.
 Expected<std::vector<uint8_t>> read_client_memory(Session&, uint64_t addr, uint64_t length);
+// G, P and `c ADDR`: writes `regs` as the thread's registers, which were
+// `before`; the tracer hears where the thread stood (it stores a move of
+// the pc as a transfer).
+Expected<void> write_client_registers(Session&, pid_t tid, const protocol::RegisterFile& before,
+                                      const protocol::RegisterFile& regs);
 
 // handlers_exec.cc
 Reply handle(Session&, const InsertBreakpoint&);

@@ -167,12 +167,10 @@ Reply handle(Session& s, const Resume& raw) {
     pid_t tid = s.current_thread();
     auto regs = current.read_registers(tid);
     if (!regs) return error(regs.error());
-    const uint64_t pc_before = regs->get_u64(Amd64Reg::rip);
-    const decoder::StackSnapshot stack{regs->get_u64(Amd64Reg::rsp), regs->get_u64(Amd64Reg::rbp)};
+    const protocol::RegisterFile before = *regs;
     regs->set_u64(Amd64Reg::rip, *req.resume_addr);
-    if (auto ok = current.write_registers(tid, *regs); !ok) return error(ok.error());
     // `c ADDR`: the tracer stores the move (as for a G or P that moves the pc).
-    if (s.trace_backend != nullptr) s.trace_backend->client_wrote_registers(tid, pc_before, stack);
+    if (auto ok = write_client_registers(s, tid, before, *regs); !ok) return error(ok.error());
   }
 
   bool resumed_any = false;

@@ -12,18 +12,6 @@ constexpr uint8_t kMemoryErrorCode = 0x01;
 
 Reply error(const btstub::Error& e) { return Reply::now(reply_error(e)); }
 
-// Where the thread stood before the client wrote its registers (the
-// tracer notes a move of its pc).
-struct Before {
-  uint64_t pc = 0;
-  decoder::StackSnapshot stack;
-};
-
-Before before_write(const protocol::RegisterFile& regs) {
-  using protocol::Amd64Reg;
-  return {regs.get_u64(Amd64Reg::rip), {regs.get_u64(Amd64Reg::rsp), regs.get_u64(Amd64Reg::rbp)}};
-}
-
 Reply running_error() {
   return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "The program is running"));
 }
@@ -44,7 +32,7 @@ Reply handle(Session& s, const WriteAllRegisters& req) {
   if (auto ok = check_writable(s, s.current_thread()); !ok) return error(ok.error());
   auto regs = s.process()->read_registers(s.current_thread());
   if (!regs) return error(regs.error());
-  const Before before = before_write(*regs);
+  const protocol::RegisterFile before = *regs;
   const protocol::RegisterLayout layout = s.register_layout();
   if (req.bytes.size() > layout.buffer_size()) {
     return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "Register buffer too long"));
@@ -57,8 +45,7 @@ Reply handle(Session& s, const WriteAllRegisters& req) {
     std::copy_n(req.bytes.begin() + static_cast<std::ptrdiff_t>(at), take, regs->bytes(n));
     at += take;
   }
-  if (auto ok = s.process()->write_registers(s.current_thread(), *regs); !ok) return error(ok.error());
-  if (s.trace_backend != nullptr) s.trace_backend->client_wrote_registers(s.current_thread(), before.pc, before.stack);
+  if (auto ok = write_client_registers(s, s.current_thread(), before, *regs); !ok) return error(ok.error());
   return Reply::now(reply_ok());
 }
 
@@ -86,11 +73,21 @@ Reply handle(Session& s, const WriteRegister& req) {
   if (auto ok = check_writable(s, s.current_thread()); !ok) return error(ok.error());
   auto regs = s.process()->read_registers(s.current_thread());
   if (!regs) return error(regs.error());
-  const Before before = before_write(*regs);
+  const protocol::RegisterFile before = *regs;
   std::copy(req.bytes.begin(), req.bytes.end(), regs->bytes(n));
-  if (auto ok = s.process()->write_registers(s.current_thread(), *regs); !ok) return error(ok.error());
-  if (s.trace_backend != nullptr) s.trace_backend->client_wrote_registers(s.current_thread(), before.pc, before.stack);
+  if (auto ok = write_client_registers(s, s.current_thread(), before, *regs); !ok) return error(ok.error());
   return Reply::now(reply_ok());
+}
+
+Expected<void> write_client_registers(Session& s, pid_t tid, const protocol::RegisterFile& before,
+                                      const protocol::RegisterFile& regs) {
+  if (auto ok = s.process()->write_registers(tid, regs); !ok) return ok;
+  if (s.trace_backend != nullptr) {
+    using protocol::Amd64Reg;
+    const decoder::StackSnapshot stack{before.get_u64(Amd64Reg::rsp), before.get_u64(Amd64Reg::rbp)};
+    s.trace_backend->client_wrote_registers(tid, before.get_u64(Amd64Reg::rip), stack);
+  }
+  return {};
 }
 
 Expected<std::vector<uint8_t>> read_client_memory(Session& s, uint64_t addr, uint64_t length) {

@@ -185,6 +185,17 @@ TraceVerdict SoftwareTracer::judge_stop(TracedThreadControl& control, const Trac
   return TraceVerdict::Report;
 }
 
+void SoftwareTracer::note_client_move(ThreadState& t, uint64_t pc) {
+  if (!t.moved_from) return;
+  const auto [from, stack] = *t.moved_from;
+  t.moved_from.reset();
+  if (from == pc || !t.trace || !t.enabled || t.frozen) return;
+  t.pending.reset();
+  t.step.reset();
+  t.lookahead.reset();
+  (void)store(t, from, pc, stack);
+}
+
 // What happened since the thread last resumed, judged from where it is now.
 void SoftwareTracer::settle(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc, bool step_completed) {
   if (t.step) {

@@ -243,6 +243,10 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   void start_trace(ThreadState& t, pid_t tid, bool stopped);
   void ensure_origin(ThreadState& t, uint64_t pc);
 
+  // Where a thread resumes at another pc than the client found it at: the
+  // branch it seemed about to take never ran, and the history goes from
+  // there to `pc` as a signal's delivery does (the decoder walks across).
+  void note_client_move(ThreadState& t, uint64_t pc);
   void settle(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc, bool step_completed);
   void settle_abort(TracedThreadControl& control, ThreadState& t, const Step& s, uint64_t pc);
   bool store(ThreadState& t, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack);
@@ -277,10 +281,6 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // may not run past `pc` (Checkpoints::client_write), a new one is due.
   // True when there was such a write.
   bool note_client_write(ThreadState& t, pid_t tid, uint64_t pc);
-  // Where a thread resumes at another pc than the client found it at: the
-  // branch it seemed about to take never ran, and the history goes from
-  // there to `pc` as a signal's delivery does (the decoder walks across).
-  void note_client_move(ThreadState& t, uint64_t pc);
   void checkpoint_if_due(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
   // Branches the thread has recorded (what the periodic spacing grows with;
   // also those a full trace dropped since).

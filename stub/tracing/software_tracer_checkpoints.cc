@@ -22,17 +22,6 @@ bool SoftwareTracer::note_client_write(ThreadState& t, pid_t tid, uint64_t pc) {
   return true;
 }
 
-void SoftwareTracer::note_client_move(ThreadState& t, uint64_t pc) {
-  if (!t.moved_from) return;
-  const auto [from, stack] = *t.moved_from;
-  t.moved_from.reset();
-  if (from == pc || !t.trace || !t.enabled || t.frozen) return;
-  t.pending.reset();
-  t.step.reset();
-  t.lookahead.reset();
-  (void)store(t, from, pc, stack);
-}
-
 // At a stop of the thread's own (nothing pending: the trace holds all it
 // ran before `pc`). Only under whole-program recording: gdb's record btrace
 // replays on its side and never asks for values in the past.
