@@ -150,7 +150,7 @@ bool mapped_file_changed_after(pid_t pid, const MemoryMapping& m, int64_t since_
       return true;  // cannot be asked: it may have changed
     }
   }
-  const int64_t changed_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+  const int64_t changed_ns = nanoseconds(st.st_ctim);
   return changed_ns > since_ns - kSlackNs;
 }
 
@@ -181,8 +181,8 @@ std::optional<int64_t> process_start_realtime_ns(pid_t pid) {
   ::clock_gettime(CLOCK_BOOTTIME, &boot);
   ::clock_gettime(CLOCK_REALTIME, &real);
   const int64_t started_after_boot_ns = static_cast<int64_t>(ticks) * (1'000'000'000 / ticks_per_second);
-  const int64_t boot_ns = static_cast<int64_t>(boot.tv_sec) * 1'000'000'000 + boot.tv_nsec;
-  const int64_t real_ns = static_cast<int64_t>(real.tv_sec) * 1'000'000'000 + real.tv_nsec;
+  const int64_t boot_ns = nanoseconds(boot);
+  const int64_t real_ns = nanoseconds(real);
   return real_ns - (boot_ns - started_after_boot_ns);
 }
 

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <ctime>
 #include <optional>
 #include <set>
 #include <string>
@@ -52,6 +53,9 @@ bool mapped_file_changed_after(pid_t pid, const MemoryMapping& m, int64_t since_
 // The inodes of the files `maps` maps shared and writable: the program can
 // change them without a system call, and on tmpfs without a new ctime.
 std::set<uint64_t> shared_writable_files(const std::vector<MemoryMapping>& maps);
+// A time as nanoseconds since its clock's epoch (what the checks of file
+// changes against a copy's making compare).
+inline int64_t nanoseconds(const timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec; }
 // When process `pid` started, in CLOCK_REALTIME nanoseconds (from its
 // /proc/PID/stat start time, in clock ticks); nullopt when unreadable.
 std::optional<int64_t> process_start_realtime_ns(pid_t pid);

@@ -217,7 +217,7 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid, const
 }
 
 std::optional<std::string> ProcessCopy::file_changed_since_taken() const {
-  const int64_t taken_ns = static_cast<int64_t>(taken_.tv_sec) * 1'000'000'000 + taken_.tv_nsec;
+  const int64_t taken_ns = nanoseconds(taken_);
   std::set<uint64_t> asked;
   for (const MemoryMapping& m : read_maps(pid_)) {
     if (m.shared || m.inode == 0 || !asked.insert(m.inode).second) continue;
