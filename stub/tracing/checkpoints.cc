@@ -56,7 +56,8 @@ Expected<Checkpoints::Usable> Checkpoints::usable_for(pid_t tid, HistoryPoint at
     return make_error(ErrorCode::NotSupported, "no checkpoint this far back");
   }
   const Entry& entry = *std::prev(after);
-  if (entry.valid_before && !(at.sequence < *entry.valid_before)) {
+  const Usable usable{entry.at, entry.copy.get(), entry.valid_before};
+  if (!usable.serves(at)) {
     return make_error(ErrorCode::NotSupported,
                       "another thread ran between the last checkpoint and this point (several threads)");
   }
@@ -68,7 +69,7 @@ Expected<Checkpoints::Usable> Checkpoints::usable_for(pid_t tid, HistoryPoint at
     return make_error(ErrorCode::NotSupported,
                       "no checkpoint since the client wrote the program's memory before this point");
   }
-  return Usable{entry.at, entry.copy.get(), entry.valid_before};
+  return usable;
 }
 
 void Checkpoints::others_run(pid_t runner, const std::function<std::optional<uint64_t>(pid_t)>& progress) {

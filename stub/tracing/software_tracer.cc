@@ -40,12 +40,7 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
 TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedStop& stop) {
   note_stopped(stop.tid);
   const TraceVerdict verdict = judge_stop(control, stop);
-  // Absorbed while the process layer stops every thread, the thread stays
-  // stopped (before_resume comes when it goes on).
-  if ((verdict == TraceVerdict::Continue || verdict == TraceVerdict::SingleStep) && !control.stopping_all()) {
-    note_resumed(control, stop.tid, verdict == TraceVerdict::SingleStep ? StepKind::SingleStep : StepKind::Continue,
-                 0);
-  }
+  note_verdict(control, stop.tid, verdict);
   return verdict;
 }
 

@@ -140,6 +140,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // checkpoints of one only while the others run none.
   void note_stopped(pid_t tid);
   void note_resumed(TracedThreadControl& control, pid_t tid, StepKind kind, int signal);
+  // After on_stop's verdict: the thread goes on (Continue, SingleStep) unless
+  // the process layer is stopping every thread.
+  void note_verdict(TracedThreadControl& control, pid_t tid, TraceVerdict verdict);
 
   // ---- TraceHook ----
   bool traces(pid_t tid) const override;

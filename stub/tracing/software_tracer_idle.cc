@@ -18,10 +18,6 @@ using namespace tracer_detail;
 
 namespace {
 
-// ERESTARTSYS .. ERESTART_RESTARTBLOCK (include/linux/errno.h, kernel-internal):
-// the result of a system call the kernel makes again when the thread resumes.
-constexpr int64_t kFirstRestartErrno = 512;
-constexpr int64_t kLastRestartErrno = 516;
 constexpr uint64_t kSyscallSize = 2;
 constexpr uint64_t kTimerAbstime = 1;  // TIMER_ABSTIME
 
@@ -57,6 +53,14 @@ bool is_syscall_at(TracedThreadControl& control, uint64_t addr) {
 
 void SoftwareTracer::note_stopped(pid_t tid) {
   if (ThreadState* t = state(tid)) t->runs_code = false;
+}
+
+void SoftwareTracer::note_verdict(TracedThreadControl& control, pid_t tid, TraceVerdict verdict) {
+  // Absorbed while the process layer stops every thread, the thread stays
+  // stopped (before_resume comes when it goes on).
+  if (control.stopping_all()) return;
+  if (verdict == TraceVerdict::Continue) note_resumed(control, tid, StepKind::Continue, 0);
+  if (verdict == TraceVerdict::SingleStep) note_resumed(control, tid, StepKind::SingleStep, 0);
 }
 
 void SoftwareTracer::note_resumed(TracedThreadControl& control, pid_t tid, StepKind kind, int signal) {
@@ -96,13 +100,10 @@ std::vector<pid_t> SoftwareTracer::idle_others(pid_t tid) const {
 
 std::optional<uint64_t> SoftwareTracer::restarted_call(TracedThreadControl& control,
                                                        const protocol::RegisterFile& regs) {
-  const int64_t number = static_cast<int64_t>(regs.get_u64(Amd64Reg::orig_rax));
-  const int64_t result = static_cast<int64_t>(regs.get_u64(Amd64Reg::rax));
   const uint64_t pc = pc_of(regs);
-  if (number < 0 || result < -kLastRestartErrno || result > -kFirstRestartErrno || pc < kSyscallSize) {
+  if (!in_restarted_call(regs) || pc < kSyscallSize || !is_syscall_at(control, pc - kSyscallSize)) {
     return std::nullopt;
   }
-  if (!is_syscall_at(control, pc - kSyscallSize)) return std::nullopt;
   return pc - kSyscallSize;
 }
 

@@ -35,6 +35,17 @@ class ControlMemory final : public decoder::MemoryReader {
 
 inline uint64_t pc_of(const protocol::RegisterFile& regs) { return regs.get_u64(Amd64Reg::rip); }
 
+// Stopped in a system call the kernel makes again when the thread resumes
+// without a signal (ERESTARTSYS .. ERESTART_RESTARTBLOCK in rax,
+// include/linux/errno.h): it moves the pc back onto the `syscall` then.
+inline bool in_restarted_call(const protocol::RegisterFile& regs) {
+  constexpr int64_t kFirstRestartErrno = 512;
+  constexpr int64_t kLastRestartErrno = 516;
+  const int64_t number = static_cast<int64_t>(regs.get_u64(Amd64Reg::orig_rax));
+  const int64_t result = static_cast<int64_t>(regs.get_u64(Amd64Reg::rax));
+  return number >= 0 && result >= -kLastRestartErrno && result <= -kFirstRestartErrno;
+}
+
 inline decoder::StackSnapshot stack_of(const protocol::RegisterFile& regs) {
   return decoder::StackSnapshot{regs.get_u64(Amd64Reg::rsp), regs.get_u64(Amd64Reg::rbp)};
 }

@@ -87,12 +87,7 @@ StepKind TranslatingTracer::before_resume(TracedThreadControl& control, pid_t ti
 TraceVerdict TranslatingTracer::on_stop(TracedThreadControl& control, const TracedStop& stop) {
   ptrace_->note_stopped(stop.tid);
   const TraceVerdict verdict = judge_stop(control, stop);
-  // Absorbed while the process layer stops every thread, the thread stays
-  // stopped (before_resume comes when it goes on).
-  if ((verdict == TraceVerdict::Continue || verdict == TraceVerdict::SingleStep) && !control.stopping_all()) {
-    ptrace_->note_resumed(control, stop.tid,
-                          verdict == TraceVerdict::SingleStep ? StepKind::SingleStep : StepKind::Continue, 0);
-  }
+  ptrace_->note_verdict(control, stop.tid, verdict);
   return verdict;
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "protocol/amd64_registers.h"
+#include "stub/tracing/software_tracer_internal.h"
 #include "stub/tracing/translating_tracer.h"
 
 namespace stub::tracing {
@@ -24,10 +25,6 @@ constexpr uint64_t kPage = 4096;
 constexpr uint64_t kCacheAway = uint64_t{1} << 30;
 constexpr uint64_t kLogsNear = uint64_t{0x100000000000};
 constexpr uint64_t kLogsReach = uint64_t{1} << 40;
-// ERESTARTSYS .. ERESTART_RESTARTBLOCK: a system call's result while the
-// kernel is to restart it (include/linux/errno.h, kernel-internal).
-constexpr int64_t kFirstRestartErrno = 512;
-constexpr int64_t kLastRestartErrno = 516;
 
 std::vector<uint8_t> le64(uint64_t v) {
   std::vector<uint8_t> out(8);
@@ -43,9 +40,7 @@ bool TranslatingTracer::may_enter(TracedThreadControl& control, pid_t tid, const
   // Stopped in a system call the kernel restarts when it resumes (a thread
   // held in a futex wait): the kernel moves the pc back onto the `syscall`
   // then, which must be the program's pc, not a cache one.
-  const int64_t syscall = static_cast<int64_t>(regs.get_u64(Amd64Reg::orig_rax));
-  const int64_t result = static_cast<int64_t>(regs.get_u64(Amd64Reg::rax));
-  if (syscall >= 0 && result >= -kLastRestartErrno && result <= -kFirstRestartErrno) return false;
+  if (tracer_detail::in_restarted_call(regs)) return false;
   // A thread kept stopped now (all-stop) is seen where it stands: outside.
   if (control.stopping_all()) return false;
   // Non-stop: the client changes breakpoints while other threads run in
