@@ -487,7 +487,13 @@ Expected<ProcessCopy::Stop> ProcessCopy::resume_and_wait(bool single_step) {
   }
   if (stopped_by(status, kSyscallStop)) {
     usable_ = false;
-    return make_error(ErrorCode::Internal, "The copy met a system call the recording did not have there");
+    // Which call, and where: a copy that went another way says how.
+    user_regs_struct regs{};
+    std::string which;
+    if (do_ptrace(PTRACE_GETREGS, pid_, 0, &regs)) {
+      which = " (number " + std::to_string(static_cast<long>(regs.orig_rax)) + " at " + hex(regs.rip - 2) + ")";
+    }
+    return make_error(ErrorCode::Internal, "The copy met a system call" + which + " the recording did not have there");
   }
   if (WSTOPSIG(status) != SIGTRAP) {
     usable_ = false;

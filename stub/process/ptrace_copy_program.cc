@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <map>
 #include <set>
@@ -133,6 +135,31 @@ Expected<void> close_program_files(pid_t copy) {
   return {};
 }
 
+// Whether a signal the thread does not block waits for it, in its own
+// queue or its process's (/proc/TID/status), or the answer is unknown.
+// One it blocks stops no injected call, is not the copy's (a clone starts
+// with none pending), and reaches the program only after a system call
+// that unblocks or takes it: a barrier no copy crosses. A program that
+// blocks SIGCHLD (to take it with signalfd or sigwait) has one waiting
+// from a child's exit to that call, and gets checkpoints meanwhile.
+bool unblocked_signal_waiting(pid_t tid) {
+  std::ifstream status("/proc/" + std::to_string(tid) + "/status");
+  uint64_t pending = 0, blocked = 0;
+  int fields = 0;
+  for (std::string line; std::getline(status, line);) {
+    const auto value = [&](const char* name, uint64_t& out) {
+      if (line.rfind(name, 0) != 0) return;
+      out |= std::strtoull(line.c_str() + std::char_traits<char>::length(name), nullptr, 16);
+      ++fields;
+    };
+    value("SigPnd:", pending);
+    value("ShdPnd:", pending);
+    value("SigBlk:", blocked);
+  }
+  if (fields != 3) return true;
+  return (pending & ~blocked) != 0;
+}
+
 bool in_shared_mapping(const std::vector<MemoryMapping>& maps, uint64_t addr) {
   return std::any_of(maps.begin(), maps.end(),
                      [&](const MemoryMapping& m) { return m.shared && addr >= m.begin && addr < m.end; });
@@ -158,8 +185,9 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid, const
   ThreadState& thread = threads_.at(tid);
   if (thread.running) return make_error(ErrorCode::InvalidArgument, "The thread is running");
   // A signal waiting would stop the injected clone first, and belongs to
-  // the client's next stop: no copy now.
-  if (auto waiting = signal_waiting(tid); !waiting || *waiting || thread.pending) {
+  // the client's next stop: no copy now. One the thread blocks does neither.
+  auto waiting = signal_waiting(tid);
+  if (!waiting || (*waiting && unblocked_signal_waiting(tid)) || thread.owed_signal != 0 || thread.pending) {
     return make_error(ErrorCode::NotSupported, "A signal is on its way to the program");
   }
   // The stop may be a signal's, delivered when the thread resumes: the
