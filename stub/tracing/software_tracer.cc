@@ -191,15 +191,30 @@ void SoftwareTracer::note_client_move(ThreadState& t, uint64_t pc) {
   (void)store(t, from, pc, stack);
 }
 
+// Whether the stepped `syscall` ran: the step completed, or the thread
+// stopped past it before the step's trap (a fork's or vfork's event stop,
+// which the client hears of; a signal that came during the call). Not a
+// call the kernel makes again when the thread resumes (a restart code in
+// rax): nothing of it is done, and the step over its restart sees it.
+namespace {
+bool system_call_made(TracedThreadControl& control, pid_t tid, uint64_t after_call, uint64_t pc, bool step_completed) {
+  if (step_completed) return true;
+  if (pc != after_call) return false;
+  auto regs = control.read_general_registers(tid);
+  return regs && !in_restarted_call(*regs);
+}
+}  // namespace
+
 // What happened since the thread last resumed, judged from where it is now.
 void SoftwareTracer::settle(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc, bool step_completed) {
   if (t.step) {
     const Step& s = *t.step;
-    if (s.insn && step_completed &&
-        (s.insn->kind == decoder::ControlKind::Syscall || reads_unrepeatable_value(*s.insn))) {
+    if (s.insn && step_completed && reads_unrepeatable_value(*s.insn)) note_unrepeatable(t, tid, s.from);
+    if (s.insn && s.insn->kind == decoder::ControlKind::Syscall &&
+        system_call_made(control, tid, s.insn->next_address(), pc, step_completed)) {
       note_unrepeatable(t, tid, s.from);
+      after_system_call(control, tid);
     }
-    if (s.insn && step_completed && s.insn->kind == decoder::ControlKind::Syscall) after_system_call(control, tid);
     bool record = false;
     if (!s.insn) {
       // Undecodable: only a landing clearly away from it counts as a branch.
