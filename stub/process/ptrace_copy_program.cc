@@ -1,7 +1,9 @@
 // PtraceProcess::fork_copy: a checkpoint of the recorded program
 // (stub/process/process_copy.h).
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/user.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -160,6 +162,13 @@ bool unblocked_signal_waiting(pid_t tid) {
   return (pending & ~blocked) != 0;
 }
 
+// ERESTARTSYS .. ERESTART_RESTARTBLOCK (include/linux/errno.h, not in
+// user headers) in rax of a thread stopped in a system call.
+bool in_restarted_syscall(const user_regs_struct& regs) {
+  const auto result = static_cast<int64_t>(regs.rax);
+  return static_cast<int64_t>(regs.orig_rax) >= 0 && result >= -516 && result <= -512;
+}
+
 bool in_shared_mapping(const std::vector<MemoryMapping>& maps, uint64_t addr) {
   return std::any_of(maps.begin(), maps.end(),
                      [&](const MemoryMapping& m) { return m.shared && addr >= m.begin && addr < m.end; });
@@ -184,6 +193,18 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid, const
   if (!others_idle) return make_error(ErrorCode::NotSupported, "No copies while another thread runs");
   ThreadState& thread = threads_.at(tid);
   if (thread.running) return make_error(ErrorCode::InvalidArgument, "The thread is running");
+  // Stopped inside a system call the kernel makes again as the thread
+  // resumes (a signal interrupted it): the call btstub would inject runs
+  // first and takes what the kernel keeps for that restart. sigsuspend,
+  // ppoll and pselect lose the mask they replaced (restored as the injected
+  // call returns), so a signal they had let through is blocked again and
+  // the program waits for ever; nanosleep's restart would come back as
+  // an error. No copy here: the next stop of the thread takes it.
+  user_regs_struct regs{};
+  if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &regs); !r) return r.error();
+  if (in_restarted_syscall(regs)) {
+    return make_error(ErrorCode::NotSupported, "The thread stands in a system call the kernel makes again");
+  }
   // A signal waiting would stop the injected clone first, and belongs to
   // the client's next stop: no copy now. One the thread blocks does neither.
   auto waiting = signal_waiting(tid);
