@@ -1,6 +1,8 @@
 #include "stub/replay/past_watch.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 namespace stub::replay {
 
@@ -23,20 +25,36 @@ btstub::Error cannot_rerun(const std::string& why) {
 }  // namespace
 
 Expected<std::vector<PastWatch::Stretch>> PastWatch::stretches(HistoryPoint low, HistoryPoint high) {
-  auto first = checkpoints_.usable_for(tid_, low);
-  if (!first) return cannot_rerun(first.error().message);
-  std::vector<tracing::Checkpoints::Usable> starts{*first};
-  for (const auto& c : checkpoints_.all(tid_)) {
-    if (first->at < c.at && c.at < high) starts.push_back(c);
-  }
   std::vector<Stretch> out;
+  // [from, to) cannot be searched, for `why`.
+  auto unsearchable = [&](HistoryPoint from, HistoryPoint to, std::string why) {
+    Stretch part;
+    part.start.at = from;
+    part.end = to;
+    part.unsearchable = std::move(why);
+    out.push_back(std::move(part));
+  };
+  // From the checkpoint that serves `low`, else from the first after it
+  // (what lies before that cannot be searched).
+  std::vector<tracing::Checkpoints::Usable> starts;
+  auto first = checkpoints_.usable_for(tid_, low);
+  if (first) starts.push_back(*first);
+  for (const auto& c : checkpoints_.all(tid_)) {
+    if ((first ? first->at < c.at : low < c.at) && c.at < high) starts.push_back(c);
+  }
+  if (!first) {
+    if (starts.empty()) return cannot_rerun(first.error().message);
+    unsearchable(low, starts.front().at, first.error().message);
+  }
   for (std::size_t i = 0; i < starts.size(); ++i) {
     const HistoryPoint next = i + 1 < starts.size() ? starts[i + 1].at : high;
     // A re-run from here past the client's write would miss its bytes.
     if (auto write = checkpoints_.first_write(tid_, starts[i].at, next); write && *write < next) {
-      return cannot_rerun("the client wrote the program's memory there, with no checkpoint after it");
+      unsearchable(starts[i].at, next, "the client wrote the program's memory there, with no checkpoint after it");
+      continue;
     }
-    Stretch stretch{starts[i], next, false, std::nullopt};
+    Stretch stretch{starts[i], next, false, std::nullopt, std::nullopt};
+    std::optional<HistoryPoint> gap;  // from a call with no checkpoint right after it to `next`
     if (auto barrier = checkpoints_.first_barrier(tid_, starts[i].at, next)) {
       stretch.end = *barrier;
       stretch.ends_at_call = true;
@@ -44,15 +62,17 @@ Expected<std::vector<PastWatch::Stretch>> PastWatch::stretches(HistoryPoint low,
       if (i + 1 < starts.size() && starts[i + 1].at == after) {
         stretch.after_call = starts[i + 1];
       } else if (*barrier < high && next > low) {
-        return cannot_rerun("a signal, or a system call without a checkpoint after it, lies in between");
+        gap = *barrier;
       }
     }
     // A copy of a program with several threads stands for its thread
     // only until another one ran.
     if (!starts[i].serves(stretch.end) && low < stretch.end) {
-      return cannot_rerun("another thread ran in between (several threads)");
+      unsearchable(starts[i].at, next, "another thread ran in between (several threads)");
+      continue;
     }
     out.push_back(stretch);
+    if (gap) unsearchable(*gap, next, "a signal, or a system call without a checkpoint after it, lies in between");
   }
   return out;
 }
@@ -169,6 +189,7 @@ Expected<std::optional<PastWatchHit>> PastWatch::last_in(HistoryPoint low, Histo
   auto all = stretches(low, high);
   if (!all) return all.error();
   for (auto it = all->rbegin(); it != all->rend(); ++it) {
+    if (it->unsearchable) return cannot_rerun(*it->unsearchable);
     auto hits = hits_in(*it, low, high, Sought::Newest);
     if (!hits) return hits.error();
     if (!hits->empty()) return std::optional<PastWatchHit>(hits->back());
@@ -181,6 +202,7 @@ Expected<std::optional<PastWatchHit>> PastWatch::first_in(HistoryPoint low, Hist
   auto all = stretches(low, high);
   if (!all) return all.error();
   for (const Stretch& stretch : *all) {
+    if (stretch.unsearchable) return cannot_rerun(*stretch.unsearchable);
     auto hits = hits_in(stretch, low, high, Sought::Oldest);
     if (!hits) return hits.error();
     if (!hits->empty()) return std::optional<PastWatchHit>(hits->front());

@@ -13,11 +13,15 @@
 // there and the checkpoint taken right after the call.
 //
 // A stretch that cannot be re-run (no checkpoint, a signal delivery or a
-// vDSO call inside) is an error, never a silent "no hit".
+// vDSO call inside) is an error, never a silent "no hit"; but only once
+// the search gets there: going back, a hit in the stretches after it is
+// the answer (a fork or a vfork anywhere before it, whose checkpoint
+// comes later than right after the call, no longer fails every search).
 #include <sys/types.h>
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "decoder/block_trace.h"
@@ -64,6 +68,10 @@ class PastWatch {
     HistoryPoint end;         // exclusive
     bool ends_at_call = false;  // `end` is a system call, re-run up to it
     std::optional<tracing::Checkpoints::Usable> after_call;  // the checkpoint just after it
+    // Why [start.at, end) cannot be searched (then `start` has no copy):
+    // a search that reaches it fails there, one that finds its hit before
+    // (newer, going back; older, going forward) needs none of it.
+    std::optional<std::string> unsearchable;
   };
   Expected<std::vector<Stretch>> stretches(HistoryPoint low, HistoryPoint high);
   // Which hit a search needs: the newest or the oldest in [low, high).

@@ -85,7 +85,14 @@ StepKind SoftwareTracer::plan_resume(TracedThreadControl& control, pid_t tid, St
   // all-stop interrupted): stepped, as every system call the tracer runs,
   // so its end is seen (a barrier, and where the thread runs code again).
   const uint64_t restart = signal == 0 ? restarted_call(control, *regs).value_or(0) : 0;  // 0: none
-  if (restart == 0 && signal == 0 && !t->frozen) checkpoint_alone(control, *t, tid, pc);
+  if (restart == 0 && signal == 0 && !t->frozen) {
+    // Due here: a fork's call ended at its event stop (settled above), not
+    // at a trap of the step over it; its copy goes right after the call,
+    // where a watch search looks for what the call wrote. Or one refused
+    // at an earlier stop, taken now.
+    if (t->checkpoint_due) checkpoint_if_due(control, *t, tid, pc);
+    checkpoint_alone(control, *t, tid, pc);
+  }
   // A debug-register trace stop fires before the instruction at its address
   // runs, unless the thread resumes from that very trap (the kernel then
   // sets RF). A thread that reached its armed address otherwise (a step
