@@ -37,13 +37,15 @@ int host_signal_for(const Session&, int gdb_signal) {
   return gdb_signal_to_host(gdb_signal);
 }
 
-// Legacy c/s/C/S carry no thread: the step goes to the Hc thread (or the one
-// that last stopped), and continue to every thread.
+// Legacy c/s/C/S (and bs, bc) carry no thread: the step goes to the Hc
+// thread (or, within the process Hc pPID.0 names, the selected one or the
+// one that last stopped), and continue to every thread.
 Resume with_legacy_threads(const Session& s, Resume req, pid_t pid) {
   for (auto& action : req.actions) {
     if (action.thread || action.action != ResumeAction::Step) continue;
-    pid_t tid = s.continue_thread > 0 ? s.continue_thread : s.current_thread();
-    action.thread = ThreadId{pid, tid};
+    pid_t tid = s.continue_thread > 0 ? s.continue_thread : s.within_continue_process(s.current_thread());
+    const Process* owner = s.inferiors().owner_of(tid);
+    action.thread = ThreadId{owner != nullptr ? owner->pid() : pid, tid};
   }
   return req;
 }
@@ -258,6 +260,7 @@ static Reply detach_with_fork_child(Session& s, const Detach& req, Process& pare
   s.hardware_breakpoints.clear();
   s.general_thread = 0;
   s.continue_thread = 0;
+  s.continue_process = 0;
   s.last_stop.reset();
   return Reply::now(reply_ok());
 }

@@ -120,6 +120,7 @@ Reply handle(Session& s, const SetThread& req) {
     s.general_thread = *tid == 0 && req.thread.pid > 0 ? static_cast<pid_t>(req.thread.pid) : *tid;
   } else {
     s.continue_thread = *tid;
+    s.continue_process = *tid == 0 && req.thread.pid > 0 ? static_cast<pid_t>(req.thread.pid) : 0;
   }
   return Reply::now(reply_ok());
 }

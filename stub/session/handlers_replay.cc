@@ -22,14 +22,17 @@ std::vector<uint64_t> breakpoint_addresses(const Session& s) {
 }
 
 // The thread a resume moves through its history: the one told to step,
-// else the Hc thread, else the one that last stopped.
+// else the Hc thread, else the one that last stopped, else the selected
+// one (within the process Hc pPID.0 names: Session::within_continue_process).
 pid_t replay_thread(const Session& s, const Resume& req) {
   for (const auto& action : req.actions) {
     if (action.action == ResumeAction::Step && action.thread && action.thread->tid > 0) return action.thread->tid;
   }
   if (s.continue_thread > 0) return s.continue_thread;
-  if (s.last_stop && s.last_stop->thread && s.last_stop->thread->tid > 0) return s.last_stop->thread->tid;
-  return s.current_thread();
+  if (s.last_stop && s.last_stop->thread && s.last_stop->thread->tid > 0) {
+    return s.within_continue_process(s.last_stop->thread->tid);
+  }
+  return s.within_continue_process(s.current_thread());
 }
 
 bool steps(const Resume& req, pid_t tid) {

@@ -182,8 +182,27 @@ void Session::go_live() {
   if (replay_) replay_->go_live();
 }
 
+pid_t Session::within_continue_process(pid_t tid) const {
+  if (continue_thread > 0 || continue_process <= 0) return tid;
+  const Process* named = inferiors_.find(continue_process);
+  if (named == nullptr) return tid;
+  if (tid > 0 && inferiors_.owner_of(tid) == named) return tid;
+  const pid_t last = last_stop && last_stop->thread && last_stop->thread->tid > 0 ? last_stop->thread->tid : 0;
+  if (last != 0 && inferiors_.owner_of(last) == named) return last;
+  return continue_process;
+}
+
+// The process `tid` is a thread of, else the selected one (process()):
+// with a fork child kept (detach-on-fork off) the selected process may be
+// the child while a stop reply describes a thread of the program, whose
+// registers and memory then come from its past when it replays.
+Process* Session::owner_or_selected(pid_t tid) {
+  if (Process* owner = inferiors_.owner_of(tid)) return owner;
+  return process();
+}
+
 Expected<protocol::RegisterFile> Session::thread_registers(pid_t tid) {
-  Process* owner = process();
+  Process* owner = owner_or_selected(tid);
   if (owner == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
   // Only the program has a past (a fork child's thread is never replaying).
   if (owner == program() && replaying(tid)) return replay_->registers(tid);
@@ -197,7 +216,7 @@ protocol::RegisterLayout Session::register_layout() {
 }
 
 Expected<std::vector<uint8_t>> Session::thread_memory(pid_t tid, uint64_t addr, std::size_t len) {
-  Process* owner = process();
+  Process* owner = owner_or_selected(tid);
   if (owner == nullptr) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
   if (owner == program() && replaying(tid)) return replay_->read_memory(tid, addr, len);
   auto bytes = owner->read_memory(addr, len);
@@ -222,6 +241,7 @@ void Session::set_process(Process* process) {
   last_stop.reset();
   general_thread = 0;
   continue_thread = 0;
+  continue_process = 0;
   general_fork_child = 0;
 }
 

@@ -165,6 +165,12 @@ class Session {
   Features client_features;
   pid_t general_thread = 0;   // Hg; 0: the process's main thread
   pid_t continue_thread = 0;  // Hc; 0 or -1: all
+  pid_t continue_process = 0; // Hc pPID.0 or pPID.-1: the threads of PID (0: of every process)
+  // After Hc pPID.0 (gdb's, with a fork child kept, before s and bs while
+  // it has the child selected): `tid` if it is a thread of PID, else the
+  // thread that last stopped if it is one, else PID's main thread.
+  // Otherwise `tid`.
+  pid_t within_continue_process(pid_t tid) const;
   // Hg named a held fork child: z0 then removes the int3s it inherited
   // (gdb's detach_breakpoints), not the parent's; other requests adopt it
   // as a debugged process (process()).
@@ -306,6 +312,7 @@ class Session {
   void set_hardware_reason(protocol::StopReply& stop, protocol::BreakpointType type, uint64_t address) const;
 
  private:
+  Process* owner_or_selected(pid_t tid);
   Process* process_of_event(const ProcessEvent& event) const;
   std::optional<std::string> on_non_stop_event(const ProcessEvent& event, Process* process);
   bool may_run_ahead(pid_t tid);
