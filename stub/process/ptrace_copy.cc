@@ -26,6 +26,8 @@
 
 #include <algorithm>
 #include "stub/process/ptrace_internal.h"
+#include "stub/process/restart_codes.h"
+#include "stub/process/thread_signal_masks.h"
 #include "stub/process/wait_routes.h"
 
 namespace stub::process {
@@ -192,14 +194,8 @@ bool seccomp_trapped(pid_t tid, long number, uint64_t pc) {
 // Whether `signal` waits for the thread (sent to it alone) and is not
 // blocked: resumed, it stops for it before running an instruction.
 bool deliverable(pid_t tid, int signal) {
-  std::ifstream status("/proc/" + std::to_string(tid) + "/status");
-  std::string line;
-  uint64_t pending = 0, blocked = ~uint64_t{0};
-  while (std::getline(status, line)) {
-    if (line.rfind("SigPnd:", 0) == 0) pending = std::strtoull(line.c_str() + 7, nullptr, 16);
-    if (line.rfind("SigBlk:", 0) == 0) blocked = std::strtoull(line.c_str() + 7, nullptr, 16);
-  }
-  return ((pending & ~blocked) >> (signal - 1) & 1) != 0;
+  const std::optional<ThreadSignalMasks> masks = read_thread_signal_masks(tid);
+  return masks && ((masks->thread_pending & ~masks->blocked) >> (signal - 1) & 1) != 0;
 }
 
 // Whether the thread's SIGTRAP stop is a signal someone sent (kill,
@@ -234,8 +230,7 @@ void sort_step_signal(pid_t tid, long number, uint64_t pc, int signal, bool& tra
 //   moves it back onto the `syscall` to make the call again.
 // Either way a step stops for the waiting signal before any instruction.
 bool call_unfinished(pid_t tid, bool trapped, uint64_t rax) {
-  const long result = static_cast<long>(rax);
-  if (!trapped && (result == -512 || result == -513 || result == -514 || result == -516)) return true;
+  if (!trapped && is_restart_code(rax)) return true;
   return deliverable(tid, SIGTRAP) || (!trapped && deliverable(tid, SIGSYS));
 }
 

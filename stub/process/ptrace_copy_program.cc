@@ -8,9 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <set>
@@ -20,6 +18,8 @@
 #include "stub/process/proc_maps.h"
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/ptrace_process.h"
+#include "stub/process/restart_codes.h"
+#include "stub/process/thread_signal_masks.h"
 
 namespace stub::process {
 
@@ -138,35 +138,16 @@ Expected<void> close_program_files(pid_t copy) {
 }
 
 // Whether a signal the thread does not block waits for it, in its own
-// queue or its process's (/proc/TID/status), or the answer is unknown.
+// queue or its process's, or the answer is unknown.
 // One it blocks stops no injected call, is not the copy's (a clone starts
 // with none pending), and reaches the program only after a system call
 // that unblocks or takes it: a barrier no copy crosses. A program that
 // blocks SIGCHLD (to take it with signalfd or sigwait) has one waiting
 // from a child's exit to that call, and gets checkpoints meanwhile.
 bool unblocked_signal_waiting(pid_t tid) {
-  std::ifstream status("/proc/" + std::to_string(tid) + "/status");
-  uint64_t pending = 0, blocked = 0;
-  int fields = 0;
-  for (std::string line; std::getline(status, line);) {
-    const auto value = [&](const char* name, uint64_t& out) {
-      if (line.rfind(name, 0) != 0) return;
-      out |= std::strtoull(line.c_str() + std::char_traits<char>::length(name), nullptr, 16);
-      ++fields;
-    };
-    value("SigPnd:", pending);
-    value("ShdPnd:", pending);
-    value("SigBlk:", blocked);
-  }
-  if (fields != 3) return true;
-  return (pending & ~blocked) != 0;
-}
-
-// ERESTARTSYS .. ERESTART_RESTARTBLOCK (include/linux/errno.h, not in
-// user headers) in rax of a thread stopped in a system call.
-bool in_restarted_syscall(const user_regs_struct& regs) {
-  const auto result = static_cast<int64_t>(regs.rax);
-  return static_cast<int64_t>(regs.orig_rax) >= 0 && result >= -516 && result <= -512;
+  const std::optional<ThreadSignalMasks> masks = read_thread_signal_masks(tid);
+  if (!masks) return true;
+  return ((masks->thread_pending | masks->shared_pending) & ~masks->blocked) != 0;
 }
 
 bool in_shared_mapping(const std::vector<MemoryMapping>& maps, uint64_t addr) {
@@ -202,7 +183,7 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid, const
   // an error. No copy here: the next stop of the thread takes it.
   user_regs_struct regs{};
   if (auto r = do_ptrace(PTRACE_GETREGS, tid, 0, &regs); !r) return r.error();
-  if (in_restarted_syscall(regs)) {
+  if (in_restarted_system_call(regs.orig_rax, regs.rax)) {
     return make_error(ErrorCode::NotSupported, "The thread stands in a system call the kernel makes again");
   }
   // A signal waiting would stop the injected clone first, and belongs to

@@ -29,9 +29,7 @@ pid_t replay_thread(const Session& s, const Resume& req) {
     if (action.action == ResumeAction::Step && action.thread && action.thread->tid > 0) return action.thread->tid;
   }
   if (s.continue_thread > 0) return s.continue_thread;
-  if (s.last_stop && s.last_stop->thread && s.last_stop->thread->tid > 0) {
-    return s.within_continue_process(s.last_stop->thread->tid);
-  }
+  if (const pid_t last = s.last_stopped_thread(); last != 0) return s.within_continue_process(last);
   return s.within_continue_process(s.current_thread());
 }
 

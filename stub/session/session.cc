@@ -187,7 +187,7 @@ pid_t Session::within_continue_process(pid_t tid) const {
   const Process* named = inferiors_.find(continue_process);
   if (named == nullptr) return tid;
   if (tid > 0 && inferiors_.owner_of(tid) == named) return tid;
-  const pid_t last = last_stop && last_stop->thread && last_stop->thread->tid > 0 ? last_stop->thread->tid : 0;
+  const pid_t last = last_stopped_thread();
   if (last != 0 && inferiors_.owner_of(last) == named) return last;
   return continue_process;
 }

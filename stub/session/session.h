@@ -171,6 +171,11 @@ class Session {
   // thread that last stopped if it is one, else PID's main thread.
   // Otherwise `tid`.
   pid_t within_continue_process(pid_t tid) const;
+  // The thread the last stop reply named, else 0.
+  pid_t last_stopped_thread() const {
+    return last_stop && last_stop->thread && last_stop->thread->tid > 0 ? static_cast<pid_t>(last_stop->thread->tid)
+                                                                        : 0;
+  }
   // Hg named a held fork child: z0 then removes the int3s it inherited
   // (gdb's detach_breakpoints), not the parent's; other requests adopt it
   // as a debugged process (process()).

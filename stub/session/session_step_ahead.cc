@@ -8,8 +8,8 @@ namespace stub::session {
 void Session::run_ahead() {
   if (!run_ahead_due_) return;
   run_ahead_due_ = false;
-  pid_t tid = last_stop && last_stop->thread ? static_cast<pid_t>(last_stop->thread->tid) : 0;
-  if (tid <= 0 || !may_run_ahead(tid)) return;
+  const pid_t tid = last_stopped_thread();
+  if (tid == 0 || !may_run_ahead(tid)) return;
   step_ahead.run(*program(), tid, pass_signals);
 }
 

@@ -8,6 +8,7 @@
 #include "protocol/amd64_registers.h"
 #include "protocol/register_file.h"
 #include "stub/process/register_mapping.h"
+#include "stub/process/restart_codes.h"
 #include "stub/process/trace_hook.h"
 
 namespace stub::tracing::tracer_detail {
@@ -36,14 +37,9 @@ class ControlMemory final : public decoder::MemoryReader {
 inline uint64_t pc_of(const protocol::RegisterFile& regs) { return regs.get_u64(Amd64Reg::rip); }
 
 // Stopped in a system call the kernel makes again when the thread resumes
-// without a signal (ERESTARTSYS .. ERESTART_RESTARTBLOCK in rax,
-// include/linux/errno.h): it moves the pc back onto the `syscall` then.
+// without a signal: it moves the pc back onto the `syscall` then.
 inline bool in_restarted_call(const protocol::RegisterFile& regs) {
-  constexpr int64_t kFirstRestartErrno = 512;
-  constexpr int64_t kLastRestartErrno = 516;
-  const int64_t number = static_cast<int64_t>(regs.get_u64(Amd64Reg::orig_rax));
-  const int64_t result = static_cast<int64_t>(regs.get_u64(Amd64Reg::rax));
-  return number >= 0 && result >= -kLastRestartErrno && result <= -kFirstRestartErrno;
+  return process::in_restarted_system_call(regs.get_u64(Amd64Reg::orig_rax), regs.get_u64(Amd64Reg::rax));
 }
 
 inline decoder::StackSnapshot stack_of(const protocol::RegisterFile& regs) {

@@ -1,0 +1,21 @@
+#pragma once
+// A thread's pending and blocked signals as /proc/TID/status shows them:
+// bit n-1 stands for signal n.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+
+namespace stub::process {
+
+struct ThreadSignalMasks {
+  uint64_t thread_pending = 0;  // SigPnd: sent to this thread alone
+  uint64_t shared_pending = 0;  // ShdPnd: sent to its process
+  uint64_t blocked = 0;         // SigBlk
+};
+
+// nullopt when the file cannot be read or lacks one of the three (the
+// thread is gone): unknown, never empty masks.
+std::optional<ThreadSignalMasks> read_thread_signal_masks(pid_t tid);
+
+}  // namespace stub::process
