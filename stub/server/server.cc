@@ -36,25 +36,21 @@ using asio::ip::tcp;
 
 Server::Server(CommandLine command_line) : command_line_(std::move(command_line)) {}
 
+// Every program btstub starts or attaches to; the backend forgets the one
+// before. Whole-program recording that `monitor record start` turned on
+// was for the program it was given in, as gdb's `record` is: a new one is
+// recorded from its start only under --record.
 std::unique_ptr<Process> Server::trace(std::unique_ptr<PtraceProcess> process) {
-  if (translator_) {
-    translator_->forget_process();
-    translator_->set_control(process.get());
-    process->set_trace_hook(translator_.get());
-    translator_->adopt_threads(process->threads());
-  }
-  if (tracer_) {
-    tracer_->forget_process();
-    tracer_->set_control(process.get());
-    process->set_trace_hook(tracer_.get());
-    tracer_->adopt_threads(process->threads());
-  }
-  if (hardware_) {
-    hardware_->forget_process();
-    hardware_->set_control(process.get());
-    process->set_trace_hook(hardware_.get());
-    hardware_->adopt_threads(process->threads());
-  }
+  const auto hook = [&](auto& backend) {
+    backend->forget_process();
+    if (!command_line_.record) backend->disable_all();
+    backend->set_control(process.get());
+    process->set_trace_hook(backend.get());
+    backend->adopt_threads(process->threads());
+  };
+  if (translator_) hook(translator_);
+  if (tracer_) hook(tracer_);
+  if (hardware_) hook(hardware_);
   return process;
 }
 

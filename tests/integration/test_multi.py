@@ -16,6 +16,11 @@
    (as by gdbserver); btstub detaches the one it attached (still running,
    untraced), where gdbserver keeps that one too (NOTE line).
 
+4. Recording is the program's, as gdb's `record` is: `monitor record
+   start` (btstub only) records the program it was given in, and after
+   `kill` + `run` the new one is not recorded; under `--record` every run
+   is, from its start.
+
 A failed `attach` must leave the session usable (btstub only: gdbserver 13.1
 crashes on the next request, NOTE line).
 
@@ -152,6 +157,45 @@ def check_extended_with_program(kind, c):
               result.of(2), exited("014"), ctx)
 
 
+def check_record_per_run(c):
+    basic = program("basic")
+    status = "monitor record status"
+    for options, again in ((("--once", "--multi"), "per thread"),
+                           (("--once", "--multi", "--record"), "every thread")):
+        server = Server("btstub", [], options=options)
+        commands = [
+            "target extended-remote " + server.address,  # 0
+            "set remote exec-file " + basic,             # 1
+            "break main",                                # 2
+            "run",                                       # 3
+            "monitor record start",                      # 4
+            status,                                      # 5
+            "kill",                                      # 6
+            "run",                                       # 7
+            status,                                      # 8
+            "kill",                                      # 9
+        ]
+        try:
+            result = run_gdb(commands, basic, None, timeout=60)
+        finally:
+            server.stop()
+        ctx = result.transcript() + "\n--- server stderr ---\n" + server.stderr
+        label = " ".join(options)
+        c.contains("%s: recording after monitor record start" % label,
+                   result.of(5), "): every thread;", ctx)
+        c.matches("%s: the second run stops at main" % label, result.of(7),
+                  r"^Breakpoint 1, main \(", ctx)
+        c.contains("%s: the second run's recording" % label, result.of(8),
+                   "): %s;" % again, ctx)
+        thread_line = r"^\s+thread \d+: not recording$"
+        if again == "per thread":
+            c.matches("%s: the second run's thread not recorded" % label,
+                      result.of(8), thread_line, ctx)
+        else:
+            c.true("%s: the second run's thread recorded" % label,
+                   not re.search(thread_line, result.of(8), re.M), ctx)
+
+
 def launched_pids(server):
     return [int(p) for p in re.findall(r"^Process .* created; pid = (\d+)$",
                                        server.stderr, re.M)]
@@ -203,6 +247,8 @@ def main(args, c):
             check_multi_session(args.server, c, spin)
             check_extended_with_program(args.server, c)
             check_disconnect(args.server, c, spin)
+            if args.server == "btstub":
+                check_record_per_run(c)
         finally:
             stop_spin(spin)
 
