@@ -140,6 +140,15 @@ ReplayStop ReplayCursor::continue_back(const std::vector<uint64_t>& breakpoints,
   auto at_breakpoint = [this] {
     return index_ == 0 && is_floor(seq_) ? ReplayStop::HistoryBegin : ReplayStop::Breakpoint;
   };
+  // From a delivery the first state back is its pc before it: a thread
+  // that stood at a breakpoint there when the signal came (a timer's,
+  // while the client looked) was stopped by it first, and record full
+  // stops there too. Skipped, a reverse-continue went on to an older
+  // visit, or showed a newer one for it.
+  if (!before_delivery_ && signal() != 0) {
+    before_delivery_ = true;
+    if (contains(breakpoints, pc())) return at_breakpoint();
+  }
   before_delivery_ = false;
   while (index_ > 0) {
     --index_;
@@ -195,10 +204,16 @@ ReplayStop ReplayCursor::stop_at_block(uint64_t seq, bool forward) {
 ReplayStop ReplayCursor::continue_forward(const std::vector<uint64_t>& breakpoints, const ScanTurn& turn) {
   if (at_live_end()) return ReplayStop::HistoryEnd;
   if (std::exchange(before_delivery_, false)) return ReplayStop::Signal;
+  // Arriving where a signal was delivered at a breakpoint, the breakpoint
+  // comes first (the state before the delivery, where the next move
+  // delivers it), as going back.
   while (index_ + 1 < cur_->instructions.size()) {
     ++index_;
+    if (contains(breakpoints, pc())) {
+      before_delivery_ = signal() != 0;
+      return ReplayStop::Breakpoint;
+    }
     if (signal() != 0) return ReplayStop::Signal;
-    if (contains(breakpoints, pc())) return ReplayStop::Breakpoint;
   }
   const uint64_t start = seq_;
   for (uint64_t k = seq_ + 1; k <= end_seq_; ++k) {
@@ -214,8 +229,11 @@ ReplayStop ReplayCursor::continue_forward(const std::vector<uint64_t>& breakpoin
         seq_ = k;
         cur_ = &d;
         index_ = static_cast<uint32_t>(j);
+        if (contains(breakpoints, address)) {
+          before_delivery_ = signal_here && signal() != 0;
+          return ReplayStop::Breakpoint;
+        }
         if (signal_here && signal() != 0) return ReplayStop::Signal;
-        if (contains(breakpoints, address)) return ReplayStop::Breakpoint;
         continue;
       }
     }

@@ -75,6 +75,8 @@ class ReplayCursor {
   // runs next. A forward step arrives before the delivery and the next one
   // delivers it; a forward continue stops at the delivery; moving back,
   // every move stops at the delivery, and a step from it goes to before it.
+  // A breakpoint at that pc stops a continue before the delivery, in both
+  // directions (where a thread stood at a breakpoint when a signal came).
   // Not at the live end: a signal the thread is being given there (a crash
   // held at its end) has not been delivered in the history.
   int signal() const { return before_delivery_ || at_live_end() ? 0 : trace_.signal_at(seq_, pc()); }

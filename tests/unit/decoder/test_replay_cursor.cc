@@ -436,6 +436,37 @@ TEST_CASE("moves stop where a signal was delivered, in both directions", "[signa
   CHECK(cursor.instruction_number().index == newer);
   CHECK(cursor.continue_forward({}) == ReplayStop::HistoryEnd);
 
+  // A breakpoint where a signal was delivered (a thread stood at it when
+  // the signal came): continues stop at it before the delivery, both ways.
+  seek(cursor, newer + 1);
+  REQUIRE(cursor.continue_back({0x401026}) == ReplayStop::Signal);  // first the delivery, later in time
+  CHECK(cursor.instruction_number().index == newer);
+  CHECK(cursor.signal() == 14);
+  REQUIRE(cursor.continue_back({0x401026}) == ReplayStop::Breakpoint);  // then the breakpoint, before it
+  CHECK(cursor.instruction_number().index == newer);
+  CHECK(cursor.signal() == 0);
+  REQUIRE(cursor.continue_forward({0x401026}) == ReplayStop::Signal);  // from there forward: the delivery
+  CHECK(cursor.instruction_number().index == newer);
+  CHECK(cursor.signal() == 14);
+  CHECK(cursor.step_back() == ReplayStop::Moved);  // a step back from it stands before it again
+  CHECK(cursor.signal() == 0);
+  CHECK(cursor.step_back() == ReplayStop::Moved);
+  CHECK(cursor.instruction_number().index == newer - 1);
+  REQUIRE(cursor.continue_forward({0x401026}) == ReplayStop::Breakpoint);  // forward: the breakpoint first
+  CHECK(cursor.instruction_number().index == newer);
+  CHECK(cursor.signal() == 0);
+  REQUIRE(cursor.continue_forward({0x401026}) == ReplayStop::Signal);  // then the delivery
+  CHECK(cursor.instruction_number().index == newer);
+  CHECK(cursor.signal() == 14);
+  // From an older block, by the block scan: the same order.
+  REQUIRE(cursor.continue_back({}) == ReplayStop::Signal);
+  CHECK(cursor.instruction_number().index == older);
+  REQUIRE(cursor.continue_forward({0x401026}) == ReplayStop::Breakpoint);
+  CHECK(cursor.instruction_number().index == newer);
+  CHECK(cursor.signal() == 0);
+  REQUIRE(cursor.continue_forward({0x401026}) == ReplayStop::Signal);
+  CHECK(cursor.instruction_number().index == newer);
+
   // A signal the thread is being given at its live pc (a crash held at
   // its end) is not in the history yet: the first step back moves.
   trace.mark_signal(trace.end_sequence(), replay_test::live().pc, 11);
