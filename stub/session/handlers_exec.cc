@@ -1,6 +1,8 @@
 // Running the program: resume requests, breakpoints, signals, kill, detach.
 #include <csignal>
 #include <cstdio>
+#include <map>
+#include <utility>
 
 #include "stub/process/debug_registers.h"
 #include "stub/session/handlers.h"
@@ -176,12 +178,16 @@ Reply handle(Session& s, const Resume& raw) {
   }
 
   bool resumed_any = false;
+  // The first live resume after the past: the signal a thread stood at then.
+  const std::map<pid_t, int> owed = std::exchange(s.owed_live_signals, {});
   for (Process* process : s.inferiors().live()) {
     for (pid_t tid : process->threads()) {
       const ThreadAction* action = action_for(req, process->pid(), tid);
       if (action == nullptr || action->action == ResumeAction::Stop) continue;
       StepKind kind = action->action == ResumeAction::Step ? StepKind::SingleStep : StepKind::Continue;
-      if (auto ok = process->resume(tid, kind, host_signal_for(s, action->signal)); !ok) {
+      int signal = host_signal_for(s, action->signal);
+      if (auto it = owed.find(tid); signal == 0 && it != owed.end() && s.program_gets(it->second)) signal = it->second;
+      if (auto ok = process->resume(tid, kind, signal); !ok) {
         if (!resumed_any && ok.error().code == btstub::ErrorCode::NoProcess) {
           // Killed from outside while stopped (ESRCH): its death is the stop
           // reply, as gdbserver reports it ("terminated with signal SIGKILL").
@@ -270,13 +276,19 @@ static Reply detach_with_fork_child(Session& s, const Detach& req, Process& pare
 // without that list, anything but SIGTRAP and SIGINT): a SIGUSR1 reported
 // and then `detach` still reaches the program's handler.
 static void pass_last_signal_on_detach(Session& s, Process& process) {
+  bool owed = false;  // the live stop's, when the client went back since
+  for (const auto& [tid, host] : s.owed_live_signals) {
+    if (s.inferiors().owner_of(tid) != &process) continue;
+    owed = true;
+    if (s.program_gets(host)) process.deliver_on_detach(tid, host);
+  }
+  if (owed) return;
   const auto& stop = s.last_stop;
   if (!stop || stop->kind != StopReply::Kind::Signal || !stop->thread || stop->reason != StopReason::None) return;
   const int host = gdb_signal_to_host(stop->signal);
   if (host == 0) return;
-  const bool passed = s.program_signals_set ? s.program_signals.count(host) != 0 : host != SIGTRAP && host != SIGINT;
   const auto tid = static_cast<pid_t>(stop->thread->tid);
-  if (passed && s.inferiors().owner_of(tid) == &process) process.deliver_on_detach(tid, host);
+  if (s.program_gets(host) && s.inferiors().owner_of(tid) == &process) process.deliver_on_detach(tid, host);
 }
 
 Reply handle(Session& s, const Detach& req) {
@@ -325,7 +337,7 @@ Reply handle(Session& s, const SetPassSignals& req) {
     if (int host = gdb_signal_to_host(gdb_signal); host != 0) s.pass_signals.insert(host);
   }
   // The process layer delivers them itself, so other threads never stop.
-  for (Process* process : s.inferiors().live()) process->set_pass_signals(s.pass_signals);
+  s.update_passed_signals();
   return Reply::now(reply_ok());
 }
 

@@ -42,11 +42,12 @@ bool steps(const Resume& req, pid_t tid) {
 }
 
 // A replay stop looks like a live one (thread, expedited pc/sp/fp as far as
-// the history knows them) so gdb shows frames as usual.
-Reply replay_stop_reply(Session& s, pid_t tid, ReplayStop how) {
+// the history knows them) so gdb shows frames as usual. `gdb_signal`: the
+// stop's own instead of SIGTRAP's.
+Reply replay_stop_reply(Session& s, pid_t tid, ReplayStop how, std::optional<int> gdb_signal = std::nullopt) {
   protocol::StopReply stop;
   stop.kind = protocol::StopReply::Kind::Signal;
-  stop.signal = 5;  // SIGTRAP
+  stop.signal = gdb_signal.value_or(5);  // SIGTRAP
   // Where the program was given a signal, the signal, as record full
   // reports it: gdb stops or goes on as `handle` says.
   if (how == ReplayStop::Signal) {
@@ -87,6 +88,19 @@ Reply replay_stop_reply(Session& s, pid_t tid, ReplayStop how) {
   return Reply::now(s.stop_reply_payload(stop));
 }
 
+// Leaving the present from a live stop with a signal (the program's, not
+// yet delivered): Session::owed_live_signals.
+void note_owed_live_signal(Session& s) {
+  if (s.any_replaying()) return;
+  const auto& stop = s.last_stop;
+  if (!stop || stop->kind != protocol::StopReply::Kind::Signal || !stop->thread || stop->thread->tid <= 0 ||
+      stop->reason != StopReason::None) {
+    return;
+  }
+  const int host = protocol::gdb_signal_to_host(stop->signal);
+  if (host != 0 && host != SIGTRAP) s.owed_live_signals[static_cast<pid_t>(stop->thread->tid)] = host;
+}
+
 Reply reverse(Session& s, const Resume& req) {
   const pid_t tid = replay_thread(s, req);
   if (Process* owner = s.inferiors().owner_of(tid); owner != nullptr && owner != s.program()) {
@@ -104,6 +118,7 @@ Reply reverse(Session& s, const Resume& req) {
                                     "'monitor record start' before running)"));
   }
   engine->set_scan_turn(s.replay_turn);
+  note_owed_live_signal(s);
   auto moved = steps(req, tid) ? engine->step_back(tid) : engine->continue_back(tid, breakpoint_addresses(s));
   if (!moved) return error(moved.error());
   return replay_stop_reply(s, tid, *moved);
@@ -122,7 +137,17 @@ std::optional<Reply> replay_resume(Session& s, const Resume& req) {
   ReplayEngine* engine = s.replay();
   engine->set_scan_turn(s.replay_turn);
   auto moved = steps(req, tid) ? engine->step_forward(tid) : engine->continue_forward(tid, breakpoint_addresses(s));
-  if (!moved) return error(moved.error());
+  if (!moved) {
+    // The thread stays where it was. gdb takes an error reply to a forward
+    // resume for a stop without a signal but keeps the last stop's reason:
+    // after a watchpoint's stop it finds the watched value unchanged and
+    // resumes again, forever (a reverse resume it ends). A stop reply
+    // without a signal (gdb: "Program stopped.") with the reason on the
+    // console ends it either way.
+    Reply stopped = replay_stop_reply(s, tid, ReplayStop::Moved, 0);
+    stopped.console = "warning: " + moved.error().message + "\n";
+    return stopped;
+  }
   return replay_stop_reply(s, tid, *moved);
 }
 

@@ -7,7 +7,10 @@ namespace stub::session {
 
 namespace {
 
-Reply question_or_ok(const std::optional<std::string>& question) {
+// At the end of a round libthread_db may have attached: glibc's own
+// signals are passed from then on (Session::signals_passed).
+Reply question_or_ok(Session& s, const std::optional<std::string>& question) {
+  if (!question) s.update_passed_signals();
   return Reply::now(question ? reply_symbol_question(*question) : reply_ok());
 }
 
@@ -25,13 +28,13 @@ std::string library_search_path(const Session& s) {
 Reply handle(Session& s, const SymbolsReady&) {
   Process* process = s.process();
   if (process == nullptr) return Reply::now(reply_ok());
-  return question_or_ok(s.thread_library(*process).start_round(library_search_path(s)));
+  return question_or_ok(s, s.thread_library(*process).start_round(library_search_path(s)));
 }
 
 Reply handle(Session& s, const SymbolAnswer& req) {
   Process* process = s.process();
   if (process == nullptr) return Reply::now(reply_ok());
-  return question_or_ok(s.thread_library(*process).answer(req.name, req.address));
+  return question_or_ok(s, s.thread_library(*process).answer(req.name, req.address));
 }
 
 Reply handle(Session& s, const GetTlsAddress& req) {

@@ -239,6 +239,7 @@ void Session::set_process(Process* process) {
   thread_stops.clear();
   running_ = false;
   last_stop.reset();
+  owed_live_signals.clear();
   general_thread = 0;
   continue_thread = 0;
   continue_process = 0;
@@ -341,7 +342,10 @@ protocol::StopReply Session::make_stop_reply(const ProcessEvent& event) {
   }
   if (event.vfork_done) stop.reason = protocol::StopReason::VforkDone;
   // A new program: its glibc is another one, found anew by the next qSymbol.
-  if (event.exec_path) thread_libraries.erase(process->pid());
+  if (event.exec_path) {
+    thread_libraries.erase(process->pid());
+    process->set_pass_signals(signals_passed(*process));  // a new image: its threading library is found anew
+  }
   if (event.exec_path && client_features.exec_events) {
     stop.reason = protocol::StopReason::Exec;
     stop.exec_path = *event.exec_path;
@@ -380,7 +384,7 @@ std::optional<std::string> Session::on_process_event(const ProcessEvent& event) 
   if (process == nullptr) return std::nullopt;
   if (non_stop) return on_non_stop_event(event, process);
   if (event.kind == ProcessEvent::Kind::Stopped && event.signal != SIGTRAP && !event.during_step &&
-      pass_signals.count(event.signal) != 0 && running_ && inferiors_.live().size() == 1) {
+      signals_passed(*process).count(event.signal) != 0 && running_ && inferiors_.live().size() == 1) {
     // QPassSignals: deliver straight away without bothering gdb. (With
     // several processes the others were stopped for this event already,
     // so it is reported instead; the process layer passes them itself.

@@ -5,6 +5,7 @@
 // in as typed values; replies come out as payloads. No sockets here: the
 // server (stub/server/server.h) moves bytes, the session decides what they mean.
 #include <functional>
+#include <csignal>
 #include <map>
 #include <memory>
 #include <optional>
@@ -189,6 +190,19 @@ class Session {
   std::set<int> pass_signals;     // host numbers: delivered without stopping
   std::set<int> program_signals;  // host numbers; empty set: all may reach the program
   bool program_signals_set = false;
+  // Whether a signal that stopped the program goes on to it when the
+  // client resumes without naming one: in QProgramSignals, or without that
+  // list anything but SIGTRAP and SIGINT (as gdbserver reads it).
+  bool program_gets(int host_signal) const {
+    return program_signals_set ? program_signals.count(host_signal) != 0
+                               : host_signal != SIGTRAP && host_signal != SIGINT;
+  }
+  // The signal a live thread stood stopped with when the client went back
+  // into the recorded past (host number). The client forgets it there (its
+  // later stops are the replay's, and a reverse resume gives no signal),
+  // so the thread's first live resume without one delivers it, if the
+  // program gets it: going back never changes the present.
+  std::map<pid_t, int> owed_live_signals;
   std::optional<protocol::StopReply> last_stop;
   HostFiles host_files;
   // Extended remote (handlers_extended.cc): `!` seen; who starts programs;
@@ -274,6 +288,15 @@ class Session {
   // While set, libthread_db reads every thread in the present, even one
   // that replays (see handle(GetTlsAddress)).
   bool thread_db_reads_present = false;
+  // The signals delivered to `process` without a stop: the client's
+  // (QPassSignals), and once libthread_db is attached to it glibc's own
+  // two (SIGCANCEL and SIGSETXID, the kernel's 32 and 33: pthread_cancel,
+  // setuid in a threaded program), as gdbserver passes them then
+  // (linux-low.cc, wait_1) unless the thread steps. gdb would otherwise
+  // stop with "received signal SIG32".
+  std::set<int> signals_passed(const Process& process) const;
+  // Tells every process its signals_passed (after a change of either part).
+  void update_passed_signals();
 
   // LLDB (handlers_lldb.cc). `client` turns on at LLDB's first packet of
   // its own (gdb sends none), so that what only LLDB is owed follows

@@ -10,7 +10,7 @@ void Session::run_ahead() {
   run_ahead_due_ = false;
   const pid_t tid = last_stopped_thread();
   if (tid == 0 || !may_run_ahead(tid)) return;
-  step_ahead.run(*program(), tid, pass_signals);
+  step_ahead.run(*program(), tid, signals_passed(*program()));
 }
 
 // Nothing but the client may see the step early, and the client only

@@ -4,6 +4,20 @@
 
 namespace stub::session {
 
+std::set<int> Session::signals_passed(const Process& process) const {
+  std::set<int> passed = pass_signals;
+  constexpr int kSigCancel = 32, kSigSetxid = 33;  // glibc's __SIGRTMIN, __SIGRTMIN + 1
+  auto library = thread_libraries.find(process.pid());
+  if (library != thread_libraries.end() && library->second && library->second->loaded()) {
+    passed.insert({kSigCancel, kSigSetxid});
+  }
+  return passed;
+}
+
+void Session::update_passed_signals() {
+  for (Process* process : inferiors_.live()) process->set_pass_signals(signals_passed(*process));
+}
+
 ThreadLibrary& Session::thread_library(Process& owner) {
   const pid_t pid = owner.pid();
   std::unique_ptr<ThreadLibrary>& library = thread_libraries[pid];

@@ -44,6 +44,8 @@ class ThreadLibrary {
   std::optional<std::string> answer(const std::string& name, std::optional<uint64_t> address);
 
   Expected<uint64_t> tls_address(pid_t tid, uint64_t offset, uint64_t link_map);
+  // libthread_db is attached to the process (its threading library found).
+  bool loaded() const { return db_ != nullptr; }
 
  private:
   std::optional<std::string> next_question();
