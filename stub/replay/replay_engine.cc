@@ -210,7 +210,14 @@ Expected<ReplayStop> ReplayEngine::move_watching(pid_t tid, decoder::ReplayCurso
                                                  const std::vector<uint64_t>& breakpoints) {
   const process::DebugRegisterState watches = process_.hw_points().watches_only();
   const decoder::BlockTrace* trace = backend_.trace(tid);
-  if (!past_ || watches.empty() || trace == nullptr) return finish(tid, move(cursor, breakpoints));
+  if (watches.empty() || trace == nullptr) return finish(tid, move(cursor, breakpoints));
+  // Without copies nothing tells where a watched byte changed: a move
+  // would pass every change unseen.
+  if (!past_) {
+    return make_error(ErrorCode::NotSupported,
+                      "Cannot watch in the recorded past: btstub keeps no copies of the program "
+                      "(--checkpoint-memory=0) to find where a watched value changed; delete the watchpoint to move");
+  }
   const decoder::HistoryPoint from = here(cursor);
   const ReplayStop stop = move(cursor, breakpoints);
   const decoder::HistoryPoint to = here(cursor);
@@ -224,9 +231,13 @@ Expected<ReplayStop> ReplayEngine::move_watching(pid_t tid, decoder::ReplayCurso
   }
   if (!*hit) return finish(tid, stop);
   if (!seek(cursor, (*hit)->at)) return make_error(ErrorCode::Internal, "Lost the watchpoint's place in the history");
-  const ReplayStop at = back ? ReplayStop::Moved : cursor.step_forward();
+  if (!back) (void)cursor.step_forward();
   watch_hit_ = (*hit)->hit;
-  return finish(tid, at == ReplayStop::HistoryEnd ? at : ReplayStop::Moved);
+  // The watch's stop, also where the write was the history's last
+  // instruction and the thread now stands at its live end: reported as
+  // the end of the history, gdb said "No more reverse-execution history"
+  // and never showed the change (and later an old value that was stale).
+  return finish(tid, ReplayStop::Moved);
 }
 
 Expected<ReplayStop> ReplayEngine::step_back(pid_t tid) {

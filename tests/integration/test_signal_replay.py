@@ -27,6 +27,16 @@
    and went on past the breakpoint before it: the second reverse-continue
    ended at the start of the history.
 
+4. A watched write that is the history's last instruction (watch_at_end.c:
+   stopped live right after it): replayed forward, its change is
+   reported, and the next live write's old value is the right one.
+   Before, the forward continue said "No more reverse-execution history"
+   and the change was never shown ("Old value = 2, New value = 4" next).
+5. Without copies of the program (`--checkpoint-memory=0`) nothing tells
+   where a watched value changed: a `continue` in the past with a
+   watchpoint stops at once with the reason. Before, the watchpoint was
+   taken and every change passed unseen.
+
     python3 test_signal_replay.py [--server gdbserver] [-v]
 """
 
@@ -59,7 +69,7 @@ def check_owed(args, c, opt, nopass):
            any(exits("0" + handled) in result.of(i) for i in range(len(commands))), ctx)
 
 
-def check_watch(args, c, opt):
+def check_watch(args, c, opt, checkpoints=True):
     if args.server != "btstub":
         return
     prog = program("signal_replay", opt)
@@ -78,9 +88,17 @@ def check_watch(args, c, opt):
         "print watched",                                   # 10
         "kill",                                            # 11
     ]
-    result, server = run_gdb_tcp("btstub", prog, [], commands, options=("--once", "--record"), timeout=90)
+    options = ("--once", "--record") + (() if checkpoints else ("--checkpoint-memory=0",))
+    result, server = run_gdb_tcp("btstub", prog, [], commands, options=options, timeout=90)
     ctx = result.transcript() + "\n--- server stderr ---\n" + server.stderr
     c.contains("%s: back before the first write" % opt, result.of(4), "Breakpoint 2, main", ctx)
+    if not checkpoints:
+        opt += " without copies"
+        c.contains("%s: the watch cannot be searched: the reason" % opt, result.of(7),
+                   "btstub keeps no copies of the program", ctx)
+        c.contains("%s: ... and a stop" % opt, result.of(7), "Program stopped.", ctx)
+        c.contains("%s: the thread stayed where it was" % opt, result.of(9), "signal_replay.c:%d" % write, ctx)
+        return
     c.matches("%s: the first write, replayed" % opt, result.of(7), r"(?s)Old value = 0\nNew value = 1", ctx)
     c.matches("%s: the second write, replayed" % opt, result.of(8), r"(?s)Old value = 1\nNew value = 3", ctx)
     c.contains("%s: the next one lies past the signal: the reason" % opt, result.of(9),
@@ -120,6 +138,39 @@ def check_breakpoint_signal(args, c, opt):
     c.contains("%s: ... handled once, as live" % tag, result.of(10), "= 1", ctx)
 
 
+def check_watch_at_end(args, c, opt):
+    if args.server != "btstub":
+        return
+    prog = program("watch_at_end", opt)
+    line = marker_line("watch_at_end.c", "after_writes")
+    commands = [
+        "break watch_at_end.c:%d" % line,  # 0
+        "continue",                         # 1
+        "watch watched",                    # 2
+        "reverse-continue",                 # 3
+        "reverse-continue",                 # 4
+        "continue",                         # 5
+        "continue",                         # 6
+        "print watched",                    # 7
+        "continue",                         # 8
+        "kill",                             # 9
+    ]
+    result, server = run_gdb_tcp("btstub", prog, [], commands, options=("--once", "--record"), timeout=90)
+    ctx = result.transcript() + "\n--- server stderr ---\n" + server.stderr
+    tag = "%s watch at the end" % opt
+    c.matches("%s: back over the third write" % tag, result.of(3), r"(?s)Old value = 3\nNew value = 2", ctx)
+    c.matches("%s: back over the second" % tag, result.of(4), r"(?s)Old value = 2\nNew value = 1", ctx)
+    c.matches("%s: forward over the second" % tag, result.of(5), r"(?s)Old value = 1\nNew value = 2", ctx)
+    # gdb prints the first of the stop's reasons by number: the breakpoint
+    # at the live pc, as it does live when a watched write precedes it.
+    c.matches("%s: forward over the third, the history's last instruction: a stop there" % tag, result.of(6),
+              r"(?s)(Old value = 2\nNew value = 3|Breakpoint 1, main)", ctx)
+    c.not_contains("%s: ... not the history's end" % tag, result.of(6), "No more reverse-execution history", ctx)
+    c.contains("%s: the value there" % tag, result.of(7), "= 3", ctx)
+    c.matches("%s: live on: the fourth write, from the right old value" % tag, result.of(8),
+              r"(?s)Old value = 3\nNew value = 4", ctx)
+
+
 def main(args, c):
     for opt in ("O0", "O2"):
         check_owed(args, c, opt, nopass=False)
@@ -128,6 +179,9 @@ def main(args, c):
     # At -O2 the first two writes are one store: the replayed stops are
     # -O0's alone.
     check_watch(args, c, "O0")
+    check_watch(args, c, "O0", checkpoints=False)
+    for opt in ("O0", "O2"):
+        check_watch_at_end(args, c, opt)
 
 
 if __name__ == "__main__":
