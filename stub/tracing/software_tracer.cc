@@ -76,6 +76,7 @@ StepKind SoftwareTracer::plan_resume(TracedThreadControl& control, pid_t tid, St
   // right after the system call that sent it) gets a checkpoint first.
   if (signal != 0 && !t->frozen) {
     checkpoint_if_due(control, *t, tid, pc);
+    t->last_delivered = signal;
     note_unrepeatable(*t, tid, pc);
     // Replay reports it here (the pc is the open block's last instruction
     // so far; the branch to a handler, if any, will end the block there).

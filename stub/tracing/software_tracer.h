@@ -219,6 +219,11 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     bool in_stop = false;         // on_stop is deciding (a stop may be reported)
     std::optional<uint64_t> exit_reported;  // where the thread was reported about to exit
     bool checkpoint_due = true;   // something re-execution cannot repeat happened since the last one
+    int last_delivered = 0;       // the signal last delivered to the thread (host number)
+    // No copies before the thread's history reaches this many branches:
+    // its last signal came again while a copy was being taken (see
+    // checkpoint_if_due).
+    uint64_t copies_resume_at = 0;
     // May be running code of the program now: not stopped, nor in a wait
     // it was stepped into (note_resumed). Unknown counts as running.
     bool runs_code = true;

@@ -1,7 +1,27 @@
 // SoftwareTracer: when to take checkpoints (stub/tracing/checkpoints.h).
 #include "stub/tracing/software_tracer.h"
 
+#include "stub/process/thread_signal_masks.h"
+
 namespace stub::tracing {
+namespace {
+
+// How far a thread runs without copies once a flood of signals is seen: the
+// default periodic spacing, so a flood costs at most the copies a quiet
+// thread takes.
+constexpr uint64_t kFloodBranches = 100'000;
+
+// Whether `signal` waits for the thread again (sent to it or its process,
+// not blocked).
+bool waits_again(pid_t tid, int signal) {
+  if (signal <= 0 || signal > 64) return false;
+  const std::optional<process::ThreadSignalMasks> masks = process::read_thread_signal_masks(tid);
+  if (!masks) return false;
+  const uint64_t bit = uint64_t{1} << (signal - 1);
+  return ((masks->thread_pending | masks->shared_pending) & ~masks->blocked & bit) != 0;
+}
+
+}  // namespace
 
 void SoftwareTracer::set_checkpoint_limits(std::optional<Checkpoints::Limits> limits) {
   checkpoints_ = limits ? std::make_unique<Checkpoints>(*limits) : nullptr;
@@ -32,6 +52,9 @@ void SoftwareTracer::checkpoint_if_due(TracedThreadControl& control, ThreadState
     auto newest = checkpoints_->newest(tid);
     if (newest && at.sequence < newest->sequence + checkpoints_->spacing(recorded_branches(t))) return;
   }
+  // A flood of signals (below): the copy stays due until the thread's own
+  // code got on.
+  if (recorded_branches(t) < t.copies_resume_at && checkpoints_->newest(tid)) return;
   if (checkpoints_->vdso().second == 0) checkpoints_->set_vdso(read_vdso_range(tid));
   // A copy standing inside the vDSO would run the rest of it.
   if (checkpoints_->in_vdso(pc)) return;
@@ -42,6 +65,13 @@ void SoftwareTracer::checkpoint_if_due(TracedThreadControl& control, ThreadState
   checkpoints_->add(tid, at, std::move(*copy));
   checkpoints_->drop_before(tid, t.trace->first_sequence());
   t.checkpoint_due = false;
+  // The thread's last signal came again while the copy was taken (an
+  // interval timer faster than a copy, ~1 ms): each delivery and each
+  // handler's return would get a copy of its own while the next signal
+  // arrives, and the program would run nothing but its handlers. The
+  // copies then wait for the thread's own branches; its past there is
+  // what the history determines.
+  if (waits_again(tid, t.last_delivered)) t.copies_resume_at = recorded_branches(t) + kFloodBranches;
 }
 
 }  // namespace stub::tracing
