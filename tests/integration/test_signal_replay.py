@@ -50,6 +50,13 @@ from harness import marker_line, program, run_gdb_tcp, run_test
 SOURCE = "signal_replay.c"
 
 
+def recorded(prog, commands, options=("--once", "--record"), timeout=90):
+    """A gdb session over `btstub --record`: its result and the context a
+    failed check prints."""
+    result, server = run_gdb_tcp("btstub", prog, [], commands, options=options, timeout=timeout)
+    return result, result.transcript() + "\n--- server stderr ---\n" + server.stderr
+
+
 def exits(code):
     return "exited normally]" if code == "00" else "exited with code %s]" % code
 
@@ -93,9 +100,7 @@ def check_watch(args, c, opt, checkpoints=True):
         "print watched",                                   # 10
         "kill",                                            # 11
     ]
-    options = ("--once", "--record") + (() if checkpoints else ("--checkpoint-memory=0",))
-    result, server = run_gdb_tcp("btstub", prog, [], commands, options=options, timeout=90)
-    ctx = result.transcript() + "\n--- server stderr ---\n" + server.stderr
+    result, ctx = recorded(prog, commands, ("--once", "--record") + (() if checkpoints else ("--checkpoint-memory=0",)))
     c.contains("%s: back before the first write" % opt, result.of(4), "Breakpoint 2, main", ctx)
     if not checkpoints:
         opt += " without copies"
@@ -130,8 +135,7 @@ def check_breakpoint_signal(args, c, opt):
         "print handled",                                                                    # 10
         "kill",                                                                             # 11
     ]
-    result, server = run_gdb_tcp("btstub", prog, [], commands, options=("--once", "--record"), timeout=90)
-    ctx = result.transcript() + "\n--- server stderr ---\n" + server.stderr
+    result, ctx = recorded(prog, commands)
     tag = "%s signal at a breakpoint" % opt
     c.contains("%s: live at the first mark" % tag, result.of(2), "Breakpoint 1, ", ctx)
     c.contains("%s: handled once there" % tag, result.of(3), "= 1", ctx)
@@ -160,8 +164,7 @@ def check_watch_at_end(args, c, opt):
         "continue",                         # 8
         "kill",                             # 9
     ]
-    result, server = run_gdb_tcp("btstub", prog, [], commands, options=("--once", "--record"), timeout=90)
-    ctx = result.transcript() + "\n--- server stderr ---\n" + server.stderr
+    result, ctx = recorded(prog, commands)
     tag = "%s watch at the end" % opt
     c.matches("%s: back over the third write" % tag, result.of(3), r"(?s)Old value = 3\nNew value = 2", ctx)
     c.matches("%s: back over the second" % tag, result.of(4), r"(?s)Old value = 2\nNew value = 1", ctx)
