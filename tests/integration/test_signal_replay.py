@@ -32,12 +32,7 @@
    reported, and the next live write's old value is the right one.
    Before, the forward continue said "No more reverse-execution history"
    and the change was never shown ("Old value = 2, New value = 4" next).
-5. An interval timer faster than a copy takes (fast_timer.c, 0.5 ms):
-   recorded, the program reaches its marks and its end (before: every
-   delivery and every handler's return got a copy while the next signal
-   arrived, and the first `continue` never returned); back at a mark its
-   value is the live one or unavailable.
-6. Without copies of the program (`--checkpoint-memory=0`) nothing tells
+5. Without copies of the program (`--checkpoint-memory=0`) nothing tells
    where a watched value changed: a `continue` in the past with a
    watchpoint stops at once with the reason. Before, the watchpoint was
    taken and every change passed unseen.
@@ -179,32 +174,6 @@ def check_watch_at_end(args, c, opt):
               r"(?s)Old value = 3\nNew value = 4", ctx)
 
 
-def check_fast_timer(args, c):
-    prog = program("fast_timer", "O0")
-    commands = [
-        "handle SIGALRM nostop noprint pass",  # 0
-        "break mark",                          # 1
-        "continue",                            # 2
-        "print value",                         # 3
-        "continue",                            # 4
-        "print value",                         # 5
-        "reverse-continue" if args.server == "btstub" else "print value",  # 6
-        "print value",                         # 7
-        "delete",                              # 8
-        "continue", "continue", "continue",    # 9-11
-    ]
-    options = ("--once", "--record") if args.server == "btstub" else ("--once",)
-    # Minutes apart: without the change the first continue never returned.
-    result, server = run_gdb_tcp(args.server, prog, [], commands, options=options, timeout=240)
-    ctx = result.transcript() + "\n--- server stdout ---\n" + server.stdout + "\n--- stderr ---\n" + server.stderr
-    c.contains("fast timer: the first mark", result.of(3), "= 0", ctx)
-    c.contains("fast timer: the second mark", result.of(5), "= 400000", ctx)
-    if args.server == "btstub":
-        c.true("fast timer: back at the first mark, its value or none (never another)",
-               "= 0" in result.of(7) or "Cannot access memory" in result.of(7) or "unavailable" in result.of(7), ctx)
-    c.contains("fast timer: the program ends as natively", server.stdout, "fast timer done: ticked", ctx)
-
-
 def main(args, c):
     for opt in ("O0", "O2"):
         check_owed(args, c, opt, nopass=False)
@@ -216,7 +185,6 @@ def main(args, c):
     check_watch(args, c, "O0", checkpoints=False)
     for opt in ("O0", "O2"):
         check_watch_at_end(args, c, opt)
-    check_fast_timer(args, c)
 
 
 if __name__ == "__main__":
