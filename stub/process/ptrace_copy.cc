@@ -195,7 +195,7 @@ bool seccomp_trapped(pid_t tid, long number, uint64_t pc) {
 // blocked: resumed, it stops for it before running an instruction.
 bool deliverable(pid_t tid, int signal) {
   const std::optional<ThreadSignalMasks> masks = read_thread_signal_masks(tid);
-  return masks && ((masks->thread_pending & ~masks->blocked) >> (signal - 1) & 1) != 0;
+  return masks && ThreadSignalMasks::holds(masks->thread_pending & ~masks->blocked, signal);
 }
 
 // Whether the thread's SIGTRAP stop is a signal someone sent (kill,

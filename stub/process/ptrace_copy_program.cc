@@ -146,8 +146,7 @@ Expected<void> close_program_files(pid_t copy) {
 // from a child's exit to that call, and gets checkpoints meanwhile.
 bool unblocked_signal_waiting(pid_t tid) {
   const std::optional<ThreadSignalMasks> masks = read_thread_signal_masks(tid);
-  if (!masks) return true;
-  return ((masks->thread_pending | masks->shared_pending) & ~masks->blocked) != 0;
+  return !masks || masks->unblocked_pending() != 0;
 }
 
 bool in_shared_mapping(const std::vector<MemoryMapping>& maps, uint64_t addr) {

@@ -12,6 +12,11 @@ struct ThreadSignalMasks {
   uint64_t thread_pending = 0;  // SigPnd: sent to this thread alone
   uint64_t shared_pending = 0;  // ShdPnd: sent to its process
   uint64_t blocked = 0;         // SigBlk
+
+  // Signals waiting in either queue that the thread does not block.
+  uint64_t unblocked_pending() const { return (thread_pending | shared_pending) & ~blocked; }
+  // Whether `mask` holds `signal` (1-64).
+  static bool holds(uint64_t mask, int signal) { return signal >= 1 && signal <= 64 && (mask >> (signal - 1) & 1) != 0; }
 };
 
 // nullopt when the file cannot be read or lacks one of the three (the

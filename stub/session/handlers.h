@@ -65,6 +65,9 @@ Reply handle(Session&, const SetProgramSignals&);
 // leftmost one naming it (or its process, or every thread), as vCont
 // defines; nullptr when none does.
 const ThreadAction* action_for(const Resume& req, pid_t pid, pid_t tid);
+// The thread and host signal of the last stop when a signal stopped it
+// (not yet given to the program: the next resume gives it); else nullopt.
+std::optional<std::pair<pid_t, int>> last_stop_signal(const Session&);
 
 // handlers_xfer.cc
 Reply handle(Session&, const XferRead&);

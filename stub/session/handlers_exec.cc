@@ -275,6 +275,17 @@ static Reply detach_with_fork_child(Session& s, const Detach& req, Process& pare
 // it, if the client passes that signal to the program (QProgramSignals;
 // without that list, anything but SIGTRAP and SIGINT): a SIGUSR1 reported
 // and then `detach` still reaches the program's handler.
+std::optional<std::pair<pid_t, int>> last_stop_signal(const Session& s) {
+  const auto& stop = s.last_stop;
+  if (!stop || stop->kind != StopReply::Kind::Signal || !stop->thread || stop->thread->tid <= 0 ||
+      stop->reason != StopReason::None) {
+    return std::nullopt;
+  }
+  const int host = gdb_signal_to_host(stop->signal);
+  if (host == 0) return std::nullopt;
+  return std::pair{static_cast<pid_t>(stop->thread->tid), host};
+}
+
 static void pass_last_signal_on_detach(Session& s, Process& process) {
   bool owed = false;  // the live stop's, when the client went back since
   for (const auto& [tid, host] : s.owed_live_signals) {
@@ -283,11 +294,9 @@ static void pass_last_signal_on_detach(Session& s, Process& process) {
     if (s.program_gets(host)) process.deliver_on_detach(tid, host);
   }
   if (owed) return;
-  const auto& stop = s.last_stop;
-  if (!stop || stop->kind != StopReply::Kind::Signal || !stop->thread || stop->reason != StopReason::None) return;
-  const int host = gdb_signal_to_host(stop->signal);
-  if (host == 0) return;
-  const auto tid = static_cast<pid_t>(stop->thread->tid);
+  const auto signal = last_stop_signal(s);
+  if (!signal) return;
+  const auto [tid, host] = *signal;
   if (s.program_gets(host) && s.inferiors().owner_of(tid) == &process) process.deliver_on_detach(tid, host);
 }
 

@@ -92,13 +92,9 @@ Reply replay_stop_reply(Session& s, pid_t tid, ReplayStop how, std::optional<int
 // yet delivered): Session::owed_live_signals.
 void note_owed_live_signal(Session& s) {
   if (s.any_replaying()) return;
-  const auto& stop = s.last_stop;
-  if (!stop || stop->kind != protocol::StopReply::Kind::Signal || !stop->thread || stop->thread->tid <= 0 ||
-      stop->reason != StopReason::None) {
-    return;
+  if (const auto signal = last_stop_signal(s); signal && signal->second != SIGTRAP) {
+    s.owed_live_signals[signal->first] = signal->second;
   }
-  const int host = protocol::gdb_signal_to_host(stop->signal);
-  if (host != 0 && host != SIGTRAP) s.owed_live_signals[static_cast<pid_t>(stop->thread->tid)] = host;
 }
 
 Reply reverse(Session& s, const Resume& req) {

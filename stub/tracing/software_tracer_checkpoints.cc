@@ -14,11 +14,8 @@ constexpr uint64_t kFloodBranches = 100'000;
 // Whether `signal` waits for the thread again (sent to it or its process,
 // not blocked).
 bool waits_again(pid_t tid, int signal) {
-  if (signal <= 0 || signal > 64) return false;
   const std::optional<process::ThreadSignalMasks> masks = process::read_thread_signal_masks(tid);
-  if (!masks) return false;
-  const uint64_t bit = uint64_t{1} << (signal - 1);
-  return ((masks->thread_pending | masks->shared_pending) & ~masks->blocked & bit) != 0;
+  return masks && process::ThreadSignalMasks::holds(masks->unblocked_pending(), signal);
 }
 
 }  // namespace

@@ -45,6 +45,10 @@ TEST_CASE("read_thread_signal_masks tells a thread's own pending signals from it
   CHECK(masks->thread_pending == bit(SIGUSR1));
   CHECK(masks->shared_pending == bit(SIGUSR2));
   CHECK((masks->blocked & (bit(SIGUSR1) | bit(SIGUSR2))) == (bit(SIGUSR1) | bit(SIGUSR2)));
+  CHECK(masks->unblocked_pending() == 0);  // both blocked
+  CHECK(stub::process::ThreadSignalMasks::holds(masks->thread_pending, SIGUSR1));
+  CHECK_FALSE(stub::process::ThreadSignalMasks::holds(masks->thread_pending, SIGUSR2));
+  CHECK_FALSE(stub::process::ThreadSignalMasks::holds(~uint64_t{0}, 0));
 
   ::kill(child, SIGKILL);
   int status = 0;
