@@ -361,6 +361,7 @@ SoftwareTracer::Next SoftwareTracer::at_transfer(TracedThreadControl& control, T
     }
     case decoder::NextKind::Branch: {
       if (refuses_more(t)) return full_stop(t);
+      if (target_in_memory(insn)) return take_transfer(control, t, tid, regs, insn);
       const BlockEnd end = blocks_.block_end(next->target, code);
       if (end.address == pc || !arm(control, t, tid, end.address)) return step_over(t, regs, insn, true);
       t.pending = decoder::Branch{pc, next->target};
@@ -376,6 +377,29 @@ SoftwareTracer::Next SoftwareTracer::at_transfer(TracedThreadControl& control, T
       break;
   }
   return Next::Continue;  // int3/ud2/hlt: the signal stop reports itself
+}
+
+// Emulated (rip, rsp, a pushed return address), the branch is certain and
+// stored at once; the thread goes on from the target as from any stop (a
+// return landing on `jmp *GOT` takes that one too, up to kMaxTakenInARow).
+// Where the emulation cannot be made (it would fault), the real
+// instruction runs under a step, whose landing is the branch.
+SoftwareTracer::Next SoftwareTracer::take_transfer(TracedThreadControl& control, ThreadState& t, pid_t tid,
+                                                   protocol::RegisterFile regs, const decoder::Instruction& insn) {
+  constexpr int kMaxTakenInARow = 32;  // a `jmp *slot` to itself costs a step a round, not a hang
+  const uint64_t pc = insn.address;
+  const decoder::StackSnapshot stack = stack_of(regs);
+  uint64_t target = 0;
+  bool taken = false;
+  if (taken_in_a_row_ >= kMaxTakenInARow || !emulate(control, tid, regs, insn, target, taken)) {
+    return step_over(t, regs, insn, true);
+  }
+  if (!write_transfer(control, tid, regs)) return Next::Report;
+  if (taken && !store(t, pc, target, stack)) return Next::Report;  // full: stopped_full is set
+  ++taken_in_a_row_;
+  const Next next = continue_from(control, t, tid);
+  --taken_in_a_row_;
+  return next;
 }
 
 bool SoftwareTracer::stops_before(ThreadState& t, const decoder::Instruction& insn,

@@ -19,7 +19,11 @@
 // Exactness rule: a branch is stored only once the thread is seen past it.
 // Between the trace stop at a branch and that evidence the branch is
 // "pending" (see ThreadState::pending), because a signal may stop the thread
-// before the branch runs.
+// before the branch runs. Only a target the thread computes from its own
+// registers and the code may be pending: one read from memory (a return
+// slot, a GOT entry another thread's lazy binding rewrites) can change
+// before the thread runs the transfer, which would then go where no trace
+// stop is armed; such transfers are emulated at the stop, as under int3s.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -265,6 +269,10 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
                    const protocol::RegisterFile& regs, const decoder::Instruction& insn);
   Next step_over(ThreadState& t, const protocol::RegisterFile& regs, std::optional<decoder::Instruction> insn,
                  bool predicted_branch);
+  // TraceStops::DebugRegister at a transfer whose target is read from
+  // memory (a return, `jmp *GOT`): made by the tracer, not left pending.
+  Next take_transfer(TracedThreadControl& control, ThreadState& t, pid_t tid, protocol::RegisterFile regs,
+                     const decoder::Instruction& insn);
   Next step_one(TracedThreadControl& control, ThreadState& t, const protocol::RegisterFile& regs);
   Next full_stop(ThreadState& t);
   // Whole-program recording (enable_all): a thread about to run exit_group
@@ -327,6 +335,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   TraceStops stops_;
   TraceConfig config_;
   bool all_enabled_ = false;
+  int taken_in_a_row_ = 0;  // take_transfer's emulations within one stop
   bool any_frozen_ = false;     // since the last enable_all: some thread runs untraced
   bool untraced_met_ = false;   // since the last enable: an untraced thread met a kept int3
   TracedThreadControl* control_ = nullptr;

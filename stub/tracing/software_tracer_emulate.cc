@@ -30,14 +30,6 @@ namespace {
 // bounded so a `jmp .` costs a stop per round instead of hanging the stub.
 constexpr int kMaxChain = 32;
 
-// The registers an emulation may change, marked available alone so that
-// write_registers leaves every other register (and the FPU state) alone.
-Expected<void> write_back(TracedThreadControl& control, pid_t tid, const protocol::RegisterFile& regs) {
-  protocol::RegisterFile out;
-  for (Amd64Reg reg : {Amd64Reg::rip, Amd64Reg::rsp, Amd64Reg::rcx}) out.set_u64(reg, regs.get_u64(reg));
-  return control.write_registers(tid, out);
-}
-
 }  // namespace
 
 // Applies `insn` to `regs` (and pushes a return address). False, with
@@ -74,7 +66,7 @@ SoftwareTracer::Next SoftwareTracer::continue_by_emulation(TracedThreadControl& 
                                                            pid_t tid, protocol::RegisterFile regs) {
   ControlMemory code(control);
   bool moved = false;
-  auto flush = [&] { return !moved || write_back(control, tid, regs).ok(); };
+  auto flush = [&] { return !moved || write_transfer(control, tid, regs); };
   for (int chain = 0; chain < kMaxChain; ++chain) {
     const uint64_t pc = pc_of(regs);
     const BlockEnd end = blocks_.block_end(pc, code);
@@ -126,7 +118,7 @@ bool SoftwareTracer::pass_trace_breakpoint(TracedThreadControl& control, pid_t t
   uint64_t target = 0;
   bool taken = false;
   if (!insn || !emulate(control, tid, *regs, *insn, target, taken)) return false;
-  return write_back(control, tid, *regs).ok();
+  return write_transfer(control, tid, *regs);
 }
 
 }  // namespace stub::tracing

@@ -2,6 +2,7 @@
 // Helpers shared by the software_tracer*.cc files.
 #include <algorithm>
 #include <cstring>
+#include <variant>
 
 #include "decoder/branch_evaluator.h"
 #include "decoder/block_trace.h"
@@ -55,6 +56,20 @@ inline bool emulable(const decoder::Instruction& insn) {
   // is not worth guessing at; such code is stepped.
   if (insn.kind == ControlKind::Loop) return insn.loop_op == decoder::LoopOp::JumpIfZero || insn.counter_width == 8;
   return true;
+}
+
+// Does `insn` take its target from memory (a return slot, a pointer)? Such
+// a target can change between a stop and the transfer's run.
+inline bool target_in_memory(const decoder::Instruction& insn) {
+  return insn.kind == decoder::ControlKind::Return || std::holds_alternative<decoder::MemoryOperand>(insn.indirect);
+}
+
+// Writes what an emulated transfer changed (rip, rsp, rcx): those alone
+// are marked available, so the other registers and the FPU state stay.
+inline bool write_transfer(TracedThreadControl& control, pid_t tid, const protocol::RegisterFile& regs) {
+  protocol::RegisterFile out;
+  for (Amd64Reg reg : {Amd64Reg::rip, Amd64Reg::rsp, Amd64Reg::rcx}) out.set_u64(reg, regs.get_u64(reg));
+  return control.write_registers(tid, out).ok();
 }
 
 // Does `insn` branch when run now? (Unpredictable counts as no: the step's

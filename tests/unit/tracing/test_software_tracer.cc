@@ -57,14 +57,14 @@ TEST_CASE("software tracer: one stop per block through jcc, call, ret and an ind
   REQUIRE(f.run.trace_stop_at(kCall) == TraceVerdict::Continue);
   REQUIRE(f.run.armed() == kRet);
   REQUIRE(f.trace().size() == 0);
-  // ret goes to `back`, whose block is the indirect jmp itself.
-  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::Continue);
-  REQUIRE(f.run.armed() == kBack);
-  // jmp [ptr] reads its target from memory: tgt, whose block ends at the syscall.
-  REQUIRE(f.run.trace_stop_at(kBack) == TraceVerdict::Continue);
-  REQUIRE(f.run.armed() == kTgt);
-  // The syscall is stepped; it returns in line: no branch.
-  REQUIRE(f.run.trace_stop_at(kTgt) == TraceVerdict::SingleStep);
+  // ret reads its target from memory (another thread could rewrite the
+  // slot before it runs): the tracer takes it at the stop, stored at once.
+  // It goes to `back`, whose block is `jmp [ptr]`, from memory too: taken
+  // as well, to tgt, a syscall, which is stepped.
+  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::SingleStep);
+  REQUIRE(f.control.pc(kTid) == kTgt);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}, {kRet, kBack}, {kBack, kTgt}});
+  // It returns in line: no branch.
   REQUIRE(f.run.step_done_at(kTgtNop) == TraceVerdict::Continue);
   REQUIRE(f.run.armed() == kUd2);
   // ud2 faults on its own: let it.
@@ -82,8 +82,9 @@ TEST_CASE("software tracer: one stop per block through jcc, call, ret and an ind
   REQUIRE(*history == std::vector<uint64_t>{0x1000, 0x1005, 0x1007, kJne, kCall, kFunc, kRet, kBack, kTgt,
                                             kTgtNop, kUd2});
   auto stats = f.tracer->stats();
-  REQUIRE(stats.trace_stops == 6);
+  REQUIRE(stats.trace_stops == 4);
   REQUIRE(stats.steps == 1);
+  REQUIRE(stats.emulated == 2);
   REQUIRE(stats.branches == 3);
 }
 
@@ -148,16 +149,18 @@ TEST_CASE("software tracer: a signal stop after the branch ran commits it") {
   REQUIRE(f.run.trace_stop_at(kCall) == TraceVerdict::Continue);
   REQUIRE(f.run.signal_at(kRet, SIGINT) == TraceVerdict::Report);
   REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}});
-  // A signal the client suppresses: plain continue, the ret is planned.
-  REQUIRE(f.run.resume() == StepKind::Continue);
-  REQUIRE(f.run.armed() == kBack);
+  // A signal the client suppresses: plain continue; the ret and the jmp
+  // after it are taken at once, the syscall they reach is stepped.
+  REQUIRE(f.run.resume() == StepKind::SingleStep);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}, {kRet, kBack}, {kBack, kTgt}});
 }
 
 TEST_CASE("software tracer: a signal with no handler steps the instruction in line") {
   Fixture f({}, kFunc);
   REQUIRE(f.run.resume(StepKind::Continue, SIGCHLD) == StepKind::SingleStep);
-  REQUIRE(f.run.step_done_at(kRet) == TraceVerdict::Continue);
-  REQUIRE(f.trace().size() == 0);
+  // No branch from the step; the ret it reaches is taken (and the jmp after).
+  REQUIRE(f.run.step_done_at(kRet) == TraceVerdict::SingleStep);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kRet, kBack}, {kBack, kTgt}});
 }
 
 TEST_CASE("software tracer: the client's stepi is reported and its branch recorded") {
@@ -204,8 +207,8 @@ TEST_CASE("software tracer: a thread kept stopped after a trace stop replans on 
   REQUIRE(f.run.resume() == StepKind::Continue);
   REQUIRE(f.trace().size() == 0);
   REQUIRE(f.run.armed() == kRet);
-  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::Continue);
-  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}});
+  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::SingleStep);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}, {kRet, kBack}, {kBack, kTgt}});
 }
 
 TEST_CASE("software tracer: a full buffer under the stop policy stops before the branch") {
@@ -233,8 +236,8 @@ TEST_CASE("software tracer: a full buffer under drop-oldest keeps the newest bra
   REQUIRE(f.tracer->thread_config(kTid)->buffer_bytes == 48);
   REQUIRE(f.trace().capacity() == 2);
   REQUIRE(f.run.resume() == StepKind::Continue);
-  for (uint64_t pc : {kJne, kCall, kRet, kBack}) REQUIRE(f.run.trace_stop_at(pc) == TraceVerdict::Continue);
-  REQUIRE(f.run.trace_stop_at(kTgt) == TraceVerdict::SingleStep);
+  for (uint64_t pc : {kJne, kCall}) REQUIRE(f.run.trace_stop_at(pc) == TraceVerdict::Continue);
+  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::SingleStep);  // ret and jmp taken, syscall stepped
   REQUIRE(branches(f.trace()) == std::vector<Branch>{{kRet, kBack}, {kBack, kTgt}});
   REQUIRE(f.trace().first_sequence() == 1);
   REQUIRE(f.trace().oldest_begin() == kFunc);
@@ -269,8 +272,9 @@ TEST_CASE("software tracer: enable and disable per thread") {
   control.set_reg(kTid, Amd64Reg::rip, kBack);
   REQUIRE(tracer->enable(kTid).ok());
   REQUIRE(tracer->trace(kTid)->oldest_begin() == kBack);
-  REQUIRE(tracer->before_resume(control, kTid, StepKind::Continue, 0) == StepKind::Continue);
-  REQUIRE(control.armed[kTid] == kTgt);
+  // jmp [ptr] taken at once, the syscall it reaches stepped.
+  REQUIRE(tracer->before_resume(control, kTid, StepKind::Continue, 0) == StepKind::SingleStep);
+  REQUIRE(branches(*tracer->trace(kTid)) == std::vector<Branch>{{kBack, kTgt}});
   REQUIRE(tracer->disable(kTid).ok());
   REQUIRE(control.armed[kTid] == std::nullopt);
   REQUIRE_FALSE(tracer->traces(kTid));
@@ -328,15 +332,18 @@ TEST_CASE("software tracer: exec restarts the trace and forgets decoded code") {
   REQUIRE(f.run.resume() == StepKind::Continue);
   REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::Continue);
   REQUIRE(f.run.trace_stop_at(kCall) == TraceVerdict::Continue);
-  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::Continue);
+  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::SingleStep);
   f.tracer->on_exec(kTid);
   // New code at the same address: the cached block must not be used.
   f.control.memory[0x1020] = 0xc3;  // func: ret at once
   f.control.set_reg(kTid, Amd64Reg::rip, kFunc);
-  REQUIRE(f.run.resume() == StepKind::Continue);  // at a ret, planned at once
-  REQUIRE(f.trace().size() == 0);
+  f.control.set_reg(kTid, Amd64Reg::rsp, 0x7000);
+  f.control.write_u64(0x7000, kBack);
+  // At a ret (the stale block ended at kRet): taken at once to back (the
+  // return address), the jmp there too, the syscall stepped.
+  REQUIRE(f.run.resume() == StepKind::SingleStep);
   REQUIRE(f.trace().oldest_begin() == kFunc);
-  REQUIRE(f.run.armed() == kBack);  // ret -> back (the pushed return address)
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kFunc, kBack}, {kBack, kTgt}});
 }
 
 TEST_CASE("software tracer: untraced threads and unknown stops pass through") {
@@ -368,12 +375,12 @@ TEST_CASE("software tracer: each branch carries rsp and rbp from before it ran")
   f.control.set_reg(kTid, Amd64Reg::rsp, 0x6ff8);
   f.control.write_u64(0x6ff8, kBack);
   f.control.set_reg(kTid, Amd64Reg::rbp, 0x7200);
-  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::Continue);
-  f.control.set_reg(kTid, Amd64Reg::rsp, 0x7000);
-  REQUIRE(f.run.trace_stop_at(kBack) == TraceVerdict::Continue);
+  // The ret and the jmp after it are taken at the ret's stop.
+  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::SingleStep);
   REQUIRE(f.trace().has_stacks());
   REQUIRE(f.trace().stack_at(0) == decoder::StackSnapshot{0x7000, 0x7100});
   REQUIRE(f.trace().stack_at(1) == decoder::StackSnapshot{0x6ff8, 0x7200});
+  REQUIRE(f.trace().stack_at(2) == decoder::StackSnapshot{0x7000, 0x7200});
 }
 
 TEST_CASE("software tracer: without working debug registers every instruction is stepped") {
