@@ -156,6 +156,11 @@ bool in_shared_mapping(const std::vector<MemoryMapping>& maps, uint64_t addr) {
 
 }  // namespace
 
+bool PtraceProcess::signal_waits(pid_t tid, int signal) {
+  const std::optional<ThreadSignalMasks> masks = read_thread_signal_masks(tid);
+  return masks && ThreadSignalMasks::holds(masks->unblocked_pending(), signal);
+}
+
 Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid, const std::vector<pid_t>& idle) {
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
   // An attached program's copy would be its parent's child, not ours.

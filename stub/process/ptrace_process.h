@@ -143,6 +143,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   }
   std::vector<uint64_t> user_breakpoints() const override;
   void resend_signal(pid_t tid, int signal) override { requeue_signal(tid, signal); }
+  bool signal_waits(pid_t tid, int signal) override;  // ptrace_copy_program.cc
   bool stopping_all() const override { return stopping_all_; }
   bool non_stop() const override { return non_stop_; }
   Expected<int> step_now(pid_t tid) override;  // ptrace_debug.cc

@@ -137,6 +137,13 @@ class TracedThreadControl {
   // Queues `signal` for thread `tid` again: it stopped the thread where the
   // tracer could not let the client see it, and is to come back at once.
   virtual void resend_signal(pid_t tid, int signal) { (void)tid, (void)signal; }
+  // Whether `signal` waits for thread `tid` now: pending for it or its
+  // process, and not blocked (a timer's next signal come while the tracer
+  // took a copy).
+  virtual bool signal_waits(pid_t tid, int signal) {
+    (void)tid, (void)signal;
+    return false;
+  }
   // Whether the process layer is stopping every thread (all-stop) right
   // now: a stop the tracer absorbs then keeps its thread stopped, and the
   // client sees it where it stands.

@@ -1,8 +1,6 @@
 // SoftwareTracer: when to take checkpoints (stub/tracing/checkpoints.h).
 #include "stub/tracing/software_tracer.h"
 
-#include "stub/process/thread_signal_masks.h"
-
 namespace stub::tracing {
 namespace {
 
@@ -10,13 +8,6 @@ namespace {
 // default periodic spacing, so a flood costs at most the copies a quiet
 // thread takes.
 constexpr uint64_t kFloodBranches = 100'000;
-
-// Whether `signal` waits for the thread again (sent to it or its process,
-// not blocked).
-bool waits_again(pid_t tid, int signal) {
-  const std::optional<process::ThreadSignalMasks> masks = process::read_thread_signal_masks(tid);
-  return masks && process::ThreadSignalMasks::holds(masks->unblocked_pending(), signal);
-}
 
 }  // namespace
 
@@ -68,7 +59,9 @@ void SoftwareTracer::checkpoint_if_due(TracedThreadControl& control, ThreadState
   // arrives, and the program would run nothing but its handlers. The
   // copies then wait for the thread's own branches; its past there is
   // what the history determines.
-  if (waits_again(tid, t.last_delivered)) t.copies_resume_at = recorded_branches(t) + kFloodBranches;
+  if (t.last_delivered != 0 && control.signal_waits(tid, t.last_delivered)) {
+    t.copies_resume_at = recorded_branches(t) + kFloodBranches;
+  }
 }
 
 }  // namespace stub::tracing

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "protocol/amd64_registers.h"
@@ -150,6 +151,9 @@ class Control final : public stub::process::TracedThreadControl {
   std::map<uint64_t, uint8_t> memory;
   std::set<uint64_t> user_breakpoints;
   bool copies = false;
+  bool signal_waits(pid_t tid, int signal) override { return waiting_signals.count({tid, signal}) != 0; }
+
+  std::set<std::pair<pid_t, int>> waiting_signals;  // signal_waits' answers
   std::vector<pid_t> last_idle;   // what the last fork_copy was told
   std::set<pid_t> live_threads;   // the program's threads, for fork_copy's check
   std::map<pid_t, std::optional<uint64_t>> armed;

@@ -526,3 +526,36 @@ TEST_CASE("software tracer: a thread stepped over a call that writes memory is n
   REQUIRE(second.resume() == StepKind::SingleStep);
   CHECK(tracer->checkpoints()->all(1).front().valid_before);
 }
+
+// An interval timer faster than a copy takes: each delivery (a barrier:
+// the handler runs where the history alone cannot go) makes a copy due at
+// the handler's first instruction, and the timer's next signal has come
+// while that copy was taken. Without the rule every delivery and every
+// handler's return got a copy while the next signal arrived (a 0.5 ms
+// ITIMER_REAL program recorded never got past its first breakpoint).
+TEST_CASE("software tracer: a signal that waits again right after a copy holds the next copies back") {
+  for (bool flood : {false, true}) {
+    CAPTURE(flood);
+    Control control;
+    auto tracer = make_tracer({}, true);
+    tracer->set_checkpoint_limits(stub::tracing::Checkpoints::Limits{});
+    control.copies = true;
+    if (flood) control.waiting_signals.insert({1, SIGALRM});
+    control.set_reg(1, Amd64Reg::rip, kLoopJne);
+    control.set_reg(1, Amd64Reg::eflags, kZf);
+    Driver run{*tracer, control, 1};
+    REQUIRE(run.resume() == StepKind::Continue);
+    REQUIRE(tracer->checkpoints()->count() == 1);  // where the trace starts
+    for (std::size_t round = 1; round <= 3; ++round) {
+      // SIGALRM stops the thread at the jne; delivered with the resume:
+      // stepped into its handler (here: loop), a copy due there.
+      REQUIRE(run.signal_at(kLoopJne, SIGALRM) == TraceVerdict::Report);
+      REQUIRE(run.resume(StepKind::Continue, SIGALRM) == StepKind::SingleStep);
+      REQUIRE(run.step_done_at(kLoop) == TraceVerdict::Continue);
+      // The first copy is taken either way; after it a waiting signal
+      // holds copies back (for 100,000 of the thread's own branches).
+      const std::size_t expected = flood ? 2 : 1 + round;
+      CHECK(tracer->checkpoints()->count() == expected);
+    }
+  }
+}
