@@ -207,6 +207,16 @@ DebugRegisterState DebugRegisterState::watches_only() const {
   return out;
 }
 
+bool DebugRegisterState::watches(uint64_t begin, uint64_t end) const {
+  for (const Slot& slot : slots_) {
+    if (slot.used() && slot.condition != Condition::Execute && slot.address < end &&
+        begin < slot.address + slot.length) {
+      return true;
+    }
+  }
+  return false;
+}
+
 uint64_t DebugRegisterState::address(int slot) const { return in_use(slot) ? slots_[slot].address : 0; }
 
 bool DebugRegisterState::in_use(int slot) const {

@@ -63,6 +63,8 @@ class DebugRegisterState {
   bool in_use(int slot) const;
   int free_slots() const;
   bool empty() const { return free_slots() == kSlotCount; }
+  // Whether a watch (not a Z1 breakpoint) covers any byte of [begin, end).
+  bool watches(uint64_t begin, uint64_t end) const;
 
   // Slots whose B0-B3 bit is set in `dr6` and that are in use. The CPU may
   // set Bn for a register that DR7 does not enable, so unused slots are

@@ -134,6 +134,13 @@ class TracedThreadControl {
   virtual std::vector<uint64_t> user_breakpoints() const { return {}; }
   // Whether the client has hardware breakpoints or watchpoints (Z1-Z4) in.
   virtual bool hw_points_in_use() const { return false; }
+  // Whether a watchpoint of the client's (Z2-Z4) covers any byte of
+  // [begin, end): the debug registers see only what the CPU reads and
+  // writes, so a transfer touching such bytes must run, not be emulated.
+  virtual bool watched(uint64_t begin, uint64_t end) const {
+    (void)begin, (void)end;
+    return false;
+  }
   // Queues `signal` for thread `tid` again: it stopped the thread where the
   // tracer could not let the client see it, and is to come back at once.
   virtual void resend_signal(pid_t tid, int signal) { (void)tid, (void)signal; }

@@ -14,8 +14,10 @@
 // syscall blocks. A transfer whose emulation would fault (a push to an
 // unmapped stack, an unreadable return slot or pointer) is really run as a
 // step, which the process layer does with the int3 lifted and every other
-// thread held, so the program gets its real signal.
+// thread held, so the program gets its real signal. So is one touching
+// memory a client's watchpoint covers, so the watchpoint fires.
 #include <csignal>
+#include <variant>
 
 #include "stub/tracing/software_tracer.h"
 #include "stub/tracing/software_tracer_internal.h"
@@ -30,13 +32,34 @@ namespace {
 // bounded so a `jmp .` costs a stop per round instead of hanging the stub.
 constexpr int kMaxChain = 32;
 
+// Whether `insn` reads or writes memory a client's watchpoint covers: the
+// slot a call pushes its return address into, the one a return pops, the
+// pointer an indirect transfer reads. Written or read by the tracer, the
+// debug registers would never see it (a `watch -l` on a stack slot missed
+// the calls that wrote it).
+bool touches_watched(const TracedThreadControl& control, const decoder::Instruction& insn,
+                     const protocol::RegisterFile& regs) {
+  using decoder::ControlKind;
+  const uint64_t rsp = regs.get_u64(Amd64Reg::rsp);
+  if ((insn.kind == ControlKind::Call || insn.kind == ControlKind::IndirectCall) && control.watched(rsp - 8, rsp)) {
+    return true;
+  }
+  if (insn.kind == ControlKind::Return && control.watched(rsp, rsp + 8)) return true;
+  if (const auto* pointer = std::get_if<decoder::MemoryOperand>(&insn.indirect)) {
+    const uint64_t at = decoder::effective_address(*pointer, register_view(regs));
+    if (control.watched(at, at + pointer->access_size)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 // Applies `insn` to `regs` (and pushes a return address). False, with
-// nothing changed, when it cannot be emulated or would fault.
+// nothing changed, when it cannot be emulated, would fault or would touch
+// watched memory.
 bool SoftwareTracer::emulate(TracedThreadControl& control, pid_t /*tid*/, protocol::RegisterFile& regs,
                              const decoder::Instruction& insn, uint64_t& target, bool& taken) {
-  if (!emulable(insn)) return false;
+  if (!emulable(insn) || touches_watched(control, insn, regs)) return false;
   ControlMemory code(control);
   auto next = decoder::next_pc(insn, register_view(regs), code);
   if (!next || (next->kind != decoder::NextKind::Branch && next->kind != decoder::NextKind::FallThrough)) {

@@ -19,6 +19,11 @@ Z1-Z4 and these say SKIP):
 5. Threads created later (tests/programs/threads.c): `watch results[2]`
    and `hbreak work` set in main before any worker exists fire in the
    workers (thread 3's write, each worker's call).
+6. A stack slot (tests/programs/watch_stack.c), also with btstub recording
+   (`--record`): `watch -l` on the slot stops at each call that pushes its
+   return address there, `rwatch -l` at the return that pops it. Before,
+   the recording tracer made those calls and returns itself and the
+   watchpoint never fired.
 
     python3 test_watch.py [--server gdbserver] [-v]
 """
@@ -89,12 +94,14 @@ THREADS = [
 ]
 
 
-def both(c, kind, name, prog, commands):
-    """Runs the script against gdbserver and `kind`; checks the transcripts
-    are equal and returns the server-under-test's result."""
+def both(c, kind, name, prog, commands, options=("--once",)):
+    """Runs the script against gdbserver and `kind` (given `options`);
+    checks the transcripts are equal and returns the server-under-test's
+    result."""
     runs = {}
     for k in ("gdbserver", kind):
-        runs[k] = run_gdb_tcp(k, prog, [], commands, timeout=120)
+        runs[k] = run_gdb_tcp(k, prog, [], commands, options=("--once",) if k == "gdbserver" else options,
+                              timeout=120)
     ref, ref_server = runs["gdbserver"]
     test, server = runs[kind]
     ref_lines = normalise(ref.transcript().split("\n", 1)[1])
@@ -175,6 +182,37 @@ def check_hardware(c, kind):
     c.contains("threads: program exits", test.of(10), "exited normally", ctx)
 
 
+STACK_SLOT = [
+    "break probe",
+    "continue",
+    "finish",
+    "watch -l *(long *)slot",
+    "continue",
+    "bt 1",
+    "continue",
+    "bt 1",
+    "delete",
+    "rwatch -l *(long *)slot",
+    "continue",
+    "bt 1",
+]
+
+
+def check_stack_slot(c, kind):
+    for opt in ("O0", "O2"):
+        for options in (("--once",), ("--once", "--record")) if kind == "btstub" else (("--once",),):
+            name = "stack slot %s%s" % (opt, " --record" if "--record" in options else "")
+            test = both(c, kind, name, program("watch_stack", opt), STACK_SLOT, options)
+            ctx = test.transcript()
+            c.matches(name + ": first's call pushes into the slot", test.of(4) + test.of(5),
+                      r"Hardware watchpoint 2: -location \*\(long \*\)slot\n+Old value = \d+\nNew value = \d+\n"
+                      r"(.|\n)*#0 +(0x[0-9a-f]+ in )?first ", ctx)
+            c.matches(name + ": second's call pushes into it", test.of(6) + test.of(7),
+                      r"Hardware watchpoint 2: (.|\n)*#0 +(0x[0-9a-f]+ in )?second ", ctx)
+            c.matches(name + ": second's return reads it", test.of(10) + test.of(11),
+                      r"Hardware (read|access \(read/write\)) watchpoint 3: (.|\n)*#0 +(0x[0-9a-f]+ in )?main ", ctx)
+
+
 def main(args, c):
     check_software(c, args.server)
     if not debug_registers_trap():
@@ -182,6 +220,7 @@ def main(args, c):
               "never trap on this machine (btstub --probe)")
         return
     check_hardware(c, args.server)
+    check_stack_slot(c, args.server)
 
 
 if __name__ == "__main__":

@@ -311,3 +311,18 @@ TEST_CASE("a shared read/access slot reports access while an access watch uses i
   require_ok(state.remove(WatchKind::Read, 0x1000, 4));
   CHECK(state.hits_for_dr6(0x1).empty());
 }
+
+TEST_CASE("watches() tells whether a watch covers any byte of a range", "[debug_registers]") {
+  DebugRegisterState state;
+  require_ok(state.insert(WatchKind::Write, 0x1003, 2));  // pieces 0x1003 (1) and 0x1004 (1)
+  require_ok(state.insert(WatchKind::Execute, 0x2000, 1));
+  CHECK(state.watches(0x1000, 0x1008));
+  CHECK(state.watches(0x1004, 0x1005));
+  CHECK(state.watches(0x0ffc, 0x1004));  // ends inside
+  CHECK_FALSE(state.watches(0x0ffc, 0x1003));  // ends right before
+  CHECK_FALSE(state.watches(0x1005, 0x1010));  // starts right after
+  CHECK_FALSE(state.watches(0x2000, 0x2008));  // a Z1 breakpoint is no watch
+  require_ok(state.insert(WatchKind::Read, 0x3000, 8));
+  CHECK(state.watches(0x3007, 0x3008));
+  CHECK_FALSE(DebugRegisterState{}.watches(0, ~uint64_t{0}));
+}

@@ -152,6 +152,12 @@ class Control final : public stub::process::TracedThreadControl {
   std::set<uint64_t> user_breakpoints;
   bool copies = false;
   bool signal_waits(pid_t tid, int signal) override { return waiting_signals.count({tid, signal}) != 0; }
+  bool watched(uint64_t begin, uint64_t end) const override {
+    return std::any_of(watches.begin(), watches.end(),
+                       [&](const auto& w) { return w.first < end && begin < w.second; });
+  }
+
+  std::vector<std::pair<uint64_t, uint64_t>> watches;  // the client's watched [begin, end)s
 
   std::set<std::pair<pid_t, int>> waiting_signals;  // signal_waits' answers
   std::vector<pid_t> last_idle;   // what the last fork_copy was told

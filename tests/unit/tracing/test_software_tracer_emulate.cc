@@ -193,3 +193,44 @@ TEST_CASE("stepping: a step over cpuid that lands one instruction late is no bra
   REQUIRE(run.step_done_at(kStart) == TraceVerdict::SingleStep);
   REQUIRE(branches(*tracer.trace(kTid)) == std::vector<Branch>{{kCpuid + 3, kStart}});
 }
+
+// The debug registers see only what the CPU reads and writes: a transfer
+// touching a watched byte is run (a step, the int3 lifted by the process
+// layer), so the client's watchpoint fires. Before, `watch -l` on a stack
+// slot missed every call that pushed its return address there.
+TEST_CASE("int3 trace stops: a transfer touching watched memory is run, not emulated") {
+  SECTION("a call pushing into a watched slot") {
+    Fixture f;
+    f.control.watches = {{kStack - 8, kStack}};
+    REQUIRE(f.run.resume() == StepKind::Continue);
+    REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::SingleStep);  // jne emulated, the call stepped
+    REQUIRE(f.reg(Amd64Reg::rip) == kCall);
+    REQUIRE(f.control.read_u64(kStack - 8) == 0);  // nothing pushed by the tracer
+    f.control.set_reg(kTid, Amd64Reg::rsp, kStack - 8);
+    REQUIRE(f.run.step_done_at(kFunc) != TraceVerdict::Report);
+    REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}});
+  }
+  SECTION("a return reading a watched slot") {
+    Fixture f(kFunc);
+    f.control.watches = {{kStack + 4, kStack + 5}};
+    REQUIRE(f.run.resume() == StepKind::Continue);
+    REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::SingleStep);
+    REQUIRE(f.reg(Amd64Reg::rip) == kRet);
+    REQUIRE(f.trace().size() == 0);
+  }
+  SECTION("an indirect jmp reading a watched pointer") {
+    Fixture f(kBack);
+    f.control.watches = {{kPtr, kPtr + 8}};
+    REQUIRE(f.run.resume() == StepKind::SingleStep);  // the jmp under the pc: stepped
+    REQUIRE(f.reg(Amd64Reg::rip) == kBack);
+    REQUIRE(f.trace().size() == 0);
+  }
+  SECTION("watches elsewhere change nothing") {
+    Fixture f;
+    f.control.watches = {{kStack - 16, kStack - 8}, {kStack + 8, kStack + 16}};
+    REQUIRE(f.run.resume() == StepKind::Continue);
+    REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::Continue);
+    REQUIRE(f.reg(Amd64Reg::rip) == kFunc);
+    REQUIRE(f.control.read_u64(kStack - 8) == kCall + 5);
+  }
+}
