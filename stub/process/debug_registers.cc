@@ -217,6 +217,13 @@ bool DebugRegisterState::watches(uint64_t begin, uint64_t end) const {
   return false;
 }
 
+bool DebugRegisterState::breaks_at(uint64_t addr) const {
+  for (const Slot& slot : slots_) {
+    if (slot.used() && slot.condition == Condition::Execute && slot.address == addr) return true;
+  }
+  return false;
+}
+
 uint64_t DebugRegisterState::address(int slot) const { return in_use(slot) ? slots_[slot].address : 0; }
 
 bool DebugRegisterState::in_use(int slot) const {

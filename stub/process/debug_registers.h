@@ -65,6 +65,8 @@ class DebugRegisterState {
   bool empty() const { return free_slots() == kSlotCount; }
   // Whether a watch (not a Z1 breakpoint) covers any byte of [begin, end).
   bool watches(uint64_t begin, uint64_t end) const;
+  // Whether a Z1 breakpoint is at `addr`.
+  bool breaks_at(uint64_t addr) const;
 
   // Slots whose B0-B3 bit is set in `dr6` and that are in use. The CPU may
   // set Bn for a register that DR7 does not enable, so unused slots are

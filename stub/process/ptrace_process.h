@@ -89,6 +89,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> write_siginfo(pid_t tid, const std::vector<uint8_t>& info) override;
   bool hw_points_in_use() const override { return !user_debug_.empty(); }
   bool watched(uint64_t begin, uint64_t end) const override { return user_debug_.watches(begin, end); }
+  bool hw_breakpoint_at(uint64_t addr) const override { return user_debug_.breaks_at(addr); }
   DebugRegisterState hw_points() const override { return user_debug_; }
   std::vector<MemoryMapping> mappings() const override { return read_maps(pid_); }
   bool shadow_stack(pid_t tid) const override;

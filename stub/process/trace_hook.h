@@ -141,6 +141,13 @@ class TracedThreadControl {
     (void)begin, (void)end;
     return false;
   }
+  // Whether a hardware breakpoint of the client's (Z1) is at `addr`: it
+  // fires only where the CPU is about to run the instruction there, so a
+  // thread the tracer moved there by emulation must run from it.
+  virtual bool hw_breakpoint_at(uint64_t addr) const {
+    (void)addr;
+    return false;
+  }
   // Queues `signal` for thread `tid` again: it stopped the thread where the
   // tracer could not let the client see it, and is to come back at once.
   virtual void resend_signal(pid_t tid, int signal) { (void)tid, (void)signal; }

@@ -343,8 +343,11 @@ SoftwareTracer::Next SoftwareTracer::at_transfer(TracedThreadControl& control, T
                                                  const decoder::Instruction& insn) {
   const uint64_t pc = insn.address;
   // A user breakpoint's int3 stops the thread before the instruction runs;
-  // that stop is the client's, and the next resume starts afresh.
-  if (control.has_user_breakpoint(pc)) return Next::Continue;
+  // that stop is the client's, and the next resume starts afresh. So does
+  // a hardware breakpoint where take_transfer moved the thread (RF clear).
+  if (control.has_user_breakpoint(pc) || (taken_in_a_row_ > 0 && control.hw_breakpoint_at(pc))) {
+    return Next::Continue;
+  }
   ControlMemory code(control);
   auto view = register_view(regs);
   auto next = decoder::next_pc(insn, view, code);

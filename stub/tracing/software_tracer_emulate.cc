@@ -98,7 +98,10 @@ SoftwareTracer::Next SoftwareTracer::continue_by_emulation(TracedThreadControl& 
       if (!flush()) return Next::Report;
       return step_one(control, t, regs);
     }
-    if (end.address != pc || control.has_user_breakpoint(pc)) {
+    // A landing of an emulation with a hardware breakpoint: the thread must
+    // run from it for the debug register to fire (where the thread stopped
+    // itself, the breakpoint already fired before our int3).
+    if (end.address != pc || control.has_user_breakpoint(pc) || (moved && control.hw_breakpoint_at(pc))) {
       // A user breakpoint at the transfer is the client's stop; ours waits
       // under it for the resume.
       if (!flush()) return Next::Report;

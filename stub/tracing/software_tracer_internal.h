@@ -66,9 +66,17 @@ inline bool target_in_memory(const decoder::Instruction& insn) {
 
 // Writes what an emulated transfer changed (rip, rsp, rcx): those alone
 // are marked available, so the other registers and the FPU state stay.
+// And eflags without RF: at a debug-register trace stop the kernel sets RF
+// so that the trapping instruction runs on resume, but the thread now
+// resumes elsewhere, where a hardware breakpoint must fire (RF would
+// suppress it for that first instruction).
 inline bool write_transfer(TracedThreadControl& control, pid_t tid, const protocol::RegisterFile& regs) {
+  constexpr uint64_t kResumeFlag = 1ull << 16;  // eflags.RF
   protocol::RegisterFile out;
   for (Amd64Reg reg : {Amd64Reg::rip, Amd64Reg::rsp, Amd64Reg::rcx}) out.set_u64(reg, regs.get_u64(reg));
+  if (regs.available(static_cast<unsigned>(Amd64Reg::eflags))) {
+    out.set_u64(Amd64Reg::eflags, regs.get_u64(Amd64Reg::eflags) & ~kResumeFlag);
+  }
   return control.write_registers(tid, out).ok();
 }
 

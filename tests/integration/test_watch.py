@@ -24,6 +24,13 @@ Z1-Z4 and these say SKIP):
    return address there, `rwatch -l` at the return that pops it. Before,
    the recording tracer made those calls and returns itself and the
    watchpoint never fired.
+7. `hbreak` where a return lands (tests/programs/hbreak_landing.c): on
+   the call right after a call and on a call's return site, with btstub
+   plain and recording (`--record`, also with int3 and debug-register
+   trace stops): each stops once a round, as with gdbserver. Before, a
+   recording btstub never stopped there (the tracer took the return, and
+   the call it landed on, itself; with debug registers the trace stop's RF
+   hid the breakpoint).
 
     python3 test_watch.py [--server gdbserver] [-v]
 """
@@ -213,6 +220,44 @@ def check_stack_slot(c, kind):
                       r"Hardware (read|access \(read/write\)) watchpoint 3: (.|\n)*#0 +(0x[0-9a-f]+ in )?main ", ctx)
 
 
+HBREAK_LANDING = [
+    "break f",         # 0
+    "continue",        # 1
+    "finish",          # 2: at the call of g, where f's return lands
+    "hbreak *$pc",     # 3
+    "delete 1",        # 4
+    "continue",        # 5
+    "print n",         # 6
+    "continue",        # 7
+    "print n",         # 8
+    "delete",          # 9
+    "break g",         # 10
+    "continue",        # 11
+    "finish",          # 12: at the return site of g's call
+    "hbreak *$pc",     # 13
+    "delete 3",        # 14
+    "continue",        # 15
+    "print n",         # 16
+    "continue",        # 17
+    "print n",         # 18
+]
+
+
+def check_hbreak_landing(c, kind):
+    runs = [("O0", ("--once",)), ("O2", ("--once",))]
+    if kind == "btstub":
+        runs += [("O0", ("--once", "--record")), ("O2", ("--once", "--record")),
+                 ("O0", ("--once", "--record", "--trace-stops=int3")),
+                 ("O0", ("--once", "--record", "--trace-stops=debugreg"))]
+    for opt, options in runs:
+        name = "hbreak landing %s%s" % (opt, "".join(" " + o for o in options[1:]))
+        test = both(c, kind, name, program("hbreak_landing", opt), HBREAK_LANDING, options)
+        ctx = test.transcript()
+        # n after f and g of each round: 11 a round, f's 1 first.
+        for index, value in ((6, 12), (8, 23), (16, 44), (18, 55)):
+            c.matches("%s: stopped there with n = %d" % (name, value), test.of(index), r"^\$\d+ = %d$" % value, ctx)
+
+
 def main(args, c):
     check_software(c, args.server)
     if not debug_registers_trap():
@@ -221,6 +266,7 @@ def main(args, c):
         return
     check_hardware(c, args.server)
     check_stack_slot(c, args.server)
+    check_hbreak_landing(c, args.server)
 
 
 if __name__ == "__main__":

@@ -157,7 +157,10 @@ class Control final : public stub::process::TracedThreadControl {
                        [&](const auto& w) { return w.first < end && begin < w.second; });
   }
 
+  bool hw_breakpoint_at(uint64_t addr) const override { return hw_breakpoints.count(addr) != 0; }
+
   std::vector<std::pair<uint64_t, uint64_t>> watches;  // the client's watched [begin, end)s
+  std::set<uint64_t> hw_breakpoints;                   // the client's Z1 addresses
 
   std::set<std::pair<pid_t, int>> waiting_signals;  // signal_waits' answers
   std::vector<pid_t> last_idle;   // what the last fork_copy was told

@@ -559,3 +559,21 @@ TEST_CASE("software tracer: a signal that waits again right after a copy holds t
     }
   }
 }
+
+// At a debug-register trace stop the kernel sets RF so that the trapping
+// instruction runs on resume; a transfer the tracer takes moves the thread
+// elsewhere, where RF would hide a hardware breakpoint. Before, hbreak on
+// a call's return site never fired under --trace-stops=debugreg.
+TEST_CASE("software tracer: a transfer taken at a debug-register stop clears RF and ends at a hardware breakpoint") {
+  constexpr uint64_t kRf = 1u << 16;
+  Fixture f({}, kFunc);
+  f.control.hw_breakpoints = {kBack};
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.armed() == kRet);
+  f.control.set_reg(kTid, Amd64Reg::eflags, kZf | kRf);  // as the kernel leaves it at the trap
+  // ret taken to `back` (jmp [ptr], a breakpoint there): not taken on.
+  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::Continue);
+  REQUIRE(f.control.pc(kTid) == kBack);
+  REQUIRE(f.control.regs[kTid].get_u64(Amd64Reg::eflags) == kZf);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kRet, kBack}});
+}

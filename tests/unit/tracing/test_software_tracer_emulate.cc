@@ -234,3 +234,21 @@ TEST_CASE("int3 trace stops: a transfer touching watched memory is run, not emul
     REQUIRE(f.control.read_u64(kStack - 8) == kCall + 5);
   }
 }
+
+// A hardware breakpoint fires only where the CPU is about to run the
+// instruction: a return landing on a transfer with one is not taken on in
+// the same stop; the thread runs from the landing (with an int3 there for
+// afterwards). Before, hbreak on the call right after a call never fired.
+TEST_CASE("int3 trace stops: an emulation landing on a hardware breakpoint ends the chain there") {
+  Fixture f(kFunc);
+  f.control.hw_breakpoints = {kBack};
+  REQUIRE(f.run.resume() == StepKind::Continue);
+  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::Continue);
+  REQUIRE(f.reg(Amd64Reg::rip) == kBack);
+  REQUIRE(f.control.int3[kTid] == kBack);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kRet, kBack}});
+  // Where the thread stopped by itself the breakpoint fired first: the
+  // transfer under it is emulated as always.
+  REQUIRE(f.run.trace_stop_at(kBack) == TraceVerdict::SingleStep);
+  REQUIRE(branches(f.trace()) == std::vector<Branch>{{kRet, kBack}, {kBack, kTgt}});
+}
