@@ -389,7 +389,6 @@ SoftwareTracer::Next SoftwareTracer::at_transfer(TracedThreadControl& control, T
 // instruction runs under a step, whose landing is the branch.
 SoftwareTracer::Next SoftwareTracer::take_transfer(TracedThreadControl& control, ThreadState& t, pid_t tid,
                                                    protocol::RegisterFile regs, const decoder::Instruction& insn) {
-  constexpr int kMaxTakenInARow = 32;  // a `jmp *slot` to itself costs a step a round, not a hang
   const uint64_t pc = insn.address;
   const decoder::StackSnapshot stack = stack_of(regs);
   uint64_t target = 0;

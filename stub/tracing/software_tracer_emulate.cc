@@ -28,10 +28,6 @@ using namespace tracer_detail;
 
 namespace {
 
-// Emulations in a row within one stop (a transfer landing on a transfer);
-// bounded so a `jmp .` costs a stop per round instead of hanging the stub.
-constexpr int kMaxChain = 32;
-
 // Whether `insn` reads or writes memory a client's watchpoint covers: the
 // slot a call pushes its return address into, the one a return pops, the
 // pointer an indirect transfer reads. Written or read by the tracer, the
@@ -90,7 +86,7 @@ SoftwareTracer::Next SoftwareTracer::continue_by_emulation(TracedThreadControl& 
   ControlMemory code(control);
   bool moved = false;
   auto flush = [&] { return !moved || write_transfer(control, tid, regs); };
-  for (int chain = 0; chain < kMaxChain; ++chain) {
+  for (int chain = 0; chain < kMaxTakenInARow; ++chain) {
     const uint64_t pc = pc_of(regs);
     const BlockEnd end = blocks_.block_end(pc, code);
     if (end.kind != BlockEnd::Kind::Transfer || !emulable(end.insn)) {

@@ -58,6 +58,11 @@ inline bool emulable(const decoder::Instruction& insn) {
   return true;
 }
 
+// Transfers the tracer takes itself in a row within one stop (a transfer
+// landing on a transfer); bounded so a `jmp .` or a `jmp *slot` to itself
+// costs a stop or a step per round instead of hanging the stub.
+constexpr int kMaxTakenInARow = 32;
+
 // Does `insn` take its target from memory (a return slot, a pointer)? Such
 // a target can change between a stop and the transfer's run.
 inline bool target_in_memory(const decoder::Instruction& insn) {
