@@ -33,7 +33,7 @@ system calls), with the translating tracer and with int3 trace stops:
 
 import re
 
-from harness import program, run_gdb_tcp, run_test
+from harness import debug_registers_trap, program, run_gdb_tcp, run_test
 
 VALUES = [
     "handle SIGUSR2 nostop noprint pass",
@@ -119,11 +119,17 @@ def main(args, c):
     if args.server != "btstub":
         print("SKIP: btstub's own recording")
         return
+    # Watches in the past run in a copy's debug registers; btstub refuses
+    # Z2-Z4 where they never trap (test_watch checks that).
+    watches = debug_registers_trap()
+    if not watches:
+        print("SKIP watchpoints across fork: debug registers never trap here (btstub --probe)")
     for opt in ("O0", "O2"):
         prog = program("past_fork", opt)
         for name, tracer in TRACERS:
             check_values("%s %s" % (opt, name), prog, tracer, c)
-            check_watch("%s %s watch" % (opt, name), prog, tracer, c)
+            if watches:
+                check_watch("%s %s watch" % (opt, name), prog, tracer, c)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@
     python3 test_signal_replay.py [--server gdbserver] [-v]
 """
 
-from harness import marker_line, program, run_gdb_tcp, run_test
+from harness import debug_registers_trap, marker_line, program, run_gdb_tcp, run_test
 
 SOURCE = "signal_replay.c"
 
@@ -179,6 +179,11 @@ def main(args, c):
         check_owed(args, c, opt, nopass=False)
         check_owed(args, c, opt, nopass=True)
         check_breakpoint_signal(args, c, opt)
+    # Watches in the past run in a copy's debug registers; btstub refuses
+    # Z2-Z4 where they never trap (test_watch checks that).
+    if not debug_registers_trap():
+        print("SKIP watchpoints across signals: debug registers never trap here (btstub --probe)")
+        return
     # At -O2 the first two writes are one store: the replayed stops are
     # -O0's alone.
     check_watch(args, c, "O0")
