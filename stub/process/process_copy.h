@@ -27,6 +27,7 @@
 #include "protocol/expected.h"
 #include "protocol/register_file.h"
 #include "stub/process/debug_registers.h"
+#include "stub/process/shared_memory_digest.h"
 
 namespace stub::process {
 
@@ -73,6 +74,20 @@ class ProcessCopy {
   void note_shared_files(std::set<uint64_t> inodes) {
     shared_files_ = std::make_shared<const std::set<uint64_t>>(std::move(inodes));
   }
+  // The shared mappings the checkpoint holds private snapshots of, and the
+  // digest of the program's bytes there when it was taken
+  // (shared_memory_digest.h). Copies forked from it hold the same.
+  struct SharedSnapshot {
+    SharedRanges ranges;
+    uint64_t digest = 0;
+  };
+  void note_shared_snapshot(SharedSnapshot snapshot) {
+    shared_snapshot_ = std::make_shared<const SharedSnapshot>(std::move(snapshot));
+  }
+  // Null or empty ranges: the program shared no memory then.
+  const SharedSnapshot* shared_snapshot() const { return shared_snapshot_.get(); }
+  // The digest of the copy's bytes in those ranges now.
+  uint64_t shared_digest();
 
   // Whether the stretch a run goes through may jump into [low, high)
   // (decoder::enters_inside); where the copy stands is its own to check.
@@ -184,6 +199,7 @@ class ProcessCopy {
   bool usable_ = true;
   timespec taken_{};  // CLOCK_REALTIME when its checkpoint was taken
   std::shared_ptr<const std::set<uint64_t>> shared_files_;  // note_shared_files
+  std::shared_ptr<const SharedSnapshot> shared_snapshot_;   // note_shared_snapshot
   DebugRegisterState armed_;  // the watches alone
   // The slot and DR7 of run_to's execute breakpoint while it runs.
   std::optional<int> breakpoint_slot_;

@@ -440,6 +440,7 @@ Expected<std::unique_ptr<ProcessCopy>> ProcessCopy::fork() {
   auto copy = adopt(injected->child);
   copy->taken_ = taken_;  // it holds what this one holds
   copy->shared_files_ = shared_files_;
+  copy->shared_snapshot_ = shared_snapshot_;
   if (!injected->signals_met.empty()) {
     usable_ = false;
     return make_error(ErrorCode::Internal, "A signal reached a copy of the program");
@@ -537,6 +538,12 @@ Expected<std::vector<uint8_t>> ProcessCopy::read_memory(uint64_t addr, std::size
   if (got == 0) return make_error(ErrorCode::MemoryFault, "Cannot access memory at address " + hex(addr));
   out.resize(got);
   return out;
+}
+
+uint64_t ProcessCopy::shared_digest() {
+  if (!shared_snapshot_) return shared_memory_digest({}, {});
+  return shared_memory_digest(shared_snapshot_->ranges,
+                              [this](uint64_t addr, std::size_t len) { return read_memory(addr, len); });
 }
 
 uint64_t ProcessCopy::proportional_bytes() const {

@@ -83,14 +83,15 @@ Expected<void> fill_from_program(pid_t program, pid_t copy, const MemoryMapping&
 // past. In the copy each becomes private and anonymous, at the same place
 // with the same protection, holding what the program held at this stop
 // (within kMaxSharedSnapshotBytes: the rest is unmapped). Copies forked
-// from this one inherit the private pages.
-Expected<void> privatize_shared_mappings(pid_t program, pid_t copy, const std::vector<MemoryMapping>& maps) {
+// from this one inherit the private pages. The mappings made private.
+Expected<SharedRanges> privatize_shared_mappings(pid_t program, pid_t copy, const std::vector<MemoryMapping>& maps) {
   uint64_t budget = kMaxSharedSnapshotBytes;
+  SharedRanges kept;
   for (const MemoryMapping& m : maps) {
     if (!m.shared) continue;
     const uint64_t len = m.end - m.begin;
     if (!m.readable || len > budget) {
-      if (auto r = unmap_in_copy(copy, m.begin, m.end); !r) return r;
+      if (auto r = unmap_in_copy(copy, m.begin, m.end); !r) return r.error();
       continue;
     }
     budget -= len;
@@ -99,11 +100,12 @@ Expected<void> privatize_shared_mappings(pid_t program, pid_t copy, const std::v
                               {m.begin, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, ~uint64_t{0}, 0},
                               "make shared memory private", m.begin);
         !r) {
-      return r;
+      return r.error();
     }
-    if (auto r = fill_from_program(program, copy, m); !r) return r;
+    if (auto r = fill_from_program(program, copy, m); !r) return r.error();
+    kept.emplace_back(m.begin, m.end);
   }
-  return {};
+  return kept;
 }
 
 // The copy's file descriptors are the program's (a fork's table): files,
@@ -242,7 +244,16 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid, const
   // should never meet one.
   copy->owe_tsc_fault();
   copy->note_shared_files(shared_writable_files(maps));
-  if (auto r = privatize_shared_mappings(pid_, copy->pid(), maps); !r) return r.error();
+  auto privatized = privatize_shared_mappings(pid_, copy->pid(), maps);
+  if (!privatized) return privatized.error();
+  if (!privatized->empty()) {
+    // What the program holds there now: a re-run of this copy to the next
+    // barrier or checkpoint must find there what the program had then.
+    const uint64_t digest = shared_memory_digest(*privatized, [this](uint64_t addr, std::size_t len) {
+      return Expected<std::vector<uint8_t>>(read_tracee_memory(pid_, addr, len));
+    });
+    copy->note_shared_snapshot({std::move(*privatized), digest});
+  }
   if (auto r = close_program_files(copy->pid()); !r) return r.error();
   // The copy runs without us watching its int3s: it gets the program's
   // bytes, when first used (most checkpoints never are).

@@ -20,14 +20,13 @@ std::string hex(uint64_t value) {
 
 }  // namespace
 
-Expected<void> PastState::run_copy(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
-                                   HistoryPoint from, HistoryPoint to) {
+Expected<void> PastState::run_copy(process::ProcessCopy& copy, pid_t tid, const decoder::BlockTrace& trace,
+                                   uint64_t live_pc, HistoryPoint from, HistoryPoint to) {
   auto hits = decoder::visits_between(trace, live_pc, from, to, checkpoints_.vdso());
   if (!hits || *hits == 0) {
     return make_error(ErrorCode::NotSupported, "the history between the checkpoint and this point cannot be re-run");
   }
-  last_run_ = LastRun{*hits, current_->copy->stops()};
-  process::ProcessCopy& copy = *current_->copy;
+  last_run_ = LastRun{*hits, copy.stops()};
   // The copy counts the visits itself where the bytes at the pc can hold a
   // jmp that nothing in the leg it runs jumps into the middle of.
   HistoryPoint aim = to;
@@ -99,6 +98,7 @@ Expected<process::ProcessCopy*> PastState::at(pid_t tid, const decoder::BlockTra
                                                      ", which the program maps, changed since the checkpoint: a copy "
                                                      "would show it as it is now");
     }
+    if (auto shared = check_shared(tid, trace, live_pc, *usable); !shared) return shared.error();
     // From the newest of: the checkpoint, a snapshot after it, and the
     // copy itself when it stands between them and the point.
     HistoryPoint from = usable->at;
@@ -121,7 +121,7 @@ Expected<process::ProcessCopy*> PastState::at(pid_t tid, const decoder::BlockTra
       if (!copy) return copy.error();
       current_ = Current{tid, usable->at, from, std::move(*copy)};
     }
-    auto ran = run_copy(tid, trace, live_pc, from, at);
+    auto ran = run_copy(*current_->copy, tid, trace, live_pc, from, at);
     if (!ran) {
       current_.reset();
       return ran.error();
@@ -146,7 +146,43 @@ Expected<process::ProcessCopy*> PastState::at(pid_t tid, const decoder::BlockTra
   return result;
 }
 
+Expected<void> PastState::check_shared(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
+                                       const tracing::Checkpoints::Usable& usable) {
+  const process::ProcessCopy::SharedSnapshot* shared = usable.copy->shared_snapshot();
+  if (shared == nullptr || shared->ranges.empty()) return {};
+  const std::optional<tracing::Checkpoints::SharedReference> reference = checkpoints_.shared_reference(tid, usable.at);
+  // Nothing after the checkpoint knows the program's shared memory: the
+  // stretch reaches the present, which the program holds now.
+  const HistoryPoint to = reference ? reference->at : HistoryPoint{trace.end_sequence(), live_pc};
+  const auto key = std::tuple{tid, usable.at, to};
+  auto [verdict, fresh] = shared_checked_.try_emplace(key);
+  if (fresh) {
+    verdict->second = [&]() -> std::string {
+      const std::optional<uint64_t> expected =
+          reference ? reference->digest : std::optional(process::shared_memory_digest(shared->ranges, live_memory_));
+      if (!expected) return "the program's shared memory was not read at the next system call";
+      uint64_t found = shared->digest;
+      if (to != usable.at) {
+        auto copy = usable.copy->fork();
+        if (!copy) return copy.error().message;
+        if (auto ran = run_copy(**copy, tid, trace, live_pc, usable.at, to); !ran) {
+          return "a re-run through the memory the program shares did not arrive (" + ran.error().message + ")";
+        }
+        found = (*copy)->shared_digest();
+      }
+      if (found != *expected) {
+        return "another process wrote memory the program shares with it after the checkpoint: a re-run "
+               "does not see what the program read there";
+      }
+      return {};
+    }();
+  }
+  if (!verdict->second.empty()) return make_error(ErrorCode::NotSupported, verdict->second);
+  return {};
+}
+
 void PastState::clear() {
+  shared_checked_.clear();
   current_.reset();
   snapshots_.clear();
   problem_.clear();

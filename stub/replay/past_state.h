@@ -21,6 +21,7 @@
 #include <optional>
 #include <utility>
 #include <string>
+#include <tuple>
 
 #include "decoder/block_trace.h"
 #include "decoder/history_visits.h"
@@ -36,13 +37,24 @@ using decoder::HistoryPoint;
 
 class PastState {
  public:
-  explicit PastState(tracing::Checkpoints& checkpoints) : checkpoints_(checkpoints) {}
+  // `live_memory` reads the program as it is now (the newest stretch's
+  // shared memory is checked against it).
+  PastState(tracing::Checkpoints& checkpoints, process::MemoryRead live_memory)
+      : checkpoints_(checkpoints), live_memory_(std::move(live_memory)) {}
 
   // A copy of the program standing at `at` of thread `tid`'s history
   // (`trace`, whose live block ends at `live_pc`), whose rsp and rbp must
   // equal `expected` where it says; an error saying why there is none.
   Expected<process::ProcessCopy*> at(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
                                      HistoryPoint at, const decoder::StackState& expected);
+
+  // Whether copies from `usable` stand for the program in the memory it
+  // shares with other processes: a fork of it re-run to where the
+  // program's shared memory is next known (a barrier, the next checkpoint,
+  // the present) holds the same bytes there. Another process wrote there
+  // meanwhile otherwise, which no re-run repeats. An error saying why not.
+  Expected<void> check_shared(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
+                              const tracing::Checkpoints::Usable& usable);
 
   // Kills the copy (replay ended).
   void clear();
@@ -54,10 +66,14 @@ class PastState {
   static constexpr uint64_t kCountedLegs = 16;
   static constexpr std::size_t kMaxSnapshots = 64;
 
-  Expected<void> run_copy(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
-                          HistoryPoint to);
+  Expected<void> run_copy(process::ProcessCopy& copy, pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
+                          HistoryPoint from, HistoryPoint to);
 
   tracing::Checkpoints& checkpoints_;
+  process::MemoryRead live_memory_;
+  // check_shared's answers by thread, checkpoint and where the stretch was
+  // checked up to (the empty string: the same bytes); until clear().
+  std::map<std::tuple<pid_t, HistoryPoint, HistoryPoint>, std::string> shared_checked_;
   struct Current {
     pid_t tid = 0;
     HistoryPoint checkpoint;

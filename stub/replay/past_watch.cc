@@ -53,6 +53,12 @@ Expected<std::vector<PastWatch::Stretch>> PastWatch::stretches(HistoryPoint low,
       unsearchable(starts[i].at, next, "the client wrote the program's memory there, with no checkpoint after it");
       continue;
     }
+    if (start_check_) {
+      if (auto why = start_check_(starts[i])) {
+        unsearchable(starts[i].at, next, *why);
+        continue;
+      }
+    }
     Stretch stretch{starts[i], next, false, std::nullopt, std::nullopt};
     std::optional<HistoryPoint> gap;  // from a call with no checkpoint right after it to `next`
     if (auto barrier = checkpoints_.first_barrier(tid_, starts[i].at, next)) {

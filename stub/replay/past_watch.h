@@ -19,6 +19,7 @@
 // comes later than right after the call, no longer fails every search).
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,13 +43,17 @@ struct PastWatchHit {
 
 class PastWatch {
  public:
+  // Why re-runs from a checkpoint do not stand for the program (another
+  // process wrote memory it shares: PastState::check_shared), or nullopt.
+  using StartCheck = std::function<std::optional<std::string>(const tracing::Checkpoints::Usable&)>;
   PastWatch(tracing::Checkpoints& checkpoints, const decoder::BlockTrace& trace, uint64_t live_pc, pid_t tid,
-            const process::DebugRegisterState& watches)
+            const process::DebugRegisterState& watches, StartCheck start_check = {})
       : checkpoints_(checkpoints),
         trace_(trace),
         live_pc_(live_pc),
         tid_(tid),
-        watches_(watches.watches_only()) {}
+        watches_(watches.watches_only()),
+        start_check_(std::move(start_check)) {}
 
   // The newest / oldest instruction in [low, high) that touched a watch.
   Expected<std::optional<PastWatchHit>> last_in(HistoryPoint low, HistoryPoint high);
@@ -97,6 +102,7 @@ class PastWatch {
   uint64_t live_pc_;
   pid_t tid_;
   process::DebugRegisterState watches_;  // the watches alone, no execute slots
+  StartCheck start_check_;
   Effort effort_;
 };
 

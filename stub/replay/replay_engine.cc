@@ -93,7 +93,10 @@ ReplayEngine::ReplayEngine(Process& process, const TraceBackend& backend, std::u
       backend_(backend),
       maps_(std::move(maps)),
       code_(std::make_unique<process::ProcessCode>(process)) {
-  if (tracing::Checkpoints* checkpoints = backend_.checkpoints()) past_ = std::make_unique<PastState>(*checkpoints);
+  if (tracing::Checkpoints* checkpoints = backend_.checkpoints()) {
+    past_ = std::make_unique<PastState>(
+        *checkpoints, [&process](uint64_t addr, std::size_t len) { return process.read_memory(addr, len); });
+  }
 }
 
 process::ProcessCopy* ReplayEngine::copy_at(pid_t tid, decoder::ReplayCursor& cursor) {
@@ -221,7 +224,13 @@ Expected<ReplayStop> ReplayEngine::move_watching(pid_t tid, decoder::ReplayCurso
   const decoder::HistoryPoint from = here(cursor);
   const ReplayStop stop = move(cursor, breakpoints);
   const decoder::HistoryPoint to = here(cursor);
-  PastWatch search(*backend_.checkpoints(), *trace, cursor.live_pc(), tid, watches);
+  const uint64_t live_pc = cursor.live_pc();
+  PastWatch search(*backend_.checkpoints(), *trace, live_pc, tid, watches,
+                   [&](const tracing::Checkpoints::Usable& start) -> std::optional<std::string> {
+                     auto same = past_->check_shared(tid, *trace, live_pc, start);
+                     if (same) return std::nullopt;
+                     return same.error().message;
+                   });
   auto hit = back ? search.last_in(to, from) : search.first_in(from, to);
   last_search_ = search.effort();
   if (!hit) {

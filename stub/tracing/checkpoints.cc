@@ -38,10 +38,44 @@ void Checkpoints::client_write(pid_t tid, HistoryPoint at) {
   if (thread.writes.empty() || thread.writes.back() != at) thread.writes.push_back(at);
 }
 
-void Checkpoints::barrier(pid_t tid, HistoryPoint at) {
+void Checkpoints::barrier(pid_t tid, HistoryPoint at, std::optional<uint64_t> shared_digest) {
   Thread& thread = threads_[tid];
-  if (!thread.barriers.empty() && at < thread.barriers.back()) thread.barriers.clear();  // history restarted
+  if (!thread.barriers.empty() && at < thread.barriers.back()) {  // history restarted
+    thread.barriers.clear();
+    thread.shared_digests.clear();
+  }
   thread.barriers.push_back(at);
+  if (shared_digest) thread.shared_digests[at] = *shared_digest;
+}
+
+const process::SharedRanges* Checkpoints::shared_ranges_due(pid_t tid) const {
+  auto found = threads_.find(tid);
+  if (found == threads_.end() || found->second.entries.empty()) return nullptr;
+  const Thread& thread = found->second;
+  const Entry& newest = thread.entries.back();
+  if (!thread.barriers.empty() && !(thread.barriers.back() < newest.at)) return nullptr;
+  const process::ProcessCopy::SharedSnapshot* shared = newest.copy ? newest.copy->shared_snapshot() : nullptr;
+  return shared && !shared->ranges.empty() ? &shared->ranges : nullptr;
+}
+
+std::optional<Checkpoints::SharedReference> Checkpoints::shared_reference(pid_t tid, HistoryPoint checkpoint) const {
+  auto found = threads_.find(tid);
+  if (found == threads_.end()) return std::nullopt;
+  const Thread& thread = found->second;
+  std::optional<SharedReference> out;
+  auto barrier = std::lower_bound(thread.barriers.begin(), thread.barriers.end(), checkpoint);
+  if (barrier != thread.barriers.end()) {
+    auto digest = thread.shared_digests.find(*barrier);
+    out = SharedReference{*barrier, digest == thread.shared_digests.end() ? std::nullopt
+                                                                          : std::optional<uint64_t>(digest->second)};
+  }
+  auto next = std::upper_bound(thread.entries.begin(), thread.entries.end(), checkpoint,
+                               [](const HistoryPoint& p, const Entry& e) { return p < e.at; });
+  if (next != thread.entries.end() && (!out || next->at < out->at)) {
+    const process::ProcessCopy::SharedSnapshot* shared = next->copy ? next->copy->shared_snapshot() : nullptr;
+    out = SharedReference{next->at, shared ? shared->digest : process::shared_memory_digest({}, {})};
+  }
+  return out;
 }
 
 Expected<Checkpoints::Usable> Checkpoints::usable_for(pid_t tid, HistoryPoint at) const {
@@ -116,6 +150,8 @@ void Checkpoints::drop_before(pid_t tid, uint64_t first_sequence) {
   while (!entries.empty() && entries.front().at.sequence < first_sequence) entries.pop_front();
   auto& barriers = found->second.barriers;
   while (!barriers.empty() && barriers.front().sequence < first_sequence) barriers.pop_front();
+  auto& digests = found->second.shared_digests;
+  digests.erase(digests.begin(), digests.lower_bound(HistoryPoint{first_sequence, 0}));
   auto& writes = found->second.writes;
   while (!writes.empty() && writes.front().sequence < first_sequence) writes.pop_front();
 }

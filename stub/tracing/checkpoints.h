@@ -87,7 +87,23 @@ class Checkpoints {
 
   void add(pid_t tid, HistoryPoint at, std::unique_ptr<process::ProcessCopy> copy);
   // An event at `at` (the instruction there) that re-execution cannot repeat.
-  void barrier(pid_t tid, HistoryPoint at);
+  // `shared_digest`: the program's shared memory there, before the event
+  // (over shared_ranges_due's ranges), when it was read.
+  void barrier(pid_t tid, HistoryPoint at, std::optional<uint64_t> shared_digest = std::nullopt);
+  // The shared mappings a barrier of `tid` now must digest: those of its
+  // newest checkpoint when no barrier came since (a copy from there may
+  // run up to it); null when none.
+  const process::SharedRanges* shared_ranges_due(pid_t tid) const;
+  // Where the stretch a copy from the checkpoint at `checkpoint` runs
+  // through ends with the program's shared memory known: the first barrier
+  // at or after it (its digest, if read) or the next checkpoint (its
+  // copy's), whichever comes first; nullopt when neither follows (the
+  // stretch reaches the present).
+  struct SharedReference {
+    HistoryPoint at;
+    std::optional<uint64_t> digest;
+  };
+  std::optional<SharedReference> shared_reference(pid_t tid, HistoryPoint checkpoint) const;
   // The client wrote the program's memory while the thread stood at `at`
   // (before the instruction there ran): no copy older than `at` may run
   // to it or past it (it would miss the bytes written). A copy taken at
@@ -157,6 +173,7 @@ class Checkpoints {
     std::deque<Entry> entries;         // oldest first
     std::deque<HistoryPoint> barriers; // oldest first
     std::deque<HistoryPoint> writes;   // the client's, oldest first
+    std::map<HistoryPoint, uint64_t> shared_digests;  // barrier(): those read
     // The oldest barrier in [from, to), if any: no copy may run across it.
     std::optional<HistoryPoint> first_barrier(HistoryPoint from, HistoryPoint to) const;
     // The oldest write in (from, to], if any: no copy from `from` may reach `to`.

@@ -77,7 +77,7 @@ StepKind SoftwareTracer::plan_resume(TracedThreadControl& control, pid_t tid, St
   if (signal != 0 && !t->frozen) {
     checkpoint_if_due(control, *t, tid, pc);
     t->last_delivered = signal;
-    note_unrepeatable(*t, tid, pc);
+    note_unrepeatable(control, *t, tid, pc);
     // Replay reports it here (the pc is the open block's last instruction
     // so far; the branch to a handler, if any, will end the block there).
     if (t->trace) t->trace->mark_signal(t->trace->end_sequence(), pc, signal);
@@ -116,13 +116,13 @@ StepKind SoftwareTracer::plan_resume(TracedThreadControl& control, pid_t tid, St
     auto insn = blocks_.instruction_at(pc, code);
     const bool branch = insn && predicts_branch(*insn, *regs, code);
     const bool by_tracer = requested != StepKind::SingleStep && !at_user_breakpoint;
-    t->step = Step{pc, stack_of(*regs), std::move(insn), branch, by_tracer};
+    t->step = Step{pc, stack_of(*regs), std::move(insn), branch, by_tracer, std::nullopt};
     if (by_tracer) ++stats_.steps;
     return signal != 0 ? StepKind::SingleStep : requested;
   }
   if (restart != 0) {
     ControlMemory code(control);
-    t->step = Step{restart, stack_of(*regs), blocks_.instruction_at(restart, code), false, true};
+    t->step = Step{restart, stack_of(*regs), blocks_.instruction_at(restart, code), false, true, std::nullopt};
     ++stats_.steps;
     return StepKind::SingleStep;
   }
@@ -217,10 +217,10 @@ bool system_call_made(TracedThreadControl& control, pid_t tid, uint64_t after_ca
 void SoftwareTracer::settle(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc, bool step_completed) {
   if (t.step) {
     const Step& s = *t.step;
-    if (s.insn && step_completed && reads_unrepeatable_value(*s.insn)) note_unrepeatable(t, tid, s.from);
+    if (s.insn && step_completed && reads_unrepeatable_value(*s.insn)) note_unrepeatable(control, t, tid, s.from);
     if (s.insn && s.insn->kind == decoder::ControlKind::Syscall &&
         system_call_made(control, tid, s.insn->next_address(), pc, step_completed)) {
-      note_unrepeatable(t, tid, s.from);
+      note_barrier(t, tid, s.from, s.shared_before);
       after_system_call(control, tid);
     }
     bool record = false;
@@ -423,7 +423,7 @@ SoftwareTracer::Next SoftwareTracer::full_stop(ThreadState& t) {
 SoftwareTracer::Next SoftwareTracer::step_over(ThreadState& t, const protocol::RegisterFile& regs,
                                                std::optional<decoder::Instruction> insn,
                                                bool predicted_branch) {
-  t.step = Step{pc_of(regs), stack_of(regs), std::move(insn), predicted_branch, true};
+  t.step = Step{pc_of(regs), stack_of(regs), std::move(insn), predicted_branch, true, std::nullopt};
   ++stats_.steps;
   return Next::SingleStep;
 }

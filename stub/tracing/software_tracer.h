@@ -212,6 +212,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     std::optional<decoder::Instruction> insn;  // nullopt: undecodable
     bool predicted_branch = false;             // next_pc said Branch
     bool by_tracer = false;                    // we turned a Continue into it
+    // A system call's: the program's shared memory before it ran, for the
+    // barrier it makes (Checkpoints::barrier; nullopt: not read).
+    std::optional<uint64_t> shared_before;
   };
   struct ThreadState {
     bool enabled = false;
@@ -292,7 +295,13 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // Notes what the call changed of the memory map (map_changes_).
   void note_map_changes(pid_t tid, const SystemCall& call, uint64_t result, const CodeWrite& write);
   // software_tracer_checkpoints.cc.
-  void note_unrepeatable(ThreadState& t, pid_t tid, uint64_t pc);
+  // A barrier at `pc`, with the program's shared memory as it is now.
+  void note_unrepeatable(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
+  // The same with the shared memory as read before (a system call's).
+  void note_barrier(ThreadState& t, pid_t tid, uint64_t pc, std::optional<uint64_t> shared_digest);
+  // The digest of the program's shared memory a barrier now needs
+  // (Checkpoints::shared_ranges_due); nullopt when none does.
+  std::optional<uint64_t> shared_digest_due(TracedThreadControl& control, pid_t tid) const;
   // Where a thread the client wrote memory under resumes: older copies
   // may not run past `pc` (Checkpoints::client_write), a new one is due.
   // True when there was such a write.

@@ -15,10 +15,24 @@ void SoftwareTracer::set_checkpoint_limits(std::optional<Checkpoints::Limits> li
   checkpoints_ = limits ? std::make_unique<Checkpoints>(*limits) : nullptr;
 }
 
-void SoftwareTracer::note_unrepeatable(ThreadState& t, pid_t tid, uint64_t pc) {
+void SoftwareTracer::note_unrepeatable(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc) {
+  note_barrier(t, tid, pc, shared_digest_due(control, tid));
+}
+
+void SoftwareTracer::note_barrier(ThreadState& t, pid_t tid, uint64_t pc, std::optional<uint64_t> shared_digest) {
   if (!checkpoints_ || !t.trace) return;
-  checkpoints_->barrier(tid, {t.trace->end_sequence(), pc});
+  checkpoints_->barrier(tid, {t.trace->end_sequence(), pc}, shared_digest);
   t.checkpoint_due = true;
+}
+
+// Only while the newest checkpoint holds shared memory and no barrier came
+// since: a program that shares none pays nothing here.
+std::optional<uint64_t> SoftwareTracer::shared_digest_due(TracedThreadControl& control, pid_t tid) const {
+  if (!checkpoints_) return std::nullopt;
+  const process::SharedRanges* ranges = checkpoints_->shared_ranges_due(tid);
+  if (ranges == nullptr) return std::nullopt;
+  return process::shared_memory_digest(
+      *ranges, [&control](uint64_t addr, std::size_t len) { return control.read_memory(addr, len); });
 }
 
 bool SoftwareTracer::note_client_write(ThreadState& t, pid_t tid, uint64_t pc) {

@@ -66,6 +66,13 @@ void SoftwareTracer::note_verdict(TracedThreadControl& control, pid_t tid, Trace
 void SoftwareTracer::note_resumed(TracedThreadControl& control, pid_t tid, StepKind kind, int signal) {
   ThreadState* t = state(tid);
   if (t == nullptr) return;
+  // A system call about to run under a step (every one the tracer lets
+  // run): the barrier it makes gets the program's shared memory as it is
+  // before the call, which may write there itself (a read into it).
+  if (kind == StepKind::SingleStep && t->step && !t->step->shared_before && t->step->insn &&
+      t->step->insn->kind == decoder::ControlKind::Syscall) {
+    t->step->shared_before = shared_digest_due(control, tid);
+  }
   if (!has_others(tid)) {
     t->runs_code = true;
     return;

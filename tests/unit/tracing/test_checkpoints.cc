@@ -173,3 +173,37 @@ TEST_CASE("the memory of many copies is measured on an even sample, oldest and n
     CHECK(sample[i] - sample[i - 1] <= 34);
   }
 }
+
+TEST_CASE("a stretch's shared memory is next known at the first barrier or checkpoint after it", "[checkpoints]") {
+  Checkpoints checkpoints;
+  checkpoints.add(7, {0, 0x100}, nullptr);
+  // Nothing after the checkpoint: the stretch reaches the present.
+  CHECK_FALSE(checkpoints.shared_reference(7, {0, 0x100}));
+  CHECK_FALSE(checkpoints.shared_reference(8, {0, 0x100}));
+  // A system call at (12, 0x210), its digest read before it ran.
+  checkpoints.barrier(7, {12, 0x210}, 99);
+  auto reference = checkpoints.shared_reference(7, {0, 0x100});
+  REQUIRE(reference);
+  CHECK(reference->at == decoder::HistoryPoint{12, 0x210});
+  CHECK(reference->digest == 99u);
+  // A periodic checkpoint before it comes first (its copy holds the digest:
+  // none here, so that of no shared memory).
+  checkpoints.add(7, {5, 0x180}, nullptr);
+  reference = checkpoints.shared_reference(7, {0, 0x100});
+  REQUIRE(reference);
+  CHECK(reference->at == decoder::HistoryPoint{5, 0x180});
+  CHECK(reference->digest == stub::process::shared_memory_digest({}, {}));
+  // From the periodic one: the barrier. A barrier whose digest was not read.
+  CHECK(checkpoints.shared_reference(7, {5, 0x180})->at == decoder::HistoryPoint{12, 0x210});
+  checkpoints.add(7, {12, 0x212}, nullptr);
+  checkpoints.barrier(7, {20, 0x300});
+  reference = checkpoints.shared_reference(7, {12, 0x212});
+  REQUIRE(reference);
+  CHECK(reference->at == decoder::HistoryPoint{20, 0x300});
+  CHECK_FALSE(reference->digest);
+  // Copies holding no shared memory: no barrier needs a digest.
+  CHECK(checkpoints.shared_ranges_due(7) == nullptr);
+  // Dropped with the history before them.
+  checkpoints.drop_before(7, 13);
+  CHECK_FALSE(checkpoints.shared_reference(7, {0, 0x100})->digest);
+}

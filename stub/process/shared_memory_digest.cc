@@ -1,0 +1,53 @@
+#include "stub/process/shared_memory_digest.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace stub::process {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+// Read at most this much at once (the live program's shared memory is
+// bounded by what a checkpoint copies, 8 MiB).
+constexpr uint64_t kReadChunk = uint64_t{1} << 20;
+// Marks a page that cannot be read.
+constexpr uint64_t kHole = 0x686f6c65'2d706167ull;
+
+uint64_t mix(uint64_t h, uint64_t value) {
+  h ^= value;
+  h *= 0x9E3779B97F4A7C15ull;
+  return h ^ (h >> 29);
+}
+
+}  // namespace
+
+uint64_t shared_memory_digest(const SharedRanges& ranges, const MemoryRead& read) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const auto& [begin, end] : ranges) {
+    h = mix(mix(h, begin), end);
+    for (uint64_t at = begin; at < end;) {
+      const uint64_t len = std::min(kReadChunk, end - at);
+      auto bytes = read(at, len);
+      if (!bytes || bytes->empty()) {
+        // Skip to the next page: what a copy unmapped and what the program
+        // cannot read are both holes there.
+        h = mix(mix(h, kHole), at);
+        at = (at & ~(kPage - 1)) + kPage;
+        continue;
+      }
+      const std::size_t got = std::min<std::size_t>(bytes->size(), len);
+      std::size_t i = 0;
+      // Word by word where whole (reads end at page bounds), by byte after.
+      for (; i + 8 <= got; i += 8) {
+        uint64_t word = 0;
+        std::memcpy(&word, bytes->data() + i, 8);
+        h = mix(h, word);
+      }
+      for (; i < got; ++i) h = mix(h, (*bytes)[i] | 0x100);
+      at += got;
+    }
+  }
+  return h;
+}
+
+}  // namespace stub::process
