@@ -20,10 +20,12 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/shm.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -88,8 +90,12 @@ int main(int argc, char **argv) {
     if (big == MAP_FAILED) return 2;
   }
 
+  pid_t parent = getpid();
   pid_t watcher = fork();
   if (watcher == 0) {
+    /* Gone with the program, also when a debugger kills it first. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) return 0;
     while (__atomic_load_n((int *)&anon[4], __ATOMIC_ACQUIRE) == 0) futex(&anon[4], FUTEX_WAIT, 0);
     printf("watcher: anon=%ld file=%ld memfd=%ld sysv=%ld rows=%ld\n", anon[1], filemap[1], memfdmap[1], sysv[1],
            filemap[2]);

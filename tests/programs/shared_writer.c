@@ -12,8 +12,10 @@
  * writes any more, goes to report_again().
  */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,8 +31,12 @@ __attribute__((noipa)) void report_again(long sum) { total_again = sum; }
 int main(void) {
   shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return 2;
+  pid_t parent = getpid();
   pid_t child = fork();
   if (child == 0) {
+    /* Gone with the program, also when a debugger kills it first. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) return 0;
     while (__atomic_load_n(&shared[1], __ATOMIC_ACQUIRE) == 0) usleep(100);
     __atomic_store_n(&shared[0], 54, __ATOMIC_RELEASE);
     /* Its end (a SIGCHLD, a checkpoint) comes after the rounds. */
