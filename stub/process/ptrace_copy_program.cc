@@ -53,9 +53,11 @@ Expected<void> unmap_in_copy(pid_t copy, uint64_t begin, uint64_t end) {
 }
 
 // Fills the copy's private mapping at `m` with the program's bytes, chunk
-// by chunk (the program is stopped: they are what it holds now). Pages
-// that cannot be read (a file mapping past the file's end) are unmapped.
-Expected<void> fill_from_program(pid_t program, pid_t copy, const MemoryMapping& m) {
+// by chunk (the program is stopped: they are what it holds now), and adds
+// them to `digest` as shared_memory_digest would read them. Pages that
+// cannot be read (a file mapping past the file's end) are unmapped.
+Expected<void> fill_from_program(pid_t program, pid_t copy, const MemoryMapping& m, SharedDigest& digest) {
+  digest.range(m.begin, m.end);
   for (uint64_t at = m.begin; at < m.end;) {
     const uint64_t len = std::min(kSnapshotChunk, m.end - at);
     std::vector<uint8_t> bytes = read_tracee_memory(program, at, len);
@@ -64,9 +66,11 @@ Expected<void> fill_from_program(pid_t program, pid_t copy, const MemoryMapping&
     if (got > 0 && !write_tracee_memory(copy, at, bytes)) {
       return make_error(ErrorCode::MemoryFault, "Cannot write the copy's snapshot of shared memory at " + hex(at));
     }
+    digest.bytes(bytes);
     if (got < len) {
       // The first unreadable page: unknown in the copy; go on after it.
       const uint64_t hole = at + got;
+      digest.hole(hole);
       if (auto r = unmap_in_copy(copy, hole, hole + kPage); !r) return r;
       at = hole + kPage;
       continue;
@@ -83,10 +87,13 @@ Expected<void> fill_from_program(pid_t program, pid_t copy, const MemoryMapping&
 // past. In the copy each becomes private and anonymous, at the same place
 // with the same protection, holding what the program held at this stop
 // (within kMaxSharedSnapshotBytes: the rest is unmapped). Copies forked
-// from this one inherit the private pages. The mappings made private.
-Expected<SharedRanges> privatize_shared_mappings(pid_t program, pid_t copy, const std::vector<MemoryMapping>& maps) {
+// from this one inherit the private pages. The mappings made private, and
+// the digest of the program's bytes there.
+Expected<ProcessCopy::SharedSnapshot> privatize_shared_mappings(pid_t program, pid_t copy,
+                                                                const std::vector<MemoryMapping>& maps) {
   uint64_t budget = kMaxSharedSnapshotBytes;
-  SharedRanges kept;
+  ProcessCopy::SharedSnapshot kept;
+  SharedDigest digest;
   for (const MemoryMapping& m : maps) {
     if (!m.shared) continue;
     const uint64_t len = m.end - m.begin;
@@ -102,9 +109,10 @@ Expected<SharedRanges> privatize_shared_mappings(pid_t program, pid_t copy, cons
         !r) {
       return r.error();
     }
-    if (auto r = fill_from_program(program, copy, m); !r) return r.error();
-    kept.emplace_back(m.begin, m.end);
+    if (auto r = fill_from_program(program, copy, m, digest); !r) return r.error();
+    kept.ranges.emplace_back(m.begin, m.end);
   }
+  kept.digest = digest.value();
   return kept;
 }
 
@@ -244,16 +252,11 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid, const
   // should never meet one.
   copy->owe_tsc_fault();
   copy->note_shared_files(shared_writable_files(maps));
+  // A re-run of this copy to the next barrier or checkpoint must find there
+  // what the program had then: the snapshot's digest is kept with it.
   auto privatized = privatize_shared_mappings(pid_, copy->pid(), maps);
   if (!privatized) return privatized.error();
-  if (!privatized->empty()) {
-    // What the program holds there now: a re-run of this copy to the next
-    // barrier or checkpoint must find there what the program had then.
-    const uint64_t digest = shared_memory_digest(*privatized, [this](uint64_t addr, std::size_t len) {
-      return Expected<std::vector<uint8_t>>(read_tracee_memory(pid_, addr, len));
-    });
-    copy->note_shared_snapshot({std::move(*privatized), digest});
-  }
+  if (!privatized->ranges.empty()) copy->note_shared_snapshot(std::move(*privatized));
   if (auto r = close_program_files(copy->pid()); !r) return r.error();
   // The copy runs without us watching its int3s: it gets the program's
   // bytes, when first used (most checkpoints never are).

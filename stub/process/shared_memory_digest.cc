@@ -21,33 +21,41 @@ uint64_t mix(uint64_t h, uint64_t value) {
 
 }  // namespace
 
+void SharedDigest::range(uint64_t begin, uint64_t end) { h_ = mix(mix(h_, begin), end); }
+
+void SharedDigest::bytes(std::span<const uint8_t> bytes) {
+  std::size_t i = 0;
+  // Word by word where whole (reads end at page bounds), by byte after.
+  for (; i + 8 <= bytes.size(); i += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, bytes.data() + i, 8);
+    h_ = mix(h_, word);
+  }
+  for (; i < bytes.size(); ++i) h_ = mix(h_, bytes[i] | 0x100);
+}
+
+void SharedDigest::hole(uint64_t page) { h_ = mix(mix(h_, kHole), page); }
+
 uint64_t shared_memory_digest(const SharedRanges& ranges, const MemoryRead& read) {
-  uint64_t h = 0xcbf29ce484222325ull;
+  SharedDigest digest;
   for (const auto& [begin, end] : ranges) {
-    h = mix(mix(h, begin), end);
+    digest.range(begin, end);
     for (uint64_t at = begin; at < end;) {
       const uint64_t len = std::min(kReadChunk, end - at);
       auto bytes = read(at, len);
       if (!bytes || bytes->empty()) {
         // Skip to the next page: what a copy unmapped and what the program
         // cannot read are both holes there.
-        h = mix(mix(h, kHole), at);
+        digest.hole(at);
         at = (at & ~(kPage - 1)) + kPage;
         continue;
       }
       const std::size_t got = std::min<std::size_t>(bytes->size(), len);
-      std::size_t i = 0;
-      // Word by word where whole (reads end at page bounds), by byte after.
-      for (; i + 8 <= got; i += 8) {
-        uint64_t word = 0;
-        std::memcpy(&word, bytes->data() + i, 8);
-        h = mix(h, word);
-      }
-      for (; i < got; ++i) h = mix(h, (*bytes)[i] | 0x100);
+      digest.bytes(std::span(*bytes).first(got));
       at += got;
     }
   }
-  return h;
+  return digest.value();
 }
 
 }  // namespace stub::process

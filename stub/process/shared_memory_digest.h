@@ -13,6 +13,7 @@
 // (stub/replay/past_state.cc).
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,20 @@ using SharedRanges = std::vector<std::pair<uint64_t, uint64_t>>;
 // Reads the readable prefix of [addr, addr + len): an error (or nothing)
 // when its first byte cannot be read.
 using MemoryRead = std::function<btstub::Expected<std::vector<uint8_t>>(uint64_t addr, std::size_t len)>;
+
+// The digest built piece by piece, in address order: each range's bounds,
+// then its bytes as read and where a page cannot be read. For a reader
+// that already holds the bytes (a checkpoint filling its snapshot).
+class SharedDigest {
+ public:
+  void range(uint64_t begin, uint64_t end);
+  void bytes(std::span<const uint8_t> bytes);
+  void hole(uint64_t page);
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = 0xcbf29ce484222325ull;
+};
 
 // The digest of `ranges` as `read` gives them: their bounds, their bytes,
 // and where a page cannot be read. Equal digests of two readings: the same

@@ -76,3 +76,14 @@ TEST_CASE("a byte, a readable page or the ranges differing change the digest", "
   CHECK(shared_memory_digest({{0x10000, 0x12000}}, before.reader()) != digest);
   CHECK(shared_memory_digest({{0x10000, 0x11000}, {0x11000, 0x13000}}, before.reader()) != digest);
 }
+
+TEST_CASE("built piece by piece, as a checkpoint fills its snapshot, the digest is the reader's", "[shared_digest]") {
+  FakeMemory memory = three_pages();
+  memory.pages.erase(0x11000);  // the middle page cannot be read
+  stub::process::SharedDigest pieces;
+  pieces.range(0x10000, 0x13000);
+  pieces.bytes(memory.pages[0x10000]);
+  pieces.hole(0x11000);
+  pieces.bytes(memory.pages[0x12000]);
+  CHECK(pieces.value() == shared_memory_digest({{0x10000, 0x13000}}, memory.reader()));
+}
