@@ -468,6 +468,24 @@ def debug_registers_trap():
     return status == 0 and "debug registers: trap" in out
 
 
+def sanitized():
+    """Whether these tests run the sanitizer build's btstub (CMake sets
+    BTSTUB_SANITIZED=1 in their environment there; .ci/run's second
+    stage)."""
+    return os.environ.get("BTSTUB_SANITIZED") == "1"
+
+
+def opt_levels(i, levels=("O0", "O2")):
+    """The optimisation levels the i-th case of a heavy differential test
+    runs at: all of them, but under the sanitizers, whose btstub runs two
+    to three times slower, only one, alternating with i, so that CI's
+    sanitizer stage stays within its time while both levels still run
+    there (each case runs at every level in the normal build)."""
+    if not sanitized() or len(levels) < 2:
+        return tuple(levels)
+    return (levels[i % len(levels)],)
+
+
 def run_gdb(commands, program_path=None, target=None, timeout=GDB_TIMEOUT,
             extra_init=(), markers=True, raw=False):
     """Runs gdb -batch: prelude, `target ...`, then commands.

@@ -37,7 +37,7 @@ Against gdbserver (`--server gdbserver`) everything is skipped: gdbserver's
 import re
 
 import harness
-from harness import program, run_gdb, run_test, stdio_target
+from harness import opt_levels, program, run_gdb, run_test, stdio_target
 
 BUFFER = 4 * 1024 * 1024
 SIZES = ["set record btrace bts buffer-size %d" % BUFFER,
@@ -241,8 +241,8 @@ def main(args, c):
     for opt in ("O0", "O2"):
         check_walk(c, args, opt)
     check_adopted(c, args)
-    for name, end, handlers, interrupted in FIDELITY:
-        for opt in ("O0", "O2"):
+    for i, (name, end, handlers, interrupted) in enumerate(FIDELITY):
+        for opt in opt_levels(i):
             check_fidelity(c, args, name, opt, end, handlers, interrupted)
 
 

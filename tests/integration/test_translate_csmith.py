@@ -29,7 +29,7 @@ Runs against btstub only (gdbserver has neither --record nor translation).
 import tempfile
 
 import csmith_programs
-from harness import run_test
+from harness import opt_levels, run_test
 from translate_compare import check_same, record
 
 # (seed, sha256 of csmith_SEED.c as csmith 2.3.0 writes it with OPTIONS,
@@ -60,12 +60,12 @@ def main(args, c):
         return
     c.equal("csmith's version", csmith_programs.VERSION, csmith_programs.version())
     with tempfile.TemporaryDirectory(prefix="btstub-csmith-") as directory:
-        for seed, digest, levels in SEEDS:
+        for i, (seed, digest, levels) in enumerate(SEEDS):
             source, got_digest = csmith_programs.generate(seed, directory)
             if not c.equal("seed %d: csmith writes the program the seed was picked for" % seed,
                            digest, got_digest):
                 continue
-            for opt in levels:
+            for opt in opt_levels(i, levels):
                 exe = csmith_programs.build(source, opt)
                 label = "csmith_%d_%s" % (seed, opt)
                 status, out = csmith_programs.native_run(exe)

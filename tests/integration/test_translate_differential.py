@@ -47,6 +47,9 @@ So that the test cannot pass with the cache unused, each translate run must
 say in `monitor record status` that most of its branches were logged by
 translated code, and its documents must hold many blocks.
 
+Under the sanitizers each case runs at one of the two levels, alternating
+(harness.opt_levels).
+
 Runs against btstub only (gdbserver has neither --record nor translation).
 
     python3 test_translate_differential.py [-v]
@@ -54,7 +57,7 @@ Runs against btstub only (gdbserver has neither --record nor translation).
 The recording and the checks live in translate_compare.py.
 """
 
-from harness import program, run_test
+from harness import opt_levels, program, run_test
 from translate_compare import READ, SHARED, check_same, check_same_threads, record, record_threads, translated_share
 
 # (program, arguments): single-threaded, deterministic control flow.
@@ -169,23 +172,23 @@ def main(args, c):
     if args.server != "btstub":
         c.true("only btstub records with --record (skipped for %s)" % args.server, True)
         return
-    for name, prog_args in PROGRAMS:
+    for i, (name, prog_args) in enumerate(PROGRAMS):
         if name == "xbegin_abort" and not has_xbegin():
             print("SKIP xbegin_abort: this CPU has no xbegin (it dies of SIGILL; test_xbegin_abort checks that)",
                   flush=True)
             continue
-        for opt in ("O0", "O2"):
+        for opt in opt_levels(i):
             prog = program(name, opt)
             label = "%s_%s" % (name, opt)
             check_same(c, label, record(prog, prog_args, "int3"), record(prog, prog_args, "translate"))
-    for opt in ("O0", "O2"):
+    for opt in opt_levels(0):
         prog = program("code_rewrite", opt)
         check_code_rewrite(c, "code_rewrite_" + opt, record(prog, [], "int3"), record(prog, [], "translate"))
-    for opt in ("O0", "O2"):
+    for opt in opt_levels(1):
         prog = program("code_swap", opt)
         check_code_swap(c, "code_swap_" + opt, record(prog, [], "int3"), record(prog, [], "translate"))
-    for name, prog_args, function, fewest in THREADED:
-        for opt in ("O0", "O2"):
+    for i, (name, prog_args, function, fewest) in enumerate(THREADED):
+        for opt in opt_levels(i):
             prog = program(name, opt)
             label = "%s_%s" % (name, opt)
             check_same_threads(c, label, record_threads(prog, prog_args, "int3", function),
