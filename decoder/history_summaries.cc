@@ -5,6 +5,7 @@ namespace decoder {
 void HistorySummaries::use_for(const BlockTrace& trace) {
   if (trace.id() != trace_id_) {
     runs_.clear();
+    complete_below_ = 0;
     trace_id_ = trace.id();
     return;
   }

@@ -12,6 +12,8 @@
 // Kept across cursors, from one stop to the next: the blocks of a run
 // never change once recorded (sequence numbers are never reused within a
 // trace), and the code is read as it is now, as the cursor reads it.
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <unordered_map>
 
@@ -34,10 +36,17 @@ class HistorySummaries {
   // Forgets what was summed up of another trace (or of runs dropped from this one).
   void use_for(const BlockTrace& trace);
   const RunSummary* find(uint64_t run) const;
+  std::size_t size() const { return runs_.size(); }
   const RunSummary& put(uint64_t run, const RunSummary& summary);
+  // Every run below this one is summed up or dropped: a sweep
+  // (ReplayCursor::sum_up_runs) finished down to there, so the next one
+  // goes no further.
+  uint64_t complete_below() const { return complete_below_; }
+  void set_complete_below(uint64_t run) { complete_below_ = std::max(complete_below_, run); }
 
  private:
   uint64_t blocks_per_run_;
+  uint64_t complete_below_ = 0;
   uint64_t trace_id_ = 0;
   std::unordered_map<uint64_t, RunSummary> runs_;
 };

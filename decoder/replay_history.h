@@ -101,12 +101,14 @@ class ReplayCursor {
   // byte: the caller decides (read-only mapping: the live bytes are right).
   std::vector<std::optional<uint8_t>> memory(uint64_t addr, std::size_t len);
 
-  // Sums up the whole runs of the history that the summaries lack, newest
-  // first, stopping at the first one they hold (older ones were summed up
-  // before it). Done at the live end of every stop, it spreads over the
-  // stops what the first read far back would otherwise do at once. Returns
-  // how many runs were summed up (0 without summaries).
-  std::size_t sum_up_runs();
+  // Sums up at most `most` of the whole runs of the history that the
+  // summaries lack, newest first, down to the runs a sweep finished before
+  // (HistorySummaries::complete_below). Done at the live end of the stops
+  // while the client is idle, it does ahead what the first read far back
+  // would otherwise do at once. Returns how many runs were summed up (0
+  // without summaries); all_summed_up() tells whether any is left.
+  std::size_t sum_up_runs(std::size_t most = SIZE_MAX);
+  bool all_summed_up() const;
 
   // "Instruction `index` of `total`" (0 = oldest), computed on demand:
   // O(blocks of history).

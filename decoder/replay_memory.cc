@@ -101,19 +101,27 @@ const RunSummary& ReplayCursor::summary(uint64_t run) {
   return summaries_->put(run, s);
 }
 
-std::size_t ReplayCursor::sum_up_runs() {
+std::size_t ReplayCursor::sum_up_runs(std::size_t most) {
   if (summaries_ == nullptr) return 0;
   const uint64_t n = summaries_->blocks_per_run();
-  std::size_t made = 0;
   // Run r holds blocks [r*n, (r+1)*n); block k ends at branch k, so a run
-  // is whole once branch (r+1)*n-1 is recorded.
-  for (uint64_t whole = end_seq_ / n; whole > 0; --whole) {
-    const uint64_t run = whole - 1;
-    if (run * n < first_seq_ || summaries_->find(run) != nullptr) break;
-    summary(run);
+  // is whole once branch (r+1)*n-1 is recorded. A run partly dropped is
+  // never summed up.
+  const uint64_t whole = end_seq_ / n;
+  const uint64_t lowest = std::max((first_seq_ + n - 1) / n, summaries_->complete_below());
+  std::size_t made = 0;
+  for (uint64_t run = whole; run > lowest; --run) {
+    if (summaries_->find(run - 1) != nullptr) continue;  // summed up by a read, or an unfinished sweep
+    if (made == most) return made;
+    summary(run - 1);
     ++made;
   }
+  summaries_->set_complete_below(whole);
   return made;
+}
+
+bool ReplayCursor::all_summed_up() const {
+  return summaries_ == nullptr || summaries_->complete_below() >= end_seq_ / summaries_->blocks_per_run();
 }
 
 void ReplayCursor::pass_runs(BackwardWalk& walk, uint64_t addr, const std::vector<bool>& decided,

@@ -146,12 +146,11 @@ Expected<std::unique_ptr<decoder::ReplayCursor>> ReplayEngine::make_cursor(pid_t
   return std::make_unique<decoder::ReplayCursor>(trace, live, *cache_, &summaries);
 }
 
-void ReplayEngine::sum_up_histories(const std::set<pid_t>& not_ours) {
-  if (any_replaying()) return;
+bool ReplayEngine::sum_up_histories(const std::set<pid_t>& not_ours, std::size_t most_runs) {
+  if (any_replaying()) return false;
   const std::vector<pid_t> threads = process_.threads();
   // One thread with checkpoints: its past is read from copies.
-  if (past_ && threads.size() <= 1) return;
-  bool decoded = false;
+  if (past_ && threads.size() <= 1) return false;
   for (pid_t tid : threads) {
     if (not_ours.count(tid) != 0) continue;
     const decoder::BlockTrace* trace = backend_.trace(tid);
@@ -159,18 +158,23 @@ void ReplayEngine::sum_up_histories(const std::set<pid_t>& not_ours) {
     if (trace == nullptr || !trace->has_stacks()) continue;
     decoder::HistorySummaries& summaries = summaries_[tid];
     summaries.use_for(*trace);
-    const uint64_t whole = trace->end_sequence() / summaries.blocks_per_run();
-    if (whole == 0 || summaries.find(whole - 1) != nullptr) continue;  // nothing new
+    if (summaries.complete_below() >= trace->end_sequence() / summaries.blocks_per_run()) continue;  // nothing new
     auto cursor = make_cursor(tid, *trace);
     if (!cursor) continue;  // a thread going away: its next stop tells
-    (*cursor)->sum_up_runs();
-    decoded = true;
+    read_code_ = true;
+    const std::size_t made = (*cursor)->sum_up_runs(most_runs);
+    if (!(*cursor)->all_summed_up()) return true;
+    most_runs -= made;
   }
-  // The program runs on after this stop: nothing read of it may stay.
-  if (decoded) {
-    if (cache_) cache_->clear();
-    code_->clear();
-  }
+  return false;
+}
+
+// The program runs on after this stop: nothing read of it may stay.
+void ReplayEngine::drop_code_read() {
+  if (!read_code_) return;
+  read_code_ = false;
+  if (cache_) cache_->clear();
+  code_->clear();
 }
 
 // A cursor back at the live end is dropped: the thread is live again.
@@ -353,8 +357,25 @@ Expected<void> ReplayEngine::check_writable(pid_t tid) const {
                     "go forward to the live end first");
 }
 
+// What is summed up ahead of reads far back, per thread (its runs whole
+// and not dropped).
+std::string ReplayEngine::summaries_status() {
+  std::string out;
+  for (const auto& [tid, summaries] : summaries_) {
+    const decoder::BlockTrace* trace = backend_.trace(tid);
+    if (trace == nullptr || !trace->has_stacks()) continue;
+    const uint64_t n = summaries.blocks_per_run();
+    const uint64_t first = (trace->first_sequence() + n - 1) / n, whole = trace->end_sequence() / n;
+    const uint64_t runs = whole > first ? whole - first : 0;
+    const uint64_t summed = std::min<uint64_t>(summaries.size(), runs);
+    out += "Thread " + std::to_string(tid) + ": history summed up for reads far back: " + std::to_string(summed) +
+           " of " + std::to_string(runs) + " runs of " + std::to_string(n) + " blocks\n";
+  }
+  return out;
+}
+
 std::string ReplayEngine::status(uint64_t counted_branches) {
-  if (cursors_.empty()) return "Not replaying: all threads are live.\n";
+  if (cursors_.empty()) return "Not replaying: all threads are live.\n" + summaries_status();
   std::string out;
   for (auto& [tid, cursor] : cursors_) {
     const auto branches = cursor->branch_number();
@@ -370,6 +391,7 @@ std::string ReplayEngine::status(uint64_t counted_branches) {
            " of " + std::to_string(count.total) + " (pc " + hex(cursor->pc()) + ")\n";
   }
   if (past_) out += past_->status();
+  out += summaries_status();
   if (last_search_) {
     out += "Last watch search: " + std::to_string(last_search_->native_runs) + " native re-runs with the watches, " +
            std::to_string(last_search_->halvings) + " halvings, " + std::to_string(last_search_->stepped) +

@@ -118,17 +118,21 @@ class ReplayEngine {
   // gdb gives up on a reply after 2 seconds).
   static constexpr uint64_t kCountedBranches = 100'000;
   std::string status(uint64_t counted_branches = kCountedBranches);
+  std::string summaries_status();
 
   // Every thread back at its live end; caches dropped.
   void go_live();
 
-  // At a stop of the live program: sums up the runs of history recorded
-  // since the last stop (decoder/history_summaries.h) for every thread
-  // whose past is read from its history alone (the program has several
-  // threads, or no checkpoints), except `not_ours` (traces the client
-  // replays itself). The first read far back in a long history then costs
-  // what later ones do; each stop pays for the branches it recorded.
-  void sum_up_histories(const std::set<pid_t>& not_ours);
+  // At a stop of the live program: sums up at most `most_runs` of the
+  // runs of history not summed up yet (decoder/history_summaries.h) for
+  // every thread whose past is read from its history alone (the program
+  // has several threads, or no checkpoints), except `not_ours` (traces the
+  // client replays itself). The first read far back in a long history then
+  // costs what later ones do. Returns whether runs are left (only when
+  // `most_runs` ran out). The code read meanwhile stays cached until
+  // drop_code_read(): call it before the program runs on.
+  bool sum_up_histories(const std::set<pid_t>& not_ours, std::size_t most_runs = SIZE_MAX);
+  void drop_code_read();
 
  private:
   Expected<decoder::ReplayCursor*> cursor_for(pid_t tid);
@@ -152,6 +156,7 @@ class ReplayEngine {
   // Per thread, kept across stops (unlike cursors_ and cache_): what the
   // cursors' stack reads learned of runs of the history.
   std::map<pid_t, decoder::HistorySummaries> summaries_;
+  bool read_code_ = false;  // sum_up_histories read code since drop_code_read
   std::unique_ptr<PastState> past_;  // with the backend's checkpoints
   std::optional<process::DebugHit> watch_hit_;
   std::optional<PastWatch::Effort> last_search_;  // of the last move with watches in the past

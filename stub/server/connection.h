@@ -74,6 +74,7 @@ class Connection {
       }
       receive(n);
       busy_poll();
+      idle_turns();
       if (closing_) {
         finish();
       } else {
@@ -90,6 +91,7 @@ class Connection {
       // Only after a stop reply: a SIGCHLD whose stop the busy poll already
       // reaped wakes us too, with nothing to say and nobody about to answer.
       if (replied) busy_poll();
+      idle_turns();
       if (closing_) {
         finish();
         return;
@@ -191,6 +193,16 @@ class Connection {
       last = now;
       ::sched_yield();
     }
+  }
+
+  // Once the client is idle (no packet came during the busy poll): the
+  // work the session does ahead between packets (Session::wants_sum_up), a
+  // turn at a time, until a packet comes.
+  void idle_turns() {
+    while (!closing_ && !finished_ && session_.wants_sum_up() && !link_.packet_waiting() && !input_ready()) {
+      session_.sum_up_some();
+    }
+    session_.end_sum_up();
   }
 
   // How often the kernel switched this thread out while it could run. A

@@ -114,6 +114,10 @@ Reply reverse(Session& s, const Resume& req) {
                                     "'monitor record start' before running)"));
   }
   engine->set_scan_turn(s.replay_turn);
+  // gdb waits for a resume's stop reply without a timeout: the history not
+  // summed up in the idle time since the stop is summed up now, before a
+  // read far back needs it inside a memory read gdb gives up on after 2 s.
+  s.sum_up_past();
   note_owed_live_signal(s);
   auto moved = steps(req, tid) ? engine->step_back(tid) : engine->continue_back(tid, breakpoint_addresses(s));
   if (!moved) return error(moved.error());

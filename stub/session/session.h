@@ -126,6 +126,16 @@ class Session {
   // ahead (stub/session/step_ahead.h) when nothing else could see it early.
   void run_ahead();
   bool wants_run_ahead() const { return run_ahead_due_; }
+  // After an all-stop stop of the program, while the client is idle (the
+  // connection asks between its packets): the history recorded before the
+  // stop is summed up (ReplayEngine::sum_up_histories) a few runs per
+  // sum_up_some(), so that neither the stop's reply nor the first read far
+  // back waits for it. end_sum_up() drops the code read meanwhile, before
+  // the next request; a reverse resume finishes what is left first
+  // (sum_up_past).
+  bool wants_sum_up() const;
+  void sum_up_some();
+  void end_sum_up();
 
   // All-stop: the program runs (a stop reply is owed). Non-stop: some
   // thread runs.
@@ -337,6 +347,7 @@ class Session {
   std::string stop_reply_payload(const protocol::StopReply& stop) const;
   protocol::StopReply make_stop_reply(const ProcessEvent& event);
   void sum_up_past();
+  void sum_up(std::size_t most_runs);
   void set_hardware_reason(protocol::StopReply& stop, protocol::BreakpointType type, uint64_t address) const;
 
  private:
@@ -353,6 +364,7 @@ class Session {
   bool running_ = false;
   std::unique_ptr<ReplayEngine> replay_;
   bool run_ahead_due_ = false;  // the last reply was a bare single step's stop
+  bool sum_up_due_ = false;     // history recorded before a stop may need summing up
   std::vector<std::string> notifications_;  // non-stop: `%Stop:` payloads to send
 };
 

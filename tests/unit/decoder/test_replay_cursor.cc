@@ -329,21 +329,72 @@ TEST_CASE("stack reads passing summed-up runs of history give what a walk gives"
   }
 }
 
-TEST_CASE("summing up runs stops at the newest run already summed up") {
+TEST_CASE("summing up runs skips the runs summed up already and stops where a sweep finished") {
   replay_test::Fixture f;
   auto trace = replay_test::trace(true);
   decoder::HistorySummaries summaries(2);
   summaries.use_for(trace);
   const uint64_t whole = trace.end_sequence() / 2;
   REQUIRE(whole >= 3);
-  // Summed up at an earlier stop: the runs up to whole - 2.
+  // Summed up by a read that passed it: the others are still to do.
   summaries.put(whole - 2, decoder::RunSummary{});
   ReplayCursor live(trace, replay_test::live(), f.cache, &summaries);
-  CHECK(live.sum_up_runs() == 1);
-  CHECK(summaries.find(whole - 1) != nullptr);
-  CHECK(summaries.find(whole - 3) == nullptr);  // left to reads that need it
+  CHECK_FALSE(live.all_summed_up());
+  CHECK(live.sum_up_runs() == whole - 1);
+  CHECK(live.all_summed_up());
+  CHECK(summaries.complete_below() == whole);
+  for (uint64_t r = 0; r < whole; ++r) CHECK(summaries.find(r) != nullptr);
+  CHECK(live.sum_up_runs() == 0);
+  // A sweep that finished goes no further down than where it finished:
+  // runs below it are never looked at again (forgotten here to show it).
+  decoder::HistorySummaries later(2);
+  later.use_for(trace);
+  later.set_complete_below(whole - 1);
+  ReplayCursor next(trace, replay_test::live(), f.cache, &later);
+  CHECK(next.sum_up_runs() == 1);
+  CHECK(later.find(whole - 1) != nullptr);
+  CHECK(later.find(whole - 2) == nullptr);
   ReplayCursor without(trace, replay_test::live(), f.cache);
   CHECK(without.sum_up_runs() == 0);
+  CHECK(without.all_summed_up());
+}
+
+TEST_CASE("summing up a few runs at a time goes newest first and ends where a whole sweep would") {
+  // As the session does in the client's idle time: two runs per turn,
+  // each turn a fresh cursor sharing the summaries, until none is left.
+  replay_test::Fixture f;
+  auto trace = replay_test::trace(true);
+  decoder::HistorySummaries summaries(1);
+  summaries.use_for(trace);
+  const uint64_t whole = trace.end_sequence();
+  REQUIRE(whole >= 5);
+  uint64_t turns = 0, made = 0;
+  for (;;) {
+    ReplayCursor live(trace, replay_test::live(), f.cache, &summaries);
+    if (live.all_summed_up()) break;
+    const std::size_t now = live.sum_up_runs(2);
+    CHECK(now <= 2);
+    made += now;
+    // Newest first: the runs made so far are the newest `made`.
+    for (uint64_t r = 0; r < whole; ++r) CHECK((summaries.find(r) != nullptr) == (r >= whole - made));
+    REQUIRE(++turns <= whole);
+  }
+  CHECK(made == whole);
+  CHECK(turns == (whole + 1) / 2);
+  // The same summaries as one sweep makes.
+  decoder::HistorySummaries at_once(1);
+  at_once.use_for(trace);
+  ReplayCursor one(trace, replay_test::live(), f.cache, &at_once);
+  CHECK(one.sum_up_runs() == whole);
+  for (uint64_t r = 0; r < whole; ++r) {
+    const decoder::RunSummary* a = summaries.find(r);
+    const decoder::RunSummary* b = at_once.find(r);
+    REQUIRE((a != nullptr && b != nullptr));
+    CHECK(a->passable == b->passable);
+    CHECK(a->write_low == b->write_low);
+    CHECK(a->write_high == b->write_high);
+    CHECK(a->unseen_rsp_max == b->unseen_rsp_max);
+  }
 }
 
 TEST_CASE("summaries are forgotten for another trace") {
