@@ -67,6 +67,22 @@ struct ChildFailure {
   int error;
 };
 
+// The signals btstub's own parent left ignored, read before btstub changed
+// any disposition (static initialization, before main). Ignored
+// dispositions survive exec: gdbserver hands on the ones it inherited
+// (under gdb's `target remote |`, SIGPIPE ignored; from `nohup` or a
+// shell's `trap ''`, others), while btstub ignores some for itself
+// (SIGPIPE, SIGTTOU, SIGTTIN) that are not the program's to inherit.
+const sigset_t kIgnoredAtStart = [] {
+  sigset_t ignored;
+  sigemptyset(&ignored);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction now {};
+    if (::sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_IGN) sigaddset(&ignored, sig);
+  }
+  return ignored;
+}();
+
 [[noreturn]] void report_child_failure(int fd, int stage, int error) {
   ChildFailure failure{stage, error};
   ssize_t ignored = ::write(fd, &failure, sizeof failure);
@@ -83,9 +99,13 @@ struct ChildFailure {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  // SIGTTOU and SIGTTIN: ignored by the server that owns a terminal
-  // (stub/server/terminal.h); the program must be stopped by them as anywhere.
-  for (int sig : {SIGPIPE, SIGINT, SIGCHLD, SIGTERM, SIGTTOU, SIGTTIN}) ::signal(sig, SIG_DFL);
+  // What btstub changed for itself goes back to what it inherited (handlers
+  // end at exec; ignoring would not). SIGTTOU and SIGTTIN: ignored by the
+  // server that owns a terminal (stub/server/terminal.h); the program must
+  // be stopped by them as anywhere, unless btstub's parent ignored them.
+  for (int sig : {SIGPIPE, SIGINT, SIGCHLD, SIGTERM, SIGTTOU, SIGTTIN}) {
+    ::signal(sig, sigismember(&kIgnoredAtStart, sig) == 1 ? SIG_IGN : SIG_DFL);
+  }
   if (options.stdio_to_stderr) {
     int null_fd = ::open("/dev/null", O_RDONLY);
     if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
