@@ -1,4 +1,6 @@
-// extended-remote requests (vRun, vAttach, R, !), QThreadEvents and QNonStop.
+// extended-remote requests (vRun, vAttach, R, !), the run settings for vRun
+// (QEnvironment*, QSetWorkingDir, QDisableRandomization), QThreadEvents and
+// QNonStop.
 #include "protocol/parse_util.h"
 #include "protocol/replies.h"
 #include "protocol/request_parsers.h"
@@ -69,6 +71,36 @@ Expected<Request> parse_non_stop(std::string_view payload) {
   if (rest == ":1") return Request{SetNonStop{true}};
   if (rest == ":0") return Request{SetNonStop{false}};
   return bad_packet("QNonStop: expected ':0' or ':1'");
+}
+
+// The run settings: each value hex-encoded text that ends up in an execve()
+// environment or a chdir() path, so an embedded NUL is refused.
+Expected<Request> parse_run_setting(std::string_view name, std::string_view payload) {
+  std::string_view rest = payload.substr(name.size());
+  if (name == "QEnvironmentReset") {
+    if (!rest.empty()) return bad_packet("QEnvironmentReset: unexpected trailing data");
+    return Request{EnvironmentReset{}};
+  }
+  if (name == "QDisableRandomization") {
+    if (rest == ":1") return Request{SetDisableRandomization{true}};
+    if (rest == ":0") return Request{SetDisableRandomization{false}};
+    return bad_packet("QDisableRandomization: expected ':0' or ':1'");
+  }
+  if (rest.empty() || rest.front() != ':') return bad_packet(std::string(name) + ": expected ':'");
+  auto text = decode_argument(rest.substr(1));
+  if (!text) return bad_packet(std::string(name) + ": not valid hex, or a NUL in it");
+  if (name == "QSetWorkingDir") return Request{SetWorkingDir{std::move(*text)}};
+  if (name == "QEnvironmentUnset") {
+    if (text->empty() || text->find('=') != std::string::npos) {
+      return bad_packet("QEnvironmentUnset: not a variable name");
+    }
+    return Request{EnvironmentUnset{std::move(*text)}};
+  }
+  // QEnvironmentHexEncoded: NAME=VALUE, split at the first '=' (a value
+  // may hold more).
+  const auto eq = text->find('=');
+  if (eq == std::string::npos || eq == 0) return bad_packet("QEnvironmentHexEncoded: expected NAME=VALUE");
+  return Request{EnvironmentSet{text->substr(0, eq), text->substr(eq + 1)}};
 }
 
 }  // namespace protocol::detail

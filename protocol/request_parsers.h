@@ -24,6 +24,7 @@ btstub::Expected<Request> parse_restart(std::string_view payload);    // R
 btstub::Expected<Request> parse_extended_mode(std::string_view payload);  // !
 btstub::Expected<Request> parse_thread_events(std::string_view payload);  // QThreadEvents:
 btstub::Expected<Request> parse_non_stop(std::string_view payload);     // QNonStop:
+btstub::Expected<Request> parse_run_setting(std::string_view name, std::string_view payload);  // QEnvironment*, QSetWorkingDir, QDisableRandomization
 btstub::Expected<Request> parse_btrace(std::string_view payload);       // Qbtrace:
 btstub::Expected<Request> parse_btrace_conf(std::string_view payload);  // Qbtrace-conf:
 btstub::Expected<Request> parse_symbol(std::string_view payload);       // qSymbol:

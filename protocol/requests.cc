@@ -114,6 +114,10 @@ Expected<Request> parse_query(std::string_view payload) {
   if (name == "qRcmd") return parse_rcmd(rest);
   if (name == "QThreadEvents") return parse_thread_events(payload);
   if (name == "QNonStop") return parse_non_stop(payload);
+  if (name == "QEnvironmentHexEncoded" || name == "QEnvironmentUnset" || name == "QEnvironmentReset" ||
+      name == "QSetWorkingDir" || name == "QDisableRandomization") {
+    return parse_run_setting(name, payload);
+  }
   if (name == "Qbtrace") return parse_btrace(payload);
   if (name == "Qbtrace-conf") return parse_btrace_conf(payload);
   if (name == "qSymbol") return parse_symbol(payload);

@@ -86,6 +86,14 @@ struct AttachProcess { int64_t pid = 0; };               // vAttach;PID
 struct Restart {};                                       // R XX (argument ignored)
 struct ExtendedMode {};                                  // !
 struct SetThreadEvents { bool enable = false; };         // QThreadEvents:0|1
+// gdb's run settings for the programs vRun starts, sent before each vRun
+// once offered in qSupported (gdbserver's QEnvironment*, QSetWorkingDir,
+// QDisableRandomization).
+struct EnvironmentSet { std::string name, value; };      // QEnvironmentHexEncoded:HEX(NAME=VALUE)
+struct EnvironmentUnset { std::string name; };           // QEnvironmentUnset:HEX(NAME)
+struct EnvironmentReset {};                              // QEnvironmentReset
+struct SetWorkingDir { std::string dir; };               // QSetWorkingDir:[HEX(DIR)]; empty: the server's own
+struct SetDisableRandomization { bool disable = true; }; // QDisableRandomization:0|1
 
 // ---- non-stop mode (gdb's `set non-stop on`) ----
 struct SetNonStop { bool enable = false; };              // QNonStop:0|1
@@ -151,6 +159,7 @@ using Request = std::variant<
     Resume, Kill, Detach,
     FileOpen, FileClose, FilePread, FilePwrite, FileFstat, FileSetFs, FileReadlink, FileUnlink,
     RunProgram, AttachProcess, Restart, ExtendedMode, SetThreadEvents,
+    EnvironmentSet, EnvironmentUnset, EnvironmentReset, SetWorkingDir, SetDisableRandomization,
     SetNonStop, StopNotificationAck, InterruptRequest,
     BtraceControl, BtraceConfigure,
     SymbolsReady, SymbolAnswer, GetTlsAddress,

@@ -74,6 +74,10 @@ struct LaunchOptions {
   // stub/process/shell_command.h), as gdbserver's --startup-with-shell.
   std::string shell;
   bool disable_randomization = true;
+  // The program's environment ("NAME=VALUE" each); nullopt: btstub's own.
+  std::optional<std::vector<std::string>> environment;
+  // Where it starts; empty: btstub's own working directory.
+  std::string working_dir;
   bool stdio_to_stderr = false;       // stdio mode: inferior's stdout -> our stderr, stdin <- /dev/null
   // Make the program the foreground process group of btstub's terminal
   // (its stderr, as for gdbserver), so that it may read it and change its

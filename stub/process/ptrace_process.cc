@@ -63,7 +63,7 @@ std::vector<pid_t>& detached_children() {
 // Why the child could not become the program; sent through a CLOEXEC pipe
 // that a successful exec closes.
 struct ChildFailure {
-  int stage;  // 0: ptrace(PTRACE_TRACEME), 1: exec
+  int stage;  // 0: ptrace(PTRACE_TRACEME), 1: exec, 2: chdir
   int error;
 };
 
@@ -90,7 +90,7 @@ const sigset_t kIgnoredAtStart = [] {
   ::_exit(127);
 }
 
-[[noreturn]] void run_child(char* const* argv, const LaunchOptions& options, int report_fd) {
+[[noreturn]] void run_child(char* const* argv, char* const* envp, const LaunchOptions& options, int report_fd) {
   // Own process group, as under gdbserver: btstub's group and the program's
   // get their signals apart. Made the terminal's foreground group
   // (LaunchOptions::foreground), it is the program that a Ctrl-C typed at
@@ -122,8 +122,16 @@ const sigset_t kIgnoredAtStart = [] {
     int persona = ::personality(0xffffffff);
     if (persona != -1) ::personality(static_cast<unsigned long>(persona) | ADDR_NO_RANDOMIZE);
   }
+  if (!options.working_dir.empty() && ::chdir(options.working_dir.c_str()) != 0) {
+    report_child_failure(report_fd, 2, errno);
+  }
   if (!do_ptrace(PTRACE_TRACEME, 0, 0, nullptr)) report_child_failure(report_fd, 0, errno);
-  ::execvp(argv[0], argv);
+  // The program's PATH, as a shell would search it: its environment's.
+  if (envp != nullptr) {
+    ::execvpe(argv[0], argv, envp);
+  } else {
+    ::execvp(argv[0], argv);
+  }
   report_child_failure(report_fd, 1, errno);
 }
 
@@ -190,6 +198,10 @@ Expected<std::unique_ptr<PtraceProcess>> PtraceProcess::launch(const LaunchOptio
   std::vector<char*> cargs;
   for (auto& arg : args) cargs.push_back(arg.data());
   cargs.push_back(nullptr);
+  std::vector<std::string> environment = options.environment.value_or(std::vector<std::string>{});
+  std::vector<char*> cenv;
+  for (auto& entry : environment) cenv.push_back(entry.data());
+  cenv.push_back(nullptr);
 
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) {
@@ -204,7 +216,7 @@ Expected<std::unique_ptr<PtraceProcess>> PtraceProcess::launch(const LaunchOptio
   }
   if (child == 0) {
     ::close(report[0]);
-    run_child(cargs.data(), options, report[1]);
+    run_child(cargs.data(), options.environment ? cenv.data() : nullptr, options, report[1]);
   }
   ::close(report[1]);
   ::setpgid(child, child);  // also done by the child; whoever is first wins
@@ -221,6 +233,11 @@ Expected<std::unique_ptr<PtraceProcess>> PtraceProcess::launch(const LaunchOptio
   if (n == static_cast<ssize_t>(sizeof failure)) {
     int status = 0;
     wait_retry(child, &status, 0);
+    if (failure.stage == 2) {
+      // gdbserver's words (fork_inferior).
+      return make_error(ErrorCode::IoError,
+                        "Couldn't chdir to " + options.working_dir + ": " + std::strerror(failure.error));
+    }
     std::string what = failure.stage == 0 ? "Cannot trace " : "Cannot exec ";
     return make_error(ErrorCode::IoError, what + args[0] + ": " + std::strerror(failure.error));
   }

@@ -75,14 +75,29 @@ std::string program_path(const std::string& name) {
 
 }  // namespace
 
-Expected<std::unique_ptr<Process>> Server::launch_program(const std::vector<std::string>& given) {
+// btstub's own environment with gdb's changes (`set environment`, `unset
+// environment`) applied in order, as gdbserver builds it.
+static std::vector<std::string> program_environment(const session::RunSettings& settings) {
+  std::vector<std::string> out;
+  for (char** entry = environ; *entry != nullptr; ++entry) out.emplace_back(*entry);
+  for (const auto& [name, value] : settings.environment) {
+    std::erase_if(out, [&](const std::string& e) { return e.size() > name.size() && e[name.size()] == '=' && e.starts_with(name); });
+    if (value) out.push_back(name + "=" + *value);
+  }
+  return out;
+}
+
+Expected<std::unique_ptr<Process>> Server::launch_program(const std::vector<std::string>& given,
+                                                          const session::RunSettings& settings) {
   std::vector<std::string> argv = given;
   if (!argv.empty()) argv.front() = program_path(argv.front());
   LaunchOptions options;
   options.argv = argv;
   options.wrapper = command_line_.wrapper;
   if (command_line_.startup_with_shell) options.shell = process::startup_shell();
-  options.disable_randomization = command_line_.disable_randomization;
+  options.disable_randomization = settings.disable_randomization.value_or(command_line_.disable_randomization);
+  if (!settings.environment.empty()) options.environment = program_environment(settings);
+  options.working_dir = settings.working_dir;
   options.stdio_to_stderr = command_line_.stdio();
   options.foreground = true;
   auto launched = PtraceProcess::launch(options);
@@ -123,10 +138,10 @@ Expected<void> Server::may_start_programs() const {
 
 // The old program goes first: two traced programs at once could steal each
 // other's wait statuses, and gdb has killed or detached it already anyway.
-Expected<Process*> Server::launch(const std::vector<std::string>& argv) {
+Expected<Process*> Server::launch(const std::vector<std::string>& argv, const session::RunSettings& settings) {
   if (command_line_.no_run) return refused_by_no_run("Running programs");
   release_program();
-  auto launched = launch_program(argv);
+  auto launched = launch_program(argv, settings);
   if (!launched) {
     std::fprintf(stderr, "%s\n", launched.error().message.c_str());
     return launched.error();

@@ -36,7 +36,7 @@ class Server final : public ProcessFactory {
   int run();
 
   // ProcessFactory: the previous program is released first.
-  Expected<Process*> launch(const std::vector<std::string>& argv) override;
+  Expected<Process*> launch(const std::vector<std::string>& argv, const session::RunSettings& settings) override;
   Expected<Process*> attach(pid_t pid) override;
   std::string default_program() const override;
   Expected<void> may_start_programs() const override;
@@ -44,7 +44,8 @@ class Server final : public ProcessFactory {
  private:
   Expected<std::unique_ptr<Process>> start_program();
   btstub::Error refused_by_no_run(const std::string& what);
-  Expected<std::unique_ptr<Process>> launch_program(const std::vector<std::string>& argv);
+  Expected<std::unique_ptr<Process>> launch_program(const std::vector<std::string>& argv,
+                                                    const session::RunSettings& settings = {});
   // Ends the program's part in a finished connection: a program btstub
   // started is killed, an attached one detached.
   void release_program();

@@ -94,6 +94,11 @@ Reply handle(Session&, const RunProgram&);
 Reply handle(Session&, const AttachProcess&);
 Reply handle(Session&, const Restart&);
 Reply handle(Session&, const SetThreadEvents&);
+Reply handle(Session&, const EnvironmentSet&);
+Reply handle(Session&, const EnvironmentUnset&);
+Reply handle(Session&, const EnvironmentReset&);
+Reply handle(Session&, const SetWorkingDir&);
+Reply handle(Session&, const SetDisableRandomization&);
 
 // handlers_btrace.cc (gdb's `record btrace`)
 Reply handle(Session&, const BtraceControl&);

@@ -53,7 +53,7 @@ Expected<Process*> launch(Session& s, std::vector<std::string> argv) {
                               "No program to run; give one with 'set remote exec-file'");
   }
   s.set_process(nullptr);  // the factory releases the previous program
-  auto process = s.process_factory->launch(argv);
+  auto process = s.process_factory->launch(argv, s.run_settings);
   if (process) s.last_run_argv = std::move(argv);
   return process;
 }
@@ -101,6 +101,33 @@ Reply handle(Session& s, const Restart&) {
   auto process = launch(s, s.last_run_argv);
   if (process) (void)initial_stop(s, *process);
   return reply;
+}
+
+// The run settings apply to the next vRun (and R), as gdbserver's: gdb
+// sends them all again (QEnvironmentReset first) before each `run`.
+Reply handle(Session& s, const EnvironmentSet& req) {
+  s.run_settings.environment.emplace_back(req.name, req.value);
+  return Reply::now(reply_ok());
+}
+
+Reply handle(Session& s, const EnvironmentUnset& req) {
+  s.run_settings.environment.emplace_back(req.name, std::nullopt);
+  return Reply::now(reply_ok());
+}
+
+Reply handle(Session& s, const EnvironmentReset&) {
+  s.run_settings.environment.clear();
+  return Reply::now(reply_ok());
+}
+
+Reply handle(Session& s, const SetWorkingDir& req) {
+  s.run_settings.working_dir = req.dir;
+  return Reply::now(reply_ok());
+}
+
+Reply handle(Session& s, const SetDisableRandomization& req) {
+  s.run_settings.disable_randomization = req.disable;
+  return Reply::now(reply_ok());
 }
 
 // gdb asks for thread exits only while it stops threads itself (non-stop

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -42,6 +43,17 @@ using tracing::TraceBackend;
 using replay::MappingInfo;
 using replay::ReplayEngine;
 
+// What gdb set for the programs vRun starts (QEnvironment*,
+// QSetWorkingDir, QDisableRandomization), as gdbserver keeps them: for
+// every later run of the session.
+struct RunSettings {
+  // Changes to the environment btstub started with, in order: a value
+  // sets the variable, nullopt unsets it (QEnvironmentReset clears them).
+  std::vector<std::pair<std::string, std::optional<std::string>>> environment;
+  std::string working_dir;                    // empty: btstub's own
+  std::optional<bool> disable_randomization;  // nullopt: the command line's
+};
+
 // How an extended-remote session starts (vRun, R) or attaches to (vAttach)
 // a program. The factory owns what it creates and releases the previous
 // program first (a launched one is killed, an attached one detached), so
@@ -49,7 +61,7 @@ using replay::ReplayEngine;
 class ProcessFactory {
  public:
   virtual ~ProcessFactory() = default;
-  virtual Expected<Process*> launch(const std::vector<std::string>& argv) = 0;
+  virtual Expected<Process*> launch(const std::vector<std::string>& argv, const RunSettings& settings) = 0;
   virtual Expected<Process*> attach(pid_t pid) = 0;
   // What an empty argv[0] in vRun means: the program named on the command line.
   virtual std::string default_program() const { return {}; }
@@ -220,6 +232,7 @@ class Session {
   bool extended = false;
   ProcessFactory* process_factory = nullptr;
   std::vector<std::string> last_run_argv;
+  RunSettings run_settings;
   // QThreadEvents: report thread exits (`w`); kept for later programs too.
   bool thread_events = false;
   // Non-stop mode (QNonStop:1; handlers_non_stop.cc). Stops are queued

@@ -23,10 +23,13 @@ class FakeFactory : public stub::session::ProcessFactory {
   std::string default_prog = "/bin/default";
   bool fail = false;
 
-  btstub::Expected<stub::process::Process*> launch(const std::vector<std::string>& argv) override {
+  stub::session::RunSettings last_settings;
+  btstub::Expected<stub::process::Process*> launch(const std::vector<std::string>& argv,
+                                                   const stub::session::RunSettings& settings) override {
     std::string line = "launch";
     for (const auto& a : argv) line += " " + a;
     log.push_back(line);
+    last_settings = settings;
     if (fail) return btstub::make_error(btstub::ErrorCode::IoError, "Cannot exec " + argv[0] + ": No such file");
     return make(false);
   }
@@ -105,6 +108,47 @@ TEST_CASE("vRun with an empty argv[0] runs the default, then the last program", 
   none.factory.default_prog.clear();
   CHECK(starts_with(none.ask("vRun;"), "E.No program to run"));
   CHECK(none.factory.log.empty());
+}
+
+TEST_CASE("run settings (QEnvironment*, QSetWorkingDir, QDisableRandomization) go with each vRun", "[extended]") {
+  Multi m;
+  const std::string features = m.ask("qSupported:multiprocess+");
+  for (const char* f : {"QEnvironmentHexEncoded+", "QEnvironmentUnset+", "QEnvironmentReset+", "QSetWorkingDir+",
+                        "QDisableRandomization+"}) {
+    CHECK(features.find(f) != std::string::npos);
+  }
+  m.ask("!");
+  // As gdb sends them before `run`: a reset, then each change in order.
+  CHECK(m.ask("QEnvironmentReset") == "OK");
+  CHECK(m.ask("QEnvironmentHexEncoded:" + hex("FOO=a=b")) == "OK");
+  CHECK(m.ask("QEnvironmentUnset:" + hex("HOME")) == "OK");
+  CHECK(m.ask("QEnvironmentHexEncoded:" + hex("HOME=/x")) == "OK");
+  CHECK(m.ask("QSetWorkingDir:" + hex("/tmp/work")) == "OK");
+  CHECK(m.ask("QDisableRandomization:0") == "OK");
+  m.ask("vRun;" + hex("/bin/prog"));
+  using Change = std::pair<std::string, std::optional<std::string>>;
+  CHECK(m.factory.last_settings.environment ==
+        std::vector<Change>{{"FOO", "a=b"}, {"HOME", std::nullopt}, {"HOME", "/x"}});
+  CHECK(m.factory.last_settings.working_dir == "/tmp/work");
+  CHECK(m.factory.last_settings.disable_randomization == std::optional<bool>(false));
+  // They stay for the next run until gdb changes them.
+  m.ask("vKill;200");
+  m.ask("vRun;");
+  CHECK(m.factory.last_settings.working_dir == "/tmp/work");
+  CHECK(m.factory.last_settings.environment.size() == 3);
+  CHECK(m.ask("QEnvironmentReset") == "OK");
+  CHECK(m.ask("QSetWorkingDir:") == "OK");  // empty: btstub's own
+  m.ask("vKill;201");
+  m.ask("vRun;");
+  CHECK(m.factory.last_settings.environment.empty());
+  CHECK(m.factory.last_settings.working_dir.empty());
+  // Bad ones are errors, not settings.
+  CHECK(starts_with(m.ask("QEnvironmentHexEncoded:" + hex("NOEQUALS")), "E"));
+  CHECK(starts_with(m.ask("QEnvironmentHexEncoded:zz"), "E"));
+  CHECK(starts_with(m.ask("QEnvironmentUnset:" + hex("A=B")), "E"));
+  CHECK(starts_with(m.ask("QSetWorkingDir:" + hex(std::string("a\0b", 3))), "E"));
+  CHECK(starts_with(m.ask("QDisableRandomization:2"), "E"));
+  CHECK(m.factory.last_settings.environment.empty());
 }
 
 TEST_CASE("extended mode: vKill and k keep the connection; run again works", "[extended]") {

@@ -108,7 +108,8 @@ TEST_CASE("libthread_db comes from the client's search path only where it may st
           "[session][thread_db]") {
   struct Factory : stub::session::ProcessFactory {
     bool refuse = false;
-    btstub::Expected<stub::process::Process*> launch(const std::vector<std::string>&) override {
+    btstub::Expected<stub::process::Process*> launch(const std::vector<std::string>&,
+                                                     const stub::session::RunSettings&) override {
       return btstub::make_error(btstub::ErrorCode::NotSupported, "no");
     }
     btstub::Expected<stub::process::Process*> attach(pid_t) override {

@@ -1,4 +1,4 @@
-// parse_request(): extended-remote (vRun, vAttach, R, !) and QThreadEvents.
+// parse_request(): extended-remote (vRun, vAttach, R, !), the run settings and QThreadEvents.
 #include <catch2/catch.hpp>
 
 #include "parse_helpers.h"
@@ -85,4 +85,24 @@ TEST_CASE("extended packets never throw on arbitrary bytes", "[requests][extende
     }
     CHECK_NOTHROW((void)parse_request(payload));
   }
+}
+
+TEST_CASE("run settings parse into their values", "[requests][extended]") {
+  // "FOO=a=b c": split at the first '='.
+  auto set = parse_as<EnvironmentSet>("QEnvironmentHexEncoded:464f4f3d613d622063");
+  CHECK(set.name == "FOO");
+  CHECK(set.value == "a=b c");
+  CHECK(parse_as<EnvironmentSet>("QEnvironmentHexEncoded:583d").value.empty());  // "X=": empty value
+  CHECK(parse_as<EnvironmentUnset>("QEnvironmentUnset:484f4d45").name == "HOME");
+  (void)parse_as<EnvironmentReset>("QEnvironmentReset");
+  CHECK(parse_as<SetWorkingDir>("QSetWorkingDir:2f746d70").dir == "/tmp");
+  CHECK(parse_as<SetWorkingDir>("QSetWorkingDir:").dir.empty());  // the server's own
+  CHECK(parse_as<SetDisableRandomization>("QDisableRandomization:1").disable);
+  CHECK_FALSE(parse_as<SetDisableRandomization>("QDisableRandomization:0").disable);
+  for (const char* bad : {"QEnvironmentHexEncoded", "QEnvironmentHexEncoded:", "QEnvironmentHexEncoded:464f4f",
+                          "QEnvironmentHexEncoded:3d61", "QEnvironmentHexEncoded:zz",
+                          "QEnvironmentHexEncoded:46003d61", "QEnvironmentUnset:", "QEnvironmentUnset:413d42",
+                          "QEnvironmentReset:1", "QSetWorkingDir", "QSetWorkingDir:2f002f",
+                          "QDisableRandomization", "QDisableRandomization:2", "QDisableRandomization:1;"})
+    require_bad(bad);
 }
