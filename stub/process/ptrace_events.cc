@@ -110,9 +110,18 @@ Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepK
   if (!pc) return pc.error();
   if (*pc != *stopped_pc) thread.pc_moved_unrun = true;
   auto bp = breakpoints_.find(*pc);
-  // A breakpoint the thread stopped on is stepped off; one the tracer's
-  // emulation moved it onto is still to be hit: the int3 runs and reports.
-  bool step_off = bp != breakpoints_.end() && !thread.pc_moved_unrun;
+  // A breakpoint under the pc is stepped off (the thread hit it, or a step
+  // ahead runs what gdb's step over it will ask). One the thread stands on
+  // since a signal stopped it there is still to be hit, as under
+  // gdbserver: gdb's step over it was interrupted, and gdb continues with
+  // the signal to hit its step-resume breakpoint there (a step off lost a
+  // hit of the user's). So is one the tracer's emulation moved it onto.
+  // A traced thread still steps off there: its breakpoint stops are the
+  // tracer's (it ran on from the int3 as if it were its own), so hits are
+  // still lost there this way (docs/protocol.md).
+  const bool traced = hook_ != nullptr && hook_->traces(tid);
+  const bool signal_here = !traced && thread.signal_stop_pc == *pc;
+  bool step_off = bp != breakpoints_.end() && !thread.pc_moved_unrun && !signal_here;
   // Under one of the tracer's int3s too, the step runs in raw_resume with
   // every other thread held (step_held), never with a plain lift.
   bool under_trace_int3 = trace_int3s_.count(*pc) != 0;
@@ -413,6 +422,7 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
   }
   ThreadState& thread = found->second;
   thread.running = false;
+  thread.signal_stop_pc.reset();  // set again below if this stop is a signal's
   // Also when this thread died: other threads may still run there.
   put_back_lifted_breakpoint(thread);
   if (WIFEXITED(status) || WIFSIGNALED(status)) return thread_gone(tid, status);
@@ -518,6 +528,9 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
   thread.drops_injected_signal = false;
 
   bool trace_hit = false;
+  if (signal != SIGTRAP) {
+    if (auto pc = read_pc(tid)) thread.signal_stop_pc = *pc;
+  }
   if (signal == SIGTRAP) {
     event = handle_sigtrap(tid, thread, trace_hit);
     if (thread.hit_retired_int3) {

@@ -201,6 +201,9 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     // hit yet, so a resume must run into it, not step off it (gdbserver
     // steps over a breakpoint only at the pc the thread stopped at).
     bool pc_moved_unrun = false;
+    // Where its last stop was a signal's (not SIGTRAP): a breakpoint there
+    // is still to be hit, not stepped off.
+    std::optional<uint64_t> signal_stop_pc;
     // The leader ended (pthread_exit) while other threads live on: a zombie
     // that reports nothing until they end too, so it is never stopped,
     // resumed, listed or detached again; kept for the process's exit status.
