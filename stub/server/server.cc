@@ -80,9 +80,10 @@ std::string program_path(const std::string& name) {
 static std::vector<std::string> program_environment(const session::RunSettings& settings) {
   std::vector<std::string> out;
   for (char** entry = environ; *entry != nullptr; ++entry) out.emplace_back(*entry);
-  for (const auto& [name, value] : settings.environment) {
-    std::erase_if(out, [&](const std::string& e) { return e.size() > name.size() && e[name.size()] == '=' && e.starts_with(name); });
-    if (value) out.push_back(name + "=" + *value);
+  for (const auto& change : settings.environment) {
+    const std::string prefix = change.first + "=";
+    std::erase_if(out, [&](const std::string& entry) { return entry.starts_with(prefix); });
+    if (change.second) out.push_back(prefix + *change.second);
   }
   return out;
 }
