@@ -43,6 +43,15 @@ class HistorySummaries {
   // goes no further.
   uint64_t complete_below() const { return complete_below_; }
   void set_complete_below(uint64_t run) { complete_below_ = std::max(complete_below_, run); }
+  // The whole runs of a trace holding branches [first_sequence,
+  // end_sequence) are [first_whole_run, end_whole_run): run r holds blocks
+  // [r*n, (r+1)*n), block k ends at branch k, so a run is whole once
+  // branch (r+1)*n-1 is recorded; a run partly dropped is not whole.
+  uint64_t first_whole_run(uint64_t first_sequence) const {
+    return (first_sequence + blocks_per_run_ - 1) / blocks_per_run_;
+  }
+  uint64_t end_whole_run(uint64_t end_sequence) const { return end_sequence / blocks_per_run_; }
+  bool all_summed_up(uint64_t end_sequence) const { return complete_below_ >= end_whole_run(end_sequence); }
 
  private:
   uint64_t blocks_per_run_;

@@ -103,12 +103,8 @@ const RunSummary& ReplayCursor::summary(uint64_t run) {
 
 std::size_t ReplayCursor::sum_up_runs(std::size_t most) {
   if (summaries_ == nullptr) return 0;
-  const uint64_t n = summaries_->blocks_per_run();
-  // Run r holds blocks [r*n, (r+1)*n); block k ends at branch k, so a run
-  // is whole once branch (r+1)*n-1 is recorded. A run partly dropped is
-  // never summed up.
-  const uint64_t whole = end_seq_ / n;
-  const uint64_t lowest = std::max((first_seq_ + n - 1) / n, summaries_->complete_below());
+  const uint64_t whole = summaries_->end_whole_run(end_seq_);
+  const uint64_t lowest = std::max(summaries_->first_whole_run(first_seq_), summaries_->complete_below());
   std::size_t made = 0;
   for (uint64_t run = whole; run > lowest; --run) {
     if (summaries_->find(run - 1) != nullptr) continue;  // summed up by a read, or an unfinished sweep
@@ -121,7 +117,7 @@ std::size_t ReplayCursor::sum_up_runs(std::size_t most) {
 }
 
 bool ReplayCursor::all_summed_up() const {
-  return summaries_ == nullptr || summaries_->complete_below() >= end_seq_ / summaries_->blocks_per_run();
+  return summaries_ == nullptr || summaries_->all_summed_up(end_seq_);
 }
 
 void ReplayCursor::pass_runs(BackwardWalk& walk, uint64_t addr, const std::vector<bool>& decided,

@@ -158,7 +158,7 @@ bool ReplayEngine::sum_up_histories(const std::set<pid_t>& not_ours, std::size_t
     if (trace == nullptr || !trace->has_stacks()) continue;
     decoder::HistorySummaries& summaries = summaries_[tid];
     summaries.use_for(*trace);
-    if (summaries.complete_below() >= trace->end_sequence() / summaries.blocks_per_run()) continue;  // nothing new
+    if (summaries.all_summed_up(trace->end_sequence())) continue;  // nothing new
     auto cursor = make_cursor(tid, *trace);
     if (!cursor) continue;  // a thread going away: its next stop tells
     read_code_ = true;
@@ -364,12 +364,12 @@ std::string ReplayEngine::summaries_status() {
   for (const auto& [tid, summaries] : summaries_) {
     const decoder::BlockTrace* trace = backend_.trace(tid);
     if (trace == nullptr || !trace->has_stacks()) continue;
-    const uint64_t n = summaries.blocks_per_run();
-    const uint64_t first = (trace->first_sequence() + n - 1) / n, whole = trace->end_sequence() / n;
+    const uint64_t first = summaries.first_whole_run(trace->first_sequence());
+    const uint64_t whole = summaries.end_whole_run(trace->end_sequence());
     const uint64_t runs = whole > first ? whole - first : 0;
     const uint64_t summed = std::min<uint64_t>(summaries.size(), runs);
     out += "Thread " + std::to_string(tid) + ": history summed up for reads far back: " + std::to_string(summed) +
-           " of " + std::to_string(runs) + " runs of " + std::to_string(n) + " blocks\n";
+           " of " + std::to_string(runs) + " runs of " + std::to_string(summaries.blocks_per_run()) + " blocks\n";
   }
   return out;
 }
