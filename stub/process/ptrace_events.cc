@@ -116,12 +116,12 @@ Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepK
   // gdbserver: gdb's step over it was interrupted, and gdb continues with
   // the signal to hit its step-resume breakpoint there (a step off lost a
   // hit of the user's). So is one the tracer's emulation moved it onto.
-  // A traced thread still steps off there: its breakpoint stops are the
-  // tracer's (it ran on from the int3 as if it were its own), so hits are
-  // still lost there this way (docs/protocol.md).
-  const bool traced = hook_ != nullptr && hook_->traces(tid);
-  const bool signal_here = !traced && thread.signal_stop_pc == *pc;
+  // A traced thread's resume with the signal is a step (the tracer sees
+  // where the signal takes it): that step runs the int3, and its trap is
+  // the breakpoint's hit (handle_sigtrap).
+  const bool signal_here = thread.signal_stop_pc == *pc;
   bool step_off = bp != breakpoints_.end() && !thread.pc_moved_unrun && !signal_here;
+  if (bp != breakpoints_.end() && !step_off) thread.into_breakpoint = *pc;
   // Under one of the tracer's int3s too, the step runs in raw_resume with
   // every other thread held (step_held), never with a plain lift.
   bool under_trace_int3 = trace_int3s_.count(*pc) != 0;
@@ -157,9 +157,12 @@ Expected<void> PtraceProcess::raw_resume(pid_t tid, ThreadState& thread, StepKin
   bool step = kind == StepKind::SingleStep;
   if (step && !trace_int3s_.empty()) {
     // Stepping an int3 would run the int3: the real instruction is stepped
-    // with the tracer's int3 lifted instead.
+    // with the tracer's int3 lifted instead. Not under a user's breakpoint
+    // still to be hit (start_thread): its int3 is to run.
     auto pc = read_pc(tid);
-    if (pc && trace_int3s_.count(*pc) != 0 && thread.reinsert_at != *pc) return step_held(tid, thread, *pc, signal);
+    if (pc && trace_int3s_.count(*pc) != 0 && thread.reinsert_at != *pc && thread.into_breakpoint != *pc) {
+      return step_held(tid, thread, *pc, signal);
+    }
   }
   auto r = do_ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, tid, 0, signal_arg(signal));
   if (!r) return r.error();
@@ -423,6 +426,7 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
   ThreadState& thread = found->second;
   thread.running = false;
   thread.signal_stop_pc.reset();  // set again below if this stop is a signal's
+  thread.into_breakpoint.reset();
   // Also when this thread died: other threads may still run there.
   put_back_lifted_breakpoint(thread);
   if (WIFEXITED(status) || WIFSIGNALED(status)) return thread_gone(tid, status);
@@ -528,9 +532,6 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
   thread.drops_injected_signal = false;
 
   bool trace_hit = false;
-  if (signal != SIGTRAP) {
-    if (auto pc = read_pc(tid)) thread.signal_stop_pc = *pc;
-  }
   if (signal == SIGTRAP) {
     event = handle_sigtrap(tid, thread, trace_hit);
     if (thread.hit_retired_int3) {
@@ -567,6 +568,11 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
       if (!stopping_all_) (void)raw_resume(tid, thread, kind, 0);
       return std::nullopt;
     }
+  }
+  if (signal != SIGTRAP) {
+    // Read after the tracer's say: it may have moved the thread (out of
+    // its code cache) to where the client sees it stop.
+    if (auto pc = read_pc(tid)) thread.signal_stop_pc = *pc;
   }
   if (stopping_all_) return event;
   bool bare_step = event.single_stepped && !event.hw_stop && !event.software_breakpoint;
@@ -652,6 +658,16 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
       case WatchKind::Access: event.hw_stop = protocol::BreakpointType::AccessWatch; break;
     }
     event.hw_address = hit.kind == WatchKind::Execute ? 0 : hit.address;
+  }
+  if (auto bp = breakpoints_.find(int3_at);
+      was_stepping && have_regs && code == SI_KERNEL && bp != breakpoints_.end() && bp->second != kInt3) {
+    // The step ran a user's int3 (one still to be hit under the pc,
+    // start_thread; not the program's own int3 under a breakpoint lifted
+    // to step off it): its hit, as a continue would have had it.
+    rewind();
+    event.software_breakpoint = true;
+    trace_hit = trace_int3s_.count(int3_at) != 0;
+    return event;
   }
   if (was_stepping && from_kernel) {
     // A step reports TRAP_TRACE, or TRAP_BRKPT after a syscall instruction.

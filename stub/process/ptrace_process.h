@@ -204,6 +204,9 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     // Where its last stop was a signal's (not SIGTRAP): a breakpoint there
     // is still to be hit, not stepped off.
     std::optional<uint64_t> signal_stop_pc;
+    // Where its resume runs into a user breakpoint under the pc rather than
+    // stepping off it (start_thread): a step there runs the int3 too.
+    std::optional<uint64_t> into_breakpoint;
     // The leader ended (pthread_exit) while other threads live on: a zombie
     // that reports nothing until they end too, so it is never stopped,
     // resumed, listed or detached again; kept for the process's exit status.
