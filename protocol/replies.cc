@@ -53,6 +53,8 @@ std::string stop_reason_field(const StopReply& stop, bool multiprocess) {
     case StopReason::VforkDone: return "vforkdone:;";
     case StopReason::Exec: return "exec:" + exec_file(stop) + ";";
     case StopReason::Create: return "create:;";
+    case StopReason::SyscallEntry: return "syscall_entry:" + hex_number(stop.reason_addr) + ";";
+    case StopReason::SyscallReturn: return "syscall_return:" + hex_number(stop.reason_addr) + ";";
   }
   return "";
 }

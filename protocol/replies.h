@@ -63,7 +63,8 @@ std::string reply_memory(const std::vector<uint8_t>& bytes);           // m: hex
 
 // ---- stop replies ----
 enum class StopReason { None, SoftwareBreakpoint, HardwareBreakpoint, Watch, ReadWatch, AccessWatch,
-                        ReplayBegin, ReplayEnd, Fork, Vfork, VforkDone, Exec, Create };
+                        ReplayBegin, ReplayEnd, Fork, Vfork, VforkDone, Exec, Create,
+                        SyscallEntry, SyscallReturn };
 struct StopReply {
   enum class Kind { Signal, Exited, Terminated, ThreadExited, NoResumed };
   Kind kind = Kind::Signal;
@@ -72,7 +73,7 @@ struct StopReply {
   std::optional<ThreadId> thread;
   std::optional<int64_t> process;  // pid for W/X ";process:pid"
   StopReason reason = StopReason::None;
-  uint64_t reason_addr = 0;        // data address for watch kinds
+  uint64_t reason_addr = 0;        // data address for watch kinds; the system call's number
   std::string reason_text;         // child id for fork, path hex for exec
   // Preferred over reason_text when set: the (v)fork child, formatted like
   // every other thread id of this reply, and the exec'd program's path (raw;

@@ -99,6 +99,23 @@ Expected<std::vector<int>> parse_signal_list(std::string_view rest, std::string_
   return signals;
 }
 
+// QCatchSyscalls:0, QCatchSyscalls:1, QCatchSyscalls:1;NR;NR... (hex).
+Expected<Request> parse_catch_syscalls(std::string_view rest) {
+  if (rest == ":0") return Request{SetCatchSyscalls{}};
+  if (rest.substr(0, 2) != ":1" || (rest.size() > 2 && rest[2] != ';')) {
+    return bad_packet("QCatchSyscalls: expected ':0' or ':1[;SYSNO]...'");
+  }
+  SetCatchSyscalls req{.enable = true, .syscalls = {}};
+  if (rest.size() > 2) {
+    for (auto piece : split_all(rest.substr(3), ';')) {
+      auto number = parse_hex_int(piece);
+      if (!number || *number < 0 || *number > 0xffff) return bad_packet("QCatchSyscalls: bad system call number");
+      req.syscalls.push_back(*number);
+    }
+  }
+  return Request{std::move(req)};
+}
+
 }  // namespace
 
 Expected<Request> parse_query(std::string_view payload) {
@@ -122,6 +139,7 @@ Expected<Request> parse_query(std::string_view payload) {
   if (name == "Qbtrace-conf") return parse_btrace_conf(payload);
   if (name == "qSymbol") return parse_symbol(payload);
   if (name == "qGetTLSAddr") return parse_tls_address(payload);
+  if (name == "QCatchSyscalls") return parse_catch_syscalls(rest);
   if (name == "QPassSignals" || name == "QProgramSignals") {
     auto signals = parse_signal_list(rest, name);
     if (!signals) return signals.error();

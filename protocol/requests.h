@@ -35,6 +35,13 @@ struct ThreadAlive { ThreadId thread; };                // T<thread>
 struct MustReplyEmpty {};                               // vMustReplyEmpty
 struct SetPassSignals { std::vector<int> signals; };    // QPassSignals:a;b
 struct SetProgramSignals { std::vector<int> signals; }; // QProgramSignals:a;b
+// QCatchSyscalls:1[;NR]... (gdb's `catch syscall`): stop at the entry and
+// return of the system calls listed (hex numbers), of every one when none
+// is; QCatchSyscalls:0: stop at none.
+struct SetCatchSyscalls {
+  bool enable = false;
+  std::vector<int> syscalls;
+};
 struct QueryVContSupported {};                          // vCont?
 
 // ---- registers / memory ----
@@ -152,7 +159,7 @@ using Request = std::variant<
     QSupported, QStartNoAckMode, QueryAttached, QueryCurrentThread,
     QueryThreadInfoFirst, QueryThreadInfoNext, QueryStopReason, XferRead,
     MonitorCommand, SetThread, ThreadAlive, MustReplyEmpty, SetPassSignals,
-    SetProgramSignals, QueryVContSupported,
+    SetProgramSignals, SetCatchSyscalls, QueryVContSupported,
     ReadAllRegisters, WriteAllRegisters, ReadRegister, WriteRegister,
     ReadMemory, WriteMemory,
     InsertBreakpoint, RemoveBreakpoint,

@@ -65,6 +65,11 @@ struct ProcessEvent {
   // walked back from the end. Reported as SIGKILL, as rr reports the end of
   // a recording; the next forward resume lets it end (Exited / Killed).
   bool exit_held = false;
+  // A system call's entry or return the client catches
+  // (Process::set_syscall_catch), with its number; signal SIGTRAP.
+  enum class SyscallStop { None, Entry, Return };
+  SyscallStop syscall = SyscallStop::None;
+  int syscall_number = 0;
 };
 
 struct LaunchOptions {
@@ -157,6 +162,13 @@ class Process {
   }
   // Signals (host numbers) delivered to the thread at once, never reported.
   virtual void set_pass_signals(const std::set<int>& signals) { (void)signals; }
+  // Stop untraced threads that continue at the entry and return of these
+  // system calls (an empty set: of every one), reported as
+  // ProcessEvent::syscall (QCatchSyscalls); nullopt: at none.
+  virtual Expected<void> set_syscall_catch(const std::optional<std::set<int>>& caught) {
+    if (!caught) return {};
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "Catching system calls is not supported here");
+  }
   // Report thread exits as ProcessEvent::Kind::ThreadExited (QThreadEvents).
   virtual void set_thread_events(bool enabled) { (void)enabled; }
   // Its parent and user and group ids (qProcessInfo); nullopt: unknown.

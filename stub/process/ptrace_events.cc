@@ -164,8 +164,12 @@ Expected<void> PtraceProcess::raw_resume(pid_t tid, ThreadState& thread, StepKin
       return step_held(tid, thread, *pc, signal);
     }
   }
-  auto r = do_ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, tid, 0, signal_arg(signal));
+  // Catching system calls (QCatchSyscalls): a continue of a thread the
+  // tracer does not step stops at each call's entry and return.
+  const bool catching = !step && caught_syscalls_ && !(hook_ != nullptr && hook_->traces(tid));
+  auto r = do_ptrace(step ? PTRACE_SINGLESTEP : catching ? PTRACE_SYSCALL : PTRACE_CONT, tid, 0, signal_arg(signal));
   if (!r) return r.error();
+  if (!catching) thread.in_syscall = false;
   thread.running = true;
   thread.pc_moved_unrun = false;
   thread.stepping = step;
@@ -455,6 +459,7 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
     return std::nullopt;
   }
   int signal = WSTOPSIG(status);
+  if (signal == (SIGTRAP | 0x80)) return syscall_stop(tid, thread);  // PTRACE_O_TRACESYSGOOD
   if (signal == SIGSTOP && thread.sigstop_expected) {
     // Our all-stop SIGSTOP, or that of a thread that had another event first.
     thread.sigstop_expected = false;
@@ -521,6 +526,24 @@ std::optional<ProcessEvent> PtraceProcess::no_resumed_left(pid_t gone) {
   event.kind = ProcessEvent::Kind::NoResumed;
   event.tid = gone;
   return event;
+}
+
+std::optional<ProcessEvent> PtraceProcess::syscall_stop(pid_t tid, ThreadState& thread) {
+  const bool entry = !thread.in_syscall;
+  thread.in_syscall = entry;
+  user_regs_struct regs{};
+  const bool have_regs = do_ptrace(PTRACE_GETREGS, tid, 0, &regs).ok();
+  const int number = static_cast<int>(regs.orig_rax);
+  if (have_regs && caught_syscalls_ && (caught_syscalls_->empty() || caught_syscalls_->count(number) != 0)) {
+    ProcessEvent event;
+    event.tid = tid;
+    event.signal = SIGTRAP;
+    event.syscall = entry ? ProcessEvent::SyscallStop::Entry : ProcessEvent::SyscallStop::Return;
+    event.syscall_number = number;
+    return event;
+  }
+  if (!stopping_all_) (void)raw_resume(tid, thread, thread.last_kind, 0);
+  return std::nullopt;
 }
 
 // What a signal stop means, after the tracer had its say; nullopt when the

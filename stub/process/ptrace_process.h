@@ -96,6 +96,10 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<void> insert_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) override;
   Expected<void> remove_hw_point(protocol::BreakpointType type, uint64_t addr, uint64_t len) override;
   void set_pass_signals(const std::set<int>& signals) override { pass_signals_ = signals; }
+  Expected<void> set_syscall_catch(const std::optional<std::set<int>>& caught) override {
+    caught_syscalls_ = caught;
+    return {};
+  }
   void set_thread_events(bool enabled) override { thread_events_ = enabled; }
   std::optional<ProcessIdentity> identity() const override { return read_process_identity(pid_); }
   std::string thread_name(pid_t tid) const override;
@@ -207,6 +211,10 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     // Where its resume runs into a user breakpoint under the pc rather than
     // stepping off it (start_thread): a step there runs the int3 too.
     std::optional<uint64_t> into_breakpoint;
+    // Between the entry and the return of a system call, as its
+    // PTRACE_SYSCALL stops tell (the next one is the return); any other
+    // resume forgets it, as gdbserver does.
+    bool in_syscall = false;
     // The leader ended (pthread_exit) while other threads live on: a zombie
     // that reports nothing until they end too, so it is never stopped,
     // resumed, listed or detached again; kept for the process's exit status.
@@ -247,6 +255,9 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   void commit_deferred();
   std::optional<ProcessEvent> handle_status(pid_t tid, int status);
   std::optional<ProcessEvent> classify_stop(pid_t tid, ThreadState& thread, int signal);
+  // A PTRACE_SYSCALL stop: reported when the client catches the call, else
+  // the thread goes on.
+  std::optional<ProcessEvent> syscall_stop(pid_t tid, ThreadState& thread);
   ProcessEvent handle_sigtrap(pid_t tid, ThreadState& thread, bool& trace_hit);
   bool still_in_stop(pid_t tid);
   std::optional<ProcessEvent> thread_gone(pid_t tid, int status);
@@ -342,6 +353,9 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   // trap a thread had there before the removal is stale, not a SIGTRAP.
   std::set<uint64_t> retired_user_int3s_;
   std::set<int> pass_signals_;
+  // The system calls whose entries and returns stop a continue (an empty
+  // set: every one); nullopt: none (QCatchSyscalls).
+  std::optional<std::set<int>> caught_syscalls_;
   bool thread_events_ = false;
   TraceHook* hook_ = nullptr;
   DebugRegisterState user_debug_;      // Z1-Z4, the same on every thread

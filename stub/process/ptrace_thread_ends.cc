@@ -189,7 +189,7 @@ Expected<void> PtraceProcess::detach_threads() {
 // once more, and a program killed from outside would linger in that stop
 // (gdbserver's would be a zombie at once).
 long PtraceProcess::ptrace_options(bool exit_events) const {
-  return PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+  return PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACESYSGOOD |
          (vfork_events_ ? PTRACE_O_TRACEVFORKDONE : 0) | (attached_ ? 0 : PTRACE_O_EXITKILL) |
          (exit_events ? PTRACE_O_TRACEEXIT : 0);
 }

@@ -61,6 +61,7 @@ Reply handle(Session&, const Kill&);
 Reply handle(Session&, const Detach&);
 Reply handle(Session&, const SetPassSignals&);
 Reply handle(Session&, const SetProgramSignals&);
+Reply handle(Session&, const SetCatchSyscalls&);
 // The action of a resume that applies to `tid` of process `pid`: the
 // leftmost one naming it (or its process, or every thread), as vCont
 // defines; nullptr when none does.

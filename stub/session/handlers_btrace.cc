@@ -100,6 +100,7 @@ Reply enable(Session& s, pid_t tid, BtraceFormat format) {
   TraceBackend& backend = *s.trace_backend;
   auto& reads = s.btrace_reads;
   if (client_enabled(s, tid)) return error_reply("Btrace already enabled.");
+  if (s.caught_syscalls) return error_reply("Cannot record while catching system calls (catch syscall).");
   // Under whole-program recording the thread is traced already: gdb gets
   // that trace from here on. A thread it has not met yet (`monitor record
   // start` begins a thread's trace when the thread next runs) gets its

@@ -1,4 +1,5 @@
 // Running the program: resume requests, breakpoints, signals, kill, detach.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <map>
@@ -347,6 +348,38 @@ Reply handle(Session& s, const SetPassSignals& req) {
   }
   // The process layer delivers them itself, so other threads never stop.
   s.update_passed_signals();
+  return Reply::now(reply_ok());
+}
+
+namespace {
+// Whether the program is recorded (some thread traced) or replayed.
+bool recording(Session& s) {
+  if (s.any_replaying()) return true;
+  const stub::tracing::TraceBackend* backend = s.trace_backend;
+  Process* process = s.process();
+  if (backend == nullptr || process == nullptr) return false;
+  const std::vector<pid_t> tids = process->threads();
+  return backend->all_enabled() || std::any_of(tids.begin(), tids.end(), [&](pid_t tid) { return backend->enabled(tid); });
+}
+}  // namespace
+
+// gdb's `catch syscall`: the process layer stops a continue at the calls'
+// entries and returns (PTRACE_SYSCALL). Refused while recording: the
+// tracer steps over every system call, where PTRACE_SYSCALL would stop
+// before the call it has not yet stored.
+Reply handle(Session& s, const SetCatchSyscalls& req) {
+  std::optional<std::set<int>> caught;
+  if (req.enable) {
+    if (recording(s)) {
+      return error(btstub::make_error(btstub::ErrorCode::NotSupported,
+                                      "Cannot catch system calls while recording (btstub's tracer steps each one)"));
+    }
+    caught = std::set<int>(req.syscalls.begin(), req.syscalls.end());
+  }
+  for (Process* process : s.inferiors().live()) {
+    if (auto r = process->set_syscall_catch(caught); !r) return error(r.error());
+  }
+  s.caught_syscalls = std::move(caught);
   return Reply::now(reply_ok());
 }
 

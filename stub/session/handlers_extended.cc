@@ -33,6 +33,7 @@ std::optional<Reply> refuse_start(Session& s, const char* what) {
 // (attach); either way gdb expects a plain SIGTRAP stop, as gdbserver reports.
 Reply initial_stop(Session& s, Process* process) {
   s.set_process(process);
+  if (s.caught_syscalls) (void)process->set_syscall_catch(s.caught_syscalls);
   process->set_thread_events(s.thread_events);
   process->set_fork_events(s.client_features.fork_events, s.client_features.vfork_events);
   ProcessEvent event;

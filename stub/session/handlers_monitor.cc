@@ -104,6 +104,7 @@ MonitorOutput monitor_record(Session& s, const std::string& args) {
   if (backend == nullptr) return failure("Branch tracing is not available in this btstub.\n");
   if (args == "start" || args.rfind("start ", 0) == 0) {
     if (s.non_stop) return failure("Recording is not supported in non-stop mode.\n");
+    if (s.caught_syscalls) return failure("Cannot record while catching system calls (catch syscall).\n");
     // `start SIZE`: the bound first, so the new traces get it.
     if (args != "start") {
       if (auto refused = set_bound(s, *backend, args.substr(6))) return *refused;

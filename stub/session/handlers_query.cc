@@ -33,6 +33,7 @@ Reply handle(Session& s, const QSupported& req) {
       packet_size,
       "QPassSignals+",
       "QProgramSignals+",
+      "QCatchSyscalls+",
       "QStartNoAckMode+",
       "QThreadEvents+",
       "QNonStop+",

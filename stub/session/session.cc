@@ -147,6 +147,7 @@ Process* Session::adopt_fork_child(pid_t child) {
   Process* process = adopted->get();
   (void)process->set_non_stop(non_stop);
   process->set_pass_signals(pass_signals);
+  if (caught_syscalls) (void)process->set_syscall_catch(caught_syscalls);  // gdb's catchpoints are its too
   process->set_thread_events(thread_events);
   process->set_fork_events(client_features.fork_events, client_features.vfork_events);
   inferiors_.add(std::move(*adopted));
@@ -341,6 +342,11 @@ protocol::StopReply Session::make_stop_reply(const ProcessEvent& event) {
     stop.child = protocol::ThreadId{event.fork_child, event.fork_child};
   }
   if (event.vfork_done) stop.reason = protocol::StopReason::VforkDone;
+  if (event.syscall != ProcessEvent::SyscallStop::None) {
+    stop.reason = event.syscall == ProcessEvent::SyscallStop::Entry ? protocol::StopReason::SyscallEntry
+                                                                     : protocol::StopReason::SyscallReturn;
+    stop.reason_addr = static_cast<uint64_t>(event.syscall_number);
+  }
   // A new program: its glibc is another one, found anew by the next qSymbol.
   if (event.exec_path) {
     thread_libraries.erase(process->pid());

@@ -210,6 +210,9 @@ class Session {
   // gdb has an inferior for must die too, not go free.
   void adopt_held_fork_children();
   std::set<int> pass_signals;     // host numbers: delivered without stopping
+  // QCatchSyscalls: the system calls whose entries and returns stop the
+  // program (empty: every one); nullopt: none.
+  std::optional<std::set<int>> caught_syscalls;
   std::set<int> program_signals;  // host numbers; empty set: all may reach the program
   bool program_signals_set = false;
   // Whether a signal that stopped the program goes on to it when the

@@ -2,6 +2,7 @@
 // A scripted stand-in for the program: fake memory and registers, a queue of
 // events to report, and a log of what the session asked it to do.
 #include <deque>
+#include <set>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -91,6 +92,13 @@ class FakeProcess : public stub::process::Process {
   btstub::Expected<stub::process::ProcessEvent> wait_event() override {
     if (auto e = poll_event()) return *e;
     return btstub::make_error(btstub::ErrorCode::Internal, "no scripted event");
+  }
+  btstub::Expected<void> set_syscall_catch(const std::optional<std::set<int>>& caught) override {
+    std::string line = "catch syscalls";
+    if (!caught) line += " off";
+    for (int n : caught.value_or(std::set<int>{})) line += " " + std::to_string(n);
+    log.push_back(line);
+    return {};
   }
   btstub::Expected<void> interrupt() override {
     log.push_back("interrupt");

@@ -102,3 +102,17 @@ TEST_CASE("monitor record status names a backend's last failure to trace a threa
   backend.problem_text = "perf-bts: thread 101: perf_event_open failed: Too many open files";
   CHECK(contains(status(), "Last failure: perf-bts: thread 101: perf_event_open failed: Too many open files\n"));
 }
+
+TEST_CASE("catching system calls and recording exclude each other, with a reason", "[session][monitor]") {
+  Fixture f;
+  CHECK(f.session.handle_packet("QCatchSyscalls:1;27").payload == std::optional<std::string>("OK"));
+  auto refused = f.monitor("record start");
+  CHECK(contains(refused.console, "Cannot record while catching system calls"));
+  CHECK_FALSE(f.tracer->all_enabled());
+  CHECK(f.session.handle_packet("QCatchSyscalls:0").payload == std::optional<std::string>("OK"));
+  CHECK(f.monitor("record start").payload == std::optional<std::string>("OK"));
+  auto catching = f.session.handle_packet("QCatchSyscalls:1");
+  REQUIRE(catching.payload.has_value());
+  CHECK(contains(*catching.payload, "E.Cannot catch system calls while recording"));
+  CHECK(f.process.log.back() == "catch syscalls off");
+}

@@ -174,6 +174,37 @@ TEST_CASE("QPassSignals: a passed signal is delivered without a stop reply", "[s
   CHECK(reply->rfind("T0b", 0) == 0);
 }
 
+TEST_CASE("QCatchSyscalls: the process catches the calls, their stops say syscall_entry and syscall_return",
+          "[session]") {
+  Fixture f;
+  f.negotiate();
+  CHECK(contains(f.ask("qSupported:multiprocess+"), "QCatchSyscalls+"));
+  CHECK(f.ask("QCatchSyscalls:1;27;3c") == "OK");
+  CHECK(f.process.log.back() == "catch syscalls 39 60");
+  (void)f.session.handle_packet("c");
+  stub::process::ProcessEvent entry;
+  entry.tid = 100;
+  entry.signal = SIGTRAP;
+  entry.syscall = stub::process::ProcessEvent::SyscallStop::Entry;
+  entry.syscall_number = 0x27;
+  auto reply = f.session.on_process_event(entry);
+  REQUIRE(reply.has_value());
+  CHECK(reply->rfind("T05", 0) == 0);
+  CHECK(contains(*reply, "syscall_entry:27;"));
+  (void)f.session.handle_packet("c");
+  stub::process::ProcessEvent back = entry;
+  back.syscall = stub::process::ProcessEvent::SyscallStop::Return;
+  reply = f.session.on_process_event(back);
+  REQUIRE(reply.has_value());
+  CHECK(contains(*reply, "syscall_return:27;"));
+  CHECK(f.ask("QCatchSyscalls:1") == "OK");
+  CHECK(f.process.log.back() == "catch syscalls");
+  CHECK(f.ask("QCatchSyscalls:0") == "OK");
+  CHECK(f.process.log.back() == "catch syscalls off");
+  CHECK(contains(f.ask("QCatchSyscalls:1;zz"), "E"));
+  CHECK(f.process.log.back() == "catch syscalls off");
+}
+
 TEST_CASE("exit and death by signal give W and X with the process", "[session]") {
   Fixture f;
   f.negotiate();

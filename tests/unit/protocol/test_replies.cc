@@ -204,6 +204,9 @@ TEST_CASE("stop reply reasons", "[replies]") {
   stop.reason_text = "2f62696e2f6c73";
   CHECK(with(StopReason::Exec) == "T05exec:2f62696e2f6c73;");
   CHECK(with(StopReason::Create) == "T05create:;");
+  stop.reason_addr = 0xe7;
+  CHECK(with(StopReason::SyscallEntry) == "T05syscall_entry:e7;");
+  CHECK(with(StopReason::SyscallReturn) == "T05syscall_return:e7;");
   stop.reason = StopReason::None;
   stop.signal = 0x0b;
   CHECK(reply_stop(stop, true) == "T0b");

@@ -162,6 +162,21 @@ TEST_CASE("QPassSignals and QProgramSignals", "[requests]") {
     require_bad(bad);
 }
 
+TEST_CASE("QCatchSyscalls", "[requests]") {
+  auto off = parse_as<SetCatchSyscalls>("QCatchSyscalls:0");
+  CHECK_FALSE(off.enable);
+  auto any = parse_as<SetCatchSyscalls>("QCatchSyscalls:1");
+  CHECK(any.enable);
+  CHECK(any.syscalls.empty());
+  auto some = parse_as<SetCatchSyscalls>("QCatchSyscalls:1;1;3c;e7");
+  CHECK(some.enable);
+  CHECK(some.syscalls == std::vector<int>{1, 0x3c, 0xe7});
+  for (const char* bad : {"QCatchSyscalls", "QCatchSyscalls:", "QCatchSyscalls:2", "QCatchSyscalls:0;1",
+                          "QCatchSyscalls:1;", "QCatchSyscalls:1;zz", "QCatchSyscalls:1;-1", "QCatchSyscalls:1;10000",
+                          "QCatchSyscalls:11"})
+    require_bad(bad);
+}
+
 TEST_CASE("unknown packets are UnknownPacket with their name", "[requests]") {
   require_unknown("qTStatus", "qTStatus");
   require_unknown("qOffsets", "qOffsets");
