@@ -60,6 +60,18 @@ Expected<Request> parse_xfer(std::string_view rest) {
   if (!object || object->first.empty()) return bad_packet("qXfer: missing object");
   auto op = split_once(object->second, ':');
   if (!op) return bad_packet("qXfer: missing operation");
+  if (op->first == "write") {
+    // ANNEX:OFFSET:DATA, the data binary (it may hold ':').
+    auto annex = split_once(op->second, ':');
+    if (!annex) return bad_packet("qXfer: missing annex separator");
+    auto offset_data = split_once(annex->second, ':');
+    if (!offset_data) return bad_packet("qXfer: expected OFFSET:DATA");
+    auto offset = parse_hex_u64(offset_data->first);
+    if (!offset) return bad_packet("qXfer: bad offset");
+    auto data = unescape_binary(offset_data->second);
+    if (!data) return bad_packet("qXfer: bad escape in data");
+    return Request{XferWrite{std::string(object->first), std::string(annex->first), *offset, std::move(*data)}};
+  }
   if (op->first != "read") return Request{UnknownPacket{"qXfer"}};
   // The annex is whatever precedes the last ':' so an annex with ':' in it
   // still parses.

@@ -29,6 +29,13 @@ struct XferRead {                                       // qXfer:OBJECT:read:ANN
   uint64_t offset = 0;
   uint64_t length = 0;
 };
+// qXfer:OBJECT:write:ANNEX:OFFSET:DATA (DATA binary, escaped as in X).
+struct XferWrite {
+  std::string object;
+  std::string annex;
+  uint64_t offset = 0;
+  std::string data;
+};
 struct MonitorCommand { std::string command; };         // qRcmd,<hex> decoded
 struct SetThread { char op = 'g'; ThreadId thread; };   // Hg / Hc
 struct ThreadAlive { ThreadId thread; };                // T<thread>
@@ -157,7 +164,7 @@ struct UnknownPacket { std::string name; };
 
 using Request = std::variant<
     QSupported, QStartNoAckMode, QueryAttached, QueryCurrentThread,
-    QueryThreadInfoFirst, QueryThreadInfoNext, QueryStopReason, XferRead,
+    QueryThreadInfoFirst, QueryThreadInfoNext, QueryStopReason, XferRead, XferWrite,
     MonitorCommand, SetThread, ThreadAlive, MustReplyEmpty, SetPassSignals,
     SetProgramSignals, SetCatchSyscalls, QueryVContSupported,
     ReadAllRegisters, WriteAllRegisters, ReadRegister, WriteRegister,

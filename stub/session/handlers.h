@@ -72,6 +72,7 @@ std::optional<std::pair<pid_t, int>> last_stop_signal(const Session&);
 
 // handlers_xfer.cc
 Reply handle(Session&, const XferRead&);
+Reply handle(Session&, const XferWrite&);
 
 // handlers_file.cc
 Reply handle(Session&, const FileOpen&);

@@ -48,6 +48,7 @@ Reply handle(Session& s, const QSupported& req) {
       "qXfer:libraries-svr4:read+",
       "qXfer:threads:read+",
       "qXfer:siginfo:read+",
+      "qXfer:siginfo:write+",
       "qXfer:osdata:read+",
       "vContSupported+",
   };

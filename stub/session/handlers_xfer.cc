@@ -1,5 +1,6 @@
 // qXfer:OBJECT:read: each object is a function that builds the whole
 // document; the reply carries the slice gdb asked for.
+#include <algorithm>
 #include <charconv>
 #include <map>
 
@@ -130,6 +131,29 @@ Reply handle(Session& s, const XferRead& req) {
   auto document = it->second(s, req.annex);
   if (!document) return Reply::now(reply_error(document.error()));
   return Reply::now(reply_xfer_chunk(*document, req.offset, req.length));
+}
+
+// qXfer:siginfo:write (gdb's `set $_siginfo...`): the general thread's
+// siginfo_t, changed in place; the signal it goes on with carries it, as
+// under gdbserver. Only in the present: the past is read-only.
+Reply handle(Session& s, const XferWrite& req) {
+  if (req.object != "siginfo") return Reply::now(reply_empty());
+  using btstub::ErrorCode;
+  using btstub::make_error;
+  if (!s.has_process()) return Reply::now(reply_error(make_error(ErrorCode::NoProcess, "No process")));
+  const pid_t tid = s.current_thread();
+  if (s.replaying(tid)) {
+    return Reply::now(reply_error(make_error(ErrorCode::InvalidArgument,
+                                             "Cannot write siginfo in the recorded past; go forward to the end first")));
+  }
+  auto info = s.process()->read_siginfo(tid);
+  if (!info) return Reply::now(reply_error(info.error()));
+  if (req.offset > info->size() || req.data.size() > info->size() - req.offset) {
+    return Reply::now(reply_error(make_error(ErrorCode::InvalidArgument, "Write past the end of siginfo")));
+  }
+  std::copy(req.data.begin(), req.data.end(), info->begin() + static_cast<std::ptrdiff_t>(req.offset));
+  if (auto written = s.process()->write_siginfo(tid, *info); !written) return Reply::now(reply_error(written.error()));
+  return Reply::now(protocol::hex_number(req.data.size()));
 }
 
 }  // namespace stub::session

@@ -117,12 +117,27 @@ TEST_CASE("qXfer read", "[requests]") {
   CHECK(big.annex == "1f");
   CHECK(big.offset == UINT64_MAX);
 
-  require_unknown("qXfer:features:write:target.xml:0:abc", "qXfer");
+  require_unknown("qXfer:features:append:target.xml:0:abc", "qXfer");
   for (const char* bad : {"qXfer", "qXfer:", "qXfer::read:a:0,1", "qXfer:features",
                           "qXfer:features:read", "qXfer:features:read:target.xml",
                           "qXfer:features:read:target.xml:0", "qXfer:features:read:target.xml:0,",
                           "qXfer:features:read:target.xml:,10", "qXfer:features:read:t:0x0,10",
                           "qXfer:features:read:t:g,10", "qXfer:features:read:t:0,10000000000000000"})
+    require_bad(bad);
+}
+
+TEST_CASE("qXfer write: annex, offset and binary data", "[requests]") {
+  auto w = parse_as<XferWrite>("qXfer:siginfo:write::8:a}\x03:b");
+  CHECK(w.object == "siginfo");
+  CHECK(w.annex.empty());
+  CHECK(w.offset == 8);
+  CHECK(w.data == std::string("a#:b"));
+  auto named = parse_as<XferWrite>("qXfer:features:write:target.xml:10:");
+  CHECK(named.annex == "target.xml");
+  CHECK(named.offset == 0x10);
+  CHECK(named.data.empty());
+  for (const char* bad : {"qXfer:siginfo:write", "qXfer:siginfo:write:", "qXfer:siginfo:write::", "qXfer:siginfo:write::zz:a",
+                          "qXfer:siginfo:write::8", "qXfer:siginfo:write::8:a}"})
     require_bad(bad);
 }
 
