@@ -169,7 +169,6 @@ Expected<void> PtraceProcess::raw_resume(pid_t tid, ThreadState& thread, StepKin
   const bool catching = !step && caught_syscalls_ && !(hook_ != nullptr && hook_->traces(tid));
   auto r = do_ptrace(step ? PTRACE_SINGLESTEP : catching ? PTRACE_SYSCALL : PTRACE_CONT, tid, 0, signal_arg(signal));
   if (!r) return r.error();
-  if (!catching) thread.in_syscall = false;
   thread.running = true;
   thread.pc_moved_unrun = false;
   thread.stepping = step;
@@ -529,12 +528,19 @@ std::optional<ProcessEvent> PtraceProcess::no_resumed_left(pid_t gone) {
 }
 
 std::optional<ProcessEvent> PtraceProcess::syscall_stop(pid_t tid, ThreadState& thread) {
-  const bool entry = !thread.in_syscall;
-  thread.in_syscall = entry;
+  // The kernel says whether this is the call's entry or its return: a
+  // count of stops does not (a vfork's return comes after the parent was
+  // held and resumed otherwise, an execve's after the exec event rebuilt
+  // the thread).
+  struct __ptrace_syscall_info info{};
+  const bool have_info = do_ptrace(PTRACE_GET_SYSCALL_INFO, tid, sizeof info, &info).ok() &&
+                         (info.op == PTRACE_SYSCALL_INFO_ENTRY || info.op == PTRACE_SYSCALL_INFO_EXIT);
+  const bool entry = info.op == PTRACE_SYSCALL_INFO_ENTRY;
   user_regs_struct regs{};
   const bool have_regs = do_ptrace(PTRACE_GETREGS, tid, 0, &regs).ok();
   const int number = static_cast<int>(regs.orig_rax);
-  if (have_regs && caught_syscalls_ && (caught_syscalls_->empty() || caught_syscalls_->count(number) != 0)) {
+  if (have_info && have_regs && caught_syscalls_ &&
+      (caught_syscalls_->empty() || caught_syscalls_->count(number) != 0)) {
     ProcessEvent event;
     event.tid = tid;
     event.signal = SIGTRAP;

@@ -211,10 +211,6 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     // Where its resume runs into a user breakpoint under the pc rather than
     // stepping off it (start_thread): a step there runs the int3 too.
     std::optional<uint64_t> into_breakpoint;
-    // Between the entry and the return of a system call, as its
-    // PTRACE_SYSCALL stops tell (the next one is the return); any other
-    // resume forgets it, as gdbserver does.
-    bool in_syscall = false;
     // The leader ended (pthread_exit) while other threads live on: a zombie
     // that reports nothing until they end too, so it is never stopped,
     // resumed, listed or detached again; kept for the process's exit status.

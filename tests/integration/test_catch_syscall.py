@@ -17,7 +17,13 @@ gdbserver's:
    an entry or a return with its call's name, the same pcs, and the same
    $orig_rax at each;
 3. `catch syscall getppid`, one stop, `delete`, continue: the program runs
-   to its end without another stop (QCatchSyscalls:0).
+   to its end without another stop (QCatchSyscalls:0);
+4. `catch syscall vfork wait4 execve` to the end: the vfork's return
+   after its child ended, and the execve's return in the new image
+   (at _start), each told as a return; before, btstub counted stops to
+   tell entries from returns, and every stop after a vfork, and the
+   execve's return, came out the wrong way round (a review's sessions).
+   Now the kernel says which (PTRACE_GET_SYSCALL_INFO).
 
 Under `--record` (btstub only) catching is refused while the program is
 recorded (the tracer steps every system call): gdb warns that it cannot
@@ -53,7 +59,8 @@ def sessions(prog):
     listed = ["catch syscall getppid write"] + ["continue", "print $pc"] * 11
     every = ["break main", "continue", "catch syscall"] + ["continue", "print $pc", "print $orig_rax"] * 16
     deleted = ["catch syscall getppid", "continue", "delete", "continue"]
-    return {"listed": listed, "every": every, "deleted": deleted}
+    vfork_exec = ["catch syscall vfork wait4 execve"] + ["continue", "print $pc"] * 9
+    return {"listed": listed, "every": every, "deleted": deleted, "vfork_exec": vfork_exec}
 
 
 def main(args, c):
@@ -74,7 +81,13 @@ def main(args, c):
                         [s[:2] for s in stops(got)], got.transcript()[-3000:])
             if name == "every":
                 c.equal("%s: sixteen stops" % what, 16, len(stops(got)), got.transcript()[-3000:])
-            if name in ("listed", "deleted"):
+            if name == "vfork_exec":
+                c.equal("%s: each call's entry, then its return" % what,
+                        [("call to", "wait4"), ("returned from", "wait4"), ("call to", "vfork"),
+                         ("returned from", "vfork"), ("call to", "wait4"), ("returned from", "wait4"),
+                         ("call to", "execve"), ("returned from", "execve")],
+                        [s[:2] for s in stops(got)], got.transcript()[-3000:])
+            if name in ("listed", "deleted", "vfork_exec"):
                 c.true("%s: the program ends normally" % what, "exited normally" in got.output,
                        got.transcript()[-3000:])
         recorded = run_gdb(["catch syscall getppid", "continue"], prog,
