@@ -134,8 +134,12 @@ BlockTrace::Handing BlockTrace::hand_to_packer(const Chunk& chunk, std::shared_p
   if (!code && !or_encode) return Handing::Refused;
   const Handing handing = code ? Handing::Packing : tried ? Handing::EncodingForGood : Handing::Encoding;
   inbox_->expect_one(code != nullptr);
+  // Not tried now: the packer finds out, while it encodes, whether the
+  // backlog may try it later (most of an interpreter's chunks span more
+  // pages than a snapshot takes, and were decoded again only to see that).
+  const std::size_t pages_asked = handing == Handing::Encoding ? kMaxPackPages : 0;
   packer_->submit(inbox_, PackJob{chunk.first_sequence, chunk.previous_to, std::move(raw), with_stacks_,
-                                  std::move(code), or_encode});
+                                  std::move(code), or_encode, pages_asked});
   return handing;
 }
 
@@ -160,6 +164,10 @@ void BlockTrace::feed_backlog() {
     }
     const Chunk& chunk = chunks_[*index];
     if (chunk.raw) continue;
+    if (chunk.never_packs) {
+      backlog_.erase(at);
+      continue;
+    }
     std::shared_ptr<RawChunk> decoded = fresh_raw();
     if (!decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, chunk.count, decoded->branches,
                              decoded->stacks)) {
@@ -176,7 +184,8 @@ void BlockTrace::feed_backlog() {
 
 void BlockTrace::collect_packed() {
   if (!inbox_) return;
-  for (PackResult& packed : inbox_->take()) {
+  inbox_->take(collected_);
+  for (PackResult& packed : collected_) {
     // The chunk, unless its branches were dropped since.
     const std::optional<std::size_t> index = chunk_starting_at(packed.first_sequence);
     if (!index) continue;
@@ -272,6 +281,7 @@ void BlockTrace::put_explicit(std::size_t index, PackResult& packed) {
   chunk_bytes_ -= raw_bytes(chunk);
   recycle(chunk.raw);
   chunk.bytes = std::move(*packed.explicit_bytes);
+  chunk.never_packs = packed.never_packs;
   chunk_bytes_ += chunk.bytes.size();
 }
 

@@ -28,15 +28,12 @@
 #include <vector>
 
 #include "decoder/branch.h"
+#include "decoder/chunk_packer.h"
 #include "decoder/code_reader.h"
 
 namespace decoder {
 
 class PtChunkCodec;
-class ChunkPacker;
-class PackInbox;
-struct PackResult;
-struct RawChunk;
 
 enum class OverflowPolicy {
   DropOldest,  // ring: the newest branches win (BTS default)
@@ -220,6 +217,9 @@ class BlockTrace {
     uint32_t count = 0;
     uint32_t packet_bytes = 0;  // PT: where the snapshots begin
     bool pt = false;
+    // Explicit, and its code spans more pages than a snapshot takes (the
+    // packer found out): the backlog drops it without decoding it.
+    bool never_packs = false;
     // Handed to the packer: the branches as they are (and `bytes` empty),
     // shared with the job, until its packed or explicit form replaces
     // them, or the trace encodes them when none comes.
@@ -289,6 +289,7 @@ class BlockTrace {
   std::shared_ptr<PtChunkCodec> codec_;  // null: no code reader
   std::shared_ptr<ChunkPacker> packer_;  // null: chunks are packed where sealed
   std::shared_ptr<PackInbox> inbox_;     // the packer's results for this trace
+  std::vector<PackResult> collected_;   // inbox_'s last results: their room trades places with the inbox's
   std::deque<uint64_t> backlog_;         // first sequences of chunks left explicit while the packer was busy
   // Raw chunks whose form came back, refilled: fresh ones had their pages
   // faulted in again and again (a tenth of btstub's thread while it

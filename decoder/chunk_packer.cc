@@ -15,11 +15,12 @@ constexpr uint64_t kMaxBlockBytes = 1 << 16;
 // The longest x86 instruction: one starting at a block's end may reach
 // into the next page.
 constexpr uint64_t kMaxInstructionBytes = 15;
+constexpr uint64_t kPageSize = CodeSnapshot::kPageSize;
 
 }  // namespace
 
-std::shared_ptr<CodeSnapshot> CodeSnapshot::take(CodeReader& code, uint64_t previous_to,
-                                                 const std::vector<Branch>& branches, std::size_t max_pages) {
+std::optional<std::vector<uint64_t>> snapshot_pages(uint64_t previous_to, const std::vector<Branch>& branches,
+                                                    std::size_t max_pages) {
   // Sorted, at most max_pages (32): a search is a few compares and needs
   // no node per page, and a chunk's thousand blocks mostly lie on the
   // pages the block before it covered.
@@ -45,12 +46,19 @@ std::shared_ptr<CodeSnapshot> CodeSnapshot::take(CodeReader& code, uint64_t prev
   };
   uint64_t begin = previous_to;
   for (const Branch& b : branches) {
-    if (!cover(begin, b.from)) return nullptr;
+    if (!cover(begin, b.from)) return std::nullopt;
     begin = b.to;
   }
-  if (!branches.empty() && !cover(begin, begin)) return nullptr;
+  if (!branches.empty() && !cover(begin, begin)) return std::nullopt;
+  return pages;
+}
+
+std::shared_ptr<CodeSnapshot> CodeSnapshot::take(CodeReader& code, uint64_t previous_to,
+                                                 const std::vector<Branch>& branches, std::size_t max_pages) {
+  const std::optional<std::vector<uint64_t>> pages = snapshot_pages(previous_to, branches, max_pages);
+  if (!pages) return nullptr;
   auto snapshot = std::make_shared<CodeSnapshot>();
-  for (uint64_t page : pages) {
+  for (uint64_t page : *pages) {
     std::vector<uint8_t> bytes(kPageSize);
     bytes.resize(code.read(page, bytes.data(), bytes.size()));
     snapshot->pages_.emplace(page, std::move(bytes));
@@ -107,6 +115,9 @@ PackResult run_pack_job(const PackJob& job, SegmentPacker& packer) {
   if (job.code && !job.encode_unpacked) return result;
   if (job.with_stacks && stacks.size() != branches.size()) return result;  // a caller bug: the trace encodes it
   result.explicit_bytes = encode_explicit(*job.raw, job.previous_to, job.with_stacks);
+  if (!job.code && job.pages_asked > 0) {
+    result.never_packs = !snapshot_pages(job.previous_to, branches, job.pages_asked).has_value();
+  }
   return result;
 }
 
@@ -125,11 +136,12 @@ void PackInbox::put(PackResult result) {
   if (pending_ == pending_packing_) idle_.notify_all();  // wait_encoded's, and wait_idle's when 0
 }
 
-std::vector<PackResult> PackInbox::take() {
-  if (!has_done_.load(std::memory_order_acquire)) return {};
+void PackInbox::take(std::vector<PackResult>& out) {
+  out.clear();
+  if (!has_done_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(mutex_);
   has_done_.store(false, std::memory_order_relaxed);
-  return std::exchange(done_, {});
+  out.swap(done_);
 }
 
 std::size_t PackInbox::pending_packing() const {

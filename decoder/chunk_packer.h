@@ -37,6 +37,12 @@
 namespace decoder {
 
 // The code under a chunk's blocks, read once.
+// The pages a CodeSnapshot of `branches` (the first block beginning at
+// `previous_to`) takes, sorted, without reading them; nullopt when that is
+// more than `max_pages` pages or a block cannot be walked.
+std::optional<std::vector<uint64_t>> snapshot_pages(uint64_t previous_to, const std::vector<Branch>& branches,
+                                                    std::size_t max_pages);
+
 class CodeSnapshot final : public CodeReader {
  public:
   // The pages under the blocks of `branches` (the first begins at
@@ -46,9 +52,9 @@ class CodeSnapshot final : public CodeReader {
   static std::shared_ptr<CodeSnapshot> take(CodeReader& code, uint64_t previous_to,
                                             const std::vector<Branch>& branches, std::size_t max_pages);
   std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) override;  // changes nothing
+  static constexpr uint64_t kPageSize = 4096;
 
  private:
-  static constexpr uint64_t kPageSize = 4096;
   std::map<uint64_t, std::vector<uint8_t>> pages_;  // page address -> its readable bytes
 };
 
@@ -76,6 +82,10 @@ struct PackJob {
   // With code, and no segment kept: encode it explicitly (false: the
   // chunk is explicit already, handed again to be packed).
   bool encode_unpacked = true;
+  // Without code (the trace did not try: packs were waiting): whether
+  // the chunk's code would fit a snapshot of this many pages is asked
+  // too (PackResult::never_packs). 0: not asked.
+  std::size_t pages_asked = 0;
 };
 
 struct PackResult {
@@ -88,6 +98,9 @@ struct PackResult {
   // never ran (the trace then encodes it).
   std::optional<std::vector<uint8_t>> explicit_bytes;
   bool packing = false;  // the job had code (PackInbox counts those apart)
+  // PackJob::pages_asked, and the code does not fit: handing the chunk
+  // again to be packed would only decode it to find that out.
+  bool never_packs = false;
 };
 
 // Packs `job` (over its snapshot) as BlockTrace would in place, or
@@ -101,7 +114,11 @@ class PackInbox {
  public:
   void expect_one(bool packing);  // a job was submitted for this inbox (with code: packing)
   void put(PackResult result);
-  std::vector<PackResult> take();
+  // The results put since the last take, into `out` (cleared first).
+  // The two vectors trade places: neither thread frees memory the other
+  // allocated (a free into another thread's malloc arena waits for its
+  // lock, which the packer holds while it faults fresh pages in).
+  void take(std::vector<PackResult>& out);
   std::size_t pending() const;          // submitted, not put yet
   std::size_t pending_packing() const;  // of those, the ones with code
   bool has_results() const { return has_done_.load(std::memory_order_acquire); }  // put, not taken yet

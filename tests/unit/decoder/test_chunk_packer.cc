@@ -285,6 +285,97 @@ TEST_CASE("chunk packer: a chunk whose code a snapshot cannot take goes to be en
   for (uint64_t seq = 0; seq < all.size(); ++seq) REQUIRE(trace.at(seq) == all[seq]);
 }
 
+TEST_CASE("chunk packer: a chunk only encoded while packs waited learns from the packer whether its code fits a snapshot") {
+  Code code;
+  auto packer = std::make_shared<HeldPacker>();
+  BlockTrace trace(B, 100000);
+  trace.set_code(code.reader);
+  trace.set_packer(packer);
+  // kMaxPendingPacks chunks go with their code; then one with a block no
+  // snapshot walks, then one of the loop alone: both only to be encoded.
+  const std::size_t packed = BlockTrace::kMaxPendingPacks;
+  (void)fill(trace, packed * BlockTrace::kChunkBranches, false);
+  REQUIRE(trace.append(B + 0x100000, B));
+  (void)fill(trace, 2 * BlockTrace::kChunkBranches, false);
+  REQUIRE(packer->jobs.size() == packed + 2);
+  for (std::size_t i = 0; i < packer->jobs.size(); ++i) {
+    const decoder::PackJob& job = packer->jobs[i].second;
+    CHECK((job.code != nullptr) == (i < packed));
+    CHECK(job.pages_asked == (i < packed ? 0 : BlockTrace::kMaxPackPages));
+  }
+  const decoder::PackJob wide = packer->jobs[packed].second;
+  const decoder::PackJob loop = packer->jobs[packed + 1].second;
+  decoder::SegmentPacker segments{decoder::InstructionDecoder::create().value()};
+  const decoder::PackResult wide_result = decoder::run_pack_job(wide, segments);
+  CHECK(wide_result.explicit_bytes.has_value());
+  CHECK(wide_result.never_packs);
+  CHECK_FALSE(decoder::run_pack_job(loop, segments).never_packs);
+  // Asked for nothing, the packer says nothing.
+  decoder::PackJob unasked = wide;
+  unasked.pages_asked = 0;
+  CHECK_FALSE(decoder::run_pack_job(unasked, segments).never_packs);
+  // Once collected, only the loop's chunk goes to be packed again; the
+  // other leaves the backlog as it is.
+  packer->run_all();
+  trace.collect_packed();
+  REQUIRE(packer->jobs.size() == 1);
+  CHECK(packer->jobs.front().second.first_sequence == loop.first_sequence);
+  CHECK(packer->jobs.front().second.code != nullptr);
+  CHECK(trace.backlog_chunks() == 0);
+  packer->run_all();
+  trace.collect_packed();
+  CHECK(trace.pt_chunks() == packed + 1);
+  CHECK(trace.explicit_chunks() == 1);
+  CHECK(trace.at(packed * BlockTrace::kChunkBranches) == Branch{B + 0x100000, B});
+}
+
+TEST_CASE("chunk packer: the pages a snapshot would take, without reading them") {
+  constexpr uint64_t P = 0x400000;
+  // Each block on a page of its own: 32 fit, 33 do not.
+  auto blocks_on_pages = [&](std::size_t pages) {
+    std::vector<Branch> branches;
+    for (std::size_t i = 1; i < pages; ++i) branches.push_back({P + (i - 1) * 0x2000 + 0x10, P + i * 0x2000});
+    return branches;
+  };
+  const auto fits = decoder::snapshot_pages(P, blocks_on_pages(32), 32);
+  REQUIRE(fits.has_value());
+  CHECK(fits->size() == 32);
+  CHECK(std::is_sorted(fits->begin(), fits->end()));
+  CHECK(fits->front() == P);
+  CHECK_FALSE(decoder::snapshot_pages(P, blocks_on_pages(33), 32).has_value());
+  // A block ending 15 bytes or less before a page's end may reach into the next.
+  const auto edge = decoder::snapshot_pages(P, {{P + 0xff8, P + 0x10}}, 32);
+  REQUIRE(edge.has_value());
+  CHECK(*edge == std::vector<uint64_t>{P, P + 0x1000});
+  CHECK_FALSE(decoder::snapshot_pages(P + 0x40, {{P + 0x07, P + 0x05}}, 32).has_value());  // ends before it begins
+}
+
+TEST_CASE("chunk packer: the inbox hands its results over by trading vectors") {
+  decoder::PackInbox inbox;
+  std::vector<decoder::PackResult> out(3);
+  inbox.take(out);
+  CHECK(out.empty());  // nothing put: cleared
+  inbox.expect_one(false);
+  inbox.expect_one(true);
+  decoder::PackResult first;
+  first.first_sequence = 7;
+  inbox.put(first);
+  CHECK(inbox.has_results());
+  CHECK(inbox.pending() == 1);
+  decoder::PackResult second;
+  second.first_sequence = 9;
+  second.packing = true;
+  inbox.put(second);
+  CHECK(inbox.pending() == 0);
+  inbox.take(out);
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].first_sequence == 7);
+  CHECK(out[1].first_sequence == 9);
+  CHECK_FALSE(inbox.has_results());
+  inbox.take(out);
+  CHECK(out.empty());
+}
+
 TEST_CASE("chunk packer: a chunk left explicit whose branches were dropped is not handed over") {
   Code code;
   auto packer = std::make_shared<HeldPacker>();
