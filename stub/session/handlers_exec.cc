@@ -351,18 +351,6 @@ Reply handle(Session& s, const SetPassSignals& req) {
   return Reply::now(reply_ok());
 }
 
-namespace {
-// Whether the program is recorded (some thread traced) or replayed.
-bool recording(Session& s) {
-  if (s.any_replaying()) return true;
-  const stub::tracing::TraceBackend* backend = s.trace_backend;
-  Process* process = s.process();
-  if (backend == nullptr || process == nullptr) return false;
-  const std::vector<pid_t> tids = process->threads();
-  return backend->all_enabled() || std::any_of(tids.begin(), tids.end(), [&](pid_t tid) { return backend->enabled(tid); });
-}
-}  // namespace
-
 // gdb's `catch syscall`: the process layer stops a continue at the calls'
 // entries and returns (PTRACE_SYSCALL). Refused while recording: the
 // tracer steps over every system call, where PTRACE_SYSCALL would stop
@@ -370,7 +358,7 @@ bool recording(Session& s) {
 Reply handle(Session& s, const SetCatchSyscalls& req) {
   std::optional<std::set<int>> caught;
   if (req.enable) {
-    if (recording(s)) {
+    if (s.any_replaying() || s.records_a_thread()) {
       return error(btstub::make_error(btstub::ErrorCode::NotSupported,
                                       "Cannot catch system calls while recording (btstub's tracer steps each one)"));
     }

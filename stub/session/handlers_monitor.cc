@@ -89,15 +89,6 @@ std::optional<MonitorOutput> set_bound(Session& s, TraceBackend& backend, const 
   return std::nullopt;
 }
 
-// Whether some thread of the program is recorded (gdb's `record btrace`
-// enables threads one by one).
-bool records_a_thread(Session& s, const TraceBackend& backend) {
-  Process* process = s.process();
-  if (process == nullptr) return false;
-  const std::vector<pid_t> tids = process->threads();
-  return std::any_of(tids.begin(), tids.end(), [&](pid_t tid) { return backend.enabled(tid); });
-}
-
 // monitor record start [SIZE]|stop|status|size SIZE: whole-program recording, as --record.
 MonitorOutput monitor_record(Session& s, const std::string& args) {
   TraceBackend* backend = s.trace_backend;
@@ -114,7 +105,7 @@ MonitorOutput monitor_record(Session& s, const std::string& args) {
                                  " backend, " + describe_config(backend->config()) + ").\n"};
   }
   if (args == "stop") {
-    if (!backend->all_enabled() && !records_a_thread(s, *backend)) return failure("Nothing is being recorded.\n");
+    if (!s.records_a_thread()) return failure("Nothing is being recorded.\n");
     // gdb would go on showing the past it stands in, and then run from the
     // present: as for a resize, the client goes forward first.
     if (s.any_replaying()) return failure("Cannot stop recording while replaying: go forward to the end first.\n");

@@ -179,6 +179,14 @@ bool Session::replaying(pid_t tid) const { return replay_ && replay_->replaying(
 
 bool Session::any_replaying() const { return replay_ && replay_->any_replaying(); }
 
+bool Session::records_a_thread() {
+  Process* program = process();
+  if (trace_backend == nullptr || program == nullptr) return false;
+  if (trace_backend->all_enabled()) return true;
+  const std::vector<pid_t> tids = program->threads();
+  return std::any_of(tids.begin(), tids.end(), [&](pid_t tid) { return trace_backend->enabled(tid); });
+}
+
 void Session::go_live() {
   if (replay_) replay_->go_live();
 }

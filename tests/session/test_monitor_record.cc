@@ -116,3 +116,17 @@ TEST_CASE("catching system calls and recording exclude each other, with a reason
   CHECK(contains(*catching.payload, "E.Cannot catch system calls while recording"));
   CHECK(f.process.log.back() == "catch syscalls off");
 }
+
+TEST_CASE("a thread gdb's record btrace traces is recording, for catch syscall and monitor record stop", "[session][monitor]") {
+  Fixture f;
+  REQUIRE(f.session.handle_packet("Qbtrace:bts").payload == std::optional<std::string>("OK"));
+  REQUIRE_FALSE(f.tracer->all_enabled());
+  REQUIRE(f.tracer->enabled(100));
+  auto catching = f.session.handle_packet("QCatchSyscalls:1");
+  REQUIRE(catching.payload.has_value());
+  CHECK(contains(*catching.payload, "E.Cannot catch system calls while recording"));
+  auto stop = f.monitor("record stop");
+  CHECK(contains(stop.console, "stopped"));
+  CHECK_FALSE(f.tracer->enabled(100));
+  CHECK(f.session.handle_packet("QCatchSyscalls:1").payload == std::optional<std::string>("OK"));
+}
