@@ -153,8 +153,9 @@ void BlockTrace::feed_backlog() {
   std::size_t i = backlog_.size();
   while (i > 0) {
     // Asked before decoding: a chunk decoded for a busy packer was thrown
-    // away, at every seal and stop (a tenth of btstub's CPU while recording).
-    if (inbox_->pending_packing() >= kMaxPendingPacks) return;
+    // away, at every seal and stop (a tenth of btstub's CPU while recording):
+    // busy with packs, or with as many jobs as it takes.
+    if (inbox_->pending_packing() >= kMaxPendingPacks || inbox_->pending() >= kMaxPendingJobs) return;
     --i;
     const auto at = backlog_.begin() + static_cast<std::ptrdiff_t>(i);
     const std::optional<std::size_t> index = chunk_starting_at(*at);
@@ -169,6 +170,7 @@ void BlockTrace::feed_backlog() {
       continue;
     }
     std::shared_ptr<RawChunk> decoded = fresh_raw();
+    ++backlog_decoded_;
     if (!decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, chunk.count, decoded->branches,
                              decoded->stacks)) {
       backlog_.erase(at);

@@ -150,6 +150,8 @@ class BlockTrace {
   std::size_t raw_chunks() const;
   // Explicit chunks waiting to be handed again to be packed.
   std::size_t backlog_chunks() const { return backlog_.size(); }
+  // Chunks the backlog decoded to hand them over again (for tests).
+  uint64_t backlog_decoded() const { return backlog_decoded_; }
   // Branches after the last chunk, not sealed yet: append_stacked makes a
   // chunk straight from a run that reaches one branch past the chunk these
   // begin.
@@ -291,6 +293,7 @@ class BlockTrace {
   std::shared_ptr<PackInbox> inbox_;     // the packer's results for this trace
   std::vector<PackResult> collected_;   // inbox_'s last results: their room trades places with the inbox's
   std::deque<uint64_t> backlog_;         // first sequences of chunks left explicit while the packer was busy
+  uint64_t backlog_decoded_ = 0;
   // Raw chunks whose form came back, refilled: fresh ones had their pages
   // faulted in again and again (a tenth of btstub's thread while it
   // stored a translated log). A few: 32 KiB each, per traced thread.

@@ -329,6 +329,63 @@ TEST_CASE("chunk packer: a chunk only encoded while packs waited learns from the
   CHECK(trace.at(packed * BlockTrace::kChunkBranches) == Branch{B + 0x100000, B});
 }
 
+TEST_CASE("chunk packer: while the packer holds as many jobs as it takes, the backlog decodes nothing") {
+  Code code;
+  auto packer = std::make_shared<HeldPacker>();
+  BlockTrace trace(B, 1000000);
+  trace.set_code(code.reader);
+  trace.set_packer(packer);
+  std::vector<Branch> all;
+  std::size_t at = 0;  // where in pass() the next branch is
+  auto chunks = [&](std::size_t n, bool wide) {
+    for (std::size_t c = 0; c < n; ++c) {
+      std::size_t loop = BlockTrace::kChunkBranches;
+      if (wide) {  // a block no snapshot walks, back to B
+        REQUIRE(trace.append(B + 0x100000, B));
+        all.push_back({B + 0x100000, B});
+        at = 0;
+        --loop;
+      }
+      for (const Branch& b : fill(trace, loop, false, at)) all.push_back(b);
+      at += loop;
+    }
+  };
+  // kMaxPendingPacks jobs with code, then as many only to be encoded as
+  // the packer takes.
+  chunks(BlockTrace::kMaxPendingJobs, false);
+  chunks(1, false);  // sealed by the next branch
+  REQUIRE(packer->jobs.size() == BlockTrace::kMaxPendingJobs);
+  // Two packs done; two chunks whose code no snapshot takes fill the room
+  // again (tried, refused, encode-only): the packer holds all it takes,
+  // fewer than kMaxPendingPacks of them packs.
+  for (int done = 0; done < 2; ++done) {
+    REQUIRE(packer->jobs.front().second.code != nullptr);
+    packer->jobs.front().first->put(decoder::run_pack_job(packer->jobs.front().second, packer->packer));
+    packer->jobs.pop_front();
+  }
+  chunks(2, true);
+  REQUIRE(packer->jobs.size() == BlockTrace::kMaxPendingJobs);
+  // Chunks sealed now are encoded by the trace, for the backlog; feeding
+  // it, at each seal and collect, decodes none for a packer that takes no
+  // job.
+  chunks(3, false);
+  (void)fill(trace, 1, false, at);
+  all.push_back(pass()[at % pass().size()]);
+  CHECK(trace.backlog_chunks() >= 3);
+  for (int collect = 0; collect < 3; ++collect) trace.collect_packed();
+  CHECK(trace.backlog_decoded() == 0);
+  CHECK(packer->jobs.size() == BlockTrace::kMaxPendingJobs);
+  // Once the packer is done, the backlog's chunks go to be packed.
+  for (int round = 0; round < 40 && !packer->jobs.empty(); ++round) {
+    packer->run_all();
+    trace.collect_packed();
+  }
+  CHECK(packer->jobs.empty());
+  CHECK(trace.backlog_decoded() > 0);
+  CHECK(trace.explicit_chunks() == 2);  // the two no snapshot takes
+  for (uint64_t seq = 0; seq < all.size(); ++seq) REQUIRE(trace.at(seq) == all[seq]);
+}
+
 TEST_CASE("chunk packer: the pages a snapshot would take, without reading them") {
   constexpr uint64_t P = 0x400000;
   // Each block on a page of its own: 32 fit, 33 do not.
