@@ -36,13 +36,13 @@
 
 namespace decoder {
 
-// The code under a chunk's blocks, read once.
 // The pages a CodeSnapshot of `branches` (the first block beginning at
 // `previous_to`) takes, sorted, without reading them; nullopt when that is
 // more than `max_pages` pages or a block cannot be walked.
 std::optional<std::vector<uint64_t>> snapshot_pages(uint64_t previous_to, const std::vector<Branch>& branches,
                                                     std::size_t max_pages);
 
+// The code under a chunk's blocks, read once.
 class CodeSnapshot final : public CodeReader {
  public:
   // The pages under the blocks of `branches` (the first begins at

@@ -358,7 +358,8 @@ Reply handle(Session& s, const SetPassSignals& req) {
 Reply handle(Session& s, const SetCatchSyscalls& req) {
   std::optional<std::set<int>> caught;
   if (req.enable) {
-    if (s.any_replaying() || s.records_a_thread()) {
+    // (Without a program yet, catching stays allowed, as it always was.)
+    if (s.any_replaying() || (s.process() != nullptr && s.records_a_thread())) {
       return error(btstub::make_error(btstub::ErrorCode::NotSupported,
                                       "Cannot catch system calls while recording (btstub's tracer steps each one)"));
     }

@@ -180,9 +180,11 @@ bool Session::replaying(pid_t tid) const { return replay_ && replay_->replaying(
 bool Session::any_replaying() const { return replay_ && replay_->any_replaying(); }
 
 bool Session::records_a_thread() {
-  Process* program = process();
-  if (trace_backend == nullptr || program == nullptr) return false;
+  if (trace_backend == nullptr) return false;
+  // --record and monitor record start hold before the program exists too.
   if (trace_backend->all_enabled()) return true;
+  Process* program = process();
+  if (program == nullptr) return false;
   const std::vector<pid_t> tids = program->threads();
   return std::any_of(tids.begin(), tids.end(), [&](pid_t tid) { return trace_backend->enabled(tid); });
 }

@@ -294,8 +294,8 @@ class Session {
   bool replaying(pid_t tid) const;
   bool any_replaying() const;
   // Whether the trace backend records some thread of the program: all of
-  // them (--record, monitor record start) or those gdb's `record btrace`
-  // enabled one by one.
+  // them (--record, monitor record start; also before there is a program)
+  // or those gdb's `record btrace` enabled one by one.
   bool records_a_thread();
   // Every thread back at its live end (before the program runs again, or
   // when the traces may change under the engine).

@@ -130,3 +130,16 @@ TEST_CASE("a thread gdb's record btrace traces is recording, for catch syscall a
   CHECK_FALSE(f.tracer->enabled(100));
   CHECK(f.session.handle_packet("QCatchSyscalls:1").payload == std::optional<std::string>("OK"));
 }
+
+TEST_CASE("monitor record start and stop before there is a program", "[session][monitor]") {
+  std::unique_ptr<stub::tracing::SoftwareTracer> tracer = stub::tracing::SoftwareTracer::create().value();
+  stub::session::Session session{stub::session::SessionConfig{}, nullptr};
+  session.trace_backend = tracer.get();
+  auto monitor = [&](std::string_view command) { return session.handle_packet("qRcmd," + protocol::hex_encode(command)); };
+  CHECK(contains(monitor("record stop").console, "Nothing is being recorded."));
+  CHECK(monitor("record start").payload == std::optional<std::string>("OK"));
+  CHECK(tracer->all_enabled());
+  auto stop = monitor("record stop");
+  CHECK(contains(stop.console, "stopped"));
+  CHECK_FALSE(tracer->all_enabled());
+}

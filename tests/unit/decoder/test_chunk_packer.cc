@@ -369,8 +369,7 @@ TEST_CASE("chunk packer: while the packer holds as many jobs as it takes, the ba
   // it, at each seal and collect, decodes none for a packer that takes no
   // job.
   chunks(3, false);
-  (void)fill(trace, 1, false, at);
-  all.push_back(pass()[at % pass().size()]);
+  for (const Branch& b : fill(trace, 1, false, at)) all.push_back(b);
   CHECK(trace.backlog_chunks() >= 3);
   for (int collect = 0; collect < 3; ++collect) trace.collect_packed();
   CHECK(trace.backlog_decoded() == 0);
