@@ -6,10 +6,12 @@
 
 #include "stub/tracing/backend_probe.h"
 #include "stub/process/ptrace_process.h"
+#include "stub/server/malloc_restart.h"
 #include "stub/server/options.h"
 #include "stub/server/server.h"
 
 int main(int argc, char** argv) {
+  const bool started_again = stub::server::restore_given_environment();
   std::vector<std::string> args(argv + 1, argv + argc);
   auto command_line = stub::server::parse_command_line(args);
   if (!command_line) {
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
                                                : "never trap here (no hardware breakpoints or watchpoints)");
     return 0;
   }
+  if (!started_again) stub::server::restart_with_malloc_settings(argv);
   if (command_line->trace_backend != stub::tracing::TraceBackendChoice::Software) {
     // Resolved before anything starts: an absent backend is a usage error.
     auto seam = stub::tracing::make_linux_perf_seam();

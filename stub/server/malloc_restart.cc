@@ -1,0 +1,102 @@
+#include "stub/server/malloc_restart.h"
+
+#include <unistd.h>
+
+#include <climits>
+
+namespace stub::server {
+namespace {
+
+constexpr std::string_view kTunables = "GLIBC_TUNABLES=";
+// Huge pages, and each new heap of the packing worker's arena made whole
+// at once (its 64 MiB, advised as huge pages) rather than grown a few
+// pages at a time, where only the first stretch is advised: top_pad is
+// what glibc adds to every heap it makes or grows, and keeps when it
+// trims (so up to 32 MiB an arena stays mapped after a recording ends).
+constexpr std::string_view kSettings = "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=33554432";
+// What GLIBC_TUNABLES was when btstub was given its environment.
+constexpr std::string_view kMarker = "BTSTUB_GIVEN_GLIBC_TUNABLES=";
+constexpr std::string_view kWasAbsent = "absent";
+constexpr std::string_view kWas = "was:";
+
+bool is_marker(const std::string& entry) { return entry.starts_with(kMarker); }
+
+}  // namespace
+
+std::optional<std::vector<std::string>> restart_environment(const std::vector<std::string>& given) {
+  std::vector<std::string> out;
+  std::optional<std::string> tunables;
+  for (const std::string& entry : given) {
+    if (is_marker(entry)) return std::nullopt;
+    if (!entry.starts_with(kTunables)) {
+      out.push_back(entry);
+      continue;
+    }
+    if (tunables) return std::nullopt;  // which one glibc reads is its own business
+    tunables = entry.substr(kTunables.size());
+    if (tunables->find("glibc.malloc.hugetlb=") != std::string::npos ||
+        tunables->find("glibc.malloc.top_pad=") != std::string::npos) {
+      return std::nullopt;  // the user's choice
+    }
+    out.push_back(std::string(kTunables) + (tunables->empty() ? "" : *tunables + ":") + std::string(kSettings));
+  }
+  if (!tunables) out.push_back(std::string(kTunables) + std::string(kSettings));
+  out.push_back(std::string(kMarker) + (tunables ? std::string(kWas) + *tunables : std::string(kWasAbsent)));
+  return out;
+}
+
+std::vector<std::string> given_environment(const std::vector<std::string>& started) {
+  std::optional<std::string> marker;
+  for (const std::string& entry : started) {
+    if (is_marker(entry)) marker = entry.substr(kMarker.size());
+  }
+  if (!marker) return started;
+  const bool was_absent = !marker->starts_with(kWas);
+  std::vector<std::string> out;
+  for (const std::string& entry : started) {
+    if (is_marker(entry)) continue;
+    if (entry.starts_with(kTunables)) {
+      if (was_absent) continue;
+      out.push_back(std::string(kTunables) + marker->substr(kWas.size()));
+      continue;
+    }
+    out.push_back(entry);
+  }
+  return out;
+}
+
+bool restore_given_environment() {
+  std::vector<std::string> started;
+  for (char** entry = environ; *entry != nullptr; ++entry) started.emplace_back(*entry);
+  std::vector<std::string> given = given_environment(started);
+  if (given == started) return false;
+  // For the life of the process: `environ` points into these.
+  static std::vector<std::string> kept;
+  static std::vector<char*> pointers;
+  kept = std::move(given);
+  pointers.clear();
+  for (std::string& entry : kept) pointers.push_back(entry.data());
+  pointers.push_back(nullptr);
+  environ = pointers.data();
+  return true;
+}
+
+void restart_with_malloc_settings(char** argv) {
+  std::vector<std::string> given;
+  for (char** entry = environ; *entry != nullptr; ++entry) given.emplace_back(*entry);
+  auto env = restart_environment(given);
+  if (!env) return;
+  // The file's own path, not /proc/self/exe: the kernel names the process
+  // after the path it executes (ps, pgrep and /proc/PID/comm say btstub).
+  char self[PATH_MAX];
+  const ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (length <= 0) return;
+  self[length] = '\0';
+  std::vector<char*> pointers;
+  for (std::string& entry : *env) pointers.push_back(entry.data());
+  pointers.push_back(nullptr);
+  ::execve(self, argv, pointers.data());
+  // Gone or replaced (" (deleted)"), E2BIG...: on with glibc's defaults.
+}
+
+}  // namespace stub::server
