@@ -11,8 +11,9 @@ constexpr std::string_view kTunables = "GLIBC_TUNABLES=";
 // Huge pages, and each new heap of the packing worker's arena made whole
 // at once (its 64 MiB, advised as huge pages) rather than grown a few
 // pages at a time, where only the first stretch is advised: top_pad is
-// what glibc adds to every heap it makes or grows, and keeps when it
-// trims (so up to 32 MiB an arena stays mapped after a recording ends).
+// what glibc adds to every thread heap it makes and to each growth of the
+// main arena, and keeps when it trims (so up to 32 MiB an arena stays
+// mapped after a recording ends).
 constexpr std::string_view kSettings = "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=33554432";
 // What GLIBC_TUNABLES was when btstub was given its environment.
 constexpr std::string_view kMarker = "BTSTUB_GIVEN_GLIBC_TUNABLES=";
@@ -20,6 +21,20 @@ constexpr std::string_view kWasAbsent = "absent";
 constexpr std::string_view kWas = "was:";
 
 bool is_marker(const std::string& entry) { return entry.starts_with(kMarker); }
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> out;
+  for (char** entry = environ; *entry != nullptr; ++entry) out.emplace_back(*entry);
+  return out;
+}
+
+// An environment array (null-terminated) over `entries`, which must outlive it.
+std::vector<char*> environment_array(std::vector<std::string>& entries) {
+  std::vector<char*> out;
+  for (std::string& entry : entries) out.push_back(entry.data());
+  out.push_back(nullptr);
+  return out;
+}
 
 }  // namespace
 
@@ -66,25 +81,20 @@ std::vector<std::string> given_environment(const std::vector<std::string>& start
 }
 
 bool restore_given_environment() {
-  std::vector<std::string> started;
-  for (char** entry = environ; *entry != nullptr; ++entry) started.emplace_back(*entry);
+  const std::vector<std::string> started = current_environment();
   std::vector<std::string> given = given_environment(started);
   if (given == started) return false;
   // For the life of the process: `environ` points into these.
   static std::vector<std::string> kept;
   static std::vector<char*> pointers;
   kept = std::move(given);
-  pointers.clear();
-  for (std::string& entry : kept) pointers.push_back(entry.data());
-  pointers.push_back(nullptr);
+  pointers = environment_array(kept);
   environ = pointers.data();
   return true;
 }
 
 void restart_with_malloc_settings(char** argv) {
-  std::vector<std::string> given;
-  for (char** entry = environ; *entry != nullptr; ++entry) given.emplace_back(*entry);
-  auto env = restart_environment(given);
+  auto env = restart_environment(current_environment());
   if (!env) return;
   // The file's own path, not /proc/self/exe: the kernel names the process
   // after the path it executes (ps, pgrep and /proc/PID/comm say btstub).
@@ -92,10 +102,7 @@ void restart_with_malloc_settings(char** argv) {
   const ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (length <= 0) return;
   self[length] = '\0';
-  std::vector<char*> pointers;
-  for (std::string& entry : *env) pointers.push_back(entry.data());
-  pointers.push_back(nullptr);
-  ::execve(self, argv, pointers.data());
+  ::execve(self, argv, environment_array(*env).data());
   // Gone or replaced (" (deleted)"), E2BIG...: on with glibc's defaults.
 }
 

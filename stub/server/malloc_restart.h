@@ -11,7 +11,7 @@
 // CPU time recording Lua went down by a fifth (docs/performance.md). glibc
 // takes these settings only from GLIBC_TUNABLES when a process starts,
 // and the system's THP mode is usually `madvise`, so
-// btstub starts itself once more with it set, and puts back the environment
+// btstub starts itself once more with them set, and puts back the environment
 // it was given before anything reads it: the programs it launches see
 // exactly that environment, in its order.
 #include <optional>
