@@ -21,7 +21,7 @@ std::string hex(uint64_t value) {
 }  // namespace
 
 Expected<void> PastState::run_copy(process::ProcessCopy& copy, pid_t tid, const decoder::BlockTrace& trace,
-                                   uint64_t live_pc, HistoryPoint from, HistoryPoint to) {
+                                   uint64_t live_pc, HistoryPoint from, HistoryPoint to, bool snapshots) {
   auto hits = decoder::visits_between(trace, live_pc, from, to, checkpoints_.vdso());
   if (!hits || *hits == 0) {
     return make_error(ErrorCode::NotSupported, "the history between the checkpoint and this point cannot be re-run");
@@ -59,7 +59,8 @@ Expected<void> PastState::run_copy(process::ProcessCopy& copy, pid_t tid, const 
   // Snapshots every kSnapshotHits visits where the copy stops at each (the
   // next step back then passes at most that many); where it counts them,
   // a run costs one stop, and at most kCountedLegs snapshots are left.
-  const uint64_t every = counted ? std::max<uint64_t>(kSnapshotHits, *hits / kCountedLegs + 1) : kSnapshotHits;
+  uint64_t every = counted ? std::max<uint64_t>(kSnapshotHits, *hits / kCountedLegs + 1) : kSnapshotHits;
+  if (!snapshots) every = *hits;
   // The copy standing at a visit counts it as the first of the rest.
   while (*hits > every) {
     auto point = decoder::nth_visit(trace, live_pc, from, aim.pc, every);
@@ -181,6 +182,62 @@ Expected<void> PastState::check_shared(pid_t tid, const decoder::BlockTrace& tra
   return {};
 }
 
+bool PastState::fill_in(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc) {
+  const uint64_t spacing = checkpoints_.limits().fill_in_branches;
+  if (spacing == 0 || checkpoints_.count() >= checkpoints_.limits().max_count) return false;
+  const std::vector<tracing::Checkpoints::Usable> all = checkpoints_.all(tid);
+  const HistoryPoint end{trace.end_sequence(), live_pc};
+  // The newest first: a step back most likely goes there.
+  for (std::size_t i = all.size(); i-- > 0;) {
+    const tracing::Checkpoints::Usable& from = all[i];
+    const HistoryPoint next = i + 1 < all.size() ? all[i + 1].at : end;
+    // Half a spacing more at least, so that no fill-in lands next to the
+    // checkpoint after it.
+    if (next.sequence < from.at.sequence + spacing + spacing / 2) continue;
+    if (from.valid_before || from.copy == nullptr || unfillable_.count({tid, from.at}) != 0) continue;
+    auto block = decoder::history_block(trace, from.at.sequence + spacing, live_pc);
+    std::optional<HistoryPoint> to;
+    if (block) to = HistoryPoint{from.at.sequence + spacing, block->begin};
+    auto made = to ? copy_run_to(from, tid, trace, live_pc, *to)
+                   : Expected<std::unique_ptr<process::ProcessCopy>>(
+                         make_error(ErrorCode::Internal, "the point is outside the history"));
+    if (!made) {
+      unfillable_.insert({tid, from.at});
+      return true;
+    }
+    return checkpoints_.fill_in(tid, *to, std::move(*made));
+  }
+  return false;
+}
+
+Expected<std::unique_ptr<process::ProcessCopy>> PastState::copy_run_to(const tracing::Checkpoints::Usable& from,
+                                                                      pid_t tid, const decoder::BlockTrace& trace,
+                                                                      uint64_t live_pc, HistoryPoint to) {
+  if (checkpoints_.in_vdso(to.pc)) return make_error(ErrorCode::NotSupported, "the point is in the vDSO");
+  auto usable = checkpoints_.usable_for(tid, to);
+  if (!usable) return usable.error();
+  if (usable->at != from.at) return make_error(ErrorCode::Internal, "another checkpoint stands in between");
+  if (from.copy->file_changed_since_taken()) return make_error(ErrorCode::NotSupported, "a mapped file changed");
+  // The stretch's shared memory is checked against the checkpoint after
+  // it (check_shared): one made by a re-run would vouch for itself.
+  const process::ProcessCopy::SharedSnapshot* shared = from.copy->shared_snapshot();
+  if (shared != nullptr && !shared->ranges.empty()) {
+    return make_error(ErrorCode::NotSupported, "the program shares memory");
+  }
+  auto copy = from.copy->fork();
+  if (!copy) return copy.error();
+  const LastRun last = last_run_;  // monitor replay status tells the client's re-runs
+  auto ran = run_copy(**copy, tid, trace, live_pc, from.at, to, /*snapshots=*/false);
+  last_run_ = last;
+  if (!ran) return ran.error();
+  auto regs = (*copy)->registers();
+  if (!regs) return regs.error();
+  if (regs->get_u64(protocol::Amd64Reg::rip) != to.pc) {
+    return make_error(ErrorCode::Internal, "the re-run left the recorded path before " + hex(to.pc));
+  }
+  return copy;
+}
+
 void PastState::clear() {
   shared_checked_.clear();
   current_.reset();
@@ -191,8 +248,9 @@ void PastState::clear() {
 std::string PastState::status() const {
   if (!problem_.empty()) return "Values: only what the history determines (" + problem_ + ").\n";
   if (current_) {
-    return "Values: from a copy of the program re-run from a checkpoint (pid " +
-           std::to_string(current_->copy->pid()) + "; its last re-run stopped it " +
+    return "Values: from a copy of the program re-run from the checkpoint at branch " +
+           std::to_string(current_->checkpoint.sequence) + " (pid " + std::to_string(current_->copy->pid()) +
+           "; its last re-run stopped it " +
            std::to_string(last_run_.stops) + " times for " + std::to_string(last_run_.visits) +
            " visits of its pc).\n";
   }

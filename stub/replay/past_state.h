@@ -18,6 +18,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <optional>
 #include <utility>
 #include <string>
@@ -56,6 +57,15 @@ class PastState {
   Expected<void> check_shared(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
                               const tracing::Checkpoints::Usable& usable);
 
+  // While the client is idle: one checkpoint more in the newest stretch of
+  // `tid`'s history longer than Checkpoints::Limits::fill_in_branches, a
+  // copy of the checkpoint before it re-run that far (Checkpoints::fill_in).
+  // Only where a copy from there is sound anyway: no barrier or client
+  // write in between, one thread, no shared memory, no mapped file changed.
+  // A stretch that fails is not tried again. Returns whether it did
+  // anything (false: nothing left to fill in, or the bounds are reached).
+  bool fill_in(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc);
+
   // Kills the copy (replay ended).
   void clear();
   // One line for monitor replay status.
@@ -66,8 +76,14 @@ class PastState {
   static constexpr uint64_t kCountedLegs = 16;
   static constexpr std::size_t kMaxSnapshots = 64;
 
+  // `snapshots`: leave copies behind on a long run (a step back nearby is
+  // to come), or not (a fill-in's run, which becomes a checkpoint itself).
   Expected<void> run_copy(process::ProcessCopy& copy, pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
-                          HistoryPoint from, HistoryPoint to);
+                          HistoryPoint from, HistoryPoint to, bool snapshots = true);
+  // fill_in's copy of the checkpoint at `from` re-run to `to`.
+  Expected<std::unique_ptr<process::ProcessCopy>> copy_run_to(const tracing::Checkpoints::Usable& from, pid_t tid,
+                                                              const decoder::BlockTrace& trace, uint64_t live_pc,
+                                                              HistoryPoint to);
 
   tracing::Checkpoints& checkpoints_;
   process::MemoryRead live_memory_;
@@ -84,6 +100,9 @@ class PastState {
   // By thread and point; valid while the program stays stopped.
   std::map<std::pair<pid_t, HistoryPoint>, std::unique_ptr<process::ProcessCopy>> snapshots_;
   std::string problem_;
+  // Checkpoints whose stretch fill_in could not fill, by thread; kept
+  // across clear() (a checkpoint's point is never reached again).
+  std::set<std::pair<pid_t, HistoryPoint>> unfillable_;
   // The newest run_copy: the visits of its pc it ran through, and how
   // often the copy stopped on the way (what the run cost).
   struct LastRun {

@@ -169,6 +169,18 @@ bool ReplayEngine::sum_up_histories(const std::set<pid_t>& not_ours, std::size_t
   return false;
 }
 
+bool ReplayEngine::fill_in_checkpoints() {
+  if (!past_) return false;
+  for (pid_t tid : process_.threads()) {
+    const decoder::BlockTrace* trace = backend_.trace(tid);
+    if (trace == nullptr) continue;
+    auto regs = process_.read_registers(tid);
+    if (!regs) continue;  // a thread going away: its next stop tells
+    if (past_->fill_in(tid, *trace, regs->get_u64(protocol::Amd64Reg::rip))) return true;
+  }
+  return false;
+}
+
 // The program runs on after this stop: nothing read of it may stay.
 void ReplayEngine::drop_code_read() {
   if (!read_code_) return;

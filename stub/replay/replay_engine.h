@@ -134,6 +134,12 @@ class ReplayEngine {
   bool sum_up_histories(const std::set<pid_t>& not_ours, std::size_t most_runs = SIZE_MAX);
   void drop_code_read();
 
+  // While the program is stopped and the client idle: one more checkpoint
+  // where the recording took them sparsely (PastState::fill_in), for the
+  // first thread that has a stretch left to fill. Returns whether it did
+  // anything (false: nothing left, or no checkpoints).
+  bool fill_in_checkpoints();
+
  private:
   Expected<decoder::ReplayCursor*> cursor_for(pid_t tid);
   Expected<std::unique_ptr<decoder::ReplayCursor>> make_cursor(pid_t tid, const decoder::BlockTrace& trace);

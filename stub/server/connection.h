@@ -196,13 +196,13 @@ class Connection {
   }
 
   // Once the client is idle (no packet came during the busy poll): the
-  // work the session does ahead between packets (Session::wants_sum_up), a
-  // turn at a time, until a packet comes.
+  // work the session does ahead between packets (Session::wants_idle_turn),
+  // a turn at a time, until a packet comes.
   void idle_turns() {
-    while (!closing_ && !finished_ && session_.wants_sum_up() && !link_.packet_waiting() && !input_ready()) {
-      session_.sum_up_some();
+    while (!closing_ && !finished_ && session_.wants_idle_turn() && !link_.packet_waiting() && !input_ready()) {
+      session_.idle_turn();
     }
-    session_.end_sum_up();
+    session_.end_idle();
   }
 
   // How often the kernel switched this thread out while it could run. A

@@ -32,7 +32,10 @@ enum class TraceStopChoice {
 
 // --checkpoint-every's defaults (CommandLine::checkpoint_spacing).
 inline constexpr uint64_t kCheckpointEvery = tracing::CheckpointLimits{}.every_branches;
-inline constexpr uint64_t kTranslatedCheckpointEvery = 100000;
+inline constexpr uint64_t kTranslatedCheckpointEvery = 4000000;
+// What the translating tracer's stretches are filled in to while the
+// client is idle (tracing::CheckpointLimits::fill_in_branches).
+inline constexpr uint64_t kTranslatedFillInEvery = 100000;
 
 // Limits of --trace-size: one BTS record, and a bound that keeps a typo
 // from reserving the machine's memory (the buffer is allocated up front).
@@ -83,14 +86,22 @@ struct CommandLine {
   bool stdio() const { return comm == "-" || comm == "stdio"; }
   // Branches between two periodic checkpoints: --checkpoint-every=, else
   // what suits the tracer. A checkpoint (a fork of the program) costs as
-  // much as ~50 branches under int3 trace stops but ~10,000 in translated
-  // code, where 700 made the forks most of a recording (docs/performance.md);
-  // a re-run from one counts its visits in the copy (docs/past-state.md),
-  // so a longer stretch costs a step back that needs a new copy some
-  // milliseconds more (8-16 ms against 3.5-4 ms at 700).
+  // much as ~50 branches under int3 trace stops, where 700 keeps a re-run
+  // short; in translated code a fork and the copy-on-write faults after it
+  // cost the program milliseconds (Lua and zlib recorded in 1.6-2.6x the
+  // time at 100,000 than with none but at system calls:
+  // docs/performance.md), so the recording takes them 4,000,000 apart and
+  // fills in every 100,000 (checkpoint_fill_in) while the client is idle.
+  // A re-run from one counts its visits in the copy (docs/past-state.md).
   uint64_t checkpoint_spacing() const {
     if (checkpoint_every) return *checkpoint_every;
     return trace_stops == TraceStopChoice::Translate ? kTranslatedCheckpointEvery : kCheckpointEvery;
+  }
+  // The spacing checkpoints are filled in to afterwards (0: none): only by
+  // default under the translating tracer; --checkpoint-every fixes it.
+  uint64_t checkpoint_fill_in() const {
+    if (checkpoint_every || trace_stops != TraceStopChoice::Translate) return 0;
+    return kTranslatedFillInEvery;
   }
 };
 

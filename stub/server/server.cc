@@ -210,6 +210,7 @@ Expected<std::unique_ptr<SoftwareTracer>> Server::make_software_tracer() const {
     limits.emplace();
     limits->memory_bytes = command_line_.checkpoint_memory;
     limits->every_branches = command_line_.checkpoint_spacing();
+    limits->fill_in_branches = command_line_.checkpoint_fill_in();
     if (command_line_.checkpoint_every) limits->history_share = 0;  // the user's spacing, fixed
   }
   (*tracer)->set_checkpoint_limits(limits);

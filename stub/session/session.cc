@@ -424,7 +424,7 @@ std::optional<std::string> Session::on_process_event(const ProcessEvent& event) 
                    !event.software_breakpoint && !event.hw_stop && !event.exec_path && event.fork_child == 0 &&
                    !event.vfork_done;
   if (process_ended) forget_process(process);
-  if (event.kind == ProcessEvent::Kind::Stopped && process == program()) sum_up_due_ = true;
+  if (event.kind == ProcessEvent::Kind::Stopped && process == program()) sum_up_due_ = fill_in_due_ = true;
   return stop_reply_payload(*last_stop);
 }
 
@@ -437,11 +437,27 @@ bool Session::wants_sum_up() const {
   return sum_up_due_ && !running_ && trace_backend != nullptr && has_process() && !any_replaying();
 }
 
-void Session::sum_up_some() {
-  // About a millisecond (a run is 4,096 blocks): what a packet arriving
-  // meanwhile waits at most.
-  constexpr std::size_t kRunsPerTurn = 2;
-  sum_up(kRunsPerTurn);
+// Filling in checkpoints goes on while threads replay: the program stays
+// stopped, and a fill-in only adds copies of it the next re-run may start
+// from. Not in non-stop, where other threads run meanwhile.
+bool Session::wants_fill_in() const {
+  return fill_in_due_ && !non_stop && !running_ && trace_backend != nullptr && trace_backend->checkpoints() != nullptr &&
+         has_process();
+}
+
+bool Session::wants_idle_turn() const { return wants_sum_up() || wants_fill_in(); }
+
+void Session::idle_turn() {
+  if (wants_sum_up()) {
+    // About a millisecond (a run is 4,096 blocks): what a packet arriving
+    // meanwhile waits at most.
+    constexpr std::size_t kRunsPerTurn = 2;
+    sum_up(kRunsPerTurn);
+    return;
+  }
+  // A fork and a re-run of Limits::fill_in_branches: about a millisecond.
+  ReplayEngine* engine = replay();
+  if (engine == nullptr || !engine->fill_in_checkpoints()) fill_in_due_ = false;
 }
 
 void Session::sum_up(std::size_t most_runs) {
@@ -451,7 +467,7 @@ void Session::sum_up(std::size_t most_runs) {
   if (engine == nullptr || !engine->sum_up_histories(not_ours, most_runs)) sum_up_due_ = false;
 }
 
-void Session::end_sum_up() {
+void Session::end_idle() {
   if (replay_) replay_->drop_code_read();
 }
 
@@ -459,7 +475,7 @@ void Session::end_sum_up() {
 void Session::sum_up_past() {
   if (!wants_sum_up()) return;
   sum_up(SIZE_MAX);
-  end_sum_up();
+  end_idle();
 }
 
 // One SIGINT is enough: its stop stops every other process too. It goes

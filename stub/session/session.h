@@ -139,15 +139,17 @@ class Session {
   void run_ahead();
   bool wants_run_ahead() const { return run_ahead_due_; }
   // After an all-stop stop of the program, while the client is idle (the
-  // connection asks between its packets): the history recorded before the
-  // stop is summed up (ReplayEngine::sum_up_histories) a few runs per
-  // sum_up_some(), so that neither the stop's reply nor the first read far
-  // back waits for it. end_sum_up() drops the code read meanwhile, before
-  // the next request; a reverse resume finishes what is left first
-  // (sum_up_past).
-  bool wants_sum_up() const;
-  void sum_up_some();
-  void end_sum_up();
+  // connection asks between its packets), a turn of about a millisecond
+  // per idle_turn(): the history recorded before the stop is summed up
+  // (ReplayEngine::sum_up_histories) a few runs at a time, so that neither
+  // the stop's reply nor the first read far back waits for it; then the
+  // checkpoints the recording took sparsely are filled in, one per turn
+  // (ReplayEngine::fill_in_checkpoints). end_idle() drops the code read
+  // meanwhile, before the next request; a reverse resume first finishes
+  // the summing up (sum_up_past).
+  bool wants_idle_turn() const;
+  void idle_turn();
+  void end_idle();
 
   // All-stop: the program runs (a stop reply is owed). Non-stop: some
   // thread runs.
@@ -367,6 +369,8 @@ class Session {
   std::string stop_reply_payload(const protocol::StopReply& stop) const;
   protocol::StopReply make_stop_reply(const ProcessEvent& event);
   void sum_up_past();
+  bool wants_sum_up() const;
+  bool wants_fill_in() const;
   void sum_up(std::size_t most_runs);
   void set_hardware_reason(protocol::StopReply& stop, protocol::BreakpointType type, uint64_t address) const;
 
@@ -385,6 +389,7 @@ class Session {
   std::unique_ptr<ReplayEngine> replay_;
   bool run_ahead_due_ = false;  // the last reply was a bare single step's stop
   bool sum_up_due_ = false;     // history recorded before a stop may need summing up
+  bool fill_in_due_ = false;    // checkpoints recorded before a stop may need filling in
   std::vector<std::string> notifications_;  // non-stop: `%Stop:` payloads to send
 };
 

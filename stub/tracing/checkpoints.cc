@@ -20,6 +20,19 @@ void Checkpoints::add(pid_t tid, HistoryPoint at, std::unique_ptr<process::Proce
   if (++added_since_measured_ >= std::max<std::size_t>(8, count() / 4)) keep_within_memory();
 }
 
+bool Checkpoints::fill_in(pid_t tid, HistoryPoint at, std::unique_ptr<process::ProcessCopy> copy) {
+  if (count() >= limits_.max_count) return false;
+  Thread& thread = threads_[tid];
+  auto after = std::upper_bound(thread.entries.begin(), thread.entries.end(), at,
+                                [](const HistoryPoint& p, const Entry& e) { return p < e.at; });
+  if (after != thread.entries.begin() && std::prev(after)->at == at) return false;
+  thread.entries.insert(after, Entry{at, std::move(copy), std::nullopt});
+  ++filled_in_;
+  const std::size_t held = count();
+  if (++added_since_measured_ >= std::max<std::size_t>(8, held / 4)) keep_within_memory();
+  return count() == held;
+}
+
 std::optional<HistoryPoint> Checkpoints::Thread::first_barrier(HistoryPoint from, HistoryPoint to) const {
   auto barrier = std::lower_bound(barriers.begin(), barriers.end(), from);
   if (barrier == barriers.end() || !(*barrier < to)) return std::nullopt;
@@ -254,13 +267,14 @@ void Checkpoints::keep_within_memory() {
 }
 
 std::string Checkpoints::status() const {
-  char line[200];
+  char line[300];
   std::snprintf(line, sizeof line,
                 "Checkpoints: %zu (at most %zu), %llu KiB of memory (their proportional share%s; at most %llu KiB); "
-                "%llu taken in all.\n",
+                "%llu taken in all, %llu filled in later.\n",
                 count(), limits_.max_count, static_cast<unsigned long long>(memory_bytes() / 1024),
                 held_copies().size() > kMeasuredCopies ? ", from an even sample of them" : "",
-                static_cast<unsigned long long>(limits_.memory_bytes / 1024), static_cast<unsigned long long>(taken_));
+                static_cast<unsigned long long>(limits_.memory_bytes / 1024), static_cast<unsigned long long>(taken_),
+                static_cast<unsigned long long>(filled_in_));
   return line;
 }
 

@@ -70,6 +70,13 @@ struct CheckpointLimits {
   // --checkpoint-memory: the copies' proportional share of memory (Pss),
   // measured now and then; past it the oldest go.
   uint64_t memory_bytes = uint64_t{1} << 30;
+  // While the client is idle, stretches longer than this between two
+  // checkpoints get more, each a copy of the one before re-run this many
+  // branches on (stub/replay/past_state.h, fill_in): the recording then
+  // takes its periodic ones far apart (each fork and the copy-on-write
+  // faults after it cost the program milliseconds) and a step back still
+  // re-runs at most this far once btstub had the time. 0: none.
+  uint64_t fill_in_branches = 0;
 };
 
 class Checkpoints {
@@ -86,6 +93,11 @@ class Checkpoints {
   }
 
   void add(pid_t tid, HistoryPoint at, std::unique_ptr<process::ProcessCopy> copy);
+  // A checkpoint made afterwards at `at`, between the thread's others (a
+  // copy of an older one re-run to it): never past the count bound (false,
+  // nothing added), and none goes for it but by the memory bound (false
+  // when one went: filling in more would only thin again).
+  bool fill_in(pid_t tid, HistoryPoint at, std::unique_ptr<process::ProcessCopy> copy);
   // An event at `at` (the instruction there) that re-execution cannot repeat.
   // `shared_digest`: the program's shared memory there, before the event
   // (over shared_ranges_due's ranges), when it was read.
@@ -155,6 +167,8 @@ class Checkpoints {
   // Checkpoints added since the tracer was made (the held ones and those
   // thinned or dropped since): what recording paid for.
   uint64_t taken() const { return taken_; }
+  // Checkpoints fill_in() added.
+  uint64_t filled_in() const { return filled_in_; }
   // The copies' proportional share of memory (Pss), measured now: exactly
   // up to kMeasuredCopies copies, else their mean on an even sample (the
   // oldest and the newest included) times the count.
@@ -188,6 +202,7 @@ class Checkpoints {
   Limits limits_;
   std::size_t added_since_measured_ = 0;
   uint64_t taken_ = 0;
+  uint64_t filled_in_ = 0;
   std::map<pid_t, Thread> threads_;
   std::pair<uint64_t, uint64_t> vdso_{0, 0};
 };

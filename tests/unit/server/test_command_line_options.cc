@@ -77,9 +77,12 @@ TEST_CASE("--trace-stops picks the translating tracer by default") {
 }
 
 TEST_CASE("--checkpoint-every takes a number of branches") {
-  REQUIRE(parse_ok({":0", "prog"}).checkpoint_spacing() == 100000);  // translated code, the default
+  REQUIRE(parse_ok({":0", "prog"}).checkpoint_spacing() == 4000000);  // translated code, the default
+  REQUIRE(parse_ok({":0", "prog"}).checkpoint_fill_in() == 100000);     // ... filled in while idle
   REQUIRE(parse_ok({"--trace-stops=int3", ":0", "prog"}).checkpoint_spacing() == 700);
+  REQUIRE(parse_ok({"--trace-stops=int3", ":0", "prog"}).checkpoint_fill_in() == 0);
   REQUIRE(parse_ok({"--checkpoint-every=50000", ":0", "prog"}).checkpoint_spacing() == 50000);
+  REQUIRE(parse_ok({"--checkpoint-every=50000", ":0", "prog"}).checkpoint_fill_in() == 0);  // the user's, fixed
   REQUIRE(parse_ok({"--checkpoint-every=1", "--trace-stops=int3", ":0", "prog"}).checkpoint_spacing() == 1);
   for (const char* bad : {"0", "-5", "", "1k", "0x10", "1000000001", "99999999999999999999"}) {
     INFO(bad);

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <vector>
 
 #include "stub/tracing/checkpoints.h"
 
@@ -206,4 +207,33 @@ TEST_CASE("a stretch's shared memory is next known at the first barrier or check
   // Dropped with the history before them.
   checkpoints.drop_before(7, 13);
   CHECK_FALSE(checkpoints.shared_reference(7, {0, 0x100})->digest);
+}
+
+TEST_CASE("a filled-in checkpoint goes between the others, never past the count bound", "[checkpoints]") {
+  Checkpoints::Limits limits;
+  limits.max_count = 4;
+  Checkpoints checkpoints(limits);
+  checkpoints.add(7, {0, 0x100}, nullptr);
+  checkpoints.add(7, {30, 0x200}, nullptr);
+  CHECK(checkpoints.fill_in(7, {10, 0x150}, nullptr));
+  CHECK(checkpoints.fill_in(7, {20, 0x160}, nullptr));
+  CHECK_FALSE(checkpoints.fill_in(7, {25, 0x170}, nullptr));  // the bound: nothing thinned for it
+  CHECK(checkpoints.count() == 4);
+  CHECK(checkpoints.taken() == 2);
+  CHECK(checkpoints.filled_in() == 2);
+  std::vector<decoder::HistoryPoint> at;
+  for (const auto& usable : checkpoints.all(7)) at.push_back(usable.at);
+  CHECK(at == std::vector<decoder::HistoryPoint>{{0, 0x100}, {10, 0x150}, {20, 0x160}, {30, 0x200}});
+  CHECK(checkpoints.usable_for(7, {15, 0x100})->at == decoder::HistoryPoint{10, 0x150});
+  CHECK(checkpoints.usable_for(7, {29, 0x100})->at == decoder::HistoryPoint{20, 0x160});
+  // The recording's next one still goes after the newest.
+  CHECK(checkpoints.newest(7) == decoder::HistoryPoint{30, 0x200});
+  CHECK(checkpoints.status().find("2 taken in all, 2 filled in later") != std::string::npos);
+}
+
+TEST_CASE("a point that has its checkpoint gets no second one", "[checkpoints]") {
+  Checkpoints checkpoints;
+  checkpoints.add(7, {0, 0x100}, nullptr);
+  CHECK_FALSE(checkpoints.fill_in(7, {0, 0x100}, nullptr));
+  CHECK(checkpoints.count() == 1);
 }
