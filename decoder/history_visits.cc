@@ -1,5 +1,8 @@
 #include "decoder/history_visits.h"
 
+#include <algorithm>
+#include <unordered_map>
+
 namespace decoder {
 
 std::optional<Block> history_block(const BlockTrace& trace, uint64_t sequence, uint64_t live_pc) {
@@ -47,6 +50,77 @@ std::optional<HistoryPoint> nth_visit(const BlockTrace& trace, uint64_t live_pc,
     if (pc >= low && pc <= block->end && --n == 0) return HistoryPoint{seq, pc};
   }
   return std::nullopt;
+}
+
+std::optional<HistoryStretch> HistoryStretch::read(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
+                                                   uint64_t last) {
+  if (last < from.sequence) return std::nullopt;
+  std::vector<Block> blocks;
+  blocks.reserve(static_cast<std::size_t>(last - from.sequence + 1));
+  for (uint64_t seq = from.sequence; seq <= last; ++seq) {
+    auto block = history_block(trace, seq, live_pc);
+    if (!block) return std::nullopt;
+    blocks.push_back(*block);
+  }
+  return HistoryStretch(from, std::move(blocks));
+}
+
+std::pair<uint64_t, uint64_t> HistoryStretch::span(std::size_t index, HistoryPoint to) const {
+  const uint64_t seq = from_.sequence + index;
+  return {seq == from_.sequence ? from_.pc : blocks_[index].begin, seq == to.sequence ? to.pc : blocks_[index].end};
+}
+
+std::optional<uint64_t> HistoryStretch::visits(HistoryPoint to) const {
+  if (to < from_ || to.sequence - from_.sequence >= blocks_.size()) return std::nullopt;
+  uint64_t count = 0;
+  for (std::size_t i = 0; i <= to.sequence - from_.sequence; ++i) {
+    auto [low, high] = span(i, to);
+    if (to.pc >= low && to.pc <= high) ++count;
+  }
+  return count;
+}
+
+bool HistoryStretch::enters_inside(HistoryPoint to, uint64_t low, uint64_t high) const {
+  if (to < from_ || to.sequence - from_.sequence >= blocks_.size()) return true;
+  for (std::size_t i = 1; i <= to.sequence - from_.sequence; ++i) {
+    if (blocks_[i].begin >= low && blocks_[i].begin < high) return true;
+  }
+  return false;
+}
+
+bool HistoryStretch::touches(HistoryPoint to, std::pair<uint64_t, uint64_t> avoid) const {
+  if (avoid.first >= avoid.second) return false;
+  if (to < from_ || to.sequence - from_.sequence >= blocks_.size()) return true;
+  for (std::size_t i = 0; i <= to.sequence - from_.sequence; ++i) {
+    auto [low, high] = span(i, to);
+    if (low <= high && low < avoid.second && high >= avoid.first) return true;
+  }
+  return false;
+}
+
+std::vector<HistoryStretch::VisitedPoint> HistoryStretch::fewest_visited(uint64_t first, std::size_t most) const {
+  // One pass counts block starts only (a pc also runs where a block passes
+  // through it); the few that count fewest are then counted exactly.
+  std::unordered_map<uint64_t, uint64_t> starts;
+  std::unordered_map<uint64_t, VisitedPoint> latest;  // by pc, from `first` on
+  for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    const uint64_t seq = from_.sequence + i;
+    if (i == 0 && from_.pc != blocks_[0].begin) continue;  // the copy starts inside it
+    const uint64_t seen = ++starts[blocks_[i].begin];
+    if (seq >= first) latest[blocks_[i].begin] = VisitedPoint{HistoryPoint{seq, blocks_[i].begin}, seen};
+  }
+  auto fewer = [](const VisitedPoint& a, const VisitedPoint& b) {
+    return a.visits != b.visits ? a.visits < b.visits : b.at < a.at;
+  };
+  std::vector<VisitedPoint> points;
+  points.reserve(latest.size());
+  for (const auto& entry : latest) points.push_back(entry.second);
+  std::sort(points.begin(), points.end(), fewer);
+  if (points.size() > 2 * most) points.resize(2 * most);
+  for (VisitedPoint& point : points) point.visits = visits(point.at).value_or(UINT64_MAX);
+  std::sort(points.begin(), points.end(), fewer);
+  if (points.size() > most) points.resize(most);
+  return points;
 }
 
 }  // namespace decoder

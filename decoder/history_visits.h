@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "decoder/block_trace.h"
 
@@ -50,5 +51,45 @@ bool enters_inside(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
 // not run that often before the live position.
 std::optional<HistoryPoint> nth_visit(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from, uint64_t pc,
                                       uint64_t n);
+
+// A stretch of a thread's history read once, from a point through block
+// `last`: what re-running a copy across it needs to know, answered from
+// memory (each pass over the history reads ~20-40 ns a block: counting
+// visits, candidates and jumps one pass each made a 100,000-branch
+// stretch take ~20 ms).
+class HistoryStretch {
+ public:
+  // nullopt when a block is outside the retained history.
+  static std::optional<HistoryStretch> read(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
+                                            uint64_t last);
+
+  HistoryPoint from() const { return from_; }
+  // visits_between(from, to), for `to` in the stretch (nullopt outside).
+  std::optional<uint64_t> visits(HistoryPoint to) const;
+  // enters_inside(from, to, low, high), for `to` in the stretch.
+  bool enters_inside(HistoryPoint to, uint64_t low, uint64_t high) const;
+  // Whether a block from `from` through `to` touches [avoid.first, avoid.second).
+  bool touches(HistoryPoint to, std::pair<uint64_t, uint64_t> avoid) const;
+
+  // The starts of blocks `first` through the last (sequences), one per pc,
+  // that a re-run from `from` reaches with the fewest runs of their pc
+  // (visits(), exact), fewest first and among equals the latest; at most
+  // `most`. Where a re-run is cheapest to stop: a copy that cannot count
+  // a pc's runs itself stops at each (stub/process/process_copy.h).
+  struct VisitedPoint {
+    HistoryPoint at;
+    uint64_t visits = 0;
+  };
+  std::vector<VisitedPoint> fewest_visited(uint64_t first, std::size_t most) const;
+
+ private:
+  HistoryStretch(HistoryPoint from, std::vector<Block> blocks) : from_(from), blocks_(std::move(blocks)) {}
+  // Block `index` (from.sequence + index) as the re-run passes it: the
+  // first from `from`'s pc, the one holding `to` up to its pc.
+  std::pair<uint64_t, uint64_t> span(std::size_t index, HistoryPoint to) const;
+
+  HistoryPoint from_;
+  std::vector<Block> blocks_;  // from.sequence onwards
+};
 
 }  // namespace decoder

@@ -21,7 +21,7 @@ std::string hex(uint64_t value) {
 }  // namespace
 
 Expected<void> PastState::run_copy(process::ProcessCopy& copy, pid_t tid, const decoder::BlockTrace& trace,
-                                   uint64_t live_pc, HistoryPoint from, HistoryPoint to, bool snapshots) {
+                                   uint64_t live_pc, HistoryPoint from, HistoryPoint to) {
   auto hits = decoder::visits_between(trace, live_pc, from, to, checkpoints_.vdso());
   if (!hits || *hits == 0) {
     return make_error(ErrorCode::NotSupported, "the history between the checkpoint and this point cannot be re-run");
@@ -59,8 +59,7 @@ Expected<void> PastState::run_copy(process::ProcessCopy& copy, pid_t tid, const 
   // Snapshots every kSnapshotHits visits where the copy stops at each (the
   // next step back then passes at most that many); where it counts them,
   // a run costs one stop, and at most kCountedLegs snapshots are left.
-  uint64_t every = counted ? std::max<uint64_t>(kSnapshotHits, *hits / kCountedLegs + 1) : kSnapshotHits;
-  if (!snapshots) every = *hits;
+  const uint64_t every = counted ? std::max<uint64_t>(kSnapshotHits, *hits / kCountedLegs + 1) : kSnapshotHits;
   // The copy standing at a visit counts it as the first of the rest.
   while (*hits > every) {
     auto point = decoder::nth_visit(trace, live_pc, from, aim.pc, every);
@@ -195,28 +194,19 @@ bool PastState::fill_in(pid_t tid, const decoder::BlockTrace& trace, uint64_t li
     // checkpoint after it.
     if (next.sequence < from.at.sequence + spacing + spacing / 2) continue;
     if (from.valid_before || from.copy == nullptr || unfillable_.count({tid, from.at}) != 0) continue;
-    auto block = decoder::history_block(trace, from.at.sequence + spacing, live_pc);
-    std::optional<HistoryPoint> to;
-    if (block) to = HistoryPoint{from.at.sequence + spacing, block->begin};
-    auto made = to ? copy_run_to(from, tid, trace, live_pc, *to)
-                   : Expected<std::unique_ptr<process::ProcessCopy>>(
-                         make_error(ErrorCode::Internal, "the point is outside the history"));
+    auto made = fill_in_copy(from, tid, trace, live_pc, spacing);
     if (!made) {
       unfillable_.insert({tid, from.at});
       return true;
     }
-    return checkpoints_.fill_in(tid, *to, std::move(*made));
+    return checkpoints_.fill_in(tid, made->first, std::move(made->second));
   }
   return false;
 }
 
-Expected<std::unique_ptr<process::ProcessCopy>> PastState::copy_run_to(const tracing::Checkpoints::Usable& from,
-                                                                      pid_t tid, const decoder::BlockTrace& trace,
-                                                                      uint64_t live_pc, HistoryPoint to) {
-  if (checkpoints_.in_vdso(to.pc)) return make_error(ErrorCode::NotSupported, "the point is in the vDSO");
-  auto usable = checkpoints_.usable_for(tid, to);
-  if (!usable) return usable.error();
-  if (usable->at != from.at) return make_error(ErrorCode::Internal, "another checkpoint stands in between");
+Expected<std::pair<HistoryPoint, std::unique_ptr<process::ProcessCopy>>> PastState::fill_in_copy(
+    const tracing::Checkpoints::Usable& from, pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
+    uint64_t spacing) {
   if (from.copy->file_changed_since_taken()) return make_error(ErrorCode::NotSupported, "a mapped file changed");
   // The stretch's shared memory is checked against the checkpoint after
   // it (check_shared): one made by a re-run would vouch for itself.
@@ -224,18 +214,41 @@ Expected<std::unique_ptr<process::ProcessCopy>> PastState::copy_run_to(const tra
   if (shared != nullptr && !shared->ranges.empty()) {
     return make_error(ErrorCode::NotSupported, "the program shares memory");
   }
+  // A turn must stay short: the stretch is read once, and the point is
+  // where the copy stops least, in the second half of the next `spacing`
+  // branches (where the copy cannot count a pc's runs itself it stops at
+  // each: in a hot loop, tens of thousands of stops).
+  auto stretch = decoder::HistoryStretch::read(trace, live_pc, from.at, from.at.sequence + spacing);
+  if (!stretch) return make_error(ErrorCode::Internal, "the stretch is outside the history");
+  constexpr std::size_t kCandidates = 4;
   auto copy = from.copy->fork();
   if (!copy) return copy.error();
-  const LastRun last = last_run_;  // monitor replay status tells the client's re-runs
-  auto ran = run_copy(**copy, tid, trace, live_pc, from.at, to, /*snapshots=*/false);
-  last_run_ = last;
-  if (!ran) return ran.error();
+  std::optional<decoder::HistoryStretch::VisitedPoint> to;
+  for (const auto& candidate : stretch->fewest_visited(from.at.sequence + spacing / 2, kCandidates)) {
+    if (stretch->touches(candidate.at, checkpoints_.vdso())) continue;
+    auto usable = checkpoints_.usable_for(tid, candidate.at);
+    if (!usable || usable->at != from.at) continue;  // a barrier or client write in between
+    if (candidate.visits < process::ProcessCopy::kCountingMinHits) {
+      to = candidate;
+      break;
+    }
+    auto enters = [&](uint64_t low, uint64_t high) { return stretch->enters_inside(candidate.at, low, high); };
+    auto counts = (*copy)->counts_at(candidate.at.pc, enters);
+    if (!counts) return counts.error();
+    if (*counts) {
+      to = candidate;
+      break;
+    }
+  }
+  if (!to) return make_error(ErrorCode::NotSupported, "no point a copy reaches with few stops");
+  auto enters = [&](uint64_t low, uint64_t high) { return stretch->enters_inside(to->at, low, high); };
+  if (auto ran = (*copy)->run_to(to->at.pc, to->visits, enters); !ran) return ran.error();
   auto regs = (*copy)->registers();
   if (!regs) return regs.error();
-  if (regs->get_u64(protocol::Amd64Reg::rip) != to.pc) {
-    return make_error(ErrorCode::Internal, "the re-run left the recorded path before " + hex(to.pc));
+  if (regs->get_u64(protocol::Amd64Reg::rip) != to->at.pc) {
+    return make_error(ErrorCode::Internal, "the re-run left the recorded path before " + hex(to->at.pc));
   }
-  return copy;
+  return std::pair{to->at, std::move(*copy)};
 }
 
 void PastState::clear() {

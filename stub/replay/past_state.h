@@ -58,11 +58,14 @@ class PastState {
                               const tracing::Checkpoints::Usable& usable);
 
   // While the client is idle: one checkpoint more in the newest stretch of
-  // `tid`'s history longer than Checkpoints::Limits::fill_in_branches, a
-  // copy of the checkpoint before it re-run that far (Checkpoints::fill_in).
-  // Only where a copy from there is sound anyway: no barrier or client
-  // write in between, one thread, no shared memory, no mapped file changed.
-  // A stretch that fails is not tried again. Returns whether it did
+  // `tid`'s history longer than Checkpoints::Limits::fill_in_branches (S),
+  // a copy of the checkpoint before it re-run S/2 to S branches on
+  // (Checkpoints::fill_in), to the block start whose pc it passes fewest
+  // times (decoder::HistoryStretch), where it stops fewer than
+  // ProcessCopy::kCountingMinHits times or counts the runs itself: a turn
+  // stays short. Only where a copy from there is sound anyway: no barrier
+  // or client write in between, one thread, no shared memory, no mapped
+  // file changed. A stretch that fails is not tried again. Returns whether it did
   // anything (false: nothing left to fill in, or the bounds are reached).
   bool fill_in(pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc);
 
@@ -76,14 +79,13 @@ class PastState {
   static constexpr uint64_t kCountedLegs = 16;
   static constexpr std::size_t kMaxSnapshots = 64;
 
-  // `snapshots`: leave copies behind on a long run (a step back nearby is
-  // to come), or not (a fill-in's run, which becomes a checkpoint itself).
   Expected<void> run_copy(process::ProcessCopy& copy, pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
-                          HistoryPoint from, HistoryPoint to, bool snapshots = true);
-  // fill_in's copy of the checkpoint at `from` re-run to `to`.
-  Expected<std::unique_ptr<process::ProcessCopy>> copy_run_to(const tracing::Checkpoints::Usable& from, pid_t tid,
-                                                              const decoder::BlockTrace& trace, uint64_t live_pc,
-                                                              HistoryPoint to);
+                          HistoryPoint from, HistoryPoint to);
+  // fill_in's copy of the checkpoint `from` and the point it was re-run
+  // to, about `spacing` branches on.
+  Expected<std::pair<HistoryPoint, std::unique_ptr<process::ProcessCopy>>> fill_in_copy(
+      const tracing::Checkpoints::Usable& from, pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
+      uint64_t spacing);
 
   tracing::Checkpoints& checkpoints_;
   process::MemoryRead live_memory_;

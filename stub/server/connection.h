@@ -198,8 +198,21 @@ class Connection {
   // Once the client is idle (no packet came during the busy poll): the
   // work the session does ahead between packets (Session::wants_idle_turn),
   // a turn at a time, until a packet comes.
+  // A long turn (a checkpoint filled in) waits for the client to have been
+  // quiet for kQuietBeforeLongTurns first, once per idle stretch: gdb's
+  // packets after a stop come with gaps of a few milliseconds, and each
+  // would otherwise wait out a turn.
   void idle_turns() {
+    constexpr int kQuietBeforeLongTurns = 20;  // ms
+    bool quiet = false;
     while (!closing_ && !finished_ && session_.wants_idle_turn() && !link_.packet_waiting() && !input_ready()) {
+      if (session_.idle_turn_is_long() && !quiet) {
+        if (!input_ready(kQuietBeforeLongTurns) && session_.wants_idle_turn()) {
+          quiet = true;
+          continue;
+        }
+        break;  // the packet is read as the caller goes on
+      }
       session_.idle_turn();
     }
     session_.end_idle();
@@ -218,11 +231,12 @@ class Connection {
   }
 
   // Readable now, or hung up (the read then reports it).
-  bool input_ready() {
+  // Within `timeout_ms`: poll's wait.
+  bool input_ready(int timeout_ms = 0) {
     pollfd p{};
     p.fd = in_.native_handle();
     p.events = POLLIN;
-    return ::poll(&p, 1, 0) > 0;
+    return ::poll(&p, 1, timeout_ms) > 0;
   }
 
   void handle_inbound() {

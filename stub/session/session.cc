@@ -455,7 +455,8 @@ void Session::idle_turn() {
     sum_up(kRunsPerTurn);
     return;
   }
-  // A fork and a re-run of Limits::fill_in_branches: about a millisecond.
+  // A fork and a re-run of up to Limits::fill_in_branches: 5-10 ms here
+  // (the connection starts these only once the client has been quiet).
   ReplayEngine* engine = replay();
   if (engine == nullptr || !engine->fill_in_checkpoints()) fill_in_due_ = false;
 }

@@ -138,16 +138,22 @@ class Session {
   // ahead (stub/session/step_ahead.h) when nothing else could see it early.
   void run_ahead();
   bool wants_run_ahead() const { return run_ahead_due_; }
+  bool wants_sum_up() const;
+  bool wants_fill_in() const;
   // After an all-stop stop of the program, while the client is idle (the
-  // connection asks between its packets), a turn of about a millisecond
-  // per idle_turn(): the history recorded before the stop is summed up
-  // (ReplayEngine::sum_up_histories) a few runs at a time, so that neither
-  // the stop's reply nor the first read far back waits for it; then the
-  // checkpoints the recording took sparsely are filled in, one per turn
+  // connection asks between its packets), a turn at a time: the history
+  // recorded before the stop is summed up (ReplayEngine::sum_up_histories)
+  // a few runs per turn (about a millisecond), so that neither the stop's
+  // reply nor the first read far back waits for it; then the checkpoints
+  // the recording took sparsely are filled in, one per turn
   // (ReplayEngine::fill_in_checkpoints). end_idle() drops the code read
   // meanwhile, before the next request; a reverse resume first finishes
   // the summing up (sum_up_past).
   bool wants_idle_turn() const;
+  // Whether the next turn fills in a checkpoint: a read of the stretch, a
+  // fork and a re-run, 5-10 ms, for the connection to start only once the
+  // client has been quiet a while (its packets after a stop come in bursts).
+  bool idle_turn_is_long() const { return !wants_sum_up() && wants_fill_in(); }
   void idle_turn();
   void end_idle();
 
@@ -369,8 +375,6 @@ class Session {
   std::string stop_reply_payload(const protocol::StopReply& stop) const;
   protocol::StopReply make_stop_reply(const ProcessEvent& event);
   void sum_up_past();
-  bool wants_sum_up() const;
-  bool wants_fill_in() const;
   void sum_up(std::size_t most_runs);
   void set_hardware_reason(protocol::StopReply& stop, protocol::BreakpointType type, uint64_t address) const;
 

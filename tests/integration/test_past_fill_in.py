@@ -20,15 +20,15 @@ shows another. Then it continues to the end, where the program prints x
 after three rounds.
 
 Three sessions:
-  idle     the default, gdb idle 3 s at bench_end (`shell sleep`): btstub
-           fills in; `monitor record status` tells 20 or more "filled in
-           later", and the copy at round 2's entry was re-run from a
+  idle     the default, gdb idle at bench_end (but for a `monitor record
+           status` every half second, up to 60 s) until btstub has filled
+           in 20 or more ("filled in later"), and the copy at round 2's entry was re-run from a
            checkpoint within 150,000 branches of it (`monitor replay
            status` names the checkpoint's branch);
   at once  the default, going back with no wait: whatever was filled in
            by then, the same values;
   no fill  `--checkpoint-every=4000000`: the same spacing while recording,
-           nothing filled in ("0 filled in later"), the copy re-run from
+           nothing filled in after 2 s of idle ("0 filled in later"), the copy re-run from
            the checkpoint before main, more than 900,000 branches before
            the one the idle session used.
 
@@ -55,8 +55,20 @@ def lcg_after(rounds, inner):
     return x
 
 
+# gdb-side: up to 60 s (a sanitizer build fills in slower), the client
+# idle but for a `monitor record status` every half second, until 20 are
+# filled in.
+WAIT_FOR_FILL_IN = "python exec(%r)" % (
+    "import re, time\n"
+    "for _ in range(120):\n"
+    "    m = re.search(r'(\\d+) filled in later', gdb.execute('monitor record status', to_string=True))\n"
+    "    if m and int(m.group(1)) >= 20: break\n"
+    "    time.sleep(0.5)\n")
+
+
 def motions(wait):
-    return (["break bench_end", "continue"] + (["shell sleep 3"] if wait else []) +
+    """wait: None (going back at once), a gdb command that waits."""
+    return (["break bench_end", "continue"] + ([wait] if wait else []) +
             [RECORD_STATUS, "delete", "break *work",
              "reverse-continue"] + READ + [REPLAY_STATUS] +
             ["reverse-continue"] + READ + [REPLAY_STATUS] +
@@ -103,9 +115,9 @@ def main(args, c):
     prog = program("bench_checkpoints", "O2")
     expected = [(lcg_after(2, INNER), INNER, 2), (lcg_after(1, INNER), INNER, 1)]
     final = str(lcg_after(3, INNER))
-    runs = {"idle": session(prog, [], wait=True),
-            "at once": session(prog, [], wait=False),
-            "no fill": session(prog, ["--checkpoint-every=4000000"], wait=True)}
+    runs = {"idle": session(prog, [], wait=WAIT_FOR_FILL_IN),
+            "at once": session(prog, [], wait=None),
+            "no fill": session(prog, ["--checkpoint-every=4000000"], wait="shell sleep 2")}
     for name, result in runs.items():
         c.equal("%s: x, the iterations and rounds_done at rounds 3 and 2" % name, expected, reads(result),
                 result.transcript())

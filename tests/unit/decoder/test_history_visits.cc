@@ -85,3 +85,53 @@ TEST_CASE("a re-run jumps into a span where a block after its start begins", "[h
   CHECK(enters_inside(trace, live, {3, 0x110}, {1, 0x110}, 0x200, 0x210));
   CHECK(enters_inside(trace, live, {0, 0x100}, {9, 0x110}, 0x200, 0x210));
 }
+
+TEST_CASE("a stretch read once answers as the passes over the history do", "[history_visits]") {
+  // Blocks: 0 [0x100, 0x120], 1-3 [0x200, 0x210] (a loop), 4 [0x300, 0x310],
+  // 5 the live block from 0x200.
+  BlockTrace trace(0x100, 64);
+  trace.append(0x120, 0x200);
+  trace.append(0x210, 0x200);
+  trace.append(0x210, 0x200);
+  trace.append(0x210, 0x300);
+  trace.append(0x310, 0x200);
+  const uint64_t live = 0x208;
+  auto stretch = decoder::HistoryStretch::read(trace, live, {0, 0x100}, 5);
+  REQUIRE(stretch);
+  for (HistoryPoint to : {HistoryPoint{0, 0x110}, HistoryPoint{2, 0x200}, HistoryPoint{3, 0x208},
+                          HistoryPoint{4, 0x300}, HistoryPoint{5, 0x208}}) {
+    INFO(to.sequence << " " << to.pc);
+    CHECK(stretch->visits(to) == visits_between(trace, live, {0, 0x100}, to));
+    for (auto [low, high] : {std::pair<uint64_t, uint64_t>{0x200, 0x205}, {0x2fe, 0x303}, {0x201, 0x206}}) {
+      CHECK(stretch->enters_inside(to, low, high) == decoder::enters_inside(trace, live, {0, 0x100}, to, low, high));
+    }
+  }
+  CHECK_FALSE(stretch->visits({6, 0x200}));  // past the stretch
+  CHECK(stretch->touches({4, 0x300}, {0x300, 0x301}));
+  CHECK_FALSE(stretch->touches({3, 0x210}, {0x300, 0x301}));
+  CHECK_FALSE(stretch->touches({5, 0x208}, {0, 0}));  // an empty range
+  CHECK_FALSE(decoder::HistoryStretch::read(trace, live, {0, 0x100}, 6));  // past the history
+
+  // The block starts with the fewest runs of their pc: one per pc.
+  auto points = stretch->fewest_visited(1, 4);
+  REQUIRE(points.size() == 2);
+  CHECK(points[0].at == HistoryPoint{4, 0x300});
+  CHECK(points[0].visits == 1u);
+  CHECK(points[1].at == HistoryPoint{5, 0x200});  // its latest start
+  CHECK(points[1].visits == 4u);
+  CHECK(stretch->fewest_visited(1, 1).size() == 1);
+  // From a copy standing inside the loop.
+  auto later = decoder::HistoryStretch::read(trace, live, {2, 0x200}, 5);
+  REQUIRE(later);
+  auto from_loop = later->fewest_visited(3, 4);
+  REQUIRE(from_loop.size() == 2);
+  CHECK(from_loop[1].at == HistoryPoint{5, 0x200});
+  CHECK(from_loop[1].visits == 3u);  // blocks 2, 3 and 5
+  // Only starts from `first` on.
+  auto early = decoder::HistoryStretch::read(trace, live, {0, 0x100}, 3);
+  REQUIRE(early);
+  auto loop_only = early->fewest_visited(1, 4);
+  REQUIRE(loop_only.size() == 1);
+  CHECK(loop_only[0].at == HistoryPoint{3, 0x200});
+  CHECK(loop_only[0].visits == 3u);
+}
