@@ -437,11 +437,12 @@ bool Session::wants_sum_up() const {
   return sum_up_due_ && !running_ && trace_backend != nullptr && has_process() && !any_replaying();
 }
 
-// Filling in checkpoints goes on while threads replay: the program stays
-// stopped, and a fill-in only adds copies of it the next re-run may start
-// from. Not in non-stop, where other threads run meanwhile.
+// Only at the live end, as the summing up: once the client goes back, its
+// re-runs have the copies to themselves (filling in while gdb stepped
+// back made some of its requests wait seconds). Not in non-stop, where
+// other threads run meanwhile.
 bool Session::wants_fill_in() const {
-  return fill_in_due_ && !non_stop && !running_ && trace_backend != nullptr && trace_backend->checkpoints() != nullptr &&
+  return fill_in_due_ && !non_stop && !running_ && !any_replaying() && trace_backend != nullptr && trace_backend->checkpoints() != nullptr &&
          has_process();
 }
 
