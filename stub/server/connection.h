@@ -199,11 +199,14 @@ class Connection {
   // work the session does ahead between packets (Session::wants_idle_turn),
   // a turn at a time, until a packet comes.
   // A long turn (a checkpoint filled in) waits for the client to have been
-  // quiet for kQuietBeforeLongTurns first, once per idle stretch: gdb's
-  // packets after a stop come with gaps of a few milliseconds, and each
-  // would otherwise wait out a turn.
+  // quiet for kQuietBeforeLongTurns first, once per idle stretch: a
+  // client's packets after a stop come with gaps of milliseconds to tens
+  // of them (gdb reading symbols), and each would otherwise wait out a
+  // turn (at 20 ms, test_breakpoints_recording's hundreds of stops took
+  // 280-295 s against 140-210 s); a person at the prompt is quiet far
+  // longer.
   void idle_turns() {
-    constexpr int kQuietBeforeLongTurns = 20;  // ms
+    constexpr int kQuietBeforeLongTurns = 200;  // ms
     bool quiet = false;
     while (!closing_ && !finished_ && session_.wants_idle_turn() && !link_.packet_waiting() && !input_ready()) {
       if (session_.idle_turn_is_long() && !quiet) {

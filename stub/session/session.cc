@@ -442,8 +442,11 @@ bool Session::wants_sum_up() const {
 // back made some of its requests wait seconds). Not in non-stop, where
 // other threads run meanwhile.
 bool Session::wants_fill_in() const {
-  return fill_in_due_ && !non_stop && !running_ && !any_replaying() && trace_backend != nullptr && trace_backend->checkpoints() != nullptr &&
-         has_process();
+  if (!fill_in_due_ || non_stop || running_ || any_replaying() || trace_backend == nullptr || !has_process()) {
+    return false;
+  }
+  const tracing::Checkpoints* checkpoints = trace_backend->checkpoints();
+  return checkpoints != nullptr && checkpoints->limits().fill_in_branches != 0;
 }
 
 bool Session::wants_idle_turn() const { return wants_sum_up() || wants_fill_in(); }
