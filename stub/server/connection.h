@@ -66,13 +66,28 @@ class Connection {
   }
 
  private:
+  // Waits for the client's bytes without reading them: Asio reads ahead
+  // where it can (a read started with bytes waiting completes at once, its
+  // handler queued behind any other), and the polls of busy_poll() and
+  // idle_turns() would then wait for bytes already taken, behind a
+  // SIGCHLD's handler (the copies that fill in checkpoints end with one):
+  // measured, every packet of a session waited out the 200 ms quiet wait.
+  // So the descriptor alone says whether a packet came.
   void start_read() {
-    in_.async_read_some(boost::asio::buffer(buffer_), [this](boost::system::error_code ec, std::size_t n) {
+    in_.async_wait(ReadStream::wait_read, [this](boost::system::error_code ec) {
       if (ec || finished_) {
         finish();
         return;
       }
-      receive(n);
+      // A poll or a handler may have read them meanwhile.
+      if (input_ready()) {
+        std::size_t n = in_.read_some(boost::asio::buffer(buffer_), ec);
+        if (ec) {
+          finish();  // hung up
+          return;
+        }
+        receive(n);
+      }
       busy_poll();
       idle_turns();
       if (closing_) {
@@ -198,13 +213,12 @@ class Connection {
   // Once the client is idle (no packet came during the busy poll): the
   // work the session does ahead between packets (Session::wants_idle_turn),
   // a turn at a time, until a packet comes.
-  // A long turn (a checkpoint filled in) waits for the client to have been
-  // quiet for kQuietBeforeLongTurns first, once per idle stretch: a
-  // client's packets after a stop come with gaps of milliseconds to tens
-  // of them (gdb reading symbols), and each would otherwise wait out a
-  // turn (at 20 ms, test_breakpoints_recording's hundreds of stops took
-  // 280-295 s against 140-210 s); a person at the prompt is quiet far
-  // longer.
+  // A long turn (a checkpoint filled in, 5-10 ms) waits for the client to
+  // have been quiet for kQuietBeforeLongTurns first, once per idle
+  // stretch: a client's packets after a stop come with gaps of
+  // milliseconds to tens of them (gdb reading files over vFile, 25 ms a
+  // read here), and each would otherwise wait out a turn; a person at the
+  // prompt is quiet far longer.
   void idle_turns() {
     constexpr int kQuietBeforeLongTurns = 200;  // ms
     bool quiet = false;
@@ -341,7 +355,8 @@ class Connection {
   // replay_progress_ tells how far the scan has come, and the client's
   // interrupt (Ctrl-C) stops it where it is (SIGINT). A client that hung up
   // stops it too.
-  bool replay_turn(uint64_t scanned, uint64_t most) {    if (closing_ || finished_) return false;
+  bool replay_turn(uint64_t scanned, uint64_t most) {
+    if (closing_ || finished_) return false;
     if (input_ready()) {
       boost::system::error_code ec;
       std::size_t n = in_.read_some(boost::asio::buffer(buffer_), ec);
