@@ -22,12 +22,6 @@ constexpr std::string_view kWas = "was:";
 
 bool is_marker(const std::string& entry) { return entry.starts_with(kMarker); }
 
-std::vector<std::string> current_environment() {
-  std::vector<std::string> out;
-  for (char** entry = environ; *entry != nullptr; ++entry) out.emplace_back(*entry);
-  return out;
-}
-
 // An environment array (null-terminated) over `entries`, which must outlive it.
 std::vector<char*> environment_array(std::vector<std::string>& entries) {
   std::vector<char*> out;
@@ -37,6 +31,12 @@ std::vector<char*> environment_array(std::vector<std::string>& entries) {
 }
 
 }  // namespace
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> out;
+  for (char** entry = environ; *entry != nullptr; ++entry) out.emplace_back(*entry);
+  return out;
+}
 
 std::optional<std::vector<std::string>> restart_environment(const std::vector<std::string>& given) {
   std::vector<std::string> out;

@@ -33,6 +33,10 @@ std::optional<std::vector<std::string>> restart_environment(const std::vector<st
 // no marker.
 std::vector<std::string> given_environment(const std::vector<std::string>& started);
 
+// btstub's environment as it is now (`environ`, in order): what a program
+// it launches inherits, once restore_given_environment() has run.
+std::vector<std::string> current_environment();
+
 // Sets `environ` to given_environment(environ); call first in main.
 // Whether this is btstub started again (the marker was there).
 bool restore_given_environment();

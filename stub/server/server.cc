@@ -17,6 +17,7 @@
 #include "stub/server/connection.h"
 #include "stub/server/cpu_affinity.h"
 #include "stub/server/cpu_choice.h"
+#include "stub/server/malloc_restart.h"
 #include "stub/process/ptrace_process.h"
 #include "stub/process/shell_command.h"
 
@@ -78,8 +79,7 @@ std::string program_path(const std::string& name) {
 // btstub's own environment with gdb's changes (`set environment`, `unset
 // environment`) applied in order, as gdbserver builds it.
 static std::vector<std::string> program_environment(const session::RunSettings& settings) {
-  std::vector<std::string> out;
-  for (char** entry = environ; *entry != nullptr; ++entry) out.emplace_back(*entry);
+  std::vector<std::string> out = current_environment();
   for (const auto& change : settings.environment) {
     const std::string prefix = change.first + "=";
     std::erase_if(out, [&](const std::string& entry) { return entry.starts_with(prefix); });
