@@ -437,12 +437,11 @@ bool Session::wants_sum_up() const {
   return sum_up_due_ && !running_ && trace_backend != nullptr && has_process() && !any_replaying();
 }
 
-// Only at the live end, as the summing up: once the client goes back, its
-// re-runs have the copies to themselves (filling in while gdb stepped
-// back made some of its requests wait seconds). Not in non-stop, where
-// other threads run meanwhile.
+// Also while the client replays: a client that went back at once, and
+// looks around there, gets its next steps back from the checkpoints filled
+// in meanwhile. Not in non-stop, where other threads run meanwhile.
 bool Session::wants_fill_in() const {
-  if (!fill_in_due_ || non_stop || running_ || any_replaying() || trace_backend == nullptr || !has_process()) {
+  if (!fill_in_due_ || non_stop || running_ || trace_backend == nullptr || !has_process()) {
     return false;
   }
   const tracing::Checkpoints* checkpoints = trace_backend->checkpoints();

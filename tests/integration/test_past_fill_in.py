@@ -19,7 +19,7 @@ million iterations, computed here: a copy re-run from a wrong checkpoint
 shows another. Then it continues to the end, where the program prints x
 after three rounds.
 
-Three sessions:
+Four sessions:
   idle     the default, gdb idle at bench_end (but for a `monitor record
            status` every half second, up to 60 s) until btstub has filled
            in 20 or more ("filled in later"), and the copy at round 2's entry was re-run from a
@@ -27,6 +27,10 @@ Three sessions:
            status` names the checkpoint's branch);
   at once  the default, going back with no wait: whatever was filled in
            by then, the same values;
+  replaying  the default, going back to round 3 at once, then idle there
+           (as in `idle`) until 20 or more are filled in: the copy at
+           round 2's entry comes from a checkpoint filled in while the
+           client replayed, within 150,000 branches of it;
   no fill  `--checkpoint-every=4000000`: the same spacing while recording,
            nothing filled in after 2 s of idle ("0 filled in later"), the copy re-run from
            the checkpoint before main, more than 900,000 branches before
@@ -66,19 +70,21 @@ WAIT_FOR_FILL_IN = "python exec(%r)" % (
     "    time.sleep(0.5)\n")
 
 
-def motions(wait):
-    """wait: None (going back at once), a gdb command that waits."""
+def motions(wait, wait_replaying):
+    """wait: None (going back at once), a gdb command that waits at the
+    live end; wait_replaying: the same after the first step back."""
     return (["break bench_end", "continue"] + ([wait] if wait else []) +
             [RECORD_STATUS, "delete", "break *work",
              "reverse-continue"] + READ + [REPLAY_STATUS] +
+            ([wait_replaying, RECORD_STATUS] if wait_replaying else []) +
             ["reverse-continue"] + READ + [REPLAY_STATUS] +
             ["delete", "continue", "continue"])
 
 
-def session(prog, options, wait):
+def session(prog, options, wait, wait_replaying=None):
     target = "| " + shlex.join([server_path("btstub"), "--record", "--trace-size=256m"] + options +
                                ["-", prog, str(ROUNDS), str(INNER), "0"])
-    return run_gdb(["break main", "continue"] + motions(wait), prog, target, timeout=240)
+    return run_gdb(["break main", "continue"] + motions(wait, wait_replaying), prog, target, timeout=240)
 
 
 def reads(result):
@@ -97,7 +103,9 @@ def reads(result):
 
 
 def filled_in(result):
-    m = re.search(r"(\d+) filled in later", result.of_command(RECORD_STATUS) or "")
+    """As the last `monitor record status` says."""
+    texts = [text or "" for cmd, text in result.outputs if cmd == RECORD_STATUS]
+    m = re.search(r"(\d+) filled in later", texts[-1] if texts else "")
     return int(m.group(1)) if m else None
 
 
@@ -117,6 +125,7 @@ def main(args, c):
     final = str(lcg_after(3, INNER))
     runs = {"idle": session(prog, [], wait=WAIT_FOR_FILL_IN),
             "at once": session(prog, [], wait=None),
+            "replaying": session(prog, [], wait=None, wait_replaying=WAIT_FOR_FILL_IN),
             "no fill": session(prog, ["--checkpoint-every=4000000"], wait="shell sleep 2")}
     for name, result in runs.items():
         c.equal("%s: x, the iterations and rounds_done at rounds 3 and 2" % name, expected, reads(result),
@@ -125,14 +134,19 @@ def main(args, c):
         c.true("%s: the program ran on to its end and printed x after three rounds" % name,
                final in result.output and "__GI__exit" in result.output, result.transcript())
     idle, no_fill = runs["idle"], runs["no fill"]
-    c.true("idle: 20 or more checkpoints filled in (%s)" % filled_in(idle),
-           (filled_in(idle) or 0) >= 20, idle.of_command(RECORD_STATUS) or idle.transcript())
+    for name in ("idle", "replaying"):
+        c.true("%s: 20 or more checkpoints filled in (%s)" % (name, filled_in(runs[name])),
+               (filled_in(runs[name]) or 0) >= 20, runs[name].transcript())
     c.equal("no fill: none filled in", 0, filled_in(no_fill), no_fill.of_command(RECORD_STATUS) or "")
     near, far = checkpoint_branches(idle), checkpoint_branches(no_fill)
     c.true("the copies came from a filled-in checkpoint near the point, not the one before main (%s, %s)" %
            (near, far),
            len(near) == 2 and len(far) == 2 and None not in near + far and near[1] > far[1] + 900000,
            idle.transcript() + no_fill.transcript())
+    replayed = checkpoint_branches(runs["replaying"])
+    c.true("replaying: the copy at round 2 came from a checkpoint filled in meanwhile (%s, %s)" % (replayed, far),
+           len(replayed) == 2 and None not in replayed + far and replayed[1] > far[1] + 900000,
+           runs["replaying"].transcript() + no_fill.transcript())
 
 
 if __name__ == "__main__":
