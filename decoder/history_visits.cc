@@ -54,45 +54,65 @@ std::optional<HistoryPoint> nth_visit(const BlockTrace& trace, uint64_t live_pc,
 
 std::optional<HistoryStretch> HistoryStretch::read(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
                                                    uint64_t last) {
-  if (last < from.sequence) return std::nullopt;
+  if (last < from.sequence || last > trace.end_sequence()) return std::nullopt;
+  auto first = history_block(trace, from.sequence, live_pc);
+  if (!first) return std::nullopt;
   std::vector<Block> blocks;
   blocks.reserve(static_cast<std::size_t>(last - from.sequence + 1));
+  // One read of each branch: a block begins where the branch before it went.
+  uint64_t begin = first->begin;
   for (uint64_t seq = from.sequence; seq <= last; ++seq) {
-    auto block = history_block(trace, seq, live_pc);
-    if (!block) return std::nullopt;
-    blocks.push_back(*block);
+    if (seq == trace.end_sequence()) {
+      blocks.push_back(Block{begin, live_pc});
+      break;
+    }
+    const Branch branch = trace.at(seq);
+    blocks.push_back(Block{begin, branch.from});
+    begin = branch.to;
   }
   return HistoryStretch(from, std::move(blocks));
 }
 
-std::pair<uint64_t, uint64_t> HistoryStretch::span(std::size_t index, HistoryPoint to) const {
+std::pair<uint64_t, uint64_t> HistoryStretch::span(std::size_t index, HistoryPoint a, HistoryPoint to) const {
   const uint64_t seq = from_.sequence + index;
-  return {seq == from_.sequence ? from_.pc : blocks_[index].begin, seq == to.sequence ? to.pc : blocks_[index].end};
+  return {seq == a.sequence ? a.pc : blocks_[index].begin, seq == to.sequence ? to.pc : blocks_[index].end};
 }
 
-std::optional<uint64_t> HistoryStretch::visits(HistoryPoint to) const {
-  if (to < from_ || to.sequence - from_.sequence >= blocks_.size()) return std::nullopt;
+std::optional<uint64_t> HistoryStretch::visits(HistoryPoint a, HistoryPoint to,
+                                               std::pair<uint64_t, uint64_t> avoid) const {
+  if (!holds(a) || !holds(to) || to < a) return std::nullopt;
   uint64_t count = 0;
-  for (std::size_t i = 0; i <= to.sequence - from_.sequence; ++i) {
-    auto [low, high] = span(i, to);
+  for (std::size_t i = a.sequence - from_.sequence; i <= to.sequence - from_.sequence; ++i) {
+    auto [low, high] = span(i, a, to);
+    if (low > high) continue;
+    if (avoid.first < avoid.second && low < avoid.second && high >= avoid.first) return std::nullopt;
     if (to.pc >= low && to.pc <= high) ++count;
   }
   return count;
 }
 
-bool HistoryStretch::enters_inside(HistoryPoint to, uint64_t low, uint64_t high) const {
-  if (to < from_ || to.sequence - from_.sequence >= blocks_.size()) return true;
-  for (std::size_t i = 1; i <= to.sequence - from_.sequence; ++i) {
+bool HistoryStretch::enters_inside(HistoryPoint a, HistoryPoint to, uint64_t low, uint64_t high) const {
+  if (!holds(a) || !holds(to) || to < a) return true;
+  for (std::size_t i = a.sequence - from_.sequence + 1; i <= to.sequence - from_.sequence; ++i) {
     if (blocks_[i].begin >= low && blocks_[i].begin < high) return true;
   }
   return false;
 }
 
+std::optional<HistoryPoint> HistoryStretch::nth_visit(HistoryPoint a, uint64_t pc, uint64_t n) const {
+  if (n == 0 || !holds(a)) return std::nullopt;
+  for (std::size_t i = a.sequence - from_.sequence; i < blocks_.size(); ++i) {
+    const uint64_t low = i == a.sequence - from_.sequence ? a.pc : blocks_[i].begin;
+    if (pc >= low && pc <= blocks_[i].end && --n == 0) return HistoryPoint{from_.sequence + i, pc};
+  }
+  return std::nullopt;
+}
+
 bool HistoryStretch::touches(HistoryPoint to, std::pair<uint64_t, uint64_t> avoid) const {
   if (avoid.first >= avoid.second) return false;
-  if (to < from_ || to.sequence - from_.sequence >= blocks_.size()) return true;
+  if (!holds(to)) return true;
   for (std::size_t i = 0; i <= to.sequence - from_.sequence; ++i) {
-    auto [low, high] = span(i, to);
+    auto [low, high] = span(i, from_, to);
     if (low <= high && low < avoid.second && high >= avoid.first) return true;
   }
   return false;

@@ -64,10 +64,16 @@ class HistoryStretch {
                                             uint64_t last);
 
   HistoryPoint from() const { return from_; }
-  // visits_between(from, to), for `to` in the stretch (nullopt outside).
-  std::optional<uint64_t> visits(HistoryPoint to) const;
-  // enters_inside(from, to, low, high), for `to` in the stretch.
-  bool enters_inside(HistoryPoint to, uint64_t low, uint64_t high) const;
+  // visits_between(a, to, avoid), for `a` and `to` in the stretch (nullopt
+  // outside, or where visits_between gives nullopt).
+  std::optional<uint64_t> visits(HistoryPoint a, HistoryPoint to, std::pair<uint64_t, uint64_t> avoid = {0, 0}) const;
+  std::optional<uint64_t> visits(HistoryPoint to) const { return visits(from_, to); }
+  // enters_inside(a, to, low, high), for `a` and `to` in the stretch (true
+  // outside it).
+  bool enters_inside(HistoryPoint a, HistoryPoint to, uint64_t low, uint64_t high) const;
+  bool enters_inside(HistoryPoint to, uint64_t low, uint64_t high) const { return enters_inside(from_, to, low, high); }
+  // nth_visit(a, pc, n) within the stretch (nullopt past its last block).
+  std::optional<HistoryPoint> nth_visit(HistoryPoint a, uint64_t pc, uint64_t n) const;
   // Whether a block from `from` through `to` touches [avoid.first, avoid.second).
   bool touches(HistoryPoint to, std::pair<uint64_t, uint64_t> avoid) const;
 
@@ -84,9 +90,13 @@ class HistoryStretch {
 
  private:
   HistoryStretch(HistoryPoint from, std::vector<Block> blocks) : from_(from), blocks_(std::move(blocks)) {}
-  // Block `index` (from.sequence + index) as the re-run passes it: the
-  // first from `from`'s pc, the one holding `to` up to its pc.
-  std::pair<uint64_t, uint64_t> span(std::size_t index, HistoryPoint to) const;
+  bool holds(HistoryPoint point) const {
+    return !(point < from_) && point.sequence - from_.sequence < blocks_.size();
+  }
+  // Block `index` (from.sequence + index) as a re-run from `a` through `to`
+  // passes it: the one holding `a` from its pc, the one holding `to` up to
+  // its pc.
+  std::pair<uint64_t, uint64_t> span(std::size_t index, HistoryPoint a, HistoryPoint to) const;
 
   HistoryPoint from_;
   std::vector<Block> blocks_;  // from.sequence onwards

@@ -22,7 +22,18 @@ std::string hex(uint64_t value) {
 
 Expected<void> PastState::run_copy(process::ProcessCopy& copy, pid_t tid, const decoder::BlockTrace& trace,
                                    uint64_t live_pc, HistoryPoint from, HistoryPoint to) {
-  auto hits = decoder::visits_between(trace, live_pc, from, to, checkpoints_.vdso());
+  // The history from `from` to the point is read once where it fits
+  // kStretchBlocks: every pass below would decode its chunks again (~20-40
+  // ns a block), and a run passes it several times.
+  std::optional<decoder::HistoryStretch> stretch;
+  if (!(to < from) && to.sequence - from.sequence < kStretchBlocks) {
+    stretch = decoder::HistoryStretch::read(trace, live_pc, from, to.sequence);
+  }
+  const std::pair<uint64_t, uint64_t> vdso = checkpoints_.vdso();
+  auto visits = [&](HistoryPoint a, HistoryPoint b) {
+    return stretch ? stretch->visits(a, b, vdso) : decoder::visits_between(trace, live_pc, a, b, vdso);
+  };
+  auto hits = visits(from, to);
   if (!hits || *hits == 0) {
     return make_error(ErrorCode::NotSupported, "the history between the checkpoint and this point cannot be re-run");
   }
@@ -32,7 +43,8 @@ Expected<void> PastState::run_copy(process::ProcessCopy& copy, pid_t tid, const 
   HistoryPoint aim = to;
   HistoryPoint leg_end = to;
   auto enters = [&](uint64_t low, uint64_t high) {
-    return decoder::enters_inside(trace, live_pc, from, leg_end, low, high);
+    return stretch ? stretch->enters_inside(from, leg_end, low, high)
+                   : decoder::enters_inside(trace, live_pc, from, leg_end, low, high);
   };
   bool counted = false;
   if (*hits >= process::ProcessCopy::kCountingMinHits) {
@@ -47,10 +59,10 @@ Expected<void> PastState::run_copy(process::ProcessCopy& copy, pid_t tid, const 
       leg_end = HistoryPoint{to.sequence, block->begin};
       auto there = copy.counts_at(leg_end.pc, enters);
       if (!there) return there.error();
-      auto visits = decoder::visits_between(trace, live_pc, from, leg_end, checkpoints_.vdso());
-      if (*there && visits && *visits > 0) {
+      auto to_begin = visits(from, leg_end);
+      if (*there && to_begin && *to_begin > 0) {
         aim = leg_end;
-        hits = visits;
+        hits = to_begin;
         counted = true;
       }
       leg_end = aim;
@@ -62,7 +74,8 @@ Expected<void> PastState::run_copy(process::ProcessCopy& copy, pid_t tid, const 
   const uint64_t every = counted ? std::max<uint64_t>(kSnapshotHits, *hits / kCountedLegs + 1) : kSnapshotHits;
   // The copy standing at a visit counts it as the first of the rest.
   while (*hits > every) {
-    auto point = decoder::nth_visit(trace, live_pc, from, aim.pc, every);
+    auto point = stretch ? stretch->nth_visit(from, aim.pc, every)
+                         : decoder::nth_visit(trace, live_pc, from, aim.pc, every);
     if (!point) return make_error(ErrorCode::Internal, "the history has fewer visits than counted");
     leg_end = *point;
     if (auto ran = copy.run_to(aim.pc, every, enters); !ran) return ran;
@@ -76,7 +89,7 @@ Expected<void> PastState::run_copy(process::ProcessCopy& copy, pid_t tid, const 
   leg_end = aim;
   auto ran = copy.run_to(aim.pc, *hits, enters);
   if (ran && aim != to) {
-    auto rest = decoder::visits_between(trace, live_pc, aim, to, checkpoints_.vdso());
+    auto rest = visits(aim, to);
     if (!rest || *rest == 0) return make_error(ErrorCode::Internal, "the point is not in its block");
     ran = copy.run_to(to.pc, *rest);
   }

@@ -78,6 +78,11 @@ class PastState {
   static constexpr uint64_t kSnapshotHits = 256;
   static constexpr uint64_t kCountedLegs = 16;
   static constexpr std::size_t kMaxSnapshots = 64;
+  // The longest stretch run_copy reads into memory (16 bytes a block): the
+  // translating tracer's checkpoints are 4 million branches apart (until a
+  // history passes 2 billion or the memory bound thins them); a longer
+  // stretch is passed over in place.
+  static constexpr uint64_t kStretchBlocks = 6000000;
 
   Expected<void> run_copy(process::ProcessCopy& copy, pid_t tid, const decoder::BlockTrace& trace, uint64_t live_pc,
                           HistoryPoint from, HistoryPoint to);

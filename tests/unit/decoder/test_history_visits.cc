@@ -135,3 +135,41 @@ TEST_CASE("a stretch read once answers as the passes over the history do", "[his
   CHECK(loop_only[0].at == HistoryPoint{3, 0x200});
   CHECK(loop_only[0].visits == 3u);
 }
+
+TEST_CASE("a stretch answers from any point in it as the passes over the history do", "[history_visits]") {
+  // The trace above, with a call into a "vDSO" and its return after the loop.
+  BlockTrace trace(0x100, 64);
+  trace.append(0x120, 0x200);
+  trace.append(0x210, 0x200);
+  trace.append(0x210, 0x200);
+  trace.append(0x210, 0x7000);
+  trace.append(0x7008, 0x300);
+  trace.append(0x310, 0x200);
+  const uint64_t live = 0x208;
+  const std::pair<uint64_t, uint64_t> vdso{0x7000, 0x8000};
+  const HistoryPoint first{0, 0x104};
+  auto stretch = decoder::HistoryStretch::read(trace, live, first, 6);
+  REQUIRE(stretch);
+  const std::vector<HistoryPoint> points = {first,       {0, 0x110}, {1, 0x200}, {2, 0x204}, {3, 0x208},
+                                            {4, 0x7000}, {5, 0x300}, {5, 0x310}, {6, 0x200}, {6, 0x208}};
+  for (HistoryPoint a : points) {
+    for (HistoryPoint to : points) {
+      INFO(a.sequence << " " << a.pc << " -> " << to.sequence << " " << to.pc);
+      CHECK(stretch->visits(a, to) == visits_between(trace, live, a, to));
+      CHECK(stretch->visits(a, to, vdso) == visits_between(trace, live, a, to, vdso));
+      for (auto [low, high] : {std::pair<uint64_t, uint64_t>{0x200, 0x205}, {0x2fe, 0x303}, {0x201, 0x206}}) {
+        CHECK(stretch->enters_inside(a, to, low, high) == decoder::enters_inside(trace, live, a, to, low, high));
+      }
+    }
+    for (uint64_t pc : {uint64_t{0x200}, uint64_t{0x208}, uint64_t{0x300}}) {
+      for (uint64_t n = 0; n <= 5; ++n) {
+        INFO(a.sequence << " " << a.pc << " pc " << pc << " n " << n);
+        CHECK(stretch->nth_visit(a, pc, n) == decoder::nth_visit(trace, live, a, pc, n));
+      }
+    }
+  }
+  // Outside it: what the passes would say there is not the stretch's to know.
+  CHECK_FALSE(stretch->visits({0, 0x100}, {1, 0x200}));  // before its start
+  CHECK(stretch->enters_inside({0, 0x100}, {1, 0x200}, 0x1000, 0x1001));
+  CHECK_FALSE(stretch->nth_visit({0, 0x100}, 0x200, 1));
+}
