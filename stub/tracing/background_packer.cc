@@ -14,6 +14,7 @@ BackgroundPacker::BackgroundPacker(PackerPlacement placement) {
   sigset_t all, before;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &before);
+  idle_packs_ = placement.idle_worker;  // before any worker reads it
   const std::size_t normal = std::max<std::size_t>(1, placement.workers);
   for (std::size_t i = 0; i < normal; ++i) {
     workers_.emplace_back([this, cpus = placement.cpus] { work(cpus, false); });
@@ -41,11 +42,17 @@ BackgroundPacker::~BackgroundPacker() {
 }
 
 void BackgroundPacker::submit(std::shared_ptr<decoder::PackInbox> inbox, decoder::PackJob job) {
+  const bool job_is_pack = job.code != nullptr;
   {
     std::lock_guard lock(mutex_);
     (job.code ? packs_ : encodes_).emplace_back(std::move(inbox), std::move(job));
   }
-  wake_.notify_one();
+  // A pack wakes them all: the one worker woken might not take it.
+  if (job_is_pack) {
+    wake_.notify_all();
+  } else {
+    wake_.notify_one();
+  }
 }
 
 namespace {
@@ -76,16 +83,18 @@ void BackgroundPacker::work(const std::vector<int>& cpus, bool idle) {
   auto insns = decoder::InstructionDecoder::create();
   std::optional<decoder::SegmentPacker> packer;
   if (insns) packer.emplace(std::move(*insns));
+  const bool takes_packs = idle || !idle_packs_;
   for (;;) {
     Queued next;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !encodes_.empty() || !packs_.empty(); });
+      wake_.wait(lock, [&] { return stopping_ || !encodes_.empty() || (takes_packs && !packs_.empty()); });
       if (stopping_) return;
       std::deque<Queued>& from = encodes_.empty() ? packs_ : encodes_;
       next = std::move(from.front());
       from.pop_front();
     }
+    if (next.second.code) ++(idle ? packs_idle_ : packs_normal_);
     decoder::PackResult result =
         packer ? decoder::run_pack_job(next.second, *packer) : decoder::unrun_pack_job(next.second);
     // Let go of the branches before the result is seen: the trace then

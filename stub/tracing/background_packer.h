@@ -8,6 +8,7 @@
 // any worker takes the next one; each keeps its own decoded blocks
 // (decoder::SegmentPacker). The workers block every signal: they are the
 // server's to take, on its own thread.
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -29,7 +30,8 @@ struct PackerPlacement {
   std::size_t workers = 1;
   // One more at idle priority (SCHED_IDLE) on `idle_cpus` (empty: as
   // above): it packs on the CPU the tracer and the program share in the
-  // time they leave it, and gives way to either at once.
+  // time they leave it, and gives way to either at once. With it, only it
+  // takes jobs with code (PT packs); the others only encode.
   bool idle_worker = false;
   std::vector<int> idle_cpus;
 };
@@ -45,6 +47,9 @@ class BackgroundPacker final : public decoder::ChunkPacker {
 
   void submit(std::shared_ptr<decoder::PackInbox> inbox, decoder::PackJob job) override;
   std::size_t workers() const { return workers_.size(); }
+  // Jobs with code run so far by the worker at idle priority (`idle`), or
+  // by the others.
+  std::size_t packs_run(bool idle) const { return (idle ? packs_idle_ : packs_normal_).load(); }
 
  private:
   void work(const std::vector<int>& cpus, bool idle);
@@ -57,6 +62,13 @@ class BackgroundPacker final : public decoder::ChunkPacker {
   std::deque<Queued> encodes_;
   std::deque<Queued> packs_;
   bool stopping_ = false;
+  // With an idle worker, only it packs: a pack takes 1-2 ms, and encodes
+  // queued behind it on a normal worker were left to the tracer, on the
+  // program's CPU. Packing is what the time the tracer and the program
+  // leave their CPU is for (PackerPlacement::idle_worker).
+  bool idle_packs_ = false;
+  std::atomic<std::size_t> packs_idle_{0};
+  std::atomic<std::size_t> packs_normal_{0};
   std::vector<std::thread> workers_;
 };
 

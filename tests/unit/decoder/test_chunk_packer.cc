@@ -506,6 +506,10 @@ TEST_CASE("chunk packer: a snapshot reads each page once, however often the bloc
   CHECK(log.reads == std::vector<uint64_t>{Top});
 }
 
+// With a worker at idle priority, only it packs: a pack (1-2 ms of libipt
+// walking) taken by a worker on the spare CPU held up the encodes queued
+// behind it, and the tracer, on the program's CPU, then encoded them itself
+// while the program waited (docs/performance.md).
 TEST_CASE("chunk packer: the background packer packs on its own threads; wait_packed collects all") {
   Code code;
   // One worker; three and one at idle priority, finishing jobs in any order.
@@ -524,6 +528,8 @@ TEST_CASE("chunk packer: the background packer packs on its own threads; wait_pa
     CHECK(trace.raw_chunks() <= BlockTrace::kMaxPendingPacks);
     trace.wait_packed();
     CHECK(trace.pt_chunks() == 12);
+    CHECK(packer->packs_run(true) == (placement.idle_worker ? 12 : 0));
+    CHECK(packer->packs_run(false) == (placement.idle_worker ? 0 : 12));
     for (uint64_t seq = 0; seq < all.size(); ++seq) {
       REQUIRE(trace.at(seq) == all[seq]);
       REQUIRE(trace.stack_at(seq) == stack_for(seq));
