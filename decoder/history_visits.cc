@@ -13,12 +13,19 @@ std::optional<Block> history_block(const BlockTrace& trace, uint64_t sequence, u
   return block;
 }
 
-std::optional<uint64_t> visits_between(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
-                                       HistoryPoint to, std::pair<uint64_t, uint64_t> avoid) {
+namespace {
+
+// The passes over a stretch of history, written once over where its blocks
+// come from: `block_at(seq)` is block `seq`, or nullopt where the source
+// holds none (the trace's retained history, or a HistoryStretch).
+
+template <typename BlockAt>
+std::optional<uint64_t> count_visits(const BlockAt& block_at, HistoryPoint from, HistoryPoint to,
+                                     std::pair<uint64_t, uint64_t> avoid) {
   if (to < from) return std::nullopt;
   uint64_t count = 0;
   for (uint64_t seq = from.sequence; seq <= to.sequence; ++seq) {
-    auto block = history_block(trace, seq, live_pc);
+    const std::optional<Block> block = block_at(seq);
     if (!block) return std::nullopt;
     const uint64_t low = seq == from.sequence ? from.pc : block->begin;
     const uint64_t high = seq == to.sequence ? to.pc : block->end;
@@ -29,27 +36,42 @@ std::optional<uint64_t> visits_between(const BlockTrace& trace, uint64_t live_pc
   return count;
 }
 
-bool enters_inside(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from, HistoryPoint to, uint64_t low,
-                   uint64_t high) {
-  auto inside = [&](uint64_t pc) { return pc >= low && pc < high; };
+template <typename BlockAt>
+bool any_enters_inside(const BlockAt& block_at, HistoryPoint from, HistoryPoint to, uint64_t low, uint64_t high) {
   if (to < from) return true;
   for (uint64_t seq = from.sequence + 1; seq <= to.sequence; ++seq) {
-    auto block = history_block(trace, seq, live_pc);
-    if (!block || inside(block->begin)) return true;
+    const std::optional<Block> block = block_at(seq);
+    if (!block || (block->begin >= low && block->begin < high)) return true;
   }
   return false;
 }
 
-std::optional<HistoryPoint> nth_visit(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from, uint64_t pc,
-                                      uint64_t n) {
+template <typename BlockAt>
+std::optional<HistoryPoint> find_nth_visit(const BlockAt& block_at, HistoryPoint from, uint64_t pc, uint64_t n) {
   if (n == 0) return std::nullopt;
-  for (uint64_t seq = from.sequence; seq <= trace.end_sequence(); ++seq) {
-    auto block = history_block(trace, seq, live_pc);
+  for (uint64_t seq = from.sequence;; ++seq) {
+    const std::optional<Block> block = block_at(seq);
     if (!block) return std::nullopt;
     const uint64_t low = seq == from.sequence ? from.pc : block->begin;
     if (pc >= low && pc <= block->end && --n == 0) return HistoryPoint{seq, pc};
   }
-  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<uint64_t> visits_between(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
+                                       HistoryPoint to, std::pair<uint64_t, uint64_t> avoid) {
+  return count_visits([&](uint64_t seq) { return history_block(trace, seq, live_pc); }, from, to, avoid);
+}
+
+bool enters_inside(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from, HistoryPoint to, uint64_t low,
+                   uint64_t high) {
+  return any_enters_inside([&](uint64_t seq) { return history_block(trace, seq, live_pc); }, from, to, low, high);
+}
+
+std::optional<HistoryPoint> nth_visit(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from, uint64_t pc,
+                                      uint64_t n) {
+  return find_nth_visit([&](uint64_t seq) { return history_block(trace, seq, live_pc); }, from, pc, n);
 }
 
 std::optional<HistoryStretch> HistoryStretch::read(const BlockTrace& trace, uint64_t live_pc, HistoryPoint from,
@@ -78,34 +100,25 @@ std::pair<uint64_t, uint64_t> HistoryStretch::span(std::size_t index, HistoryPoi
   return {seq == a.sequence ? a.pc : blocks_[index].begin, seq == to.sequence ? to.pc : blocks_[index].end};
 }
 
+std::optional<Block> HistoryStretch::block_at(uint64_t seq) const {
+  if (seq < from_.sequence || seq - from_.sequence >= blocks_.size()) return std::nullopt;
+  return blocks_[seq - from_.sequence];
+}
+
 std::optional<uint64_t> HistoryStretch::visits(HistoryPoint a, HistoryPoint to,
                                                std::pair<uint64_t, uint64_t> avoid) const {
-  if (!holds(a) || !holds(to) || to < a) return std::nullopt;
-  uint64_t count = 0;
-  for (std::size_t i = a.sequence - from_.sequence; i <= to.sequence - from_.sequence; ++i) {
-    auto [low, high] = span(i, a, to);
-    if (low > high) continue;
-    if (avoid.first < avoid.second && low < avoid.second && high >= avoid.first) return std::nullopt;
-    if (to.pc >= low && to.pc <= high) ++count;
-  }
-  return count;
+  if (!holds(a) || !holds(to)) return std::nullopt;
+  return count_visits([this](uint64_t seq) { return block_at(seq); }, a, to, avoid);
 }
 
 bool HistoryStretch::enters_inside(HistoryPoint a, HistoryPoint to, uint64_t low, uint64_t high) const {
-  if (!holds(a) || !holds(to) || to < a) return true;
-  for (std::size_t i = a.sequence - from_.sequence + 1; i <= to.sequence - from_.sequence; ++i) {
-    if (blocks_[i].begin >= low && blocks_[i].begin < high) return true;
-  }
-  return false;
+  if (!holds(a) || !holds(to)) return true;
+  return any_enters_inside([this](uint64_t seq) { return block_at(seq); }, a, to, low, high);
 }
 
 std::optional<HistoryPoint> HistoryStretch::nth_visit(HistoryPoint a, uint64_t pc, uint64_t n) const {
-  if (n == 0 || !holds(a)) return std::nullopt;
-  for (std::size_t i = a.sequence - from_.sequence; i < blocks_.size(); ++i) {
-    const uint64_t low = i == a.sequence - from_.sequence ? a.pc : blocks_[i].begin;
-    if (pc >= low && pc <= blocks_[i].end && --n == 0) return HistoryPoint{from_.sequence + i, pc};
-  }
-  return std::nullopt;
+  if (!holds(a)) return std::nullopt;
+  return find_nth_visit([this](uint64_t seq) { return block_at(seq); }, a, pc, n);
 }
 
 bool HistoryStretch::touches(HistoryPoint to, std::pair<uint64_t, uint64_t> avoid) const {

@@ -93,6 +93,8 @@ class HistoryStretch {
   bool holds(HistoryPoint point) const {
     return !(point < from_) && point.sequence - from_.sequence < blocks_.size();
   }
+  // Block `seq` of the history, or nullopt outside the stretch.
+  std::optional<Block> block_at(uint64_t seq) const;
   // Block `index` (from.sequence + index) as a re-run from `a` through `to`
   // passes it: the one holding `a` from its pc, the one holding `to` up to
   // its pc.
