@@ -45,7 +45,7 @@ void BackgroundPacker::submit(std::shared_ptr<decoder::PackInbox> inbox, decoder
   const bool job_is_pack = job.code != nullptr;
   {
     std::lock_guard lock(mutex_);
-    (job.code ? packs_ : encodes_).emplace_back(std::move(inbox), std::move(job));
+    (job_is_pack ? packs_ : encodes_).emplace_back(std::move(inbox), std::move(job));
   }
   // A pack wakes them all: the one worker woken might not take it.
   if (job_is_pack) {
