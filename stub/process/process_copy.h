@@ -11,9 +11,11 @@
 // a copy never reads or writes a file, pipe or socket it shares with the
 // program. The copy is killed and reaped with this object.
 #include <sys/types.h>
+#include <sys/user.h>
 
 #include <cstdint>
 #include <ctime>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -27,6 +29,7 @@
 #include "protocol/expected.h"
 #include "protocol/register_file.h"
 #include "stub/process/debug_registers.h"
+#include "stub/process/repeated_call.h"
 #include "stub/process/shared_memory_digest.h"
 
 namespace stub::process {
@@ -96,6 +99,13 @@ class ProcessCopy {
   // page's two injected system calls.
   static constexpr uint64_t kCountingMinHits = 8;
 
+  // The system calls the copy makes again on its next runs, in the order
+  // it meets them (repeated_call.h): the recorded ones between where it
+  // stands and where it is sent. Any other system call, or one of these
+  // with other arguments or another result, makes the copy unusable. A
+  // fresh copy (and a fork) expects none.
+  void expect_calls(std::vector<RepeatedCall> calls) { expected_calls_.assign(calls.begin(), calls.end()); }
+
   // Runs until the instruction at `pc` is about to execute for the
   // `hits`-th time (the instruction the copy stands at counts as the first
   // when it is at `pc`). An error, with the copy unusable, when it meets a
@@ -158,6 +168,9 @@ class ProcessCopy {
     bool at_breakpoint = false;        // before the breakpoint's instruction
   };
   Expected<Stop> resume_and_wait(bool single_step);
+  // At the copy's stop at the entry of a system call (`regs`): makes the
+  // next expected call for it, or says why it cannot.
+  Expected<void> make_expected_call(const ::user_regs_struct& regs);
   bool at_repeated_string_instruction(uint64_t pc);
   // Puts the owed bytes back (owe_bytes), one write per stretch of a page;
   // the copy is unusable if that fails.
@@ -204,10 +217,12 @@ class ProcessCopy {
   // The slot and DR7 of run_to's execute breakpoint while it runs.
   std::optional<int> breakpoint_slot_;
   uint64_t breakpoint_dr7_ = 0;
+  bool breakpoint_on_ = false;  // in DR7 now (step_past turns it off)
   uint64_t stops_ = 0;
   int mem_fd_ = -1;
   std::shared_ptr<const ProgramBytes> owed_;
   bool tsc_fault_owed_ = false;
+  std::deque<RepeatedCall> expected_calls_;
 };
 
 }  // namespace stub::process

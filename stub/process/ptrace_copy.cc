@@ -1,5 +1,6 @@
 // Copies of the program (process_copy.h): the injected clone, and running a
-// copy along the recorded path without ever letting it make a system call.
+// copy along the recorded path without ever letting it make a system call
+// of the program's but the repeated ones it expects (repeated_call.h).
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
@@ -462,34 +464,76 @@ Expected<void> ProcessCopy::set_pc(uint64_t pc) {
   return {};
 }
 
+Expected<void> ProcessCopy::make_expected_call(const user_regs_struct& regs) {
+  const long number = static_cast<long>(regs.orig_rax);
+  const uint64_t pc = regs.rip - 2;  // past the two-byte `syscall`
+  const std::array<uint64_t, 6> args{regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9};
+  if (expected_calls_.empty() || expected_calls_.front().pc != pc || expected_calls_.front().number != number ||
+      expected_calls_.front().args != args) {
+    // Which call, and where: a copy that went another way says how.
+    return make_error(ErrorCode::Internal, "The copy met a system call (number " + std::to_string(number) + " at " +
+                                               hex(pc) + ") the recording did not have there");
+  }
+  const RepeatedCall call = expected_calls_.front();
+  expected_calls_.pop_front();
+  const std::array<uint64_t, 6> repeated = repeated_args(call);
+  // The injected call steps from where the copy stands, which may be
+  // run_to's execute breakpoint.
+  const bool breakpoint_on = breakpoint_slot_ && breakpoint_on_;
+  if (breakpoint_on) {
+    if (auto r = enable_breakpoint(false); !r) return r;
+  }
+  auto made = inject_syscall(pid_, number, std::vector<uint64_t>(repeated.begin(), repeated.end()));
+  if (breakpoint_on) {
+    if (auto r = enable_breakpoint(true); !r) return r;
+  }
+  if (!made) return made.error();
+  if (!made->signals_met.empty()) return make_error(ErrorCode::Internal, "A signal reached a copy of the program");
+  if (made->result != call.result) {
+    return make_error(ErrorCode::Internal, "The copy's " + call_name(number) + " at " + hex(pc) + " returned " +
+                                               std::to_string(made->result) + " where the program's returned " +
+                                               std::to_string(call.result));
+  }
+  // Back as the program was after its call (the kernel keeps orig_rax).
+  user_regs_struct after = regs;
+  after.rax = static_cast<uint64_t>(call.result);
+  if (auto r = do_ptrace(PTRACE_SETREGS, pid_, 0, &after); !r) return r.error();
+  return {};
+}
+
 Expected<ProcessCopy::Stop> ProcessCopy::resume_and_wait(bool single_step) {
   const int request = single_step ? PTRACE_SYSEMU_SINGLESTEP : PTRACE_SYSEMU;
-  if (auto r = do_ptrace(request, pid_, 0, nullptr); !r) {
-    usable_ = false;
-    return r.error();
-  }
-  bool overdue = false;
-  const int status = wait_copy(pid_, &overdue);
-  ++stops_;
-  if (!WIFSTOPPED(status)) {
-    usable_ = false;
-    if (overdue) {
-      return make_error(ErrorCode::Internal, "The copy of the program ran more than " +
-                                                 std::to_string(kCopyRunLimit.count()) +
-                                                 " ms without reaching the point: it went another way than the "
-                                                 "recording (memory another process wrote?)");
+  int status = 0;
+  for (;;) {
+    if (auto r = do_ptrace(request, pid_, 0, nullptr); !r) {
+      usable_ = false;
+      return r.error();
     }
-    return make_error(ErrorCode::NoProcess, "The copy of the program ended");
-  }
-  if (stopped_by(status, kSyscallStop)) {
-    usable_ = false;
-    // Which call, and where: a copy that went another way says how.
+    bool overdue = false;
+    status = wait_copy(pid_, &overdue);
+    ++stops_;
+    if (!WIFSTOPPED(status)) {
+      usable_ = false;
+      if (overdue) {
+        return make_error(ErrorCode::Internal, "The copy of the program ran more than " +
+                                                   std::to_string(kCopyRunLimit.count()) +
+                                                   " ms without reaching the point: it went another way than the "
+                                                   "recording (memory another process wrote?)");
+      }
+      return make_error(ErrorCode::NoProcess, "The copy of the program ended");
+    }
+    if (!stopped_by(status, kSyscallStop)) break;
     user_regs_struct regs{};
-    std::string which;
-    if (do_ptrace(PTRACE_GETREGS, pid_, 0, &regs)) {
-      which = " (number " + std::to_string(static_cast<long>(regs.orig_rax)) + " at " + hex(regs.rip - 2) + ")";
+    if (auto r = do_ptrace(PTRACE_GETREGS, pid_, 0, &regs); !r) {
+      usable_ = false;
+      return r.error();
     }
-    return make_error(ErrorCode::Internal, "The copy met a system call" + which + " the recording did not have there");
+    if (auto made = make_expected_call(regs); !made) {
+      usable_ = false;
+      return made.error();
+    }
+    // A step that met the call has run it: it stands past the `syscall`.
+    if (single_step) return Stop{};
   }
   if (WSTOPSIG(status) != SIGTRAP) {
     usable_ = false;

@@ -95,6 +95,7 @@ Expected<bool> ProcessCopy::set_breakpoint(uint64_t pc) {
 }
 
 Expected<void> ProcessCopy::enable_breakpoint(bool on) {
+  breakpoint_on_ = on;
   return poke_debugreg(pid_, 7, on ? breakpoint_dr7_ : armed_.dr7());
 }
 

@@ -38,6 +38,7 @@ Expected<void> PastState::run_copy(process::ProcessCopy& copy, pid_t tid, const 
     return make_error(ErrorCode::NotSupported, "the history between the checkpoint and this point cannot be re-run");
   }
   last_run_ = LastRun{*hits, copy.stops()};
+  copy.expect_calls(checkpoints_.calls(tid, from, to));
   // The copy counts the visits itself where the bytes at the pc can hold a
   // jmp that nothing in the leg it runs jumps into the middle of.
   HistoryPoint aim = to;
@@ -254,6 +255,7 @@ Expected<std::pair<HistoryPoint, std::unique_ptr<process::ProcessCopy>>> PastSta
     }
   }
   if (!to) return make_error(ErrorCode::NotSupported, "no point a copy reaches with few stops");
+  (*copy)->expect_calls(checkpoints_.calls(tid, from.at, to->at));
   auto enters = [&](uint64_t low, uint64_t high) { return stretch->enters_inside(to->at, low, high); };
   if (auto ran = (*copy)->run_to(to->at.pc, to->visits, enters); !ran) return ran.error();
   auto regs = (*copy)->registers();

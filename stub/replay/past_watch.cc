@@ -95,6 +95,7 @@ Expected<PastWatch::CountedRun> PastWatch::counted_run(process::ProcessCopy& bas
   auto enters = [&](uint64_t inside_low, uint64_t inside_high) {
     return decoder::enters_inside(trace_, live_pc_, from, to, inside_low, inside_high);
   };
+  (*copy)->expect_calls(checkpoints_.calls(tid_, from, to));
   auto fired = (*copy)->run_to_counting(to.pc, *visits, enters);
   if (!fired) return cannot_rerun(fired.error().message);
   if (armed) ++effort_.native_runs;
@@ -146,6 +147,7 @@ Expected<std::vector<PastWatchHit>> PastWatch::locate(process::ProcessCopy& base
   auto stepper = base.fork();
   if (!stepper) return stepper.error();
   if (auto armed = (*stepper)->arm(watches_); !armed) return armed.error();
+  (*stepper)->expect_calls(checkpoints_.calls(tid_, from, to));
   const uint64_t stops_before = (*stepper)->stops();
   auto hits = (*stepper)->step_to(to.pc, *visits);
   effort_.stepped += (*stepper)->stops() - stops_before;

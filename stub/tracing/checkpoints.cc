@@ -61,6 +61,24 @@ void Checkpoints::barrier(pid_t tid, HistoryPoint at, std::optional<uint64_t> sh
   if (shared_digest) thread.shared_digests[at] = *shared_digest;
 }
 
+void Checkpoints::repeated_call(pid_t tid, HistoryPoint at, const process::RepeatedCall& call) {
+  Thread& thread = threads_[tid];
+  if (!thread.calls.empty() && at < thread.calls.back().first) thread.calls.clear();  // history restarted
+  thread.calls.emplace_back(at, call);
+  ++calls_repeatable_;
+}
+
+std::vector<process::RepeatedCall> Checkpoints::calls(pid_t tid, HistoryPoint from, HistoryPoint to) const {
+  std::vector<process::RepeatedCall> out;
+  auto found = threads_.find(tid);
+  if (found == threads_.end()) return out;
+  const auto& calls = found->second.calls;
+  auto call = std::lower_bound(calls.begin(), calls.end(), from,
+                               [](const auto& entry, const HistoryPoint& point) { return entry.first < point; });
+  for (; call != calls.end() && call->first < to; ++call) out.push_back(call->second);
+  return out;
+}
+
 const process::SharedRanges* Checkpoints::shared_ranges_due(pid_t tid) const {
   auto found = threads_.find(tid);
   if (found == threads_.end() || found->second.entries.empty()) return nullptr;
@@ -167,6 +185,8 @@ void Checkpoints::drop_before(pid_t tid, uint64_t first_sequence) {
   digests.erase(digests.begin(), digests.lower_bound(HistoryPoint{first_sequence, 0}));
   auto& writes = found->second.writes;
   while (!writes.empty() && writes.front().sequence < first_sequence) writes.pop_front();
+  auto& calls = found->second.calls;
+  while (!calls.empty() && calls.front().first.sequence < first_sequence) calls.pop_front();
 }
 
 void Checkpoints::forget(pid_t tid) { threads_.erase(tid); }
@@ -267,14 +287,14 @@ void Checkpoints::keep_within_memory() {
 }
 
 std::string Checkpoints::status() const {
-  char line[300];
+  char line[400];
   std::snprintf(line, sizeof line,
                 "Checkpoints: %zu (at most %zu), %llu KiB of memory (their proportional share%s; at most %llu KiB); "
-                "%llu taken in all, %llu filled in later.\n",
+                "%llu taken in all, %llu filled in later; %llu system calls copies make again instead.\n",
                 count(), limits_.max_count, static_cast<unsigned long long>(memory_bytes() / 1024),
                 held_copies().size() > kMeasuredCopies ? ", from an even sample of them" : "",
                 static_cast<unsigned long long>(limits_.memory_bytes / 1024), static_cast<unsigned long long>(taken_),
-                static_cast<unsigned long long>(filled_in_));
+                static_cast<unsigned long long>(filled_in_), static_cast<unsigned long long>(calls_repeatable_));
   return line;
 }
 

@@ -102,6 +102,14 @@ class Checkpoints {
   // `shared_digest`: the program's shared memory there, before the event
   // (over shared_ranges_due's ranges), when it was read.
   void barrier(pid_t tid, HistoryPoint at, std::optional<uint64_t> shared_digest = std::nullopt);
+  // A system call at `at` that copies make again themselves
+  // (process/repeated_call.h): no barrier, and no checkpoint owed.
+  void repeated_call(pid_t tid, HistoryPoint at, const process::RepeatedCall& call);
+  // The repeated calls of `tid` in [from, to), oldest first: what a copy
+  // standing at `from` meets on its way to `to` (ProcessCopy::expect_calls).
+  std::vector<process::RepeatedCall> calls(pid_t tid, HistoryPoint from, HistoryPoint to) const;
+  uint64_t calls_repeatable() const { return calls_repeatable_; }
+
   // The shared mappings a barrier of `tid` now must digest: those of its
   // newest checkpoint when no barrier came since (a copy from there may
   // run up to it); null when none.
@@ -187,6 +195,7 @@ class Checkpoints {
     std::deque<Entry> entries;         // oldest first
     std::deque<HistoryPoint> barriers; // oldest first
     std::deque<HistoryPoint> writes;   // the client's, oldest first
+    std::deque<std::pair<HistoryPoint, process::RepeatedCall>> calls;  // repeated_call(), oldest first
     std::map<HistoryPoint, uint64_t> shared_digests;  // barrier(): those read
     // The oldest barrier in [from, to), if any: no copy may run across it.
     std::optional<HistoryPoint> first_barrier(HistoryPoint from, HistoryPoint to) const;
@@ -203,6 +212,7 @@ class Checkpoints {
   std::size_t added_since_measured_ = 0;
   uint64_t taken_ = 0;
   uint64_t filled_in_ = 0;
+  uint64_t calls_repeatable_ = 0;
   std::map<pid_t, Thread> threads_;
   std::pair<uint64_t, uint64_t> vdso_{0, 0};
 };

@@ -220,7 +220,7 @@ void SoftwareTracer::settle(TracedThreadControl& control, ThreadState& t, pid_t 
     if (s.insn && step_completed && reads_unrepeatable_value(*s.insn)) note_unrepeatable(control, t, tid, s.from);
     if (s.insn && s.insn->kind == decoder::ControlKind::Syscall &&
         system_call_made(control, tid, s.insn->next_address(), pc, step_completed)) {
-      note_barrier(t, tid, s.from, s.shared_before);
+      if (!(step_completed && note_repeated_call(control, t, tid, *s.insn))) note_barrier(t, tid, s.from, s.shared_before);
       after_system_call(control, tid);
     }
     bool record = false;

@@ -292,6 +292,10 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // cached blocks in code the call may have stored into
   // (stub/tracing/code_writes.h) are made right.
   void after_system_call(TracedThreadControl& control, pid_t tid);
+  // After a step over `insn`, a `syscall` the thread made: when copies can
+  // make that call again themselves (process/repeated_call.h), noted as
+  // such, and true: no barrier, no checkpoint owed.
+  bool note_repeated_call(TracedThreadControl& control, ThreadState& t, pid_t tid, const decoder::Instruction& insn);
   // Notes what the call changed of the memory map (map_changes_).
   void note_map_changes(pid_t tid, const SystemCall& call, uint64_t result, const CodeWrite& write);
   // software_tracer_checkpoints.cc.

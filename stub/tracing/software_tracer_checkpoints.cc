@@ -1,6 +1,10 @@
 // SoftwareTracer: when to take checkpoints (stub/tracing/checkpoints.h).
 #include "stub/tracing/software_tracer.h"
 
+#include "stub/process/repeated_call.h"
+#include "stub/tracing/code_writes.h"
+#include "stub/tracing/software_tracer_internal.h"
+
 namespace stub::tracing {
 namespace {
 
@@ -23,6 +27,21 @@ void SoftwareTracer::note_barrier(ThreadState& t, pid_t tid, uint64_t pc, std::o
   if (!checkpoints_ || !t.trace) return;
   checkpoints_->barrier(tid, {t.trace->end_sequence(), pc}, shared_digest);
   t.checkpoint_due = true;
+}
+
+bool SoftwareTracer::note_repeated_call(TracedThreadControl& control, ThreadState& t, pid_t tid,
+                                        const decoder::Instruction& insn) {
+  // The two-byte `syscall` (int 0x80 and sysenter take other numbers),
+  // stepped over completely.
+  if (!checkpoints_ || !t.trace || insn.size != 2 || insn.text.rfind("syscall", 0) != 0) return false;
+  auto regs = control.read_general_registers(tid);
+  if (!regs || tracer_detail::pc_of(*regs) != insn.next_address()) return false;
+  const SystemCall call = system_call_of(*regs);
+  auto repeatable = process::repeatable_call(insn.address, static_cast<long>(call.number), call.args,
+                                             static_cast<long>(regs->get_u64(protocol::Amd64Reg::rax)));
+  if (!repeatable) return false;
+  checkpoints_->repeated_call(tid, {t.trace->end_sequence(), insn.address}, *repeatable);
+  return true;
 }
 
 // Only while the newest checkpoint holds shared memory and no barrier came

@@ -237,3 +237,25 @@ TEST_CASE("a point that has its checkpoint gets no second one", "[checkpoints]")
   CHECK_FALSE(checkpoints.fill_in(7, {0, 0x100}, nullptr));
   CHECK(checkpoints.count() == 1);
 }
+
+TEST_CASE("a copy meets the repeated calls between where it stands and where it goes, in order", "[checkpoints]") {
+  Checkpoints checkpoints;
+  checkpoints.add(7, {0, 0x100}, nullptr);
+  auto call = [](uint64_t pc, long result) { return stub::process::RepeatedCall{pc, 12, {}, result}; };
+  checkpoints.repeated_call(7, {3, 0x200}, call(0x200, 1));
+  checkpoints.repeated_call(7, {3, 0x240}, call(0x240, 2));  // the same block, later
+  checkpoints.repeated_call(7, {9, 0x200}, call(0x200, 3));
+  // No barrier: the checkpoint serves points past them.
+  CHECK(checkpoints.usable_for(7, {10, 0x300})->at == decoder::HistoryPoint{0, 0x100});
+  using Calls = std::vector<stub::process::RepeatedCall>;
+  CHECK(checkpoints.calls(7, {0, 0x100}, {10, 0x300}) == Calls{call(0x200, 1), call(0x240, 2), call(0x200, 3)});
+  // Standing at a call: it is still to be made; stopping at one: not made.
+  CHECK(checkpoints.calls(7, {3, 0x240}, {9, 0x200}) == Calls{call(0x240, 2)});
+  CHECK(checkpoints.calls(7, {3, 0x202}, {3, 0x240}).empty());
+  CHECK(checkpoints.calls(8, {0, 0x100}, {10, 0x300}).empty());
+  CHECK(checkpoints.calls_repeatable() == 3);
+  CHECK(checkpoints.status().find("3 system calls copies make again") != std::string::npos);
+  // Gone with the history before them.
+  checkpoints.drop_before(7, 5);
+  CHECK(checkpoints.calls(7, {0, 0x100}, {10, 0x300}) == Calls{call(0x200, 3)});
+}

@@ -1,0 +1,47 @@
+#pragma once
+// System calls a copy of the program makes again in its own memory instead
+// of stopping at them (process_copy.h, expect_calls).
+//
+// Each system call the program makes is an event re-execution cannot
+// repeat (its result, the memory the kernel writes), so the recording
+// takes a checkpoint right after it and no copy runs across it. Calls that
+// only change the calling process's own private address space are the
+// exception: brk, and mmap, munmap, mprotect and mremap of private
+// anonymous memory. A copy standing before one makes it again for itself,
+// with the arguments the program gave, and gets the same result where its
+// address space matches the program's; the copy checks that result
+// against the recorded one, and a copy that differs is unusable (unknown,
+// never a guess). Programs call these at every growth of the heap: Lua
+// recording a script took a hundred checkpoints, a third of its time in
+// forks and the copy-on-write faults after each (docs/performance.md).
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace stub::process {
+
+struct RepeatedCall {
+  uint64_t pc = 0;  // the `syscall` instruction
+  long number = 0;
+  std::array<uint64_t, 6> args{};
+  long result = 0;  // what the program got
+  bool operator==(const RepeatedCall&) const = default;
+};
+
+// The call the program made at `pc` with `number` and `args` and got
+// `result`, when a copy can make it again; nullopt when it is a barrier.
+std::optional<RepeatedCall> repeatable_call(uint64_t pc, long number, const std::array<uint64_t, 6>& args,
+                                            long result);
+
+// The arguments the copy makes `call` with: the program's, except that an
+// mmap the kernel placed goes to the address the program got, and only
+// there (MAP_FIXED_NOREPLACE): a copy holds mappings the program lacks
+// (btstub's counting pages) and lacks ones it holds, so the kernel's own
+// choice could differ.
+std::array<uint64_t, 6> repeated_args(const RepeatedCall& call);
+
+// "brk", "mmap", ... for messages.
+std::string call_name(long number);
+
+}  // namespace stub::process
