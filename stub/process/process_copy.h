@@ -105,6 +105,9 @@ class ProcessCopy {
   // with other arguments or another result, makes the copy unusable. A
   // fresh copy (and a fork) expects none.
   void expect_calls(std::vector<RepeatedCall> calls) { expected_calls_.assign(calls.begin(), calls.end()); }
+  // Calls it was given and has not met: at the end of a run, it went
+  // another way than the recording.
+  bool expects_calls() const { return !expected_calls_.empty(); }
 
   // Runs until the instruction at `pc` is about to execute for the
   // `hits`-th time (the instruction the copy stands at counts as the first

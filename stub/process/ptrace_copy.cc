@@ -497,6 +497,7 @@ Expected<void> ProcessCopy::make_expected_call(const user_regs_struct& regs) {
   // Back as the program was after its call (the kernel keeps orig_rax).
   user_regs_struct after = regs;
   after.rax = static_cast<uint64_t>(call.result);
+  after.r11 = call.r11;  // the flags the program's `syscall` saved, under the tracer's step
   if (auto r = do_ptrace(PTRACE_SETREGS, pid_, 0, &after); !r) return r.error();
   return {};
 }

@@ -1,6 +1,5 @@
 #include "stub/process/repeated_call.h"
 
-#include <linux/mman.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
@@ -13,29 +12,25 @@ bool failed(long result) { return result < 0 && result >= -4095; }
 }  // namespace
 
 std::optional<RepeatedCall> repeatable_call(uint64_t pc, long number, const std::array<uint64_t, 6>& args,
-                                            long result) {
-  const RepeatedCall call{pc, number, args, result};
+                                            long result, std::optional<uint64_t> brk_before) {
+  const RepeatedCall call{pc, number, args, result, 0};
   switch (number) {
     case SYS_brk:
+      if (!brk_before || static_cast<uint64_t>(result) < *brk_before) return std::nullopt;
       return call;
     case SYS_mmap: {
       const uint64_t flags = args[3];
       // Shared anonymous memory is seen by the program's children; a file
-      // mapping reads the file as it is when the copy runs.
-      if ((flags & MAP_TYPE) != MAP_PRIVATE || (flags & MAP_ANONYMOUS) == 0 || failed(result)) return std::nullopt;
-      return call;
-    }
-    case SYS_munmap:
-    case SYS_mprotect:
-      if (result != 0) return std::nullopt;
-      return call;
-    case SYS_mremap:
-      // Only where it stayed in place: a moved mapping would have to be
-      // moved over whatever the copy holds there (MREMAP_FIXED unmaps it).
-      if ((args[3] & (MREMAP_FIXED | MREMAP_DONTUNMAP)) != 0 || failed(result) ||
-          static_cast<uint64_t>(result) != args[0]) {
+      // mapping reads the file as it is when the copy runs; MAP_FIXED
+      // replaces what was there.
+      if ((flags & MAP_TYPE) != MAP_PRIVATE || (flags & MAP_ANONYMOUS) == 0 || (flags & MAP_FIXED) != 0 ||
+          failed(result)) {
         return std::nullopt;
       }
+      return call;
+    }
+    case SYS_mprotect:
+      if (result != 0) return std::nullopt;
       return call;
     default:
       return std::nullopt;
@@ -44,11 +39,10 @@ std::optional<RepeatedCall> repeatable_call(uint64_t pc, long number, const std:
 
 std::array<uint64_t, 6> repeated_args(const RepeatedCall& call) {
   std::array<uint64_t, 6> args = call.args;
-  if (call.number == SYS_mmap && (args[3] & (MAP_FIXED | MAP_FIXED_NOREPLACE)) == 0) {
+  if (call.number == SYS_mmap && (args[3] & MAP_FIXED_NOREPLACE) == 0) {
     args[0] = static_cast<uint64_t>(call.result);
     args[3] |= MAP_FIXED_NOREPLACE;
   }
-  if (call.number == SYS_mremap) args[3] &= ~uint64_t{MREMAP_MAYMOVE};  // in place, as the program's went
   return args;
 }
 
@@ -56,9 +50,7 @@ std::string call_name(long number) {
   switch (number) {
     case SYS_brk: return "brk";
     case SYS_mmap: return "mmap";
-    case SYS_munmap: return "munmap";
     case SYS_mprotect: return "mprotect";
-    case SYS_mremap: return "mremap";
     default: return "system call " + std::to_string(number);
   }
 }

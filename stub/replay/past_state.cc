@@ -18,6 +18,13 @@ std::string hex(uint64_t value) {
   return buffer;
 }
 
+// A run that arrived without making every system call the recording
+// made on the way (process/repeated_call.h) went another way.
+btstub::Error unmade_calls() {
+  return btstub::make_error(ErrorCode::Internal,
+                            "the re-run arrived without making every system call the recording had on the way");
+}
+
 }  // namespace
 
 Expected<void> PastState::run_copy(process::ProcessCopy& copy, pid_t tid, const decoder::BlockTrace& trace,
@@ -95,6 +102,7 @@ Expected<void> PastState::run_copy(process::ProcessCopy& copy, pid_t tid, const 
     ran = copy.run_to(to.pc, *rest);
   }
   last_run_.stops = copy.stops() - last_run_.stops;
+  if (ran && copy.expects_calls()) return unmade_calls();
   return ran;
 }
 
@@ -258,6 +266,7 @@ Expected<std::pair<HistoryPoint, std::unique_ptr<process::ProcessCopy>>> PastSta
   (*copy)->expect_calls(checkpoints_.calls(tid, from.at, to->at));
   auto enters = [&](uint64_t low, uint64_t high) { return stretch->enters_inside(to->at, low, high); };
   if (auto ran = (*copy)->run_to(to->at.pc, to->visits, enters); !ran) return ran.error();
+  if ((*copy)->expects_calls()) return unmade_calls();
   auto regs = (*copy)->registers();
   if (!regs) return regs.error();
   if (regs->get_u64(protocol::Amd64Reg::rip) != to->at.pc) {

@@ -98,6 +98,7 @@ Expected<PastWatch::CountedRun> PastWatch::counted_run(process::ProcessCopy& bas
   (*copy)->expect_calls(checkpoints_.calls(tid_, from, to));
   auto fired = (*copy)->run_to_counting(to.pc, *visits, enters);
   if (!fired) return cannot_rerun(fired.error().message);
+  if ((*copy)->expects_calls()) return cannot_rerun("a re-run left the recorded path");
   if (armed) ++effort_.native_runs;
   return CountedRun{std::move(*copy), *fired};
 }
@@ -152,6 +153,7 @@ Expected<std::vector<PastWatchHit>> PastWatch::locate(process::ProcessCopy& base
   auto hits = (*stepper)->step_to(to.pc, *visits);
   effort_.stepped += (*stepper)->stops() - stops_before;
   if (!hits) return cannot_rerun(hits.error().message);
+  if ((*stepper)->expects_calls()) return cannot_rerun("a re-run left the recorded path");
   // The native runs counted `fired` hits here: stepping the same stretch
   // must see some (it may see more: a repeated string instruction's
   // iterations can be reported together when run natively).

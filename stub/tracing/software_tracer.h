@@ -223,6 +223,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     bool origin_known = false;
     bool frozen = false;          // full under OverflowPolicy::Stop: no more recording
     bool stopped_full = false;    // the current stop is because of that
+    // Where the program's heap ended after the thread's last brk, while it
+    // was the program's one thread (note_repeated_call).
+    std::optional<uint64_t> brk;
     bool in_stop = false;         // on_stop is deciding (a stop may be reported)
     std::optional<uint64_t> exit_reported;  // where the thread was reported about to exit
     bool checkpoint_due = true;   // something re-execution cannot repeat happened since the last one

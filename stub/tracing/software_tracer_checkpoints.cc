@@ -1,6 +1,8 @@
 // SoftwareTracer: when to take checkpoints (stub/tracing/checkpoints.h).
 #include "stub/tracing/software_tracer.h"
 
+#include <sys/syscall.h>
+
 #include "stub/process/repeated_call.h"
 #include "stub/tracing/code_writes.h"
 #include "stub/tracing/software_tracer_internal.h"
@@ -33,13 +35,20 @@ bool SoftwareTracer::note_repeated_call(TracedThreadControl& control, ThreadStat
                                         const decoder::Instruction& insn) {
   // The two-byte `syscall` (int 0x80 and sysenter take other numbers),
   // stepped over completely.
-  if (!checkpoints_ || !t.trace || insn.size != 2 || insn.text.rfind("syscall", 0) != 0) return false;
+  if (insn.size != 2 || insn.text.rfind("syscall", 0) != 0) return false;
   auto regs = control.read_general_registers(tid);
   if (!regs || tracer_detail::pc_of(*regs) != insn.next_address()) return false;
   const SystemCall call = system_call_of(*regs);
-  auto repeatable = process::repeatable_call(insn.address, static_cast<long>(call.number), call.args,
-                                             static_cast<long>(regs->get_u64(protocol::Amd64Reg::rax)));
+  const long result = static_cast<long>(regs->get_u64(protocol::Amd64Reg::rax));
+  // Where the heap ended, as the thread's last brk left it: only while it
+  // is the program's one thread (another one's brk would go unseen here).
+  const bool alone = !has_others(tid);
+  const std::optional<uint64_t> brk_before = alone ? t.brk : std::nullopt;
+  if (call.number == SYS_brk) t.brk = alone ? std::optional<uint64_t>(static_cast<uint64_t>(result)) : std::nullopt;
+  if (!checkpoints_ || !t.trace) return false;
+  auto repeatable = process::repeatable_call(insn.address, static_cast<long>(call.number), call.args, result, brk_before);
   if (!repeatable) return false;
+  repeatable->r11 = regs->get_u64(protocol::Amd64Reg::r11);
   checkpoints_->repeated_call(tid, {t.trace->end_sequence(), insn.address}, *repeatable);
   return true;
 }
