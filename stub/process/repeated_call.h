@@ -16,7 +16,7 @@
 // shrinking brk, mmap over a mapping) stay barriers: a reverse watch
 // search compares memory across a barrier, and no hardware watch sees the
 // kernel's change. Programs grow the heap all the time: Lua recording a
-// script took 109 checkpoints, 32 of them after such calls
+// script took 109 checkpoints, 26 of them after such calls
 // (docs/performance.md).
 #include <array>
 #include <cstdint>
