@@ -1,6 +1,8 @@
 #include "stub/tracing/software_tracer.h"
 #include "stub/tracing/software_tracer_internal.h"
 
+#include <sys/syscall.h>
+
 #include <csignal>
 #include <cstring>
 
@@ -205,10 +207,10 @@ void SoftwareTracer::note_client_move(ThreadState& t, uint64_t pc) {
 // call the kernel makes again when the thread resumes (a restart code in
 // rax): nothing of it is done, and the step over its restart sees it.
 namespace {
-bool system_call_made(TracedThreadControl& control, pid_t tid, uint64_t after_call, uint64_t pc, bool step_completed) {
+bool system_call_made(const Expected<protocol::RegisterFile>& regs, uint64_t after_call, uint64_t pc,
+                      bool step_completed) {
   if (step_completed) return true;
   if (pc != after_call) return false;
-  auto regs = control.read_general_registers(tid);
   return regs && !in_restarted_call(*regs);
 }
 }  // namespace
@@ -218,10 +220,15 @@ void SoftwareTracer::settle(TracedThreadControl& control, ThreadState& t, pid_t 
   if (t.step) {
     const Step& s = *t.step;
     if (s.insn && step_completed && reads_unrepeatable_value(*s.insn)) note_unrepeatable(control, t, tid, s.from);
-    if (s.insn && s.insn->kind == decoder::ControlKind::Syscall &&
-        system_call_made(control, tid, s.insn->next_address(), pc, step_completed)) {
-      if (!(step_completed && note_repeated_call(control, t, tid, *s.insn))) note_barrier(t, tid, s.from, s.shared_before);
-      after_system_call(control, tid);
+    if (s.insn && s.insn->kind == decoder::ControlKind::Syscall) {
+      // Read once: whether the call was made, what it was, what it returned.
+      const auto regs = control.read_general_registers(tid);
+      if (system_call_made(regs, s.insn->next_address(), pc, step_completed)) {
+        if (!(step_completed && regs && note_repeated_call(t, tid, *s.insn, *regs))) {
+          note_barrier(t, tid, s.from, s.shared_before);
+        }
+        if (regs) after_system_call(control, tid, *regs);
+      }
     }
     bool record = false;
     if (!s.insn) {
@@ -474,12 +481,13 @@ bool SoftwareTracer::arm_all(TracedThreadControl& control, ThreadState& t, pid_t
   return true;
 }
 
-void SoftwareTracer::after_system_call(TracedThreadControl& control, pid_t tid) {
-  auto regs = control.read_general_registers(tid);
-  if (!regs) return;
-  const SystemCall call = system_call_of(*regs);
+void SoftwareTracer::after_system_call(TracedThreadControl& control, pid_t tid, const protocol::RegisterFile& regs) {
+  const SystemCall call = system_call_of(regs);
+  // A child that shares the memory (vfork, posix_spawn's clone) moves the
+  // heap unseen.
+  if (call.number == SYS_vfork || call.number == SYS_clone || call.number == SYS_clone3) forget_brk();
   const CodeWrite write = code_write_in(tid, call);
-  note_map_changes(tid, call, regs->get_u64(protocol::Amd64Reg::rax), write);
+  note_map_changes(tid, call, regs.get_u64(protocol::Amd64Reg::rax), write);
   if (system_call_observer_) system_call_observer_(call, write);
   uint64_t begin = 0;
   uint64_t end = UINT64_MAX;

@@ -223,9 +223,6 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     bool origin_known = false;
     bool frozen = false;          // full under OverflowPolicy::Stop: no more recording
     bool stopped_full = false;    // the current stop is because of that
-    // Where the program's heap ended after the thread's last brk, while it
-    // was the program's one thread (note_repeated_call).
-    std::optional<uint64_t> brk;
     bool in_stop = false;         // on_stop is deciding (a stop may be reported)
     std::optional<uint64_t> exit_reported;  // where the thread was reported about to exit
     bool checkpoint_due = true;   // something re-execution cannot repeat happened since the last one
@@ -294,11 +291,14 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // At the stop after a system call the tracer stepped: the int3s and
   // cached blocks in code the call may have stored into
   // (stub/tracing/code_writes.h) are made right.
-  void after_system_call(TracedThreadControl& control, pid_t tid);
-  // After a step over `insn`, a `syscall` the thread made: when copies can
-  // make that call again themselves (process/repeated_call.h), noted as
-  // such, and true: no barrier, no checkpoint owed.
-  bool note_repeated_call(TracedThreadControl& control, ThreadState& t, pid_t tid, const decoder::Instruction& insn);
+  // `regs`: the thread as the call left it.
+  void after_system_call(TracedThreadControl& control, pid_t tid, const protocol::RegisterFile& regs);
+  // After a step over `insn`, a `syscall` the thread made (`regs` as the
+  // call left it): when copies can make that call again themselves
+  // (process/repeated_call.h), noted as such, and true: no barrier, no
+  // checkpoint owed.
+  bool note_repeated_call(ThreadState& t, pid_t tid, const decoder::Instruction& insn,
+                          const protocol::RegisterFile& regs);
   // Notes what the call changed of the memory map (map_changes_).
   void note_map_changes(pid_t tid, const SystemCall& call, uint64_t result, const CodeWrite& write);
   // software_tracer_checkpoints.cc.
@@ -371,6 +371,17 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   Stats stats_;
   std::unique_ptr<Checkpoints> checkpoints_;
   MapChanges map_changes_;  // since the last enable_all
+  // Where the program's heap ends, as the last brk `tid` made left it
+  // (note_repeated_call): only while that thread is the only one the
+  // process has had since, every one of its calls seen. A brk of another
+  // thread would go unseen by it, so a new thread, an exec, and any start
+  // or end of tracing forget it (forget_brk).
+  struct KnownBrk {
+    pid_t tid = 0;
+    uint64_t end = 0;
+  };
+  std::optional<KnownBrk> known_brk_;
+  void forget_brk() { known_brk_.reset(); }
   SystemCallObserver system_call_observer_;
 };
 

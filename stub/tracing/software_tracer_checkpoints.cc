@@ -31,24 +31,31 @@ void SoftwareTracer::note_barrier(ThreadState& t, pid_t tid, uint64_t pc, std::o
   t.checkpoint_due = true;
 }
 
-bool SoftwareTracer::note_repeated_call(TracedThreadControl& control, ThreadState& t, pid_t tid,
-                                        const decoder::Instruction& insn) {
+bool SoftwareTracer::note_repeated_call(ThreadState& t, pid_t tid, const decoder::Instruction& insn,
+                                        const protocol::RegisterFile& regs) {
   // The two-byte `syscall` (int 0x80 and sysenter take other numbers),
   // stepped over completely.
   if (insn.size != 2 || insn.text.rfind("syscall", 0) != 0) return false;
-  auto regs = control.read_general_registers(tid);
-  if (!regs || tracer_detail::pc_of(*regs) != insn.next_address()) return false;
-  const SystemCall call = system_call_of(*regs);
-  const long result = static_cast<long>(regs->get_u64(protocol::Amd64Reg::rax));
-  // Where the heap ended, as the thread's last brk left it: only while it
-  // is the program's one thread (another one's brk would go unseen here).
-  const bool alone = !has_others(tid);
-  const std::optional<uint64_t> brk_before = alone ? t.brk : std::nullopt;
-  if (call.number == SYS_brk) t.brk = alone ? std::optional<uint64_t>(static_cast<uint64_t>(result)) : std::nullopt;
+  if (tracer_detail::pc_of(regs) != insn.next_address()) return false;
+  const SystemCall call = system_call_of(regs);
+  const long result = static_cast<long>(regs.get_u64(protocol::Amd64Reg::rax));
+  // Where the heap ended before the call: known only while this thread is
+  // the program's one and every thread is traced (known_brk_).
+  const bool alone = all_enabled_ && !has_others(tid);
+  if (!alone) forget_brk();
+  const std::optional<uint64_t> brk_before =
+      known_brk_ && known_brk_->tid == tid ? std::optional<uint64_t>(known_brk_->end) : std::nullopt;
+  if (call.number == SYS_brk) {
+    if (alone) {
+      known_brk_ = KnownBrk{tid, static_cast<uint64_t>(result)};
+    } else {
+      forget_brk();
+    }
+  }
   if (!checkpoints_ || !t.trace) return false;
   auto repeatable = process::repeatable_call(insn.address, static_cast<long>(call.number), call.args, result, brk_before);
   if (!repeatable) return false;
-  repeatable->r11 = regs->get_u64(protocol::Amd64Reg::r11);
+  repeatable->r11 = regs.get_u64(protocol::Amd64Reg::r11);
   checkpoints_->repeated_call(tid, {t.trace->end_sequence(), insn.address}, *repeatable);
   return true;
 }

@@ -45,6 +45,7 @@ SoftwareTracer::ThreadState* SoftwareTracer::traced_state(pid_t tid) {
 }
 
 void SoftwareTracer::start_trace(ThreadState& t, pid_t tid, bool stopped) {
+  forget_brk();  // calls made untraced went unseen
   t.enabled = true;
   t.exited = false;
   t.origin_known = false;
@@ -89,6 +90,7 @@ Expected<void> SoftwareTracer::disable(pid_t tid) {
   ThreadState* t = state(tid);
   if (t == nullptr || !t->enabled) return make_error(ErrorCode::InvalidArgument, "Btrace not enabled.");
   t->enabled = false;
+  forget_brk();
   t->trace.reset();
   if (checkpoints_) checkpoints_->forget(tid);
   t->pending.reset();
@@ -151,12 +153,14 @@ void SoftwareTracer::adopt_threads(const std::vector<pid_t>& tids) {
 }
 
 void SoftwareTracer::forget_process() {
+  forget_brk();
   threads_.clear();
   if (checkpoints_) checkpoints_->clear();
   forget_code();
 }
 
 void SoftwareTracer::on_thread_created(pid_t tid, pid_t /*parent*/) {
+  forget_brk();  // the new thread's calls move the heap too
   ThreadState* t = state(tid);
   if (t != nullptr && !t->exited) return;  // already known (e.g. enabled by the client)
   if (!all_enabled_) {
@@ -188,6 +192,7 @@ void SoftwareTracer::on_exec(pid_t tid) {
   // the surviving thread's trace start over (sequence numbers go on, so a
   // reader sees the loss). exec also clears ptrace's debug registers.
   forget_code();
+  forget_brk();  // a new program, a new heap
   if (checkpoints_) checkpoints_->clear();
   for (auto& [other, t] : threads_) {
     if (other != tid) on_thread_exited(other);

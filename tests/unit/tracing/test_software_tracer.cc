@@ -577,3 +577,44 @@ TEST_CASE("software tracer: a transfer taken at a debug-register stop clears RF 
   REQUIRE(f.control.regs[kTid].get_u64(Amd64Reg::eflags) == kZf);
   REQUIRE(branches(f.trace()) == std::vector<Branch>{{kRet, kBack}});
 }
+
+// A growing brk is made again by copies (process/repeated_call.h) only
+// where the tracer knows where the heap ended before it: after a brk of
+// the same thread, with no other thread since. Here a second thread's brk
+// moves the heap past the first thread's last one; once the first is
+// alone again, its next brk lowers the heap (taking bytes away), which
+// judged against its own last brk would have looked like growth.
+TEST_CASE("software tracer: a brk is repeated only against a heap end no other thread moved since") {
+  constexpr uint64_t kBrk = 12;
+  Control control;
+  auto tracer = make_tracer({}, true);
+  tracer->set_checkpoint_limits(stub::tracing::Checkpoints::Limits{});
+  control.copies = true;
+  control.live_threads = {1};
+  control.set_reg(1, Amd64Reg::rip, kFunc);
+  REQUIRE(tracer->before_resume(control, 1, StepKind::Continue, 0) == StepKind::Continue);
+  // One brk step of `tid` at the `syscall`, the heap then ending at `end`.
+  auto brk = [&](pid_t tid, uint64_t end) {
+    control.set_reg(tid, Amd64Reg::rip, kTgt);
+    control.set_reg(tid, Amd64Reg::rax, kBrk);
+    Driver thread{*tracer, control, tid};
+    REQUIRE(thread.resume() == StepKind::SingleStep);
+    control.set_reg(tid, Amd64Reg::orig_rax, kBrk);
+    control.set_reg(tid, Amd64Reg::rdi, end);
+    control.set_reg(tid, Amd64Reg::rax, end);
+    thread.step_done_at(kTgtNop);
+    return tracer->checkpoints()->calls_repeatable();
+  };
+  CHECK(brk(1, 0x20000) == 0);  // where the heap ended before: unknown
+  CHECK(brk(1, 0x30000) == 1);  // grows
+  CHECK(brk(1, 0x30000) == 2);  // asks
+  CHECK(brk(1, 0x28000) == 2);  // shrinks: a barrier
+  CHECK(brk(1, 0x30000) == 3);
+  tracer->on_thread_created(2, 1);
+  control.live_threads = {1, 2};
+  CHECK(brk(2, 0x50000) == 3);  // not alone
+  tracer->on_thread_exited(2);
+  control.live_threads = {1};
+  CHECK(brk(1, 0x40000) == 3);  // from 0x50000: shrinks
+  CHECK(brk(1, 0x48000) == 4);  // known again
+}
