@@ -100,7 +100,11 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // whole-program recording with checkpoints the log holds one checkpoint
   // interval, so that a full log stops the thread where the ptrace tracer
   // would take its next copy (reverse execution then re-runs no further).
-  static constexpr uint64_t kLogCapacity = 16 * 1024;
+  // 64 Ki records (2 MiB a thread, shared: only what a thread writes is
+  // resident): each full log is a ptrace stop, and at 16 Ki those were two
+  // thirds of Lua's stops and a fifth of its recording time
+  // (docs/performance.md); 256 Ki gained nothing beyond the noise.
+  static constexpr uint64_t kLogCapacity = 64 * 1024;
   // Enough code for the longest block the translator makes
   // (kMaxBlockInstructions instructions of at most 15 bytes).
   static constexpr std::size_t kBlockBytes = decoder::kMaxBlockInstructions * 15 + 16;
