@@ -28,9 +28,9 @@ namespace stub::tracing {
 
 namespace {
 
-constexpr std::size_t kAheadBlocks = 32;
+constexpr std::size_t kAheadBlocks = 128;
 // Targets looked at per pass, most of them known already in a warm cache.
-constexpr std::size_t kAheadLooks = 128;
+constexpr std::size_t kAheadLooks = 512;
 constexpr uint8_t kInt3 = 0xcc;
 
 // The program's code read a page at a time, each page once per pass.
