@@ -29,6 +29,11 @@ Setups:
                    the same with --checkpoint-every=N: a copy every N
                    branches instead of 700 (fewer forks of the program,
                    longer first re-runs in the past); not run by default
+  gdbserver        gdb over /usr/bin/gdbserver, no recording, the same
+                   `continue` up to the same exit_group (a `catch syscall
+                   exit_group`): what gdb itself costs there (the stops at
+                   library loads, reading their symbols), which no server
+                   can take away; not run by default
 
 Under btstub gdb connects at the program's first instruction (ld.so's
 _start); only gdb's `continue` is timed (Python's perf_counter inside gdb),
@@ -131,6 +136,10 @@ def measure_native(argv, repeat):
 
 
 def gdb_argv(setup, argv, trace_size):
+    if setup == "gdbserver":
+        return gdb_command(["target remote | " + shlex.join(["/usr/bin/gdbserver", "-"] + argv),
+                            "set pagination off", CTX, CPU, "catch syscall exit_group", START,
+                            "continue", STOP, "kill"], argv)
     server = [harness.server_path("btstub"), "--record", "--trace-size=" + trace_size]
     stops = TRACE_STOPS.get(setup, "translate" if setup.startswith("translate-every-") else None)
     if stops:
@@ -139,9 +148,12 @@ def gdb_argv(setup, argv, trace_size):
         server.append("--checkpoint-memory=0")
     if setup.startswith("translate-every-"):
         server.append("--checkpoint-every=" + setup[len("translate-every-"):])
-    cmds = ["target remote | " + shlex.join(server + ["-"] + argv),
-            "set pagination off", "monitor record status", CTX, CPU, START,
-            "continue", STOP, "monitor record status", "kill"]
+    return gdb_command(["target remote | " + shlex.join(server + ["-"] + argv),
+                        "set pagination off", "monitor record status", CTX, CPU, START,
+                        "continue", STOP, "monitor record status", "kill"], argv)
+
+
+def gdb_command(cmds, argv):
     out = [harness.gdb_path(), "-batch", "-nx", "-q",
            "-iex", "set debuginfod enabled off", "-iex", "set sysroot /",
            "-iex", "set remotetimeout 30"]
@@ -184,6 +196,8 @@ def measure_recorded(setup, argv, trace_size, native_output):
     ctx = re.search(r"^BENCH_CTX (\d+)$", text, re.M)
     cpu = re.search(r"^BENCH_CPU ([0-9.]+) ([0-9.]+)$", text, re.M)
     statuses = re.findall(r"Branch recording .*?(?=\n[^ A-Z]|\n\Z|\Z)", text, re.S)
+    if setup == "gdbserver":  # no recording, no status: empty counters
+        statuses = ["", ""]
     if not (secs and ctx and cpu and len(statuses) >= 2):
         raise harness.HarnessError("%s did not complete:\n$ %s\n%s" %
                                    (setup, shlex.join(gargv), text[-4000:]))
@@ -216,6 +230,10 @@ def table(results, programs, setups):
             if setup == "native":
                 lines.append("| %s | native | %.4f | 1 | %.4f | - | %d | - | - | - |" % (
                     prog, r["seconds"], r["cpu"], r["ctx"]))
+                continue
+            if setup == "gdbserver":
+                lines.append("| %s | gdbserver | %.2f | %s | %.2f | %.2f | %d | - | - | - |" % (
+                    prog, r["seconds"], x, r["program_cpu"], r["server_cpu"], r["ctx"]))
                 continue
             lines.append("| %s | %s | %.2f | %s | %.2f | %.2f | %d | %d | %.4f | %d |" % (
                 prog, setup, r["seconds"], x, r["program_cpu"], r["server_cpu"], r["ctx"], r["branches"],
@@ -298,7 +316,8 @@ def main():
         n = results[prog].get("native")
         if n:
             print("%s native runs (s): %s" % (prog, ", ".join("%.4f" % v for v in n["runs"])))
-        branch_counts = {s: results[prog][s]["branches"] for s in setups if s in results[prog] and s != "native"}
+        branch_counts = {s: results[prog][s]["branches"] for s in setups
+                         if s in results[prog] and s not in ("native", "gdbserver")}
         print("%s branches stored per setup: %s; dropped: %s" % (
             prog, branch_counts, {s: results[prog][s]["status"]["dropped"] for s in branch_counts}))
     print()
