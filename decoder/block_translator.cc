@@ -489,6 +489,12 @@ btstub::Expected<void> translate_into(BlockWriter& b, CapstoneDetail& cs, std::s
     ++out.instructions;
     out.end = at + insn.size;
     if (kind == Transfer::Call || kind == Transfer::IndirectCall) out.return_site = out.end;
+    if (kind == Transfer::IndirectJump || kind == Transfer::IndirectCall) {
+      const cs_x86_op* slot = rip_operand(insn.detail->x86);
+      if (slot != nullptr && slot->mem.index == X86_REG_INVALID && slot->mem.segment == X86_REG_INVALID) {
+        out.target_slot = at + insn.size + static_cast<uint64_t>(slot->mem.disp);
+      }
+    }
     if (kind != Transfer::None) return {};
   }
 }

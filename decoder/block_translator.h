@@ -179,6 +179,11 @@ struct Translation {
   std::vector<FaultPoint> fault_points;  // by offset, ascending
   std::string stopped_before;      // why the block ended before `end`, if so
   uint64_t return_site = 0;        // where the call ending the block returns to (0: none)
+  // Where the jmp/call ending the block reads its target when that is a
+  // RIP-relative operand (a GOT or PLT slot, a function pointer in the
+  // program's data; 0: any other form). What it holds when translated is a
+  // guess of the target, for translating ahead only.
+  uint64_t target_slot = 0;
 
   // The original pc a cache pc stands for (0 when outside the code).
   uint64_t original_pc(uint64_t cache_pc) const;

@@ -54,7 +54,8 @@ std::string TranslatingTracer::activity() const {
                     std::to_string(s.held) + " threads moved out at others' stops.\n" +
                     "Translated ahead of a visit: " + std::to_string(s.ahead) + " of the blocks, with " +
                     std::to_string(s.ahead_links) + " of the links, and " +
-                    std::to_string(s.ahead_entries) + " return sites entered.\n";
+                    std::to_string(s.ahead_entries) + " return sites entered; " + std::to_string(s.slot_entries) +
+                    " targets read from jmp/call slots entered.\n";
   for (const auto& [tid, th] : threads_) {
     out += "  thread " + std::to_string(tid) + ": " + std::to_string(th.logged) + " branches logged by translated code" +
            (th.area_base == 0 ? "" : th.shared ? " (log shared with btstub)" : " (log read from the program)") + "\n";

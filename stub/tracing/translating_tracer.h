@@ -126,6 +126,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     uint64_t ahead = 0;          // of the translations, made ahead of a visit
     uint64_t ahead_links = 0;    // exits linked as those were written
     uint64_t ahead_entries = 0;  // return sites entered in indirect tables with them
+    uint64_t slot_entries = 0;   // targets read from jmp/call slots entered so
   };
   const Stats& stats() const { return stats_; }
 

@@ -11,6 +11,12 @@
 // exit among them already linked and the return sites in the thread's
 // indirect table, in the stop that made the first.
 //
+// So is the target a jmp/call through a RIP-relative slot reads (a PLT
+// stub's GOT entry, `call *f@GOTPCREL(%rip)`, a function pointer in the
+// program's data): what the slot holds now, entered in the table too.
+// Only a guess: the table is looked up with the target the program does
+// read, so a slot changed since costs a translation never used.
+//
 // Only the new blocks' own code is written, so nothing any thread may be
 // running changes (old blocks that lead to new ones are linked at their
 // first exit, as before). A block never reached costs its translation and
@@ -62,11 +68,18 @@ void TranslatingTracer::translate_ahead(TracedThreadControl& control, Thread* th
   const decoder::TranslateOptions options = translate_options();
   std::vector<const decoder::Translation*> made;
   std::deque<uint64_t> todo;
+  std::vector<uint64_t> slot_targets;
   auto follow = [&](const decoder::Translation& t) {
     for (const decoder::BlockExit& exit : t.exits) {
       if (exit.kind == decoder::ExitKind::Direct && exit.target != 0) todo.push_back(exit.target);
     }
     if (t.return_site != 0) todo.push_back(t.return_site);
+    uint64_t target = 0;
+    if (t.target_slot != 0 && pages.read(t.target_slot, reinterpret_cast<uint8_t*>(&target), sizeof target) ==
+                                  sizeof target && target != 0) {
+      todo.push_back(target);
+      slot_targets.push_back(target);
+    }
   };
   follow(from);
   std::set<uint64_t> looked;
@@ -141,17 +154,19 @@ void TranslatingTracer::translate_ahead(TracedThreadControl& control, Thread* th
   }
   stats_.ahead_links += linked;
   stats_.links += linked;
-  // The calls' return sites in the thread's indirect table: its returns
-  // there go straight on instead of exiting once each.
+  // The calls' return sites and the slots' targets in the thread's
+  // indirect table: its returns and jumps there go straight on instead of
+  // exiting once each.
   if (th == nullptr || th->area_base == 0) return;
-  auto enter_return_site = [&](const decoder::Translation& t) {
-    const decoder::Translation* site = t.return_site != 0 ? cache_.find(t.return_site) : nullptr;
-    if (site == nullptr || th->table_entries.count(decoder::indirect_entry_offset(t.return_site)) != 0) return;
-    enter_indirect(control, *th, t.return_site, *site);
-    ++stats_.ahead_entries;
+  auto enter = [&](uint64_t original, uint64_t& counter) {
+    const decoder::Translation* to = original != 0 ? cache_.find(original) : nullptr;
+    if (to == nullptr || th->table_entries.count(decoder::indirect_entry_offset(original)) != 0) return;
+    enter_indirect(control, *th, original, *to);
+    ++counter;
   };
-  enter_return_site(from);
-  for (const decoder::Translation* t : made) enter_return_site(*t);
+  enter(from.return_site, stats_.ahead_entries);
+  for (const decoder::Translation* t : made) enter(t->return_site, stats_.ahead_entries);
+  for (uint64_t target : slot_targets) enter(target, stats_.slot_entries);
 }
 
 }  // namespace stub::tracing

@@ -217,6 +217,12 @@ def check_same(c, label, ref, got, min_blocks=1000, min_share=0.5):
         logged, total = share
         c.true("%s: translated code logged over %d%% of the branches (%d of %d)" %
                (label, 100 * min_share, logged, total), total > 0 and logged > min_share * total, ctx)
+    # Every program calls the C library through PLT stubs (and libc its
+    # own ifuncs through its PLT): `jmp *slot(%rip)`, whose targets are
+    # translated ahead from what the slot holds (translating_tracer_ahead.cc).
+    slots = re.search(r"(\d+) targets read from jmp/call slots entered", got["status"])
+    c.true("%s: targets read from jmp/call slots were entered ahead" % label,
+           slots is not None and int(slots.group(1)) > 0, ctx)
     # Translated code that went stale would show here first: a program
     # that rewrites its code computes other values (code_rewrite).
     c.equal("%s: the program prints the same under both tracers" % label, ref["stdout"], got["stdout"], ctx)

@@ -372,6 +372,33 @@ TEST_CASE("a block ending in a call names where the call returns to", "[block_tr
   CHECK(jumps->return_site == 0);
 }
 
+TEST_CASE("a block ending in a jmp or call through a RIP-relative slot names the slot", "[block_translator]") {
+  // The translating tracer translates what the slot holds ahead and enters
+  // it in the indirect table (stub/tracing/translating_tracer_ahead.cc).
+  const uint64_t near = addr(bttest_end) + 0x1000;
+  auto slot_value = [](uint64_t slot) {
+    uint64_t value = 0;
+    std::memcpy(&value, reinterpret_cast<const void*>(slot), sizeof value);
+    return value;
+  };
+  auto call = translate_block(addr(bttest_ind_call_mem), code_at(addr(bttest_ind_call_mem)), near);
+  REQUIRE(call);
+  REQUIRE(call->target_slot != 0);
+  CHECK(slot_value(call->target_slot) == addr(bttest_ind_callee));
+  auto jump = translate_block(addr(bttest_ind_b0_ret), code_at(addr(bttest_ind_b0_ret)), near);
+  REQUIRE(jump);
+  REQUIRE(jump->target_slot != 0);
+  CHECK(slot_value(jump->target_slot) == addr(bttest_ind_end));
+  // Through a register, through memory a register addresses, a return.
+  for (uint64_t other : {addr(bttest_ind_jmp_reg), addr(bttest_ind_jmp_mem), addr(bttest_ind_call_reg),
+                         addr(bttest_call_ret)}) {
+    CAPTURE(other);
+    auto t = translate_block(other, code_at(other), near);
+    REQUIRE(t);
+    CHECK(t->target_slot == 0);
+  }
+}
+
 TEST_CASE("stops inside the instrumentation: entries, fault points and trap pcs", "[block_translator]") {
   const uint64_t near = addr(bttest_end) + 0x1000;
   auto call = translate_block(addr(bttest_call), code_at(addr(bttest_call)), near);
