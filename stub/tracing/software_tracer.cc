@@ -1,6 +1,7 @@
 #include "stub/tracing/software_tracer.h"
 #include "stub/tracing/software_tracer_internal.h"
 
+#include <sched.h>
 #include <sys/syscall.h>
 
 #include <csignal>
@@ -224,7 +225,11 @@ void SoftwareTracer::settle(TracedThreadControl& control, ThreadState& t, pid_t 
       // Read once: whether the call was made, what it was, what it returned.
       const auto regs = control.read_general_registers(tid);
       if (system_call_made(regs, s.insn->next_address(), pc, step_completed)) {
-        if (!(step_completed && regs && note_repeated_call(t, tid, *s.insn, *regs))) {
+        // Stopped by a signal as the call returned: what it did is not
+        // judged, and a brk among such calls moved the heap unseen.
+        const bool seen_whole = step_completed && regs;
+        if (!seen_whole) forget_brk();
+        if (!(seen_whole && note_repeated_call(t, tid, *s.insn, *regs))) {
           note_barrier(t, tid, s.from, s.shared_before);
         }
         if (regs) after_system_call(control, tid, *regs);
@@ -481,11 +486,30 @@ bool SoftwareTracer::arm_all(TracedThreadControl& control, ThreadState& t, pid_t
   return true;
 }
 
+// clone/clone3 making a process (not a thread, not a vfork child) that
+// shares the memory. clone3's flags are read from its argument block;
+// unreadable counts as shared.
+bool SoftwareTracer::shares_memory_apart(TracedThreadControl& control, const SystemCall& call) {
+  uint64_t flags = call.args[0];
+  if (call.number == SYS_clone3) {
+    auto bytes = control.read_memory(call.args[0], sizeof flags);
+    if (!bytes || bytes->size() < sizeof flags) return true;
+    std::memcpy(&flags, bytes->data(), sizeof flags);
+  } else if (call.number != SYS_clone) {
+    return false;
+  }
+  return (flags & CLONE_VM) != 0 && (flags & (CLONE_THREAD | CLONE_VFORK)) == 0;
+}
+
 void SoftwareTracer::after_system_call(TracedThreadControl& control, pid_t tid, const protocol::RegisterFile& regs) {
   const SystemCall call = system_call_of(regs);
   // A child that shares the memory (vfork, posix_spawn's clone) moves the
-  // heap unseen.
-  if (call.number == SYS_vfork || call.number == SYS_clone || call.number == SYS_clone3) forget_brk();
+  // heap unseen: a vfork child only until its parent returns here, one
+  // that is neither thread nor vfork child for as long as both live.
+  if (call.number == SYS_vfork || call.number == SYS_clone || call.number == SYS_clone3) {
+    forget_brk();
+    if (shares_memory_apart(control, call)) heap_shared_ = true;
+  }
   const CodeWrite write = code_write_in(tid, call);
   note_map_changes(tid, call, regs.get_u64(protocol::Amd64Reg::rax), write);
   if (system_call_observer_) system_call_observer_(call, write);

@@ -382,6 +382,11 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   };
   std::optional<KnownBrk> known_brk_;
   void forget_brk() { known_brk_.reset(); }
+  // A process sharing the memory that is not one of our threads (clone
+  // with CLONE_VM alone) exists or existed since the exec: its brk is never
+  // seen, so no heap end is known until the next program.
+  bool heap_shared_ = false;
+  static bool shares_memory_apart(TracedThreadControl& control, const SystemCall& call);
   SystemCallObserver system_call_observer_;
 };
 

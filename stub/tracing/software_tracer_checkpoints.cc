@@ -35,23 +35,21 @@ bool SoftwareTracer::note_repeated_call(ThreadState& t, pid_t tid, const decoder
                                         const protocol::RegisterFile& regs) {
   // The two-byte `syscall` (int 0x80 and sysenter take other numbers),
   // stepped over completely.
-  if (insn.size != 2 || insn.text.rfind("syscall", 0) != 0) return false;
-  if (tracer_detail::pc_of(regs) != insn.next_address()) return false;
+  // Any other (int 0x80 numbers brk 45) may have moved the heap unseen.
+  if (insn.size != 2 || insn.text.rfind("syscall", 0) != 0 || tracer_detail::pc_of(regs) != insn.next_address()) {
+    forget_brk();
+    return false;
+  }
   const SystemCall call = system_call_of(regs);
   const long result = static_cast<long>(regs.get_u64(protocol::Amd64Reg::rax));
   // Where the heap ended before the call: known only while this thread is
-  // the program's one and every thread is traced (known_brk_).
-  const bool alone = all_enabled_ && !has_others(tid);
+  // the program's one, every thread is traced and no other process shares
+  // the memory (known_brk_).
+  const bool alone = all_enabled_ && !has_others(tid) && !heap_shared_;
   if (!alone) forget_brk();
   const std::optional<uint64_t> brk_before =
       known_brk_ && known_brk_->tid == tid ? std::optional<uint64_t>(known_brk_->end) : std::nullopt;
-  if (call.number == SYS_brk) {
-    if (alone) {
-      known_brk_ = KnownBrk{tid, static_cast<uint64_t>(result)};
-    } else {
-      forget_brk();
-    }
-  }
+  if (call.number == SYS_brk && alone) known_brk_ = KnownBrk{tid, static_cast<uint64_t>(result)};
   if (!checkpoints_ || !t.trace) return false;
   auto repeatable = process::repeatable_call(insn.address, static_cast<long>(call.number), call.args, result, brk_before);
   if (!repeatable) return false;

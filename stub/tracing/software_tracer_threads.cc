@@ -154,6 +154,7 @@ void SoftwareTracer::adopt_threads(const std::vector<pid_t>& tids) {
 
 void SoftwareTracer::forget_process() {
   forget_brk();
+  heap_shared_ = false;
   threads_.clear();
   if (checkpoints_) checkpoints_->clear();
   forget_code();
@@ -193,6 +194,7 @@ void SoftwareTracer::on_exec(pid_t tid) {
   // reader sees the loss). exec also clears ptrace's debug registers.
   forget_code();
   forget_brk();  // a new program, a new heap
+  heap_shared_ = false;
   if (checkpoints_) checkpoints_->clear();
   for (auto& [other, t] : threads_) {
     if (other != tid) on_thread_exited(other);

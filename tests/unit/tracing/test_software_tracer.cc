@@ -6,6 +6,9 @@
 //   tgt:    syscall; nop; ud2
 //   func:   mov eax,1; ret
 //   ptr:    .quad tgt
+#include <sched.h>
+#include <csignal>
+
 #include <catch2/catch.hpp>
 
 #include "decoder/instruction_history.h"
@@ -617,4 +620,47 @@ TEST_CASE("software tracer: a brk is repeated only against a heap end no other t
   control.live_threads = {1};
   CHECK(brk(1, 0x40000) == 3);  // from 0x50000: shrinks
   CHECK(brk(1, 0x48000) == 4);  // known again
+}
+
+// Calls that may move the heap without the tracer judging them make the
+// heap end unknown: a brk whose step ended at a signal's stop as it
+// returned, and any brk once a process shares the memory apart from the
+// threads (clone with CLONE_VM alone). Before, the next brk was judged
+// against the older end, and one that lowered the heap counted as growth.
+TEST_CASE("software tracer: a brk after a call not seen whole, or beside a memory-sharing child, is not repeated") {
+  constexpr uint64_t kBrk = 12;
+  constexpr uint64_t kClone = 56;
+  Control control;
+  auto tracer = make_tracer({}, true);
+  tracer->set_checkpoint_limits(stub::tracing::Checkpoints::Limits{});
+  control.copies = true;
+  control.live_threads = {1};
+  control.set_reg(1, Amd64Reg::rip, kFunc);
+  REQUIRE(tracer->before_resume(control, 1, StepKind::Continue, 0) == StepKind::Continue);
+  Driver thread{*tracer, control, 1};
+  // One system call step at the `syscall`, returning `result`; `signal`:
+  // the step ended at that signal's stop instead of its trap.
+  auto call = [&](uint64_t number, uint64_t arg, uint64_t result, int signal = 0) {
+    control.set_reg(1, Amd64Reg::rip, kTgt);
+    control.set_reg(1, Amd64Reg::rax, number);
+    REQUIRE(thread.resume() == StepKind::SingleStep);
+    control.set_reg(1, Amd64Reg::orig_rax, number);
+    control.set_reg(1, Amd64Reg::rdi, arg);
+    control.set_reg(1, Amd64Reg::rax, result);
+    if (signal != 0) {
+      thread.signal_at(kTgtNop, signal);
+    } else {
+      thread.step_done_at(kTgtNop);
+    }
+    return tracer->checkpoints()->calls_repeatable();
+  };
+  auto brk = [&](uint64_t end, int signal = 0) { return call(kBrk, end, end, signal); };
+  CHECK(brk(0x20000) == 0);
+  CHECK(brk(0x30000) == 1);  // grows
+  CHECK(brk(0x50000, SIGALRM) == 1);  // made, its step ended by a signal
+  CHECK(brk(0x40000) == 1);  // from 0x50000: shrinks
+  CHECK(brk(0x48000) == 2);  // known again
+  CHECK(call(kClone, CLONE_VM | SIGCHLD, 77) == 2);
+  CHECK(brk(0x50000) == 2);
+  CHECK(brk(0x58000) == 2);  // the child may have moved it: never known
 }
