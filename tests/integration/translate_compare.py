@@ -342,7 +342,15 @@ def _record_threads_session(server, prog, code_ranges, rets, pie):
         status, _ = monitor(c, "record status")
         c.send_packet("k")
     order = creation_order(docs, server.inferior_pid)
+    # Each thread's stops, threads in creation order: the threads run at
+    # once, so the order between them is the scheduler's.
+    of_thread = {}
+    for reply in stops:
+        thread = re.search(r"thread:([0-9a-fp.]+);", reply)
+        of_thread.setdefault(thread.group(1) if thread else "", []).append(strip_thread(reply))
     return {"threads": [blocks_within(docs[t][0], code_ranges) for t in order],
+            "thread_stops": [of_thread.get("", [])] +
+                            [of_thread[t] for t in creation_order([t for t in of_thread if t], server.inferior_pid)],
             # Each thread's branches, and those translated code logged.
             "shares": [(max(0, len(BLOCK.findall(docs[t][0] or "")) - 1), docs[t][1]) for t in order],
             "unread": [t for t in order if docs[t][0] is None],
@@ -351,7 +359,8 @@ def _record_threads_session(server, prog, code_ranges, rets, pie):
 
 
 def check_same_threads(c, label, ref, got, min_blocks=1000, min_share=0.5, log_modes=None):
-    """check_same for record_threads' results: the same stops, and each
+    """check_same for record_threads' results: the same stops of each
+    thread (by order of creation) and the same last stop, and each
     thread (by order of creation) the same blocks of the program's own code
     under both, more than `min_blocks` of them in all; in the translate
     run, over `min_share` of each thread's branches logged by translated
@@ -361,8 +370,8 @@ def check_same_threads(c, label, ref, got, min_blocks=1000, min_share=0.5, log_m
           "translate stderr:\n%s" % (ref["stops"], got["stops"], ref["status"], got["status"],
                                       got["stderr"][-3000:])
     c.true("%s: the reference run ends held before the exit" % label, stop_signal(ref["stops"][-1]) == 0, ctx)
-    c.equal("%s: the same stops" % label, [strip_thread(r) for r in ref["stops"]],
-            [strip_thread(r) for r in got["stops"]], ctx)
+    c.equal("%s: the same stops, thread by thread" % label, ref["thread_stops"], got["thread_stops"], ctx)
+    c.equal("%s: the same last stop" % label, strip_thread(ref["stops"][-1]), strip_thread(got["stops"][-1]), ctx)
     c.true("%s: every thread's trace reads" % label, not ref["unread"] and not got["unread"], ctx)
     c.true("%s: several threads" % label, len(ref["threads"]) > 1, ctx)
     c.equal("%s: as many threads under both tracers" % label, len(ref["threads"]), len(got["threads"]), ctx)
