@@ -131,6 +131,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // A run of them, in order: how many were stored (fewer: the trace is
   // full under the stop policy, or the thread is not traced).
   std::size_t store_lent_branches(pid_t tid, std::span<const decoder::StackedBranch> branches);
+  // Branches `tid`'s trace still takes under --trace-full=stop (by count;
+  // the memory cap may stop it sooner); none: it never stops.
+  std::optional<std::size_t> room_for_lent(pid_t tid) const;
   // Whether a checkpoint is due where the lent thread has got to.
   bool checkpoint_wanted(pid_t tid) const;
   // Takes the lent thread back where it stands (an original pc, its trace

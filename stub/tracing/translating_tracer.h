@@ -174,6 +174,11 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     bool in_cache = false;
     uint64_t area_base = 0;      // gs base in the cache (0: no area mapped yet)
     uint64_t log_capacity = 0;   // records its log holds (<= kLogCapacity)
+    // Records the log takes since its last reset: its capacity, or less
+    // where the trace has less room left under --trace-full=stop (the next
+    // branch then exits as the log's full, and the trace stops there, as
+    // under the ptrace tracer). The cursor starts at -log_fill records.
+    uint64_t log_fill = 0;
     uint64_t program_gs = 0;     // the program's gs base, put back outside
     std::vector<int> deferred;   // signals that came inside the instrumentation
     std::set<uint64_t> table_entries;  // offsets of the indirect-table entries filled
@@ -251,17 +256,28 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   struct ExitTaken {
     uint64_t target = 0;
     bool room = true;
+    // The trace had no room for the log-full exit's own branch (under
+    // --trace-full=stop): the thread goes back before it, to its source
+    // with the stack pointer it had there, as the ptrace tracer stops
+    // before a branch that does not fit. Past it, the thread would stand
+    // where its history does not lead.
+    struct Before {
+      uint64_t from = 0;
+      uint64_t rsp = 0;
+    };
+    std::optional<Before> before;
   };
   std::optional<ExitTaken> take_exit(TracedThreadControl& control, Thread& th, pid_t tid,
                                      const TranslationCache::Trap& trap, const protocol::RegisterFile& regs);
   // Moves the thread out of the cache to `original` (registers as they
   // are otherwise) and gives it back to the ptrace tracer.
   TraceVerdict leave(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
-                     const TracedStop* stop);
+                     const TracedStop* stop, std::optional<uint64_t> rsp = std::nullopt);
   // Puts the thread (in the cache) at `original`, out of it, its gs base
   // the program's, the signals held back sent again. False when its
   // registers cannot be written (gone).
-  bool step_out(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original);
+  bool step_out(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
+                std::optional<uint64_t> rsp = std::nullopt);
   bool read_slots(TracedThreadControl& control, const Thread& th, Slots& out);
   // Hands the log's records to the ptrace tracer and empties the log.
   // False when the trace refused more (full under the stop policy).
@@ -274,7 +290,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // Stores a run of the thread's log in its trace (the ptrace tracer's);
   // false when the trace took fewer (full under the stop policy).
   bool store_run(pid_t tid, Thread& th, std::span<const decoder::StackedBranch> run);
-  bool reset_cursor(TracedThreadControl& control, const Thread& th);
+  bool reset_cursor(TracedThreadControl& control, pid_t tid, Thread& th);
   // Writes into a thread's area (its slots or table): in place where it is
   // shared, else through the process layer.
   static bool write_area(TracedThreadControl& control, const process::SharedMapping* shared, uint64_t address,

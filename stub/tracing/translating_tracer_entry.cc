@@ -223,11 +223,13 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
   if (const Checkpoints* checkpoints = ptrace_->checkpoints(); checkpoints && ptrace_->all_enabled()) {
     th->log_capacity = std::clamp<uint64_t>(checkpoints->limits().every_branches, 1, kLogCapacity);
   }
-  return reset_cursor(control, *th);
+  return reset_cursor(control, tid, *th);
 }
 
-bool TranslatingTracer::reset_cursor(TracedThreadControl& control, const Thread& th) {
-  const uint64_t empty = -(th.log_capacity * decoder::kLogRecordSize);
+bool TranslatingTracer::reset_cursor(TracedThreadControl& control, pid_t tid, Thread& th) {
+  th.log_fill = th.log_capacity;
+  if (const auto room = ptrace_->room_for_lent(tid)) th.log_fill = std::min<uint64_t>(th.log_fill, *room);
+  const uint64_t empty = -(th.log_fill * decoder::kLogRecordSize);
   return write_area(control, th.shared.get(), th.area_base + decoder::kSlotLogCursor, le64(empty));
 }
 
@@ -259,6 +261,13 @@ bool TranslatingTracer::enter(TracedThreadControl& control, pid_t tid, uint64_t 
   Thread* lent = thread(tid);
   if (lent == nullptr) return false;
   Thread& th = *lent;
+  // The log is empty here (every way out drains it); under
+  // --trace-full=stop the branches stored outside took some of the room
+  // its fill was judged against.
+  if (ptrace_->room_for_lent(tid) && !reset_cursor(control, tid, th)) {
+    (void)ptrace_->take_back(control, tid);
+    return false;
+  }
   th.program_gs = regs->get_u64(Amd64Reg::gs_base);
   protocol::RegisterFile in;
   in.set_u64(Amd64Reg::rip, t->cache_address);

@@ -63,7 +63,7 @@ bool TranslatingTracer::read_slots(TracedThreadControl& control, const Thread& t
 bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots,
                               uint64_t resume, bool* lost) {
   if (lost != nullptr) *lost = false;
-  const int64_t log_bytes = static_cast<int64_t>(th.log_capacity * decoder::kLogRecordSize);
+  const int64_t log_bytes = static_cast<int64_t>(th.log_fill * decoder::kLogRecordSize);
   const int64_t used = log_bytes + slots.cursor;
   if (used < 0 || used > log_bytes || used % static_cast<int64_t>(decoder::kLogRecordSize) != 0) {
     char why[64];
@@ -79,7 +79,7 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
     uint8_t* log = th.shared->at(log_begin, static_cast<uint64_t>(used));
     if (log == nullptr) return lose_log(control, tid, th, resume, lost, "a log outside its area");
     room = store_run(tid, th, std::span(reinterpret_cast<const decoder::StackedBranch*>(log), records));
-    return reset_cursor(control, th) && room;
+    return reset_cursor(control, tid, th) && room;
   }
   // In pieces that stay in the cache between the read and the store: one
   // read of the whole log (3 MiB at the default spacing) into a buffer
@@ -95,7 +95,7 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
     room = store_run(tid, th, piece);
     at += piece.size();
   }
-  return reset_cursor(control, th) && room;
+  return reset_cursor(control, tid, th) && room;
 }
 
 bool TranslatingTracer::store_run(pid_t tid, Thread& th, std::span<const decoder::StackedBranch> run) {
@@ -108,7 +108,7 @@ bool TranslatingTracer::store_run(pid_t tid, Thread& th, std::span<const decoder
 bool TranslatingTracer::lose_log(TracedThreadControl& control, pid_t tid, Thread& th, uint64_t resume, bool* lost,
                                  const char* why) {
   std::fprintf(stderr, "btstub: translated code left %s; its branches since the last drain are lost\n", why);
-  (void)reset_cursor(control, th);
+  (void)reset_cursor(control, tid, th);
   if (lost != nullptr) *lost = true;
   ++stats_.lost_logs;
   // What ran between the last branch stored and `resume` is unknown: a gap
@@ -123,9 +123,11 @@ bool TranslatingTracer::lose_log(TracedThreadControl& control, pid_t tid, Thread
   return ptrace_->store_lent_branch(tid, decoder::kGapAddress, resume, stack);
 }
 
-bool TranslatingTracer::step_out(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original) {
+bool TranslatingTracer::step_out(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
+                                 std::optional<uint64_t> rsp) {
   protocol::RegisterFile out;
   out.set_u64(Amd64Reg::rip, original);
+  if (rsp) out.set_u64(Amd64Reg::rsp, *rsp);
   out.set_u64(Amd64Reg::gs_base, th.program_gs);
   const bool moved = control.write_registers(tid, out).ok();
   th.in_cache = false;
@@ -139,8 +141,8 @@ bool TranslatingTracer::step_out(TracedThreadControl& control, Thread& th, pid_t
 }
 
 TraceVerdict TranslatingTracer::leave(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
-                                      const TracedStop* stop) {
-  if (!step_out(control, th, tid, original)) return TraceVerdict::Report;  // the thread is gone
+                                      const TracedStop* stop, std::optional<uint64_t> rsp) {
+  if (!step_out(control, th, tid, original, rsp)) return TraceVerdict::Report;  // the thread is gone
   if (stop != nullptr) {
     // A stop of the program's (a signal): the ptrace tracer judges it
     // where the original code stands.
@@ -171,6 +173,9 @@ std::optional<TranslatingTracer::ExitTaken> TranslatingTracer::take_exit(TracedT
   if (taken.room && !lost && exit.kind == decoder::ExitKind::LogFull) {
     const uint64_t rsp = regs.get_u64(Amd64Reg::rsp) + static_cast<uint64_t>(static_cast<int64_t>(exit.rsp_adjust));
     taken.room = ptrace_->store_lent_branch(tid, exit.from, taken.target, {rsp, regs.get_u64(Amd64Reg::rbp)});
+    if (!taken.room) taken.before = ExitTaken::Before{exit.from, rsp};
+    // The log's fill was judged before this branch took its place.
+    if (taken.room) taken.room = reset_cursor(control, tid, th);
     stats_.branches += taken.room ? 1 : 0;
     th.logged += taken.room ? 1 : 0;
   }
@@ -188,6 +193,7 @@ TraceVerdict TranslatingTracer::at_exit(TracedThreadControl& control, Thread& th
   // translations to be dropped once every thread is out, or every thread
   // being stopped (the thread stays stopped, seen; and no memory may be
   // mapped now, which holds the other threads): out here.
+  if (taken->before) return leave(control, th, tid, taken->before->from, nullptr, taken->before->rsp);
   if (!room || th.repair_steps > 0 || !th.deferred.empty() || flush_pending_ || control.stopping_all()) {
     return leave(control, th, tid, target, nullptr);
   }

@@ -38,7 +38,11 @@ void TranslatingTracer::bring_out(TracedThreadControl& control, pid_t tid, Threa
     // elsewhere that trap goes to on_stop first, which leaves the exit.
     if (const TranslationCache::Trap trap = cache_.trap_at(pc); trap.translation != nullptr) {
       const auto taken = take_exit(control, th, tid, trap, *regs);
-      (void)step_out(control, th, tid, taken ? taken->target : trap.translation->original_pc(pc - 1));
+      if (taken && taken->before) {
+        (void)step_out(control, th, tid, taken->before->from, taken->before->rsp);
+      } else {
+        (void)step_out(control, th, tid, taken ? taken->target : trap.translation->original_pc(pc - 1));
+      }
       return;
     }
     const decoder::Translation* t = cache_.holding(pc);

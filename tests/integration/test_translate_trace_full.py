@@ -1,0 +1,90 @@
+"""--trace-full=stop under --trace-stops=translate stops where the ptrace
+tracer stops: before the first branch that does not fit.
+
+record_workload (1,000 rounds, about 250,000 branches) runs under
+`btstub --record --trace-size=SIZE --trace-full=stop` with
+--trace-stops=int3 (the ptrace tracer, the reference) and
+--trace-stops=translate, for trace sizes that fill in the first log (100k:
+4,266 branches), after most of it (333k), and after one and two whole
+64 Ki-record logs (2m, 3m). At the stop both runs must report the trace
+full ("stopped: buffer full"), give the same stop reply, the same
+registers (`g`) and the same branch trace (qXfer:btrace:read:all), and,
+continued, end the same way with the same output. The translate run must
+have logged most branches in translated code and reached the stop at a
+log-full exit, so the comparison cannot pass with the cache unused.
+
+Before, the translating tracer's log took its whole capacity whatever room
+the trace had left: the thread ran up to a log past the point where the
+trace filled, those branches were dropped, and it stopped where it stood
+(past branches its history does not hold); and at the log-full exit whose
+own branch did not fit, it stood at that branch's target.
+
+Runs against btstub only.
+
+    python3 test_translate_trace_full.py [-v]
+"""
+
+import re
+
+from harness import opt_levels, program, run_test
+from rsp_client import RspClient
+from translate_compare import BLOCK, TIMEOUT, _recorded, monitor, read_document, strip_thread, translated_share
+
+SIZES = ("100k", "333k", "2m", "3m")
+FULL = "stopped: buffer full"
+LOG_FULL = re.compile(r"exits: \d+ direct, \d+ indirect, (\d+) log full")
+
+
+def session(server):
+    """Runs to the stop, reads what is there, continues to the end."""
+    with RspClient.connect(server.port, timeout=TIMEOUT) as c:
+        c.handshake(features="multiprocess+;swbreak+;hwbreak+;vContSupported+;exec-events+")
+        reply = c.request("vCont;c", timeout=TIMEOUT)
+        thread = re.search(r"thread:([0-9a-fp.]+);", reply)
+        if thread:
+            c.request("Hg" + thread.group(1))
+        regs = c.request("g")
+        status, _ = monitor(c, "record status")
+        c.request("Qbtrace:bts")
+        doc, _ = read_document(c, "qXfer:btrace:read:all")
+        ends = [c.request("vCont;c", timeout=TIMEOUT)]
+        if ends[-1].startswith("T"):  # held at the end: let it end
+            ends.append(c.request("vCont;c", timeout=TIMEOUT))
+        c.send_packet("k")
+    return {"stop": strip_thread(reply), "regs": regs, "status": status, "blocks": BLOCK.findall(doc or ""),
+            "ends": [re.sub(r";process:[0-9a-f]+", "", strip_thread(e)) for e in ends]}
+
+
+def main(args, c):
+    if args.server != "btstub":
+        c.true("only btstub records with --record (skipped for %s)" % args.server, True)
+        return
+    for i, size in enumerate(SIZES):
+        for opt in opt_levels(i):
+            prog = program("record_workload", opt)
+            options = ("--trace-size=" + size, "--trace-full=stop")
+            ref = _recorded(prog, ["1000"], "int3", options, session)
+            got = _recorded(prog, ["1000"], "translate", options, session)
+            label = "record_workload_%s, --trace-size=%s" % (opt, size)
+            ctx = "int3 status:\n%s\ntranslate status:\n%s\ntranslate stderr:\n%s" % (
+                ref["status"], got["status"], got["stderr"][-2000:])
+            c.contains("%s: the reference stops full" % label, ref["status"], FULL)
+            c.contains("%s: the translate run stops full" % label, got["status"], FULL)
+            c.equal("%s: the same stop" % label, ref["stop"], got["stop"], ctx)
+            c.equal("%s: the same registers there" % label, ref["regs"], got["regs"], ctx)
+            c.true("%s: the reference holds many blocks (%d)" % (label, len(ref["blocks"])),
+                   len(ref["blocks"]) > 4000, ctx)
+            c.true("%s: the same branch trace" % label, ref["blocks"] == got["blocks"],
+                   "%d against %d blocks\n%s" % (len(ref["blocks"]), len(got["blocks"]), ctx))
+            c.equal("%s: continued, the same end" % label, ref["ends"], got["ends"], ctx)
+            c.equal("%s: the same output" % label, ref["stdout"], got["stdout"], ctx)
+            share = translated_share(got["status"])
+            c.true("%s: translated code logged most branches" % label,
+                   share is not None and share[1] > 0 and share[0] > share[1] / 2, ctx)
+            full = LOG_FULL.search(got["status"])
+            c.true("%s: the translate run came to a log-full exit" % label, full and int(full.group(1)) > 0, ctx)
+            c.not_contains("%s: no complaint from the translating tracer" % label, got["stderr"], "btstub: ", ctx)
+
+
+if __name__ == "__main__":
+    run_test("test_translate_trace_full", main)
