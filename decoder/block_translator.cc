@@ -214,8 +214,8 @@ class BlockWriter {
   }
   void trap(ExitKind kind, uint64_t from, uint64_t target, int32_t rsp_adjust) {
     w_.int3();
-    out_.exits.push_back(
-        {kind, static_cast<uint32_t>(w_.offset()), from, target, kind != ExitKind::LogFull, 0, 0, rsp_adjust});
+    out_.exits.push_back({kind, static_cast<uint32_t>(w_.offset()), from, target, kind != ExitKind::LogFull, 0, 0,
+                          rsp_adjust, kind == ExitKind::LogFull ? rcx_adjust_ : 0});
     w_.nop();  // never run: keeps the trap pc off the next instruction's start
   }
   void restore_scratch() {
@@ -228,6 +228,7 @@ class BlockWriter {
   CacheCodeWriter w_;
   std::vector<PendingStub> stubs_;
   bool reached_ = true;  // every rel8 reached its label
+  int32_t rcx_adjust_ = 0;  // while a loop's taken branch is logged
 };
 
 btstub::Expected<void> BlockWriter::copy(const cs_insn& insn) {
@@ -285,9 +286,14 @@ btstub::Expected<void> BlockWriter::copy_retargeted(uint64_t address, const uint
 btstub::Expected<void> BlockWriter::conditional(const cs_insn& insn, uint64_t to) {
   auto skip = skip_if_taken(insn);
   if (!skip) return refuse(insn.address, std::string("an unexpected conditional branch (") + insn.mnemonic + ")");
+  const bool counts = insn.id == X86_INS_LOOP || insn.id == X86_INS_LOOPE || insn.id == X86_INS_LOOPNE;
+  // On ecx the count zero-extends into rcx: its value before is lost.
+  if (counts && (*skip)[0] == 0x67) return refuse(insn.address, "a loop on ecx (its count cannot be put back)");
   w_.raw(skip->data(), skip->size());
   stop_at(insn.address + insn.size);  // not taken: nothing logged
+  rcx_adjust_ = counts ? 1 : 0;
   direct_jump(insn.address, to);
+  rcx_adjust_ = 0;
   return {};
 }
 

@@ -138,6 +138,11 @@ struct BlockExit {
   // rsp before the branch ran minus rsp at the trap (a call pushed 8, a
   // ret popped 8 + its immediate), for the record a LogFull exit owes.
   int32_t rsp_adjust = 0;
+  // rcx before the branch ran minus rcx at the trap: 1 after a loop,
+  // loope or loopne (they count rcx down first). With these two a thread
+  // at a LogFull exit can be put back before its branch. (A loop on ecx,
+  // whose count zero-extends, is not translated.)
+  int32_t rcx_adjust = 0;
 };
 
 // An instruction of the instrumentation that can fault. A thread stopped

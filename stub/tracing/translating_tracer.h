@@ -258,12 +258,13 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     bool room = true;
     // The trace had no room for the log-full exit's own branch (under
     // --trace-full=stop): the thread goes back before it, to its source
-    // with the stack pointer it had there, as the ptrace tracer stops
-    // before a branch that does not fit. Past it, the thread would stand
-    // where its history does not lead.
+    // with the rsp (and a loop's rcx) it had there, as the ptrace tracer
+    // stops before a branch that does not fit. Past it, the thread would
+    // stand where its history does not lead.
     struct Before {
       uint64_t from = 0;
       uint64_t rsp = 0;
+      std::optional<uint64_t> rcx;
     };
     std::optional<Before> before;
   };
@@ -272,12 +273,12 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // Moves the thread out of the cache to `original` (registers as they
   // are otherwise) and gives it back to the ptrace tracer.
   TraceVerdict leave(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
-                     const TracedStop* stop, std::optional<uint64_t> rsp = std::nullopt);
+                     const TracedStop* stop, const ExitTaken::Before* before = nullptr);
   // Puts the thread (in the cache) at `original`, out of it, its gs base
   // the program's, the signals held back sent again. False when its
   // registers cannot be written (gone).
   bool step_out(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
-                std::optional<uint64_t> rsp = std::nullopt);
+                const ExitTaken::Before* before = nullptr);
   bool read_slots(TracedThreadControl& control, const Thread& th, Slots& out);
   // Hands the log's records to the ptrace tracer and empties the log.
   // False when the trace refused more (full under the stop policy).

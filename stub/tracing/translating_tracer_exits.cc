@@ -124,10 +124,13 @@ bool TranslatingTracer::lose_log(TracedThreadControl& control, pid_t tid, Thread
 }
 
 bool TranslatingTracer::step_out(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
-                                 std::optional<uint64_t> rsp) {
+                                 const ExitTaken::Before* before) {
   protocol::RegisterFile out;
   out.set_u64(Amd64Reg::rip, original);
-  if (rsp) out.set_u64(Amd64Reg::rsp, *rsp);
+  if (before != nullptr) {
+    out.set_u64(Amd64Reg::rsp, before->rsp);
+    if (before->rcx) out.set_u64(Amd64Reg::rcx, *before->rcx);
+  }
   out.set_u64(Amd64Reg::gs_base, th.program_gs);
   const bool moved = control.write_registers(tid, out).ok();
   th.in_cache = false;
@@ -141,8 +144,8 @@ bool TranslatingTracer::step_out(TracedThreadControl& control, Thread& th, pid_t
 }
 
 TraceVerdict TranslatingTracer::leave(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
-                                      const TracedStop* stop, std::optional<uint64_t> rsp) {
-  if (!step_out(control, th, tid, original, rsp)) return TraceVerdict::Report;  // the thread is gone
+                                      const TracedStop* stop, const ExitTaken::Before* before) {
+  if (!step_out(control, th, tid, original, before)) return TraceVerdict::Report;  // the thread is gone
   if (stop != nullptr) {
     // A stop of the program's (a signal): the ptrace tracer judges it
     // where the original code stands.
@@ -173,7 +176,12 @@ std::optional<TranslatingTracer::ExitTaken> TranslatingTracer::take_exit(TracedT
   if (taken.room && !lost && exit.kind == decoder::ExitKind::LogFull) {
     const uint64_t rsp = regs.get_u64(Amd64Reg::rsp) + static_cast<uint64_t>(static_cast<int64_t>(exit.rsp_adjust));
     taken.room = ptrace_->store_lent_branch(tid, exit.from, taken.target, {rsp, regs.get_u64(Amd64Reg::rbp)});
-    if (!taken.room) taken.before = ExitTaken::Before{exit.from, rsp};
+    if (!taken.room) {
+      taken.before = ExitTaken::Before{exit.from, rsp, std::nullopt};
+      if (exit.rcx_adjust != 0) {
+        taken.before->rcx = regs.get_u64(Amd64Reg::rcx) + static_cast<uint64_t>(static_cast<int64_t>(exit.rcx_adjust));
+      }
+    }
     // The log's fill was judged before this branch took its place.
     if (taken.room) taken.room = reset_cursor(control, tid, th);
     stats_.branches += taken.room ? 1 : 0;
@@ -193,7 +201,7 @@ TraceVerdict TranslatingTracer::at_exit(TracedThreadControl& control, Thread& th
   // translations to be dropped once every thread is out, or every thread
   // being stopped (the thread stays stopped, seen; and no memory may be
   // mapped now, which holds the other threads): out here.
-  if (taken->before) return leave(control, th, tid, taken->before->from, nullptr, taken->before->rsp);
+  if (taken->before) return leave(control, th, tid, taken->before->from, nullptr, &*taken->before);
   if (!room || th.repair_steps > 0 || !th.deferred.empty() || flush_pending_ || control.stopping_all()) {
     return leave(control, th, tid, target, nullptr);
   }

@@ -39,7 +39,7 @@ void TranslatingTracer::bring_out(TracedThreadControl& control, pid_t tid, Threa
     if (const TranslationCache::Trap trap = cache_.trap_at(pc); trap.translation != nullptr) {
       const auto taken = take_exit(control, th, tid, trap, *regs);
       if (taken && taken->before) {
-        (void)step_out(control, th, tid, taken->before->from, taken->before->rsp);
+        (void)step_out(control, th, tid, taken->before->from, &*taken->before);
       } else {
         (void)step_out(control, th, tid, taken ? taken->target : trap.translation->original_pc(pc - 1));
       }

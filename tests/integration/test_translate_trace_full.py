@@ -12,6 +12,8 @@ registers (`g`) and the same branch trace (qXfer:btrace:read:all), and,
 continued, end the same way with the same output. The translate run must
 have logged most branches in translated code and reached the stop at a
 log-full exit, so the comparison cannot pass with the cache unused.
+loop_count (a hot loop of the `loop` instruction, which counts rcx down
+before it branches) must stop at a `loop`: rcx there is the one before it.
 
 Before, the translating tracer's log took its whole capacity whatever room
 the trace had left: the thread ran up to a log past the point where the
@@ -30,7 +32,10 @@ from harness import opt_levels, program, run_test
 from rsp_client import RspClient
 from translate_compare import BLOCK, TIMEOUT, _recorded, monitor, read_document, strip_thread, translated_share
 
-SIZES = ("100k", "333k", "2m", "3m")
+# (program, arguments, trace size): loop_count's full trace stops it at a
+# taken `loop`, which counts rcx down before it branches.
+CASES = [("record_workload", ["1000"], size) for size in ("100k", "333k", "2m", "3m")] + \
+        [("loop_count", ["1000000"], "1m")]
 FULL = "stopped: buffer full"
 LOG_FULL = re.compile(r"exits: \d+ direct, \d+ indirect, (\d+) log full")
 
@@ -44,6 +49,8 @@ def session(server):
         if thread:
             c.request("Hg" + thread.group(1))
         regs = c.request("g")
+        rip = re.search(r"(?:^|;)10:([0-9a-f]{16});", reply[3:])
+        code = c.request("m%x,2" % int.from_bytes(bytes.fromhex(rip.group(1)), "little")) if rip else ""
         status, _ = monitor(c, "record status")
         c.request("Qbtrace:bts")
         doc, _ = read_document(c, "qXfer:btrace:read:all")
@@ -51,7 +58,7 @@ def session(server):
         if ends[-1].startswith("T"):  # held at the end: let it end
             ends.append(c.request("vCont;c", timeout=TIMEOUT))
         c.send_packet("k")
-    return {"stop": strip_thread(reply), "regs": regs, "status": status, "blocks": BLOCK.findall(doc or ""),
+    return {"stop": strip_thread(reply), "regs": regs, "code": code, "status": status, "blocks": BLOCK.findall(doc or ""),
             "ends": [re.sub(r";process:[0-9a-f]+", "", strip_thread(e)) for e in ends]}
 
 
@@ -59,13 +66,13 @@ def main(args, c):
     if args.server != "btstub":
         c.true("only btstub records with --record (skipped for %s)" % args.server, True)
         return
-    for i, size in enumerate(SIZES):
+    for i, (name, prog_args, size) in enumerate(CASES):
         for opt in opt_levels(i):
-            prog = program("record_workload", opt)
+            prog = program(name, opt)
             options = ("--trace-size=" + size, "--trace-full=stop")
-            ref = _recorded(prog, ["1000"], "int3", options, session)
-            got = _recorded(prog, ["1000"], "translate", options, session)
-            label = "record_workload_%s, --trace-size=%s" % (opt, size)
+            ref = _recorded(prog, prog_args, "int3", options, session)
+            got = _recorded(prog, prog_args, "translate", options, session)
+            label = "%s_%s, --trace-size=%s" % (name, opt, size)
             ctx = "int3 status:\n%s\ntranslate status:\n%s\ntranslate stderr:\n%s" % (
                 ref["status"], got["status"], got["stderr"][-2000:])
             c.contains("%s: the reference stops full" % label, ref["status"], FULL)
@@ -83,6 +90,8 @@ def main(args, c):
                    share is not None and share[1] > 0 and share[0] > share[1] / 2, ctx)
             full = LOG_FULL.search(got["status"])
             c.true("%s: the translate run came to a log-full exit" % label, full and int(full.group(1)) > 0, ctx)
+            if name == "loop_count":
+                c.true("%s: stopped at a `loop` (%s)" % (label, ref["code"]), ref["code"].startswith("e2"), ctx)
             c.not_contains("%s: no complaint from the translating tracer" % label, got["stderr"], "btstub: ", ctx)
 
 

@@ -128,6 +128,10 @@ struct Tracer {
   std::map<uint64_t, Translation> blocks;  // by original address
   bool link = true;                        // link direct exits as their targets appear
   bool table = false;                      // enter indirect targets in the table
+  // At a log-full exit, put the thread back before its branch (rsp and rcx
+  // as BlockExit says they were) and run it again from a translation
+  // starting there, as btstub does when the trace has no room for it.
+  bool back_at_full = false;
   std::vector<LogRecord> log;
   int direct_exits = 0, indirect_exits = 0, full_exits = 0;
   std::string failure;  // what went wrong in the handler
@@ -153,8 +157,9 @@ struct Tracer {
     return nullptr;
   }
 
-  // Where to go on after the exit the trap at `pc` took (rsp, rbp: at the trap).
-  uint64_t on_exit(uint64_t pc, uint64_t rsp, uint64_t rbp) {
+  // Where to go on after the exit the trap at `pc` took (rsp, rbp, rcx: at
+  // the trap; rsp and rcx changed when the thread goes back).
+  uint64_t on_exit(uint64_t pc, uint64_t& rsp, uint64_t rbp, uint64_t& rcx) {
     const Translation* t = holding(pc);
     const BlockExit* exit = t != nullptr ? t->exit_at(pc) : nullptr;
     if (exit == nullptr) {
@@ -172,6 +177,11 @@ struct Tracer {
       case ExitKind::LogFull:
         ++full_exits;
         area.drain(log);
+        if (back_at_full) {
+          rsp += static_cast<uint64_t>(static_cast<int64_t>(exit->rsp_adjust));
+          rcx += static_cast<uint64_t>(static_cast<int64_t>(exit->rcx_adjust));
+          return entry(exit->from);
+        }
         log.push_back({exit->from, target, rsp + static_cast<uint64_t>(static_cast<int64_t>(exit->rsp_adjust)), rbp});
         break;
     }
@@ -191,10 +201,14 @@ struct Tracer {
 
 void on_trap(int, siginfo_t*, void* context) {
   greg_t* regs = static_cast<ucontext_t*>(context)->uc_mcontext.gregs;
-  const uint64_t next = g_tracer->on_exit(static_cast<uint64_t>(regs[REG_RIP]), static_cast<uint64_t>(regs[REG_RSP]),
-                                          static_cast<uint64_t>(regs[REG_RBP]));
+  uint64_t rsp = static_cast<uint64_t>(regs[REG_RSP]);
+  uint64_t rcx = static_cast<uint64_t>(regs[REG_RCX]);
+  const uint64_t next = g_tracer->on_exit(static_cast<uint64_t>(regs[REG_RIP]), rsp,
+                                          static_cast<uint64_t>(regs[REG_RBP]), rcx);
   if (next == 0) siglongjmp(g_tracer->bail, 1);
   regs[REG_RIP] = static_cast<greg_t>(next);
+  regs[REG_RSP] = static_cast<greg_t>(rsp);
+  regs[REG_RCX] = static_cast<greg_t>(rcx);
 }
 
 long Tracer::run(const void* function, long arg) {
@@ -351,6 +365,48 @@ TEST_CASE("a log-full exit owes the same record the log would have held", "[bloc
   cramped.run(reinterpret_cast<const void*>(bttest_retimm), 6);
   CHECK(cramped.full_exits > 0);
   CHECK(normalized(cramped.log, true) == normalized(roomy.log, true));
+}
+
+// btstub puts a thread back before a log-full exit's branch when the trace
+// has no room for it (--trace-full=stop): rsp_adjust and rcx_adjust must
+// give the registers the branch had, or running it again goes wrong (a
+// loop counted twice, a call's push or a ret's pop done twice).
+TEST_CASE("a thread put back before a log-full exit's branch runs it again as the original", "[block_translator]") {
+  struct Case {
+    const void* function;
+    long arg;
+  };
+  for (const Case& c : {Case{reinterpret_cast<const void*>(bttest_forms), 5},
+                        Case{reinterpret_cast<const void*>(bttest_indirect), 0},
+                        Case{reinterpret_cast<const void*>(bttest_indirect), 1},
+                        Case{reinterpret_cast<const void*>(bttest_retimm), 6},
+                        Case{reinterpret_cast<const void*>(bttest_loop), 40}}) {
+    CAPTURE(c.arg);
+    Tracer roomy;
+    const long native = roomy.run(c.function, c.arg);
+    Tracer cramped(2);
+    cramped.back_at_full = true;
+    CHECK(cramped.run(c.function, c.arg) == native);
+    CHECK(cramped.full_exits > 0);
+    CHECK(normalized(cramped.log, true) == normalized(roomy.log, true));
+  }
+  // Only a loop's exits count rcx, and only its log-full one says so.
+  const uint64_t near = addr(bttest_end) + 0x1000;
+  auto loop = translate_block(addr(bttest_forms_top), code_at(addr(bttest_forms_top)), near);
+  REQUIRE(loop);
+  int counted = 0;
+  for (const BlockExit& e : loop->exits) {
+    CHECK(e.rcx_adjust == (e.kind == ExitKind::LogFull ? 1 : 0));
+    counted += e.rcx_adjust;
+  }
+  CHECK(counted == 1);
+  auto jrcxz = translate_block(addr(bttest_forms_jrcxz), code_at(addr(bttest_forms_jrcxz)), near);
+  REQUIRE(jrcxz);
+  for (const BlockExit& e : jrcxz->exits) CHECK(e.rcx_adjust == 0);
+  // A loop on ecx zero-extends its count: not translated.
+  auto ecx_loop = translate_block(0x401000, std::vector<uint8_t>{0x67, 0xe2, 0xfe}, 0x402000);
+  REQUIRE_FALSE(ecx_loop);
+  CHECK(ecx_loop.error().message.find("loop on ecx") != std::string::npos);
 }
 
 TEST_CASE("a block ending in a call names where the call returns to", "[block_translator]") {
