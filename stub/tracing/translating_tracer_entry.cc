@@ -261,12 +261,20 @@ bool TranslatingTracer::enter(TracedThreadControl& control, pid_t tid, uint64_t 
   Thread* lent = thread(tid);
   if (lent == nullptr) return false;
   Thread& th = *lent;
-  // The log is empty here (every way out drains it); under
-  // --trace-full=stop the branches stored outside took some of the room
-  // its fill was judged against.
-  if (ptrace_->room_for_lent(tid) && !reset_cursor(control, tid, th)) {
-    (void)ptrace_->take_back(control, tid);
-    return false;
+  // Under --trace-full=stop the branches stored outside took some of the
+  // room the log's fill was judged against: judged again, where the log is
+  // empty (a rare way out leaves it unread, for the next drain).
+  if (ptrace_->room_for_lent(tid)) {
+    Slots slots;
+    if (!read_slots(control, th, slots)) {
+      (void)ptrace_->take_back(control, tid);
+      return false;
+    }
+    const int64_t empty = -static_cast<int64_t>(th.log_fill * decoder::kLogRecordSize);
+    if (slots.cursor == empty && !reset_cursor(control, tid, th)) {
+      (void)ptrace_->take_back(control, tid);
+      return false;
+    }
   }
   th.program_gs = regs->get_u64(Amd64Reg::gs_base);
   protocol::RegisterFile in;

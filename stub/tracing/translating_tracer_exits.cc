@@ -108,7 +108,6 @@ bool TranslatingTracer::store_run(pid_t tid, Thread& th, std::span<const decoder
 bool TranslatingTracer::lose_log(TracedThreadControl& control, pid_t tid, Thread& th, uint64_t resume, bool* lost,
                                  const char* why) {
   std::fprintf(stderr, "btstub: translated code left %s; its branches since the last drain are lost\n", why);
-  (void)reset_cursor(control, tid, th);
   if (lost != nullptr) *lost = true;
   ++stats_.lost_logs;
   // What ran between the last branch stored and `resume` is unknown: a gap
@@ -120,7 +119,10 @@ bool TranslatingTracer::lose_log(TracedThreadControl& control, pid_t tid, Thread
   if (auto regs = control.read_general_registers(tid)) {
     stack = {regs->get_u64(Amd64Reg::rsp), regs->get_u64(Amd64Reg::rbp)};
   }
-  return ptrace_->store_lent_branch(tid, decoder::kGapAddress, resume, stack);
+  const bool stored = ptrace_->store_lent_branch(tid, decoder::kGapAddress, resume, stack);
+  // After the gap: the log's fill is judged against the room it left.
+  (void)reset_cursor(control, tid, th);
+  return stored;
 }
 
 bool TranslatingTracer::step_out(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
@@ -305,6 +307,8 @@ TraceVerdict TranslatingTracer::on_cache_stop(TracedThreadControl& control, Thre
   if (++th.repair_steps > kMaxRepairSteps) {
     std::fprintf(stderr, "btstub: no clean point after %d steps in the code cache (0x%llx)\n", kMaxRepairSteps,
                  static_cast<unsigned long long>(pc));
+    Slots slots;  // as bring_out does: the log's branches are not lost
+    if (read_slots(control, th, slots)) (void)drain(control, tid, th, slots, t->original_pc(pc));
     return leave(control, th, tid, t->original_pc(pc), nullptr);
   }
   return TraceVerdict::SingleStep;
