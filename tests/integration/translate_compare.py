@@ -349,8 +349,11 @@ def _record_threads_session(server, prog, code_ranges, rets, pie):
         thread = re.search(r"thread:([0-9a-fp.]+);", reply)
         of_thread.setdefault(thread.group(1) if thread else "", []).append(strip_thread(reply))
     return {"threads": [blocks_within(docs[t][0], code_ranges) for t in order],
+            # Every thread traced or stopped, so that a thread with no stop
+            # in one run does not shift the others.
             "thread_stops": [of_thread.get("", [])] +
-                            [of_thread[t] for t in creation_order([t for t in of_thread if t], server.inferior_pid)],
+                            [of_thread.get(t, []) for t in
+                             creation_order(sorted((set(docs) | set(of_thread)) - {""}), server.inferior_pid)],
             # Each thread's branches, and those translated code logged.
             "shares": [(max(0, len(BLOCK.findall(docs[t][0] or "")) - 1), docs[t][1]) for t in order],
             "unread": [t for t in order if docs[t][0] is None],

@@ -663,4 +663,16 @@ TEST_CASE("software tracer: a brk after a call not seen whole, or beside a memor
   CHECK(call(kClone, CLONE_VM | SIGCHLD, 77) == 2);
   CHECK(brk(0x50000) == 2);
   CHECK(brk(0x58000) == 2);  // the child may have moved it: never known
+  // A new program has a heap of its own; a vfork child and a thread share
+  // it only while the tracer sees it (until the vfork returns; the thread
+  // as a thread): after each, the heap end is known again.
+  tracer->on_exec(1);
+  const std::size_t after_exec = brk(0x10000);
+  CHECK(brk(0x18000) == after_exec + 1);
+  CHECK(call(kClone, CLONE_VM | CLONE_VFORK | SIGCHLD, 78) == after_exec + 1);
+  CHECK(brk(0x20000) == after_exec + 1);  // forgotten at the vfork's return
+  CHECK(brk(0x28000) == after_exec + 2);
+  CHECK(call(kClone, CLONE_VM | CLONE_THREAD | CLONE_SIGHAND, 79) == after_exec + 2);
+  CHECK(brk(0x30000) == after_exec + 2);
+  CHECK(brk(0x38000) == after_exec + 3);
 }
