@@ -214,6 +214,21 @@ bool system_call_made(const Expected<protocol::RegisterFile>& regs, uint64_t aft
   if (pc != after_call) return false;
   return regs && !in_restarted_call(*regs);
 }
+// clone/clone3 making a process (not a thread, not a vfork child) that
+// shares the memory. clone3's flags are read from its argument block;
+// unreadable counts as shared.
+bool shares_memory_apart(TracedThreadControl& control, const SystemCall& call) {
+  uint64_t flags = call.args[0];
+  if (call.number == SYS_clone3) {
+    auto bytes = control.read_memory(call.args[0], sizeof flags);
+    if (!bytes || bytes->size() < sizeof flags) return true;
+    std::memcpy(&flags, bytes->data(), sizeof flags);
+  } else if (call.number != SYS_clone) {
+    return false;
+  }
+  return (flags & CLONE_VM) != 0 && (flags & (CLONE_THREAD | CLONE_VFORK)) == 0;
+}
+
 }  // namespace
 
 // What happened since the thread last resumed, judged from where it is now.
@@ -484,21 +499,6 @@ bool SoftwareTracer::arm_all(TracedThreadControl& control, ThreadState& t, pid_t
   if (!set) return false;  // the old setting stays
   t.armed = addrs;
   return true;
-}
-
-// clone/clone3 making a process (not a thread, not a vfork child) that
-// shares the memory. clone3's flags are read from its argument block;
-// unreadable counts as shared.
-bool SoftwareTracer::shares_memory_apart(TracedThreadControl& control, const SystemCall& call) {
-  uint64_t flags = call.args[0];
-  if (call.number == SYS_clone3) {
-    auto bytes = control.read_memory(call.args[0], sizeof flags);
-    if (!bytes || bytes->size() < sizeof flags) return true;
-    std::memcpy(&flags, bytes->data(), sizeof flags);
-  } else if (call.number != SYS_clone) {
-    return false;
-  }
-  return (flags & CLONE_VM) != 0 && (flags & (CLONE_THREAD | CLONE_VFORK)) == 0;
 }
 
 void SoftwareTracer::after_system_call(TracedThreadControl& control, pid_t tid, const protocol::RegisterFile& regs) {

@@ -389,7 +389,6 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // with CLONE_VM alone) exists or existed since the exec: its brk is never
   // seen, so no heap end is known until the next program.
   bool heap_shared_ = false;
-  static bool shares_memory_apart(TracedThreadControl& control, const SystemCall& call);
   SystemCallObserver system_call_observer_;
 };
 

@@ -292,6 +292,10 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // false when the trace took fewer (full under the stop policy).
   bool store_run(pid_t tid, Thread& th, std::span<const decoder::StackedBranch> run);
   bool reset_cursor(TracedThreadControl& control, pid_t tid, Thread& th);
+  // The cursor of an empty log of the thread's fill (records count up to 0).
+  static int64_t empty_cursor(const Thread& th) {
+    return -static_cast<int64_t>(th.log_fill * decoder::kLogRecordSize);
+  }
   // Writes into a thread's area (its slots or table): in place where it is
   // shared, else through the process layer.
   static bool write_area(TracedThreadControl& control, const process::SharedMapping* shared, uint64_t address,

@@ -229,8 +229,8 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
 bool TranslatingTracer::reset_cursor(TracedThreadControl& control, pid_t tid, Thread& th) {
   th.log_fill = th.log_capacity;
   if (const auto room = ptrace_->room_for_lent(tid)) th.log_fill = std::min<uint64_t>(th.log_fill, *room);
-  const uint64_t empty = -(th.log_fill * decoder::kLogRecordSize);
-  return write_area(control, th.shared.get(), th.area_base + decoder::kSlotLogCursor, le64(empty));
+  return write_area(control, th.shared.get(), th.area_base + decoder::kSlotLogCursor,
+                    le64(static_cast<uint64_t>(empty_cursor(th))));
 }
 
 bool TranslatingTracer::write_area(TracedThreadControl& control, const process::SharedMapping* shared,
@@ -270,8 +270,7 @@ bool TranslatingTracer::enter(TracedThreadControl& control, pid_t tid, uint64_t 
       (void)ptrace_->take_back(control, tid);
       return false;
     }
-    const int64_t empty = -static_cast<int64_t>(th.log_fill * decoder::kLogRecordSize);
-    if (slots.cursor == empty && !reset_cursor(control, tid, th)) {
+    if (slots.cursor == empty_cursor(th) && !reset_cursor(control, tid, th)) {
       (void)ptrace_->take_back(control, tid);
       return false;
     }

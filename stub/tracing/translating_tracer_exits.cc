@@ -63,7 +63,7 @@ bool TranslatingTracer::read_slots(TracedThreadControl& control, const Thread& t
 bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots,
                               uint64_t resume, bool* lost) {
   if (lost != nullptr) *lost = false;
-  const int64_t log_bytes = static_cast<int64_t>(th.log_fill * decoder::kLogRecordSize);
+  const int64_t log_bytes = -empty_cursor(th);
   const int64_t used = log_bytes + slots.cursor;
   if (used < 0 || used > log_bytes || used % static_cast<int64_t>(decoder::kLogRecordSize) != 0) {
     char why[64];
@@ -178,14 +178,15 @@ std::optional<TranslatingTracer::ExitTaken> TranslatingTracer::take_exit(TracedT
   if (taken.room && !lost && exit.kind == decoder::ExitKind::LogFull) {
     const uint64_t rsp = regs.get_u64(Amd64Reg::rsp) + static_cast<uint64_t>(static_cast<int64_t>(exit.rsp_adjust));
     taken.room = ptrace_->store_lent_branch(tid, exit.from, taken.target, {rsp, regs.get_u64(Amd64Reg::rbp)});
-    if (!taken.room) {
+    if (taken.room) {
+      // The log's fill was judged before this branch took its place.
+      taken.room = reset_cursor(control, tid, th);
+    } else {
       taken.before = ExitTaken::Before{exit.from, rsp, std::nullopt};
       if (exit.rcx_adjust != 0) {
         taken.before->rcx = regs.get_u64(Amd64Reg::rcx) + static_cast<uint64_t>(static_cast<int64_t>(exit.rcx_adjust));
       }
     }
-    // The log's fill was judged before this branch took its place.
-    if (taken.room) taken.room = reset_cursor(control, tid, th);
     stats_.branches += taken.room ? 1 : 0;
     th.logged += taken.room ? 1 : 0;
   }

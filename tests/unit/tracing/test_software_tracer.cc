@@ -581,6 +581,28 @@ TEST_CASE("software tracer: a transfer taken at a debug-register stop clears RF 
   REQUIRE(branches(f.trace()) == std::vector<Branch>{{kRet, kBack}});
 }
 
+// One system call step of `tid` at the `syscall` (tgt), returning
+// `result`; `signal`: the step ended at that signal's stop instead of its
+// trap. How many calls copies make again by then.
+namespace {
+uint64_t system_call_step(stub::tracing::SoftwareTracer& tracer, Control& control, pid_t tid, uint64_t number,
+                          uint64_t arg, uint64_t result, int signal = 0) {
+  control.set_reg(tid, Amd64Reg::rip, kTgt);
+  control.set_reg(tid, Amd64Reg::rax, number);
+  Driver thread{tracer, control, tid};
+  REQUIRE(thread.resume() == StepKind::SingleStep);
+  control.set_reg(tid, Amd64Reg::orig_rax, number);
+  control.set_reg(tid, Amd64Reg::rdi, arg);
+  control.set_reg(tid, Amd64Reg::rax, result);
+  if (signal != 0) {
+    thread.signal_at(kTgtNop, signal);
+  } else {
+    thread.step_done_at(kTgtNop);
+  }
+  return tracer.checkpoints()->calls_repeatable();
+}
+}  // namespace
+
 // A growing brk is made again by copies (process/repeated_call.h) only
 // where the tracer knows where the heap ended before it: after a brk of
 // the same thread, with no other thread since. Here a second thread's brk
@@ -596,18 +618,8 @@ TEST_CASE("software tracer: a brk is repeated only against a heap end no other t
   control.live_threads = {1};
   control.set_reg(1, Amd64Reg::rip, kFunc);
   REQUIRE(tracer->before_resume(control, 1, StepKind::Continue, 0) == StepKind::Continue);
-  // One brk step of `tid` at the `syscall`, the heap then ending at `end`.
-  auto brk = [&](pid_t tid, uint64_t end) {
-    control.set_reg(tid, Amd64Reg::rip, kTgt);
-    control.set_reg(tid, Amd64Reg::rax, kBrk);
-    Driver thread{*tracer, control, tid};
-    REQUIRE(thread.resume() == StepKind::SingleStep);
-    control.set_reg(tid, Amd64Reg::orig_rax, kBrk);
-    control.set_reg(tid, Amd64Reg::rdi, end);
-    control.set_reg(tid, Amd64Reg::rax, end);
-    thread.step_done_at(kTgtNop);
-    return tracer->checkpoints()->calls_repeatable();
-  };
+  // One brk step of `tid`, the heap then ending at `end`.
+  auto brk = [&](pid_t tid, uint64_t end) { return system_call_step(*tracer, control, tid, kBrk, end, end); };
   CHECK(brk(1, 0x20000) == 0);  // where the heap ended before: unknown
   CHECK(brk(1, 0x30000) == 1);  // grows
   CHECK(brk(1, 0x30000) == 2);  // asks
@@ -637,22 +649,8 @@ TEST_CASE("software tracer: a brk after a call not seen whole, or beside a memor
   control.live_threads = {1};
   control.set_reg(1, Amd64Reg::rip, kFunc);
   REQUIRE(tracer->before_resume(control, 1, StepKind::Continue, 0) == StepKind::Continue);
-  Driver thread{*tracer, control, 1};
-  // One system call step at the `syscall`, returning `result`; `signal`:
-  // the step ended at that signal's stop instead of its trap.
   auto call = [&](uint64_t number, uint64_t arg, uint64_t result, int signal = 0) {
-    control.set_reg(1, Amd64Reg::rip, kTgt);
-    control.set_reg(1, Amd64Reg::rax, number);
-    REQUIRE(thread.resume() == StepKind::SingleStep);
-    control.set_reg(1, Amd64Reg::orig_rax, number);
-    control.set_reg(1, Amd64Reg::rdi, arg);
-    control.set_reg(1, Amd64Reg::rax, result);
-    if (signal != 0) {
-      thread.signal_at(kTgtNop, signal);
-    } else {
-      thread.step_done_at(kTgtNop);
-    }
-    return tracer->checkpoints()->calls_repeatable();
+    return system_call_step(*tracer, control, 1, number, arg, result, signal);
   };
   auto brk = [&](uint64_t end, int signal = 0) { return call(kBrk, end, end, signal); };
   CHECK(brk(0x20000) == 0);
