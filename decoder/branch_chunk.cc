@@ -7,10 +7,6 @@
 namespace decoder {
 namespace {
 
-// Entries of the target predictor: enough for the branches of the hot code
-// a chunk's span runs through, small enough to rebuild per chunk.
-constexpr std::size_t kPredictorSize = 256;
-
 std::size_t predictor_slot(uint64_t from) {
   return static_cast<std::size_t>((from * 0x9E3779B97F4A7C15ull) >> 56);
 }
@@ -113,19 +109,28 @@ bool get_stack_delta(const uint8_t* in, std::size_t size, std::size_t& pos, Stac
 }  // namespace
 
 BranchChunkWriter::BranchChunkWriter(uint64_t previous_to, bool with_stacks)
-    : predictor_(kPredictorSize), previous_to_(previous_to), with_stacks_(with_stacks) {}
+    : previous_to_(previous_to), with_stacks_(with_stacks) {}
 
-void BranchChunkWriter::add(const Branch& branch, const StackSnapshot& stack) {
-  Branch& predicted = predictor_[predictor_slot(branch.from)];
+namespace {
+
+// What a writer carries from one branch to the next, as locals while a run
+// is written: stores through the byte pointer may alias a member, which the
+// compiler would then load again after every byte.
+struct WriterState {
+  uint8_t* out;
+  Branch* predictor;
+  uint64_t previous_to;
+  StackSnapshot previous_stack;
+};
+
+// Writes one branch at state.out (room for kMaxBranchBytes there).
+[[gnu::always_inline]] inline void write_branch(WriterState& state, bool with_stacks, const Branch& branch,
+                                                const StackSnapshot& stack) {
+  Branch& predicted = state.predictor[predictor_slot(branch.from)];
   const bool to_predicted = predicted == branch;
-  const bool stack_same = !with_stacks_ || stack == previous_stack_;
-  // Written in place past size_, into room grown in steps: a push_back
-  // per byte was a sixth of the tracer's own time while recording. Left
-  // unzeroed: every byte up to size_ is written before it is read.
-  if (capacity_ - size_ < kMaxBranchBytes) grow();
-  uint8_t* const start = bytes_.get() + size_;
-  const uint64_t length = branch.from - previous_to_;
-  uint8_t* end = start;
+  const bool stack_same = !with_stacks || stack == state.previous_stack;
+  const uint64_t length = branch.from - state.previous_to;
+  uint8_t* end = state.out;
   if (to_predicted && stack_same && length < 32) {
     *end++ = static_cast<uint8_t>(length << 2 | 3);  // a hot loop's branch: the head alone, one byte
   } else {
@@ -133,16 +138,60 @@ void BranchChunkWriter::add(const Branch& branch, const StackSnapshot& stack) {
   }
   if (!to_predicted) end = write_varint64(end, zigzag(branch.to - branch.from));
   if (!stack_same) {
-    end = write_stack_delta(end, stack, previous_stack_);
-    previous_stack_ = stack;
+    end = write_stack_delta(end, stack, state.previous_stack);
+    state.previous_stack = stack;
   }
-  size_ += static_cast<std::size_t>(end - start);
+  state.out = end;
   predicted = branch;
-  previous_to_ = branch.to;
+  state.previous_to = branch.to;
 }
 
-void BranchChunkWriter::grow() {
-  const std::size_t capacity = std::max<std::size_t>(2 * capacity_, kInitialBytes);
+}  // namespace
+
+void BranchChunkWriter::add(const Branch& branch, const StackSnapshot& stack) {
+  add(std::span(&branch, 1), std::span(&stack, with_stacks_ ? 1 : 0));
+}
+
+void BranchChunkWriter::add(std::span<const Branch> branches, std::span<const StackSnapshot> stacks) {
+  // Written in place past size_, into room made for the whole run (left
+  // unzeroed: every byte up to size_ is written before it is read): a
+  // push_back per byte was a sixth of the tracer's own time recording.
+  const std::size_t need = size_ + branches.size() * kMaxBranchBytes;
+  if (capacity_ < need) grow(need);
+  WriterState state{bytes_.get() + size_, predictor_.data(), previous_to_, previous_stack_};
+  if (with_stacks_) {
+    for (std::size_t i = 0; i < branches.size(); ++i) write_branch(state, true, branches[i], stacks[i]);
+  } else {
+    for (const Branch& branch : branches) write_branch(state, false, branch, StackSnapshot{});
+  }
+  size_ = static_cast<std::size_t>(state.out - bytes_.get());
+  previous_to_ = state.previous_to;
+  previous_stack_ = state.previous_stack;
+}
+
+namespace {
+
+// A spent writer's room, kept for the next writer on the same thread: a
+// fresh buffer a chunk, taken from the heap between the chunks' kept bytes,
+// kept the heap growing into memory the kernel had to fault in and zero
+// (a fifth of btstub's thread recording Lua). At most kMaxSpareBytes.
+struct SpareRoom {
+  std::unique_ptr<uint8_t[]> bytes;
+  std::size_t capacity = 0;
+};
+thread_local SpareRoom spare_room;
+constexpr std::size_t kMaxSpareBytes = std::size_t{1} << 20;
+
+}  // namespace
+
+void BranchChunkWriter::grow(std::size_t need) {
+  const std::size_t capacity = std::max({2 * capacity_, kInitialBytes, need});
+  if (size_ == 0 && spare_room.capacity >= capacity) {
+    bytes_ = std::move(spare_room.bytes);
+    capacity_ = spare_room.capacity;
+    spare_room.capacity = 0;
+    return;
+  }
   auto bytes = std::make_unique_for_overwrite<uint8_t[]>(capacity);
   if (size_ > 0) std::memcpy(bytes.get(), bytes_.get(), size_);
   bytes_ = std::move(bytes);
@@ -151,6 +200,9 @@ void BranchChunkWriter::grow() {
 
 std::vector<uint8_t> BranchChunkWriter::take() {
   std::vector<uint8_t> bytes(bytes_.get(), bytes_.get() + size_);
+  if (capacity_ > spare_room.capacity && capacity_ <= kMaxSpareBytes) {
+    spare_room = SpareRoom{std::move(bytes_), capacity_};
+  }
   bytes_.reset();
   capacity_ = size_ = 0;
   return bytes;
@@ -163,7 +215,7 @@ bool decode_branch_chunk(const std::vector<uint8_t>& bytes, uint64_t previous_to
   stacks.clear();
   branches.reserve(count);
   if (with_stacks) stacks.reserve(count);
-  std::array<Branch, kPredictorSize> predictor{};
+  std::array<Branch, BranchChunkWriter::kPredictorSize> predictor{};
   StackSnapshot stack;
   std::size_t pos = 0;
   for (std::size_t i = 0; i < count; ++i) {

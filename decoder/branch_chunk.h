@@ -18,9 +18,11 @@
 // A chunk decodes only from its start (the predictor and the previous
 // values are rebuilt on the way): the store keeps chunks short and caches
 // decoded ones.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "decoder/branch.h"
@@ -33,16 +35,23 @@ class BranchChunkWriter {
   // its first block begins).
   BranchChunkWriter(uint64_t previous_to, bool with_stacks);
   void add(const Branch& branch, const StackSnapshot& stack);
+  // The same for a run, in order; `stacks` holds one a branch, or none
+  // without stacks. One loop with the work of add inlined: called once a
+  // branch, add's own entry and exit were a tenth of the encoding.
+  void add(std::span<const Branch> branches, std::span<const StackSnapshot> stacks);
   std::vector<uint8_t> take();  // the bytes; the writer is spent
+  // Entries of the target predictor: enough for the branches of the hot
+  // code a chunk's span runs through, small enough to rebuild per chunk.
+  static constexpr std::size_t kPredictorSize = 256;
   std::size_t size() const { return size_; }
 
  private:
-  void grow();
+  void grow(std::size_t need);  // to at least `need` bytes of room
 
   std::unique_ptr<uint8_t[]> bytes_;  // capacity_ bytes, the first size_ written
   std::size_t capacity_ = 0;
   std::size_t size_ = 0;
-  std::vector<Branch> predictor_;
+  std::array<Branch, kPredictorSize> predictor_{};  // in the writer: no allocation a chunk
   uint64_t previous_to_;
   StackSnapshot previous_stack_;
   bool with_stacks_;

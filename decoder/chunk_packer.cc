@@ -53,6 +53,38 @@ std::optional<std::vector<uint64_t>> snapshot_pages(uint64_t previous_to, const 
   return pages;
 }
 
+bool exceeds_snapshot_pages(uint64_t previous_to, const std::vector<Branch>& branches, std::size_t max_pages) {
+  constexpr std::size_t kWords = 1024 / 64;
+  uint64_t seen[kWords] = {};
+  std::size_t pages = 0;  // the bits set
+  uint64_t last_first = 1, last_last = 0;  // the pages the previous block covered
+  // The pages of each block as snapshot_pages walks them, one bit each,
+  // with no search; a block on the pages of the one before (most of them)
+  // sets nothing.
+  auto cover = [&](uint64_t begin, uint64_t end) {
+    if (end < begin || end - begin > kMaxBlockBytes || end > UINT64_MAX - kMaxInstructionBytes) return false;
+    const uint64_t first = begin / kPageSize;
+    const uint64_t last = (end + kMaxInstructionBytes) / kPageSize;
+    if (first == last_first && last == last_last) return true;
+    for (uint64_t page = first; page <= last; ++page) {
+      uint64_t& word = seen[(page / 64) % kWords];
+      const uint64_t bit = uint64_t{1} << (page % 64);
+      pages += (word & bit) == 0;
+      word |= bit;
+    }
+    last_first = first;
+    last_last = last;
+    return true;
+  };
+  uint64_t begin = previous_to;
+  for (const Branch& branch : branches) {
+    if (!cover(begin, branch.from) || pages > max_pages) return true;  // most of an interpreter's chunks, early
+    begin = branch.to;
+  }
+  if (!branches.empty() && !cover(begin, begin)) return true;
+  return pages > max_pages;
+}
+
 std::shared_ptr<CodeSnapshot> CodeSnapshot::take(CodeReader& code, uint64_t previous_to,
                                                  const std::vector<Branch>& branches, std::size_t max_pages) {
   const std::optional<std::vector<uint64_t>> pages = snapshot_pages(previous_to, branches, max_pages);
@@ -83,9 +115,7 @@ std::size_t CodeSnapshot::read(uint64_t addr, uint8_t* out, std::size_t len) {
 
 std::vector<uint8_t> encode_explicit(const RawChunk& raw, uint64_t previous_to, bool with_stacks) {
   BranchChunkWriter writer(previous_to, with_stacks);
-  for (std::size_t i = 0; i < raw.branches.size(); ++i) {
-    writer.add(raw.branches[i], with_stacks ? raw.stacks[i] : StackSnapshot{});
-  }
+  writer.add(raw.branches, with_stacks ? std::span<const StackSnapshot>(raw.stacks) : std::span<const StackSnapshot>());
   return writer.take();
 }
 
@@ -116,7 +146,7 @@ PackResult run_pack_job(const PackJob& job, SegmentPacker& packer) {
   if (job.with_stacks && stacks.size() != branches.size()) return result;  // a caller bug: the trace encodes it
   result.explicit_bytes = encode_explicit(*job.raw, job.previous_to, job.with_stacks);
   if (!job.code && job.pages_asked > 0) {
-    result.never_packs = !snapshot_pages(job.previous_to, branches, job.pages_asked).has_value();
+    result.never_packs = exceeds_snapshot_pages(job.previous_to, branches, job.pages_asked);
   }
   return result;
 }

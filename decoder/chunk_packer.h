@@ -41,6 +41,14 @@ namespace decoder {
 // more than `max_pages` pages or a block cannot be walked.
 std::optional<std::vector<uint64_t>> snapshot_pages(uint64_t previous_to, const std::vector<Branch>& branches,
                                                     std::size_t max_pages);
+// Whether snapshot_pages surely says nullopt: a block cannot be walked, or
+// the pages number more than `max_pages`, counted in 1,024 bits indexed by
+// page number modulo 1,024 (pages 4 MiB apart share a bit). The count can
+// only fall short, so "true" is sure; a chunk it lets through that does
+// not fit is found out when its snapshot is taken. The packing worker asks
+// it of every chunk it encodes (PackJob::pages_asked): the exact sorted
+// set of snapshot_pages was a fifth of its time recording Lua.
+bool exceeds_snapshot_pages(uint64_t previous_to, const std::vector<Branch>& branches, std::size_t max_pages);
 
 // The code under a chunk's blocks, read once.
 class CodeSnapshot final : public CodeReader {

@@ -74,7 +74,7 @@ void run(int usual_percent) {
     bytes = 0;
     for (std::size_t c = 0; c < chunks.size(); ++c) {
       decoder::BranchChunkWriter writer(chunks[c].previous_to, true);
-      for (std::size_t i = 0; i < kChunkBranches; ++i) writer.add(chunks[c].branches[i], chunks[c].stacks[i]);
+      writer.add(chunks[c].branches, chunks[c].stacks);
       encoded[c] = writer.take();
       bytes += encoded[c].size();
     }

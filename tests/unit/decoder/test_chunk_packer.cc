@@ -594,3 +594,37 @@ TEST_CASE("chunk packer: a raw chunk's branches dropped from the ring free their
   trace.collect_packed();
   CHECK(trace.raw_chunks() == 0);
 }
+
+TEST_CASE("chunk packer: a chunk's code surely too wide for a snapshot, told without a sorted set") {
+  constexpr uint64_t P = 0x400000;
+  // Blocks over `pages` pages `stride` apart, back to a page already seen
+  // every fourth block, `total` branches in all (the count is checked at
+  // each block: the answer must not depend on where it first says so).
+  auto blocks = [&](std::size_t pages, uint64_t stride, std::size_t total) {
+    std::vector<Branch> branches;
+    uint64_t at = P;
+    for (std::size_t i = 1; i <= total; ++i) {
+      const uint64_t next = P + (i % 4 == 0 ? 0 : (i % pages) * stride);
+      branches.push_back({at + 0x10, next});
+      at = next;
+    }
+    return branches;
+  };
+  for (std::size_t total : {31, 40, 127, 128, 129, 1024}) {
+    for (std::size_t pages : {2, 31, 32, 33, 200}) {
+      INFO("pages " << pages << ", branches " << total);
+      const std::vector<Branch> branches = blocks(pages, 0x3000, total);
+      // Within 4 MiB of code the two agree.
+      CHECK(decoder::exceeds_snapshot_pages(P, branches, 32) == !decoder::snapshot_pages(P, branches, 32).has_value());
+    }
+  }
+  // 33 pages 4 MiB apart share one bit: not surely too wide, though they
+  // are (the snapshot refuses them when it is taken).
+  const std::vector<Branch> aliased = blocks(33, 0x400000, 200);
+  CHECK_FALSE(decoder::snapshot_pages(P, aliased, 32).has_value());
+  CHECK_FALSE(decoder::exceeds_snapshot_pages(P, aliased, 32));
+  // A block that cannot be walked: surely.
+  CHECK(decoder::exceeds_snapshot_pages(P + 0x40, {{P + 0x07, P + 0x05}}, 32));
+  CHECK(decoder::exceeds_snapshot_pages(P, {{P + 0x20000, P}}, 32));  // longer than a block may be
+  CHECK_FALSE(decoder::exceeds_snapshot_pages(P, {}, 32));
+}
