@@ -451,29 +451,6 @@ TEST_CASE("software tracer: adopted threads have a trace before their first resu
   REQUIRE(per_thread->trace(1) == nullptr);
 }
 
-TEST_CASE("software tracer: a lent run of branches with a return from the vDSO makes a checkpoint due") {
-  Control control;
-  auto tracer = make_tracer({}, true);
-  tracer->set_checkpoint_limits(stub::tracing::Checkpoints::Limits{});
-  tracer->checkpoints()->set_vdso({0x7000, 0x8000});
-  control.copies = true;
-  control.set_reg(1, Amd64Reg::rip, kFunc);
-  REQUIRE(tracer->before_resume(control, 1, StepKind::Continue, 0) == StepKind::Continue);
-  REQUIRE(tracer->checkpoints()->count() == 1);  // where the trace starts
-  REQUIRE_FALSE(tracer->checkpoint_wanted(1));
-  const decoder::StackSnapshot stack{0x7ffc0000, 0x7ffc0100};
-  // Into the vDSO, around inside it and on outside: nothing to repeat yet.
-  const std::vector<decoder::StackedBranch> in = {
-      {{kFunc + 5, 0x7010}, stack}, {{0x7020, 0x7040}, stack}, {{kLoopJne, kLoop}, stack}};
-  REQUIRE(tracer->store_lent_branches(1, in) == in.size());
-  CHECK_FALSE(tracer->checkpoint_wanted(1));
-  // Back out of it, mid-run: a clock was read there.
-  const std::vector<decoder::StackedBranch> out = {
-      {{kLoopJne, kLoop}, stack}, {{0x7050, kFunc}, stack}, {{kLoopJne, kLoop}, stack}};
-  REQUIRE(tracer->store_lent_branches(1, out) == out.size());
-  CHECK(tracer->checkpoint_wanted(1));
-}
-
 TEST_CASE("software tracer: a copy of one thread while the other waits in a futex, until it runs code") {
   constexpr uint64_t kFutexWaitBitsetPrivate = 9 | 128;
   constexpr int64_t kErestartsys = -512;
