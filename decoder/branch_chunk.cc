@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstring>
 
 namespace decoder {
@@ -160,6 +161,7 @@ void BranchChunkWriter::add(std::span<const Branch> branches, std::span<const St
   // push_back per byte was a sixth of the tracer's own time recording.
   const std::size_t need = size_ + branches.size() * kMaxBranchBytes;
   if (capacity_ < need) grow(need);
+  assert(!with_stacks_ || stacks.size() >= branches.size());
   WriterState state{bytes_.get() + size_, predictor_.data(), previous_to_, previous_stack_};
   if (with_stacks_) {
     for (std::size_t i = 0; i < branches.size(); ++i) write_branch(state, true, branches[i], stacks[i]);

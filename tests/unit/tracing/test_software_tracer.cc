@@ -451,6 +451,31 @@ TEST_CASE("software tracer: adopted threads have a trace before their first resu
   REQUIRE(per_thread->trace(1) == nullptr);
 }
 
+TEST_CASE("software tracer: a branch it stores itself out of the vDSO makes a checkpoint due") {
+  // store() is where every branch the ptrace tracer sees goes, and the one
+  // lent branch a log-full exit owes (store_lent_branch): a return from the
+  // vDSO there means a clock was read, which re-execution cannot repeat.
+  // (Runs of a drained log, store_lent_branches, hold none: see
+  // test_translatable_code.cc.)
+  Control control;
+  auto tracer = make_tracer({}, true);
+  tracer->set_checkpoint_limits(stub::tracing::Checkpoints::Limits{});
+  tracer->checkpoints()->set_vdso({0x7000, 0x8000});
+  control.copies = true;
+  control.set_reg(1, Amd64Reg::rip, kFunc);
+  REQUIRE(tracer->before_resume(control, 1, StepKind::Continue, 0) == StepKind::Continue);
+  REQUIRE(tracer->checkpoints()->count() == 1);  // where the trace starts
+  REQUIRE_FALSE(tracer->checkpoint_wanted(1));
+  const decoder::StackSnapshot stack{0x7ffc0000, 0x7ffc0100};
+  // Into the vDSO and around inside it: nothing to repeat yet.
+  REQUIRE(tracer->store_lent_branch(1, kFunc + 5, 0x7010, stack));
+  REQUIRE(tracer->store_lent_branch(1, 0x7020, 0x7040, stack));
+  CHECK_FALSE(tracer->checkpoint_wanted(1));
+  // Back out of it.
+  REQUIRE(tracer->store_lent_branch(1, 0x7050, kFunc, stack));
+  CHECK(tracer->checkpoint_wanted(1));
+}
+
 TEST_CASE("software tracer: a copy of one thread while the other waits in a futex, until it runs code") {
   constexpr uint64_t kFutexWaitBitsetPrivate = 9 | 128;
   constexpr int64_t kErestartsys = -512;
