@@ -470,6 +470,25 @@ bool BlockTrace::append(uint64_t from, uint64_t to, const StackSnapshot& at_from
   return append_branch(Branch{from, to}, at_from);
 }
 
+// A full ring: each of the run's appends would drop the oldest branch
+// first; they go at once, leaving the trace as the appends would (the
+// memory cap, which drops whole chunks, is left to append_branch). A
+// ring that stayed full made every chunk of a long recording go through
+// the open structs, copied twice (a third of btstub's thread on Lua).
+// `keep_open`: only where the drop ends before the open structs (whose
+// size the caller has counted on).
+bool BlockTrace::make_room_for_run(std::size_t branches, bool keep_open) {
+  if (has_room(branches)) return true;
+  if (policy_ != OverflowPolicy::DropOldest || branches > capacity_ ||
+      chunk_bytes_ + (open_.size() + branches) * kMaxBytesPerBranch > kMemoryCap) {
+    return false;
+  }
+  const uint64_t through = first_sequence_ + (size() + branches - capacity_);
+  if (keep_open && through > open_first_sequence()) return false;
+  drop_through(through);
+  return has_room(branches);
+}
+
 std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches) {
   assert(size() == 0 || with_stacks_ || branches.empty());
   if (!branches.empty()) with_stacks_ = true;
@@ -481,8 +500,8 @@ std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches) 
     // once, not into the open structs and out again.
     const std::size_t open = open_.size();
     const std::size_t take = open <= kChunkBranches ? kChunkBranches - open : 0;
-    if (open <= kChunkBranches && branches.size() - done > take && has_room(take + 1) &&
-        (!hold_ || *hold_ >= open_first_sequence() + kChunkBranches)) {
+    if (open <= kChunkBranches && branches.size() - done > take &&
+        (!hold_ || *hold_ >= open_first_sequence() + kChunkBranches) && make_room_for_run(take + 1, true)) {
       // Inserted through MemberOf, each element written once (resizing
       // first zeroed them: a third of the work).
       const StackedBranch* const part = branches.data() + done;
@@ -510,14 +529,7 @@ std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches) 
     // The open structs take this many more before append_branch would seal.
     const std::size_t before_seal = open_.size() < kChunkBranches ? kChunkBranches - open_.size() : 0;
     const std::size_t run = std::min({branches.size() - done, before_seal, capacity_});
-    // A full ring: each of the run's appends would drop the oldest branch
-    // first; they go at once (the memory cap, which drops whole chunks, is
-    // left to append_branch).
-    if (policy_ == OverflowPolicy::DropOldest && run > 0 && size() + run > capacity_ &&
-        chunk_bytes_ + (open_.size() + run) * kMaxBytesPerBranch <= kMemoryCap) {
-      drop_through(first_sequence_ + (size() + run - capacity_));
-    }
-    if (run > 0 && has_room(run)) {  // nothing to seal, nothing (more) to drop
+    if (run > 0 && make_room_for_run(run, false)) {  // nothing to seal, nothing (more) to drop
       for (const StackedBranch& b : branches.subspan(done, run)) {
         open_.push_back(b.branch);
         open_stacks_.push_back(b.stack);

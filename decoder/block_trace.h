@@ -246,6 +246,9 @@ class BlockTrace {
   // Makes `raw` the chunk of the branches just before the open structs
   // (next_sequence_ counts them already) and hands it to the packer.
   void seal_raw(std::shared_ptr<RawChunk> raw);
+  // Room for `branches` more, dropping the oldest at once under DropOldest
+  // as that many appends would one by one; false where they would not.
+  bool make_room_for_run(std::size_t branches, bool keep_open);
   // Sealing when the open structs reach kChunkBranches, short of a hold.
   void seal_for_room();
   // Whether the trace's newest `count` branches are open structs equal to

@@ -197,7 +197,8 @@ TEST_CASE("BlockTrace stores a run of branches as it stores them one by one") {
   std::mt19937_64 rng(11);
   for (OverflowPolicy policy : {OverflowPolicy::DropOldest, OverflowPolicy::Stop}) {
     for (std::size_t capacity : {std::size_t{1}, std::size_t{1000}, BlockTrace::kChunkBranches,
-                                 BlockTrace::kChunkBranches + 1, std::size_t{2730}, std::size_t{20000}}) {
+                                 BlockTrace::kChunkBranches + 1, std::size_t{2730}, std::size_t{9000},
+                                 std::size_t{20000}}) {
       CAPTURE(policy == OverflowPolicy::Stop, capacity);
       BlockTrace runs(0x401000, capacity, policy);
       BlockTrace single(0x401000, capacity, policy);
