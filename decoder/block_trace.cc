@@ -125,22 +125,24 @@ void BlockTrace::set_packer(std::shared_ptr<ChunkPacker> packer) {
 BlockTrace::Handing BlockTrace::hand_to_packer(const Chunk& chunk, std::shared_ptr<const RawChunk> raw,
                                                bool or_encode) {
   if (!packer_ || !codec_) return Handing::Refused;
-  if (inbox_->pending() >= kMaxPendingJobs) return Handing::Busy;
   // Code the snapshot cannot take (too many pages, a gap) is not packed:
   // packing it here would cost the tracer a libipt walk.
   std::shared_ptr<CodeSnapshot> code;
   const bool tried = inbox_->pending_packing() < kMaxPendingPacks;
   if (tried) code = CodeSnapshot::take(codec_->code(), chunk.previous_to, raw->branches, kMaxPackPages);
-  if (!code && !or_encode) return Handing::Refused;
-  const Handing handing = code ? Handing::Packing : tried ? Handing::EncodingForGood : Handing::Encoding;
-  inbox_->expect_one(code != nullptr);
-  // Not tried now: the packer finds out, while it encodes, whether the
-  // backlog may try it later (most of an interpreter's chunks span more
-  // pages than a snapshot takes, and were decoded again only to see that).
-  const std::size_t pages_asked = handing == Handing::Encoding ? kMaxPackPages : 0;
+  if (!code) {
+    if (!or_encode) return Handing::Refused;
+    // Encoded here, where the branches are still in this core's cache: a
+    // raw chunk (32 bytes a branch) handed to the packer's core only to be
+    // encoded cost that core some three times the encoding, and the
+    // tracer's own thread more to hand over than to encode (Lua: a
+    // recording's CPU 0.60, its time 0.9 of what it was).
+    return tried ? Handing::EncodeHere : Handing::EncodeHereUntried;
+  }
+  inbox_->expect_one(true);
   packer_->submit(inbox_, PackJob{chunk.first_sequence, chunk.previous_to, std::move(raw), with_stacks_,
-                                  std::move(code), or_encode, pages_asked});
-  return handing;
+                                  std::move(code), or_encode});
+  return Handing::Packing;
 }
 
 // The chunk's code is read now, not when it was sealed: if it changed
@@ -148,14 +150,12 @@ BlockTrace::Handing BlockTrace::hand_to_packer(const Chunk& chunk, std::shared_p
 // branches) keeps the chunk explicit, and a chunk packed over bytes that
 // still give the same branches holds their hash, as one packed then would.
 void BlockTrace::feed_backlog() {
-  // Newest first. Chunks still with the packer, to be encoded, keep their
-  // place (at most kMaxPendingJobs of them, the newest).
+  // Newest first. Chunks still with the packer (raw) keep their place.
   std::size_t i = backlog_.size();
   while (i > 0) {
     // Asked before decoding: a chunk decoded for a busy packer was thrown
-    // away, at every seal and stop (a tenth of btstub's CPU while recording):
-    // busy with packs, or with as many jobs as it takes.
-    if (inbox_->pending_packing() >= kMaxPendingPacks || inbox_->pending() >= kMaxPendingJobs) return;
+    // away, at every seal and stop (a tenth of btstub's CPU while recording).
+    if (inbox_->pending_packing() >= kMaxPendingPacks) return;
     --i;
     const auto at = backlog_.begin() + static_cast<std::ptrdiff_t>(i);
     const std::optional<std::size_t> index = chunk_starting_at(*at);
@@ -177,9 +177,8 @@ void BlockTrace::feed_backlog() {
       continue;
     }
     std::shared_ptr<const RawChunk> raw = std::move(decoded);
-    const Handing handing = hand_to_packer(chunk, raw, false);
+    (void)hand_to_packer(chunk, raw, false);
     recycle(raw);  // a spare again unless the job holds it
-    if (handing == Handing::Busy) return;
     backlog_.erase(at);  // handed, or refused: it stays explicit
   }
 }
@@ -283,7 +282,6 @@ void BlockTrace::put_explicit(std::size_t index, PackResult& packed) {
   chunk_bytes_ -= raw_bytes(chunk);
   recycle(chunk.raw);
   chunk.bytes = std::move(*packed.explicit_bytes);
-  chunk.never_packs = packed.never_packs;
   chunk_bytes_ += chunk.bytes.size();
 }
 
@@ -313,7 +311,13 @@ void BlockTrace::seal_raw(std::shared_ptr<RawChunk> raw) {
   const Handing handing = hand_to_packer(chunk, raw, true);
   std::optional<PackedPtSegment> segment;
   if (codec_ && handing == Handing::Refused) segment = codec_->pack(chunk.previous_to, raw->branches);
-  if (handing == Handing::Busy || handing == Handing::Encoding) {  // to be packed later
+  // Not tried now: to be packed later, unless its code surely spans more
+  // pages than a snapshot takes (most of an interpreter's chunks, which
+  // the backlog decoded again only to find that out).
+  if (handing == Handing::EncodeHereUntried) {
+    chunk.never_packs = exceeds_snapshot_pages(chunk.previous_to, raw->branches, kMaxPackPages);
+  }
+  if (handing == Handing::EncodeHereUntried && !chunk.never_packs) {
     backlog_.push_back(chunk.first_sequence);
     if (backlog_.size() > kMaxBacklog) backlog_.pop_front();
   }
@@ -328,7 +332,7 @@ void BlockTrace::seal_raw(std::shared_ptr<RawChunk> raw) {
       chunk.bytes.shrink_to_fit();
     }
     ++pt_chunks_;
-  } else if (handing == Handing::Packing || handing == Handing::Encoding || handing == Handing::EncodingForGood) {
+  } else if (handing == Handing::Packing) {
     chunk.raw = std::move(raw);
   } else {
     chunk.bytes = encode_explicit(*raw, chunk.previous_to, with_stacks_);

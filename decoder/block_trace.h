@@ -109,16 +109,14 @@ class BlockTrace {
   // Waits until the packer finished the chunks it was given to encode
   // only (a few ms), then collects.
   void finish_encoding();
-  // While fewer than this many chunks wait to be packed, a chunk goes
-  // with its code, to be packed as a PT segment. Beyond, while fewer than
-  // kMaxPendingJobs jobs wait in all, it goes without (reading its code
-  // pages costs the tracer more than the encoding it saves), to be encoded
-  // explicitly; beyond that the tracer encodes it. Either way it goes to
-  // be packed later, once fewer wait (collect_packed): the tracer never
-  // packs in place while a packer is behind, as the program waits for the
-  // tracer.
+  // While fewer than this many chunks wait to be packed, a chunk whose
+  // code fits a snapshot goes with it, to be packed as a PT segment. Else
+  // the tracer encodes it explicitly (reading its code pages costs the
+  // tracer more than the encoding it saves), and it goes to be packed
+  // later, once fewer wait (collect_packed), unless its code surely does
+  // not fit: the tracer never packs in place while a packer is behind, as
+  // the program waits for the tracer.
   static constexpr std::size_t kMaxPendingPacks = 8;
-  static constexpr std::size_t kMaxPendingJobs = 64;
   // At most this many explicit chunks wait to be handed over; beyond, the
   // oldest of them stay explicit.
   static constexpr std::size_t kMaxBacklog = 1 << 16;
@@ -255,15 +253,15 @@ class BlockTrace {
   // the first `count` of `branches`.
   bool newest_open_are(const std::vector<Branch>& branches, std::size_t count) const;
   // What became of a chunk offered to the packer.
-  // Packing: to be packed (with its code); Encoding: to be encoded only.
-  enum class Handing { Packing, Encoding, EncodingForGood, Busy, Refused };
-  // Hands `raw` to the packer as chunk `chunk`: to be packed while fewer
-  // than kMaxPendingPacks jobs wait and its code fits a snapshot, else,
-  // `or_encode`, to be encoded: Encoding when the packs waiting kept it
-  // from being tried, EncodingForGood when its code did not fit (it never
-  // will: the backlog need not decode it again to find that out). Busy:
-  // kMaxPendingJobs wait already. Refused: no packer (packed here, if at
-  // all), or not to be packed and not `or_encode`.
+  enum class Handing { Packing, EncodeHere, EncodeHereUntried, Refused };
+  // Hands `raw` to the packer as chunk `chunk` to be packed (and, not kept
+  // as a segment, encoded there when `or_encode`) while fewer than
+  // kMaxPendingPacks jobs wait and its code fits a snapshot. Else, when
+  // `or_encode`, the caller encodes it: EncodeHere when its code did not
+  // fit (it never will: the backlog need not decode it again to find that
+  // out), EncodeHereUntried when the packs waiting kept it from being
+  // tried. Refused: no packer (packed here, if at all), or not to be
+  // packed and not `or_encode`.
   Handing hand_to_packer(const Chunk& chunk, std::shared_ptr<const RawChunk> raw, bool or_encode);
   // Hands explicit chunks not packed yet, newest first, while fewer than
   // kMaxPendingPacks jobs with code wait.

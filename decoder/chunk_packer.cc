@@ -145,9 +145,6 @@ PackResult run_pack_job(const PackJob& job, SegmentPacker& packer) {
   if (job.code && !job.encode_unpacked) return result;
   if (job.with_stacks && stacks.size() != branches.size()) return result;  // a caller bug: the trace encodes it
   result.explicit_bytes = encode_explicit(*job.raw, job.previous_to, job.with_stacks);
-  if (!job.code && job.pages_asked > 0) {
-    result.never_packs = exceeds_snapshot_pages(job.previous_to, branches, job.pages_asked);
-  }
   return result;
 }
 

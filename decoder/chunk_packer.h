@@ -45,9 +45,11 @@ std::optional<std::vector<uint64_t>> snapshot_pages(uint64_t previous_to, const 
 // the pages number more than `max_pages`, counted in 1,024 bits indexed by
 // page number modulo 1,024 (pages 4 MiB apart share a bit). The count can
 // only fall short, so "true" is sure; a chunk it lets through that does
-// not fit is found out when its snapshot is taken. The packing worker asks
-// it of every chunk it encodes (PackJob::pages_asked): the exact sorted
-// set of snapshot_pages was a fifth of its time recording Lua.
+// not fit is found out when its snapshot is taken. BlockTrace asks it of
+// every chunk it encodes untried (its code not read: packs were waiting)
+// to keep it out of the backlog: the exact sorted set of snapshot_pages
+// was a fifth of the packing worker's time recording Lua, when the worker
+// asked it.
 bool exceeds_snapshot_pages(uint64_t previous_to, const std::vector<Branch>& branches, std::size_t max_pages);
 
 // The code under a chunk's blocks, read once.
@@ -90,10 +92,6 @@ struct PackJob {
   // With code, and no segment kept: encode it explicitly (false: the
   // chunk is explicit already, handed again to be packed).
   bool encode_unpacked = true;
-  // Without code (the trace did not try: packs were waiting): whether
-  // the chunk's code would fit a snapshot of this many pages is asked
-  // too (PackResult::never_packs). 0: not asked.
-  std::size_t pages_asked = 0;
 };
 
 struct PackResult {
@@ -106,9 +104,6 @@ struct PackResult {
   // never ran (the trace then encodes it).
   std::optional<std::vector<uint8_t>> explicit_bytes;
   bool packing = false;  // the job had code (PackInbox counts those apart)
-  // PackJob::pages_asked, and the code does not fit: handing the chunk
-  // again to be packed would only decode it to find that out.
-  bool never_packs = false;
 };
 
 // Packs `job` (over its snapshot) as BlockTrace would in place, or

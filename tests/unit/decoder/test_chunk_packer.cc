@@ -2,10 +2,10 @@
 // keeps its branches as they are until its PT segment comes back and is
 // collected (explicit if none comes, or the packer is replaced); the
 // branches and stacks read the same all along; a result for branches
-// dropped (or a history cleared) meanwhile is ignored; past
-// kMaxPendingPacks waiting chunks, chunks go to be encoded only, past
-// kMaxPendingJobs the trace encodes them, and either way they go to be
-// packed once the packer is idle, never packed in place. The snapshot holds
+// dropped (or a history cleared) meanwhile is ignored; only chunks whose
+// code fits a snapshot go to the packer; past kMaxPendingPacks waiting
+// the trace encodes them, and they go to be packed once the packer is
+// idle, never packed in place. The snapshot holds
 // the code as it was when the chunk was sealed. Also the threaded packer
 // (stub/tracing/background_packer.h).
 #include <catch2/catch.hpp>
@@ -196,7 +196,7 @@ TEST_CASE("chunk packer: a job without code encodes its chunk as the trace would
   }
 }
 
-TEST_CASE("chunk packer: past kMaxPendingPacks waiting chunks, chunks go to be encoded only, then packed once fewer wait") {
+TEST_CASE("chunk packer: past kMaxPendingPacks waiting chunks, the trace encodes chunks, then they are packed once fewer wait") {
   for (bool stacks : {false, true}) {
     CAPTURE(stacks);
     Code code;
@@ -206,19 +206,22 @@ TEST_CASE("chunk packer: past kMaxPendingPacks waiting chunks, chunks go to be e
     trace.set_packer(packer);
     const std::size_t chunks = BlockTrace::kMaxPendingPacks + 5;
     const std::vector<Branch> all = fill(trace, chunks * BlockTrace::kChunkBranches + 1, stacks);
-    // Every chunk went, raw; the oldest kMaxPendingPacks with their code.
-    REQUIRE(packer->jobs.size() == chunks);
-    for (std::size_t i = 0; i < chunks; ++i) {
+    // The oldest kMaxPendingPacks went, raw, with their code; the trace
+    // encoded the rest (the program would have waited for packing here).
+    REQUIRE(packer->jobs.size() == BlockTrace::kMaxPendingPacks);
+    for (std::size_t i = 0; i < packer->jobs.size(); ++i) {
       CHECK(packer->jobs[i].second.first_sequence == i * BlockTrace::kChunkBranches);
-      CHECK((packer->jobs[i].second.code != nullptr) == (i < BlockTrace::kMaxPendingPacks));
+      CHECK(packer->jobs[i].second.code != nullptr);
       CHECK(packer->jobs[i].second.with_stacks == stacks);
     }
-    CHECK(trace.raw_chunks() == chunks);
+    CHECK(trace.raw_chunks() == BlockTrace::kMaxPendingPacks);
+    CHECK(trace.backlog_chunks() == chunks - BlockTrace::kMaxPendingPacks);
+    require_reads(trace, all, stacks);
     packer->run_all();
     trace.collect_packed();
     CHECK(trace.raw_chunks() == 0);
     CHECK(trace.pt_chunks() == BlockTrace::kMaxPendingPacks);
-    CHECK(trace.explicit_chunks() == chunks - BlockTrace::kMaxPendingPacks);  // encoded by the packer
+    CHECK(trace.explicit_chunks() == chunks - BlockTrace::kMaxPendingPacks);
     require_reads(trace, all, stacks);
     // The packer idle, the encoded ones go to be packed, the newest first.
     REQUIRE(packer->jobs.size() == chunks - BlockTrace::kMaxPendingPacks);
@@ -232,23 +235,23 @@ TEST_CASE("chunk packer: past kMaxPendingPacks waiting chunks, chunks go to be e
   }
 }
 
-TEST_CASE("chunk packer: past kMaxPendingJobs waiting chunks, the trace encodes them, and they are packed later") {
+TEST_CASE("chunk packer: many chunks past kMaxPendingPacks are packed later, the newest first, a few at a time") {
   Code code;
   auto packer = std::make_shared<HeldPacker>();
   BlockTrace trace(B, 1000000);
   trace.set_code(code.reader);
   trace.set_packer(packer);
-  const std::size_t chunks = BlockTrace::kMaxPendingJobs + 3;
+  const std::size_t chunks = 3 * BlockTrace::kMaxPendingPacks + 3;
   const std::vector<Branch> all = fill(trace, chunks * BlockTrace::kChunkBranches + 1, false);
-  // Nothing was packed where it was sealed: the program would have waited.
-  CHECK(packer->jobs.size() == BlockTrace::kMaxPendingJobs);
-  CHECK(trace.raw_chunks() == BlockTrace::kMaxPendingJobs);
+  CHECK(packer->jobs.size() == BlockTrace::kMaxPendingPacks);
+  CHECK(trace.raw_chunks() == BlockTrace::kMaxPendingPacks);
   CHECK(trace.pt_chunks() == 0);
   CHECK(trace.explicit_chunks() == chunks);
   // Each time the packer's jobs are done, the next ones are handed over,
   // the newest first, until every chunk is packed.
   std::vector<uint64_t> handed;
   for (int round = 0; round < 20 && !packer->jobs.empty(); ++round) {
+    CHECK(packer->jobs.size() <= BlockTrace::kMaxPendingPacks);
     for (const auto& job : packer->jobs) handed.push_back(job.second.first_sequence);
     packer->run_all();
     trace.collect_packed();
@@ -256,13 +259,14 @@ TEST_CASE("chunk packer: past kMaxPendingJobs waiting chunks, the trace encodes 
   CHECK(packer->jobs.empty());
   CHECK(trace.pt_chunks() == chunks);
   CHECK(trace.explicit_chunks() == 0);
-  // The first round, then every chunk not packed in it once more.
-  REQUIRE(handed.size() == BlockTrace::kMaxPendingJobs + chunks - BlockTrace::kMaxPendingPacks);
-  CHECK(handed[BlockTrace::kMaxPendingJobs] == (chunks - 1) * BlockTrace::kChunkBranches);
+  CHECK(trace.backlog_decoded() == chunks - BlockTrace::kMaxPendingPacks);
+  // Every chunk once: the first ones as they were sealed, then the rest.
+  REQUIRE(handed.size() == chunks);
+  CHECK(handed[BlockTrace::kMaxPendingPacks] == (chunks - 1) * BlockTrace::kChunkBranches);
   for (std::size_t i = 0; i < all.size(); ++i) REQUIRE(trace.at(i) == all[i]);
 }
 
-TEST_CASE("chunk packer: a chunk whose code a snapshot cannot take goes to be encoded, not packed in place") {
+TEST_CASE("chunk packer: a chunk whose code a snapshot cannot take is encoded by the trace, never packed") {
   Code code;
   auto packer = std::make_shared<HeldPacker>();
   BlockTrace trace(B, 100000);
@@ -272,56 +276,40 @@ TEST_CASE("chunk packer: a chunk whose code a snapshot cannot take goes to be en
   REQUIRE(trace.append(B + 0x100000, B));
   std::vector<Branch> all = {{B + 0x100000, B}};
   for (const Branch& b : fill(trace, BlockTrace::kChunkBranches, false, 0)) all.push_back(b);
-  REQUIRE(packer->jobs.size() == 1);
-  CHECK(packer->jobs.front().second.code == nullptr);
-  CHECK(trace.raw_chunks() == 1);
-  // Tried and refused: never decoded again to be refused again.
-  CHECK(trace.backlog_chunks() == 0);
-  packer->run_all();
-  trace.collect_packed();
+  CHECK(packer->jobs.empty());
   CHECK(trace.raw_chunks() == 0);
   CHECK(trace.explicit_chunks() == 1);
-  CHECK(packer->jobs.empty());  // nor handed again to be packed: the snapshot refuses it still
+  // Tried and refused: never decoded again to be refused again.
+  CHECK(trace.backlog_chunks() == 0);
+  trace.collect_packed();
+  CHECK(packer->jobs.empty());
   for (uint64_t seq = 0; seq < all.size(); ++seq) REQUIRE(trace.at(seq) == all[seq]);
 }
 
-TEST_CASE("chunk packer: a chunk only encoded while packs waited learns from the packer whether its code fits a snapshot") {
+TEST_CASE("chunk packer: a chunk encoded untried while packs waited goes to the backlog only if its code may fit") {
   Code code;
   auto packer = std::make_shared<HeldPacker>();
   BlockTrace trace(B, 100000);
   trace.set_code(code.reader);
   trace.set_packer(packer);
   // kMaxPendingPacks chunks go with their code; then one with a block no
-  // snapshot walks, then one of the loop alone: both only to be encoded.
+  // snapshot walks, then one of the loop alone: both encoded untried.
   const std::size_t packed = BlockTrace::kMaxPendingPacks;
   (void)fill(trace, packed * BlockTrace::kChunkBranches, false);
   REQUIRE(trace.append(B + 0x100000, B));
   (void)fill(trace, 2 * BlockTrace::kChunkBranches, false);
-  REQUIRE(packer->jobs.size() == packed + 2);
-  for (std::size_t i = 0; i < packer->jobs.size(); ++i) {
-    const decoder::PackJob& job = packer->jobs[i].second;
-    CHECK((job.code != nullptr) == (i < packed));
-    CHECK(job.pages_asked == (i < packed ? 0 : BlockTrace::kMaxPackPages));
-  }
-  const decoder::PackJob wide = packer->jobs[packed].second;
-  const decoder::PackJob loop = packer->jobs[packed + 1].second;
-  decoder::SegmentPacker segments{decoder::InstructionDecoder::create().value()};
-  const decoder::PackResult wide_result = decoder::run_pack_job(wide, segments);
-  CHECK(wide_result.explicit_bytes.has_value());
-  CHECK(wide_result.never_packs);
-  CHECK_FALSE(decoder::run_pack_job(loop, segments).never_packs);
-  // Asked for nothing, the packer says nothing.
-  decoder::PackJob unasked = wide;
-  unasked.pages_asked = 0;
-  CHECK_FALSE(decoder::run_pack_job(unasked, segments).never_packs);
-  // Once collected, only the loop's chunk goes to be packed again; the
-  // other leaves the backlog as it is.
+  REQUIRE(packer->jobs.size() == packed);
+  for (const auto& job : packer->jobs) CHECK(job.second.code != nullptr);
+  CHECK(trace.backlog_chunks() == 1);  // the loop's: the wide one surely never fits
+  // Once collected, only the loop's chunk goes to be packed; the other
+  // stays explicit without being decoded.
   packer->run_all();
   trace.collect_packed();
   REQUIRE(packer->jobs.size() == 1);
-  CHECK(packer->jobs.front().second.first_sequence == loop.first_sequence);
+  CHECK(packer->jobs.front().second.first_sequence == (packed + 1) * BlockTrace::kChunkBranches);
   CHECK(packer->jobs.front().second.code != nullptr);
   CHECK(trace.backlog_chunks() == 0);
+  CHECK(trace.backlog_decoded() == 1);
   packer->run_all();
   trace.collect_packed();
   CHECK(trace.pt_chunks() == packed + 1);
@@ -329,7 +317,7 @@ TEST_CASE("chunk packer: a chunk only encoded while packs waited learns from the
   CHECK(trace.at(packed * BlockTrace::kChunkBranches) == Branch{B + 0x100000, B});
 }
 
-TEST_CASE("chunk packer: while the packer holds as many jobs as it takes, the backlog decodes nothing") {
+TEST_CASE("chunk packer: while kMaxPendingPacks packs wait, the backlog decodes nothing") {
   Code code;
   auto packer = std::make_shared<HeldPacker>();
   BlockTrace trace(B, 1000000);
@@ -350,37 +338,26 @@ TEST_CASE("chunk packer: while the packer holds as many jobs as it takes, the ba
       at += loop;
     }
   };
-  // kMaxPendingPacks jobs with code, then as many only to be encoded as
-  // the packer takes.
-  chunks(BlockTrace::kMaxPendingJobs, false);
+  chunks(BlockTrace::kMaxPendingPacks, false);
   chunks(1, false);  // sealed by the next branch
-  REQUIRE(packer->jobs.size() == BlockTrace::kMaxPendingJobs);
-  // Two packs done; two chunks whose code no snapshot takes fill the room
-  // again (tried, refused, encode-only): the packer holds all it takes,
-  // fewer than kMaxPendingPacks of them packs.
-  for (int done = 0; done < 2; ++done) {
-    REQUIRE(packer->jobs.front().second.code != nullptr);
-    packer->jobs.front().first->put(decoder::run_pack_job(packer->jobs.front().second, packer->packer));
-    packer->jobs.pop_front();
-  }
+  REQUIRE(packer->jobs.size() == BlockTrace::kMaxPendingPacks);
+  // Chunks sealed now are encoded by the trace, for the backlog but for
+  // the two whose code no snapshot takes; feeding it, at each seal and
+  // collect, decodes none for a packer that takes no more packs.
   chunks(2, true);
-  REQUIRE(packer->jobs.size() == BlockTrace::kMaxPendingJobs);
-  // Chunks sealed now are encoded by the trace, for the backlog; feeding
-  // it, at each seal and collect, decodes none for a packer that takes no
-  // job.
   chunks(3, false);
   for (const Branch& b : fill(trace, 1, false, at)) all.push_back(b);
-  CHECK(trace.backlog_chunks() >= 3);
+  CHECK(trace.backlog_chunks() == 4);
   for (int collect = 0; collect < 3; ++collect) trace.collect_packed();
   CHECK(trace.backlog_decoded() == 0);
-  CHECK(packer->jobs.size() == BlockTrace::kMaxPendingJobs);
+  CHECK(packer->jobs.size() == BlockTrace::kMaxPendingPacks);
   // Once the packer is done, the backlog's chunks go to be packed.
   for (int round = 0; round < 40 && !packer->jobs.empty(); ++round) {
     packer->run_all();
     trace.collect_packed();
   }
   CHECK(packer->jobs.empty());
-  CHECK(trace.backlog_decoded() > 0);
+  CHECK(trace.backlog_decoded() == 4);
   CHECK(trace.explicit_chunks() == 2);  // the two no snapshot takes
   for (uint64_t seq = 0; seq < all.size(); ++seq) REQUIRE(trace.at(seq) == all[seq]);
 }
@@ -439,11 +416,11 @@ TEST_CASE("chunk packer: a chunk left explicit whose branches were dropped is no
   trace.set_code(code.reader);
   trace.set_packer(packer);
   // Two more chunks than go with their code, then as many again: the
-  // oldest go, those encoded only with them. Only the first jobs (handed
-  // while their branches were there) may be for dropped branches.
+  // oldest go, those the trace encoded with them. Only the first jobs
+  // (handed while their branches were there) may be for dropped branches.
   const std::size_t chunks = 2 * (BlockTrace::kMaxPendingPacks + 2);
   (void)fill(trace, chunks * BlockTrace::kChunkBranches + 1, false);
-  CHECK(packer->jobs.size() == chunks);
+  CHECK(packer->jobs.size() == BlockTrace::kMaxPendingPacks);
   std::size_t later = 0;
   for (int round = 0; round < 4; ++round) {
     packer->run_all();
