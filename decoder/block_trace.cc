@@ -128,7 +128,7 @@ BlockTrace::Handing BlockTrace::hand_to_packer(const Chunk& chunk, std::shared_p
   // Code the snapshot cannot take (too many pages, a gap) is not packed:
   // packing it here would cost the tracer a libipt walk.
   std::shared_ptr<CodeSnapshot> code;
-  const bool tried = inbox_->pending_packing() < kMaxPendingPacks;
+  const bool tried = inbox_->pending() < kMaxPendingPacks;
   if (tried) code = CodeSnapshot::take(codec_->code(), chunk.previous_to, raw->branches, kMaxPackPages);
   if (!code) {
     if (!or_encode) return Handing::Refused;
@@ -136,10 +136,10 @@ BlockTrace::Handing BlockTrace::hand_to_packer(const Chunk& chunk, std::shared_p
     // raw chunk (32 bytes a branch) handed to the packer's core only to be
     // encoded cost that core some three times the encoding, and the
     // tracer's own thread more to hand over than to encode (Lua: a
-    // recording's CPU 0.60, its time 0.9 of what it was).
+    // recording's CPU 0.57, its time 0.92 of what it was).
     return tried ? Handing::EncodeHere : Handing::EncodeHereUntried;
   }
-  inbox_->expect_one(true);
+  inbox_->expect_one();
   packer_->submit(inbox_, PackJob{chunk.first_sequence, chunk.previous_to, std::move(raw), with_stacks_,
                                   std::move(code), or_encode});
   return Handing::Packing;
@@ -150,12 +150,12 @@ BlockTrace::Handing BlockTrace::hand_to_packer(const Chunk& chunk, std::shared_p
 // branches) keeps the chunk explicit, and a chunk packed over bytes that
 // still give the same branches holds their hash, as one packed then would.
 void BlockTrace::feed_backlog() {
-  // Newest first. Chunks still with the packer (raw) keep their place.
+  // Newest first.
   std::size_t i = backlog_.size();
   while (i > 0) {
     // Asked before decoding: a chunk decoded for a busy packer was thrown
     // away, at every seal and stop (a tenth of btstub's CPU while recording).
-    if (inbox_->pending_packing() >= kMaxPendingPacks) return;
+    if (inbox_->pending() >= kMaxPendingPacks) return;
     --i;
     const auto at = backlog_.begin() + static_cast<std::ptrdiff_t>(i);
     const std::optional<std::size_t> index = chunk_starting_at(*at);
@@ -163,12 +163,7 @@ void BlockTrace::feed_backlog() {
       backlog_.erase(at);
       continue;
     }
-    const Chunk& chunk = chunks_[*index];
-    if (chunk.raw) continue;
-    if (chunk.never_packs) {
-      backlog_.erase(at);
-      continue;
-    }
+    const Chunk& chunk = chunks_[*index];  // explicit: seal_raw queues no other
     std::shared_ptr<RawChunk> decoded = fresh_raw();
     ++backlog_decoded_;
     if (!decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, chunk.count, decoded->branches,
@@ -240,12 +235,6 @@ void BlockTrace::make_explicit(Chunk& chunk) {
   recycle(chunk.raw);
 }
 
-void BlockTrace::finish_encoding() {
-  if (!inbox_) return;
-  inbox_->wait_encoded();
-  collect_packed();
-}
-
 void BlockTrace::wait_packed() {
   if (!inbox_) return;
   // Collecting hands the backlog's next chunks; they may all be finished
@@ -314,10 +303,8 @@ void BlockTrace::seal_raw(std::shared_ptr<RawChunk> raw) {
   // Not tried now: to be packed later, unless its code surely spans more
   // pages than a snapshot takes (most of an interpreter's chunks, which
   // the backlog decoded again only to find that out).
-  if (handing == Handing::EncodeHereUntried) {
-    chunk.never_packs = exceeds_snapshot_pages(chunk.previous_to, raw->branches, kMaxPackPages);
-  }
-  if (handing == Handing::EncodeHereUntried && !chunk.never_packs) {
+  if (handing == Handing::EncodeHereUntried &&
+      !exceeds_snapshot_pages(chunk.previous_to, raw->branches, kMaxPackPages)) {
     backlog_.push_back(chunk.first_sequence);
     if (backlog_.size() > kMaxBacklog) backlog_.pop_front();
   }

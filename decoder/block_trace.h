@@ -106,9 +106,6 @@ class BlockTrace {
   // Waits until the packer finished every chunk handed to it, then
   // collects (tests and benchmarks).
   void wait_packed();
-  // Waits until the packer finished the chunks it was given to encode
-  // only (a few ms), then collects.
-  void finish_encoding();
   // While fewer than this many chunks wait to be packed, a chunk whose
   // code fits a snapshot goes with it, to be packed as a PT segment. Else
   // the tracer encodes it explicitly (reading its code pages costs the
@@ -217,9 +214,6 @@ class BlockTrace {
     uint32_t count = 0;
     uint32_t packet_bytes = 0;  // PT: where the snapshots begin
     bool pt = false;
-    // Explicit, and its code spans more pages than a snapshot takes (the
-    // packer found out): the backlog drops it without decoding it.
-    bool never_packs = false;
     // Handed to the packer: the branches as they are (and `bytes` empty),
     // shared with the job, until its packed or explicit form replaces
     // them, or the trace encodes them when none comes.

@@ -123,7 +123,6 @@ PackResult unrun_pack_job(const PackJob& job) {
   PackResult result;
   result.first_sequence = job.first_sequence;
   result.count = job.raw ? static_cast<uint32_t>(job.raw->branches.size()) : 0;
-  result.packing = job.code != nullptr;
   return result;
 }
 
@@ -148,19 +147,17 @@ PackResult run_pack_job(const PackJob& job, SegmentPacker& packer) {
   return result;
 }
 
-void PackInbox::expect_one(bool packing) {
+void PackInbox::expect_one() {
   std::lock_guard lock(mutex_);
   ++pending_;
-  if (packing) ++pending_packing_;
 }
 
 void PackInbox::put(PackResult result) {
   std::lock_guard lock(mutex_);
   if (pending_ > 0) --pending_;
-  if (result.packing && pending_packing_ > 0) --pending_packing_;
   done_.push_back(std::move(result));
   has_done_.store(true, std::memory_order_release);
-  if (pending_ == pending_packing_) idle_.notify_all();  // wait_encoded's, and wait_idle's when 0
+  if (pending_ == 0) idle_.notify_all();
 }
 
 void PackInbox::take(std::vector<PackResult>& out) {
@@ -171,19 +168,9 @@ void PackInbox::take(std::vector<PackResult>& out) {
   out.swap(done_);
 }
 
-std::size_t PackInbox::pending_packing() const {
-  std::lock_guard lock(mutex_);
-  return pending_packing_;
-}
-
 std::size_t PackInbox::pending() const {
   std::lock_guard lock(mutex_);
   return pending_;
-}
-
-void PackInbox::wait_encoded() {
-  std::unique_lock lock(mutex_);
-  idle_.wait(lock, [&] { return pending_ == pending_packing_; });
 }
 
 void PackInbox::wait_idle() {

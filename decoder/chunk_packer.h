@@ -103,7 +103,6 @@ struct PackResult {
   // No segment: the chunk in the explicit format; nullopt when the job
   // never ran (the trace then encodes it).
   std::optional<std::vector<uint8_t>> explicit_bytes;
-  bool packing = false;  // the job had code (PackInbox counts those apart)
 };
 
 // Packs `job` (over its snapshot) as BlockTrace would in place, or
@@ -115,18 +114,16 @@ PackResult unrun_pack_job(const PackJob& job);
 // One trace's finished jobs: put by the packer, taken by the trace.
 class PackInbox {
  public:
-  void expect_one(bool packing);  // a job was submitted for this inbox (with code: packing)
+  void expect_one();  // a job was submitted for this inbox
   void put(PackResult result);
   // The results put since the last take, into `out` (cleared first).
   // The two vectors trade places: neither thread frees memory the other
   // allocated (a free into another thread's malloc arena waits for its
   // lock, which the packer holds while it faults fresh pages in).
   void take(std::vector<PackResult>& out);
-  std::size_t pending() const;          // submitted, not put yet
-  std::size_t pending_packing() const;  // of those, the ones with code
+  std::size_t pending() const;  // submitted, not put yet
   bool has_results() const { return has_done_.load(std::memory_order_acquire); }  // put, not taken yet
-  void wait_idle();             // until every submitted job was put
-  void wait_encoded();          // until every one without code was put
+  void wait_idle();  // until every submitted job was put
 
  private:
   mutable std::mutex mutex_;
@@ -136,7 +133,6 @@ class PackInbox {
   // find nothing: that look takes no lock.
   std::atomic<bool> has_done_{false};
   std::size_t pending_ = 0;
-  std::size_t pending_packing_ = 0;
 };
 
 class ChunkPacker {

@@ -309,12 +309,6 @@ std::string SoftwareTracer::activity() const {
          " branches stored.\n";
 }
 
-void SoftwareTracer::settle() {
-  for (auto& [tid, t] : threads_) {
-    if (t.trace) t.trace->finish_encoding();
-  }
-}
-
 bool SoftwareTracer::store(ThreadState& t, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack) {
   if (!t.trace->append(from, to, stack)) {
     t.frozen = true;

@@ -184,7 +184,6 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   void client_wrote_registers(pid_t tid, uint64_t pc_before, const decoder::StackSnapshot& stack_before) override;
   // Its Stats, for monitor record status.
   std::string activity() const override;
-  void settle() override;
 
  private:
   // TraceStops::Breakpoint: transfers a thread runs without a stop of its

@@ -70,11 +70,6 @@ class TraceBackend {
   // How the backend has been getting the branches, for `monitor record
   // status` (e.g. the translating tracer's exits); empty for none.
   virtual std::string activity() const { return {}; }
-  // Takes in what worker threads owe the traces and will finish in a few
-  // ms (chunks waiting to be encoded, decoder/chunk_packer.h), so that a
-  // status read while the program is stopped gives what the traces hold,
-  // not the raw branches the tracer handed over at its last stop.
-  virtual void settle() {}
   // Copies of the program to re-execute from (stub/tracing/checkpoints.h),
   // kept while recording; nullptr for a backend without them.
   virtual Checkpoints* checkpoints() const { return nullptr; }

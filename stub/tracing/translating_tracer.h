@@ -160,7 +160,6 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   bool stopped_full(pid_t tid) const override { return ptrace_->stopped_full(tid); }
   std::string problem() const override { return ptrace_->problem(); }
   std::string activity() const override;
-  void settle() override { ptrace_->settle(); }
   Checkpoints* checkpoints() const override { return ptrace_->checkpoints(); }
   const MapChanges* map_changes() const override { return ptrace_->map_changes(); }
   void client_wrote(uint64_t begin, uint64_t end) override;

@@ -174,7 +174,6 @@ TEST_CASE("chunk packer: a job without code encodes its chunk as the trace would
     decoder::PackJob job{0x1000, B, raw, stacks, nullptr};
     decoder::PackResult encoded = decoder::run_pack_job(job, packer);
     CHECK_FALSE(encoded.segment);
-    CHECK_FALSE(encoded.packing);
     REQUIRE(encoded.explicit_bytes);
     CHECK(*encoded.explicit_bytes == writer.take());
     CHECK(encoded.first_sequence == 0x1000);
@@ -189,7 +188,6 @@ TEST_CASE("chunk packer: a job without code encodes its chunk as the trace would
     REQUIRE(job.code);
     decoder::PackResult unpacked = decoder::run_pack_job(job, packer);
     CHECK_FALSE(unpacked.segment);
-    CHECK(unpacked.packing);
     CHECK(unpacked.explicit_bytes);  // to be encoded after all
     job.encode_unpacked = false;
     CHECK_FALSE(decoder::run_pack_job(job, packer).explicit_bytes);  // explicit already
@@ -388,8 +386,8 @@ TEST_CASE("chunk packer: the inbox hands its results over by trading vectors") {
   std::vector<decoder::PackResult> out(3);
   inbox.take(out);
   CHECK(out.empty());  // nothing put: cleared
-  inbox.expect_one(false);
-  inbox.expect_one(true);
+  inbox.expect_one();
+  inbox.expect_one();
   decoder::PackResult first;
   first.first_sequence = 7;
   inbox.put(first);
@@ -397,7 +395,6 @@ TEST_CASE("chunk packer: the inbox hands its results over by trading vectors") {
   CHECK(inbox.pending() == 1);
   decoder::PackResult second;
   second.first_sequence = 9;
-  second.packing = true;
   inbox.put(second);
   CHECK(inbox.pending() == 0);
   inbox.take(out);
@@ -500,9 +497,7 @@ TEST_CASE("chunk packer: the background packer packs on its own threads; wait_pa
     trace.set_code(code.reader);
     trace.set_packer(packer);
     const std::vector<Branch> all = fill(trace, 12 * BlockTrace::kChunkBranches + 1, true);
-    // Those to be encoded only are in, once finished: the rest went to be packed.
-    trace.finish_encoding();
-    CHECK(trace.raw_chunks() <= BlockTrace::kMaxPendingPacks);
+    CHECK(trace.raw_chunks() <= BlockTrace::kMaxPendingPacks);  // the rest encoded where sealed
     trace.wait_packed();
     CHECK(trace.pt_chunks() == 12);
     CHECK(packer->packs_run(true) == (placement.idle_worker ? 12 : 0));
