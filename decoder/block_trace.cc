@@ -302,9 +302,11 @@ void BlockTrace::seal_raw(std::shared_ptr<RawChunk> raw) {
   if (codec_ && handing == Handing::Refused) segment = codec_->pack(chunk.previous_to, raw->branches);
   // Not tried now: to be packed later, unless its code surely spans more
   // pages than a snapshot takes (most of an interpreter's chunks, which
-  // the backlog decoded again only to find that out).
+  // the backlog decoded again only to find that out). Told from every
+  // eighth block: a chunk that slips through is refused when the backlog
+  // hands it (CodeSnapshot::take is exact).
   if (handing == Handing::EncodeHereUntried &&
-      !exceeds_snapshot_pages(chunk.previous_to, raw->branches, kMaxPackPages)) {
+      !exceeds_snapshot_pages(chunk.previous_to, raw->branches, kMaxPackPages, 8)) {
     backlog_.push_back(chunk.first_sequence);
     if (backlog_.size() > kMaxBacklog) backlog_.pop_front();
   }

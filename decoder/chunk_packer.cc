@@ -53,7 +53,8 @@ std::optional<std::vector<uint64_t>> snapshot_pages(uint64_t previous_to, const 
   return pages;
 }
 
-bool exceeds_snapshot_pages(uint64_t previous_to, const std::vector<Branch>& branches, std::size_t max_pages) {
+bool exceeds_snapshot_pages(uint64_t previous_to, const std::vector<Branch>& branches, std::size_t max_pages,
+                            std::size_t every) {
   constexpr std::size_t kWords = 1024 / 64;
   uint64_t seen[kWords] = {};
   std::size_t pages = 0;  // the bits set
@@ -76,12 +77,13 @@ bool exceeds_snapshot_pages(uint64_t previous_to, const std::vector<Branch>& bra
     last_last = last;
     return true;
   };
-  uint64_t begin = previous_to;
-  for (const Branch& branch : branches) {
-    if (!cover(begin, branch.from) || pages > max_pages) return true;  // most of an interpreter's chunks, early
-    begin = branch.to;
+  // Block i runs from the branch before it (or previous_to) to branch i.
+  const std::size_t step = std::max<std::size_t>(every, 1);
+  for (std::size_t i = 0; i < branches.size(); i += step) {
+    const uint64_t begin = i == 0 ? previous_to : branches[i - 1].to;
+    if (!cover(begin, branches[i].from) || pages > max_pages) return true;  // most of an interpreter's chunks, early
   }
-  if (!branches.empty() && !cover(begin, begin)) return true;
+  if (!branches.empty() && !cover(branches.back().to, branches.back().to)) return true;
   return pages > max_pages;
 }
 

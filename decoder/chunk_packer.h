@@ -50,7 +50,12 @@ std::optional<std::vector<uint64_t>> snapshot_pages(uint64_t previous_to, const 
 // to keep it out of the backlog: the exact sorted set of snapshot_pages
 // was a fifth of the packing worker's time recording Lua, when the worker
 // asked it.
-bool exceeds_snapshot_pages(uint64_t previous_to, const std::vector<Branch>& branches, std::size_t max_pages);
+// Only every `every`-th block is looked at (the first among them): the
+// pages of some blocks are among the pages of all, so "true" stays sure.
+// Every block, the walk was a tenth of the tracer's thread recording Lua
+// (whose chunks mostly fit, so that it went through them all).
+bool exceeds_snapshot_pages(uint64_t previous_to, const std::vector<Branch>& branches, std::size_t max_pages,
+                            std::size_t every = 1);
 
 // The code under a chunk's blocks, read once.
 class CodeSnapshot final : public CodeReader {

@@ -587,9 +587,27 @@ TEST_CASE("chunk packer: a chunk's code surely too wide for a snapshot, told wit
       INFO("pages " << pages << ", branches " << total);
       const std::vector<Branch> branches = blocks(pages, 0x3000, total);
       // Within 4 MiB of code the two agree.
-      CHECK(decoder::exceeds_snapshot_pages(P, branches, 32) == !decoder::snapshot_pages(P, branches, 32).has_value());
+      const bool exceeds = !decoder::snapshot_pages(P, branches, 32).has_value();
+      CHECK(decoder::exceeds_snapshot_pages(P, branches, 32) == exceeds);
+      // Looking at some blocks only: sure still, and here it finds out
+      // (the blocks looked at lie on pages of their own but every fourth).
+      for (std::size_t every : {2, 3, 8}) {
+        const bool sampled = decoder::exceeds_snapshot_pages(P, branches, 32, every);
+        CHECK((!sampled || exceeds));
+        if (total >= 1024 && pages >= 200 && every != 8) CHECK(sampled);
+      }
     }
   }
+  // A chunk whose wide code lies only in the blocks not looked at: not
+  // surely too wide (every 8th block, from the first, stays on one page).
+  std::vector<Branch> hidden;
+  for (uint64_t i = 0, at = P; i < 400; ++i) {
+    const uint64_t next = i % 8 == 0 ? P + (i + 1) * 0x1000 : P;  // block i + 1 on a page of its own
+    hidden.push_back({at + 0x10, next});
+    at = next;
+  }
+  CHECK(decoder::exceeds_snapshot_pages(P, hidden, 32));
+  CHECK_FALSE(decoder::exceeds_snapshot_pages(P, hidden, 32, 8));
   // 33 pages 4 MiB apart share one bit: not surely too wide, though they
   // are (the snapshot refuses them when it is taken).
   const std::vector<Branch> aliased = blocks(33, 0x400000, 200);
