@@ -334,6 +334,28 @@ void BlockTrace::seal_raw(std::shared_ptr<RawChunk> raw) {
   }
 }
 
+bool BlockTrace::seals_untried() {
+  collect_packed();  // as seal_raw does first: it may free the packer
+  return !codec_ || (packer_ && inbox_->pending() >= kMaxPendingPacks);
+}
+
+void BlockTrace::seal_stacked(std::span<const StackedBranch> run) {
+  const std::size_t count = run.size();
+  Chunk chunk{open_first_sequence() - count, open_previous_to_, {}};
+  chunk.count = static_cast<uint32_t>(count);
+  open_previous_to_ = run.back().branch.to;
+  // As seal_raw queues a chunk it encodes untried.
+  if (codec_ && !exceeds_snapshot_pages(chunk.previous_to, run, kMaxPackPages, 8)) {
+    backlog_.push_back(chunk.first_sequence);
+    if (backlog_.size() > kMaxBacklog) backlog_.pop_front();
+  }
+  BranchChunkWriter writer(chunk.previous_to, with_stacks_);
+  writer.add(run);
+  chunk.bytes = writer.take();
+  chunk_bytes_ += chunk.bytes.size();
+  chunks_.push_back(std::move(chunk));
+}
+
 // The open structs hold kChunkBranches: they are sealed, but for those a
 // hold keeps (at most kMaxHeldBranches, so that memory stays bounded by a
 // segment that never completes).
@@ -495,9 +517,21 @@ std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches) 
     const std::size_t take = open <= kChunkBranches ? kChunkBranches - open : 0;
     if (open <= kChunkBranches && branches.size() - done > take &&
         (!hold_ || *hold_ >= open_first_sequence() + kChunkBranches) && make_room_for_run(take + 1, true)) {
+      const StackedBranch* const part = branches.data() + done;
+      if (open == 0 && seals_untried()) {
+        // Encoded from the run, not copied into a raw chunk first (that
+        // copy was a tenth of the tracer's thread recording Lua, whose
+        // packer is mostly busy). The open structs keep their room as below.
+        give_back_grown_room(open_, open_stacks_, kChunkBranches);
+        open_.reserve(kChunkBranches);
+        open_stacks_.reserve(kChunkBranches);
+        next_sequence_ += take;
+        done += take;
+        seal_stacked(std::span(part, take));
+        continue;
+      }
       // Inserted through MemberOf, each element written once (resizing
       // first zeroed them: a third of the work).
-      const StackedBranch* const part = branches.data() + done;
       std::shared_ptr<RawChunk> raw = fresh_raw();
       raw->branches.reserve(kChunkBranches);
       raw->stacks.reserve(kChunkBranches);

@@ -238,6 +238,12 @@ class BlockTrace {
   // Makes `raw` the chunk of the branches just before the open structs
   // (next_sequence_ counts them already) and hands it to the packer.
   void seal_raw(std::shared_ptr<RawChunk> raw);
+  // Whether a chunk sealed now would be encoded here, its code unread
+  // (no codec, or packs waiting): then seal_stacked may take it.
+  bool seals_untried();
+  // Makes `run` the chunk just before the (empty) open structs, encoded
+  // from the run itself: seal_raw's chunk when seals_untried().
+  void seal_stacked(std::span<const StackedBranch> run);
   // Room for `branches` more, dropping the oldest at once under DropOldest
   // as that many appends would one by one; false where they would not.
   bool make_room_for_run(std::size_t branches, bool keep_open);

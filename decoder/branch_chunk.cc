@@ -173,6 +173,20 @@ void BranchChunkWriter::add(std::span<const Branch> branches, std::span<const St
   previous_stack_ = state.previous_stack;
 }
 
+void BranchChunkWriter::add(std::span<const StackedBranch> branches) {
+  const std::size_t need = size_ + branches.size() * kMaxBranchBytes;
+  if (capacity_ < need) grow(need);
+  WriterState state{bytes_.get() + size_, predictor_.data(), previous_to_, previous_stack_};
+  if (with_stacks_) {
+    for (const StackedBranch& b : branches) write_branch(state, true, b.branch, b.stack);
+  } else {
+    for (const StackedBranch& b : branches) write_branch(state, false, b.branch, StackSnapshot{});
+  }
+  size_ = static_cast<std::size_t>(state.out - bytes_.get());
+  previous_to_ = state.previous_to;
+  previous_stack_ = state.previous_stack;
+}
+
 namespace {
 
 // A spent writer's room, kept for the next writer on the same thread: a

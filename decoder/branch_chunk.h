@@ -39,6 +39,9 @@ class BranchChunkWriter {
   // without stacks. One loop with the work of add inlined: called once a
   // branch, add's own entry and exit were a tenth of the encoding.
   void add(std::span<const Branch> branches, std::span<const StackSnapshot> stacks);
+  // The same for branches stored with their stacks (kept when the writer
+  // has stacks).
+  void add(std::span<const StackedBranch> branches);
   std::vector<uint8_t> take();  // the bytes; the writer is spent
   // Entries of the target predictor: enough for the branches of the hot
   // code a chunk's span runs through, small enough to rebuild per chunk.

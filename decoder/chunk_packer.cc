@@ -53,8 +53,12 @@ std::optional<std::vector<uint64_t>> snapshot_pages(uint64_t previous_to, const 
   return pages;
 }
 
-bool exceeds_snapshot_pages(uint64_t previous_to, const std::vector<Branch>& branches, std::size_t max_pages,
-                            std::size_t every) {
+namespace {
+
+// exceeds_snapshot_pages over `count` branches, branch i being branch(i).
+template <typename BranchAt>
+bool exceeds_pages(uint64_t previous_to, std::size_t count, BranchAt branch, std::size_t max_pages,
+                   std::size_t every) {
   constexpr std::size_t kWords = 1024 / 64;
   uint64_t seen[kWords] = {};
   std::size_t pages = 0;  // the bits set
@@ -79,12 +83,27 @@ bool exceeds_snapshot_pages(uint64_t previous_to, const std::vector<Branch>& bra
   };
   // Block i runs from the branch before it (or previous_to) to branch i.
   const std::size_t step = std::max<std::size_t>(every, 1);
-  for (std::size_t i = 0; i < branches.size(); i += step) {
-    const uint64_t begin = i == 0 ? previous_to : branches[i - 1].to;
-    if (!cover(begin, branches[i].from) || pages > max_pages) return true;  // most of an interpreter's chunks, early
+  for (std::size_t i = 0; i < count; i += step) {
+    const uint64_t begin = i == 0 ? previous_to : branch(i - 1).to;
+    if (!cover(begin, branch(i).from) || pages > max_pages) return true;  // most of an interpreter's chunks, early
   }
-  if (!branches.empty() && !cover(branches.back().to, branches.back().to)) return true;
+  if (count > 0 && !cover(branch(count - 1).to, branch(count - 1).to)) return true;
   return pages > max_pages;
+}
+
+}  // namespace
+
+bool exceeds_snapshot_pages(uint64_t previous_to, const std::vector<Branch>& branches, std::size_t max_pages,
+                            std::size_t every) {
+  return exceeds_pages(
+      previous_to, branches.size(), [&](std::size_t i) -> const Branch& { return branches[i]; }, max_pages, every);
+}
+
+bool exceeds_snapshot_pages(uint64_t previous_to, std::span<const StackedBranch> branches, std::size_t max_pages,
+                            std::size_t every) {
+  return exceeds_pages(
+      previous_to, branches.size(), [&](std::size_t i) -> const Branch& { return branches[i].branch; }, max_pages,
+      every);
 }
 
 std::shared_ptr<CodeSnapshot> CodeSnapshot::take(CodeReader& code, uint64_t previous_to,

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "decoder/branch.h"
@@ -55,6 +56,9 @@ std::optional<std::vector<uint64_t>> snapshot_pages(uint64_t previous_to, const 
 // Every block, the walk was a tenth of the tracer's thread recording Lua
 // (whose chunks mostly fit, so that it went through them all).
 bool exceeds_snapshot_pages(uint64_t previous_to, const std::vector<Branch>& branches, std::size_t max_pages,
+                            std::size_t every = 1);
+// The same for branches stored with their stacks.
+bool exceeds_snapshot_pages(uint64_t previous_to, std::span<const StackedBranch> branches, std::size_t max_pages,
                             std::size_t every = 1);
 
 // The code under a chunk's blocks, read once.

@@ -48,6 +48,20 @@ std::vector<Branch> fill(BlockTrace& trace, std::size_t n, bool stacks, std::siz
   return all;
 }
 
+// fill's branches, with stacks, stored as one run (the translating
+// tracer's drains).
+std::vector<Branch> fill_run(BlockTrace& trace, std::size_t n) {
+  std::vector<Branch> all;
+  std::vector<decoder::StackedBranch> run;
+  const std::vector<Branch> p = pass();
+  for (std::size_t i = 0; i < n; ++i) {
+    all.push_back(p[i % p.size()]);
+    run.push_back({all.back(), stack_for(i)});
+  }
+  REQUIRE(trace.append_stacked(run) == n);
+  return all;
+}
+
 // The trace reads `all` (and stack_for's snapshots) from its first branch.
 void require_reads(const BlockTrace& trace, const std::vector<Branch>& all, bool stacks) {
   for (uint64_t seq = 0; seq < all.size(); ++seq) {
@@ -195,15 +209,19 @@ TEST_CASE("chunk packer: a job without code encodes its chunk as the trace would
 }
 
 TEST_CASE("chunk packer: past kMaxPendingPacks waiting chunks, the trace encodes chunks, then they are packed once fewer wait") {
-  for (bool stacks : {false, true}) {
-    CAPTURE(stacks);
+  // Without stacks, with, and with stacks stored as one run (whose chunks
+  // past kMaxPendingPacks are encoded from the run itself).
+  for (int form = 0; form < 3; ++form) {
+    const bool stacks = form > 0;
+    CAPTURE(form);
     Code code;
     auto packer = std::make_shared<HeldPacker>();
     BlockTrace trace(B, 100000);
     trace.set_code(code.reader);
     trace.set_packer(packer);
     const std::size_t chunks = BlockTrace::kMaxPendingPacks + 5;
-    const std::vector<Branch> all = fill(trace, chunks * BlockTrace::kChunkBranches + 1, stacks);
+    const std::size_t n = chunks * BlockTrace::kChunkBranches + 1;
+    const std::vector<Branch> all = form == 2 ? fill_run(trace, n) : fill(trace, n, stacks);
     // The oldest kMaxPendingPacks went, raw, with their code; the trace
     // encoded the rest (the program would have waited for packing here).
     REQUIRE(packer->jobs.size() == BlockTrace::kMaxPendingPacks);
@@ -594,6 +612,10 @@ TEST_CASE("chunk packer: a chunk's code surely too wide for a snapshot, told wit
       for (std::size_t every : {2, 3, 8}) {
         const bool sampled = decoder::exceeds_snapshot_pages(P, branches, 32, every);
         CHECK((!sampled || exceeds));
+        // Told the same of the branches stored with stacks.
+        std::vector<decoder::StackedBranch> stacked;
+        for (const Branch& b : branches) stacked.push_back({b, stack_for(stacked.size())});
+        CHECK(decoder::exceeds_snapshot_pages(P, std::span<const decoder::StackedBranch>(stacked), 32, every) == sampled);
         if (total >= 1024 && pages >= 200 && every != 8) CHECK(sampled);
       }
     }
@@ -616,5 +638,5 @@ TEST_CASE("chunk packer: a chunk's code surely too wide for a snapshot, told wit
   // A block that cannot be walked: surely.
   CHECK(decoder::exceeds_snapshot_pages(P + 0x40, {{P + 0x07, P + 0x05}}, 32));
   CHECK(decoder::exceeds_snapshot_pages(P, {{P + 0x20000, P}}, 32));  // longer than a block may be
-  CHECK_FALSE(decoder::exceeds_snapshot_pages(P, {}, 32));
+  CHECK_FALSE(decoder::exceeds_snapshot_pages(P, std::vector<Branch>{}, 32));
 }
