@@ -105,6 +105,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // Where the packing workers run (BackgroundPacker), if set before the
   // first trace starts.
   void set_packer_placement(PackerPlacement placement) { packer_placement_ = std::move(placement); }
+  const PackerPlacement& packer_placement() const { return packer_placement_; }
   // Forgets decoded code (e.g. after the client wrote into code).
   void invalidate_code() { forget_code(); }
   // Whether every thread of the program is traced (and so every system

@@ -79,6 +79,7 @@
 #include "decoder/block_translator.h"
 #include "stub/process/trace_hook.h"
 #include "stub/tracing/code_writes.h"
+#include "stub/tracing/heap_prefault.h"
 #include "stub/tracing/software_tracer.h"
 #include "stub/tracing/trace_backend.h"
 #include "stub/tracing/translatable_code.h"
@@ -355,6 +356,8 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   Stats stats_;
   // A piece of a log being drained (translating_tracer_exits.cc).
   std::vector<decoder::StackedBranch> drained_;
+  // Faults in the heap the next drains' chunks take, while the program runs.
+  HeapPrefaulter heap_prefaulter_;
 };
 
 }  // namespace stub::tracing

@@ -100,6 +100,8 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
 
 bool TranslatingTracer::store_run(pid_t tid, Thread& th, std::span<const decoder::StackedBranch> run) {
   const std::size_t stored = ptrace_->store_lent_branches(tid, run);
+  // Only with a CPU of its own: beside the tracer it gains nothing.
+  if (const std::vector<int>& spare = ptrace_->packer_placement().cpus; !spare.empty()) heap_prefaulter_.ahead(spare);
   stats_.branches += stored;
   th.logged += stored;
   return stored == run.size();

@@ -1,0 +1,105 @@
+#include "stub/tracing/heap_prefault.h"
+
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+namespace stub::tracing {
+
+namespace {
+
+// A step of populating: one huge page, so that a heap trimmed meanwhile
+// costs at most a step's failure.
+constexpr uint64_t kStep = uint64_t{2} << 20;
+
+constexpr uint64_t kPage = 4096;
+
+// The break, on a page (madvise wants whole pages).
+uint64_t heap_end() { return reinterpret_cast<uint64_t>(sbrk(0)) & ~(kPage - 1); }
+
+// Where the main heap begins ([heap] in /proc/self/maps), or 0.
+uint64_t heap_start() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.size() < 6 || line.compare(line.size() - 6, 6, "[heap]") != 0) continue;
+    try {
+      return std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+    } catch (...) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+HeapPrefaulter::~HeapPrefaulter() {
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    wake_.notify_all();
+  }
+}
+
+void HeapPrefaulter::ahead(const std::vector<int>& cpus) {
+  const uint64_t end = heap_end();
+  std::lock_guard lock(mutex_);
+  if (!thread_.joinable()) thread_ = std::jthread([this, cpus](std::stop_token stop) { run(stop, cpus); });
+  if (end == wanted_) return;
+  wanted_ = end;
+  populated_ = std::min(populated_, end);  // trimmed: what lies past the end went
+  wake_.notify_one();
+}
+
+void HeapPrefaulter::wait_idle() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return !thread_.joinable() || ended_ || populated_ >= wanted_; });
+}
+
+uint64_t HeapPrefaulter::populated_end() const {
+  std::lock_guard lock(mutex_);
+  return populated_;
+}
+
+void HeapPrefaulter::run(std::stop_token stop, std::vector<int> cpus) {
+  if (!cpus.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : cpus) {
+      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+    }
+    (void)sched_setaffinity(0, sizeof set, &set);  // else it stays where the tracer is
+  }
+  const uint64_t start = heap_start();
+  std::unique_lock lock(mutex_);
+  // No [heap] (a sanitizer's allocator, say): nothing to do.
+  if (start == 0) {
+    ended_ = true;
+    idle_.notify_all();
+    return;
+  }
+  if (populated_ == 0) populated_ = start;
+  while (!stop.stop_requested()) {
+    if (populated_ >= wanted_) {
+      idle_.notify_all();
+      if (!wake_.wait(lock, stop, [&] { return populated_ < wanted_; })) break;
+    }
+    // A step at a time, the lock let go: ahead() never waits on a fault.
+    const uint64_t at = populated_;
+    const uint64_t end = std::min(wanted_, (at + kStep) & ~(kStep - 1));
+    lock.unlock();
+    // A failure (the heap shrank meanwhile) is no matter: nothing is
+    // changed, and ahead() sees the new end.
+    (void)madvise(reinterpret_cast<void*>(at), end - at, MADV_POPULATE_WRITE);
+    lock.lock();
+    if (populated_ == at) populated_ = end;
+  }
+  ended_ = true;
+  idle_.notify_all();
+}
+
+}  // namespace stub::tracing
