@@ -1,5 +1,6 @@
 #include "stub/tracing/heap_prefault.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -39,16 +40,19 @@ uint64_t heap_start() {
 }  // namespace
 
 HeapPrefaulter::~HeapPrefaulter() {
-  if (thread_.joinable()) {
-    thread_.request_stop();
-    wake_.notify_all();
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
   }
+  wake_.notify_all();
+  thread_.join();
 }
 
 void HeapPrefaulter::ahead(const std::vector<int>& cpus) {
   const uint64_t end = heap_end();
   std::lock_guard lock(mutex_);
-  if (!thread_.joinable()) thread_ = std::jthread([this, cpus](std::stop_token stop) { run(stop, cpus); });
+  if (!thread_.joinable()) thread_ = std::thread([this, cpus] { run(cpus); });
   if (end == wanted_) return;
   wanted_ = end;
   populated_ = std::min(populated_, end);  // trimmed: what lies past the end went
@@ -65,7 +69,8 @@ uint64_t HeapPrefaulter::populated_end() const {
   return populated_;
 }
 
-void HeapPrefaulter::run(std::stop_token stop, std::vector<int> cpus) {
+void HeapPrefaulter::run(std::vector<int> cpus) {
+  (void)pthread_setname_np(pthread_self(), kThreadName);  // told apart from the packing workers
   if (!cpus.empty()) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -83,10 +88,11 @@ void HeapPrefaulter::run(std::stop_token stop, std::vector<int> cpus) {
     return;
   }
   if (populated_ == 0) populated_ = start;
-  while (!stop.stop_requested()) {
+  while (!stop_) {
     if (populated_ >= wanted_) {
       idle_.notify_all();
-      if (!wake_.wait(lock, stop, [&] { return populated_ < wanted_; })) break;
+      wake_.wait(lock, [&] { return stop_ || populated_ < wanted_; });
+      if (stop_) break;
     }
     // A step at a time, the lock let go: ahead() never waits on a fault.
     const uint64_t at = populated_;
@@ -96,7 +102,9 @@ void HeapPrefaulter::run(std::stop_token stop, std::vector<int> cpus) {
     // changed, and ahead() sees the new end.
     (void)madvise(reinterpret_cast<void*>(at), end - at, MADV_POPULATE_WRITE);
     lock.lock();
-    if (populated_ == at) populated_ = end;
+    // Unless ahead() saw the heap end below `at` meanwhile (then it set
+    // populated_ there): up to this step's end, or the heap's if lower.
+    if (populated_ == at) populated_ = std::min(end, wanted_);
   }
   ended_ = true;
   idle_.notify_all();

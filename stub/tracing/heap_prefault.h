@@ -21,6 +21,9 @@ namespace stub::tracing {
 
 class HeapPrefaulter {
  public:
+  // Its thread's name (/proc/PID/task/TID/comm).
+  static constexpr const char* kThreadName = "btstub-heap";
+
   HeapPrefaulter() = default;
   ~HeapPrefaulter();
   HeapPrefaulter(const HeapPrefaulter&) = delete;
@@ -36,15 +39,16 @@ class HeapPrefaulter {
   uint64_t populated_end() const;
 
  private:
-  void run(std::stop_token stop, std::vector<int> cpus);
+  void run(std::vector<int> cpus);
 
   mutable std::mutex mutex_;
-  std::condition_variable_any wake_;
+  std::condition_variable wake_;
   std::condition_variable idle_;
   uint64_t populated_ = 0;  // [heap start, populated_) faulted in
   uint64_t wanted_ = 0;     // the heap's end at the last ahead()
   bool ended_ = false;      // the thread is done (no heap, or stopped)
-  std::jthread thread_;     // last: stopped and joined before the rest goes
+  bool stop_ = false;       // asked to end (the destructor)
+  std::thread thread_;
 };
 
 }  // namespace stub::tracing

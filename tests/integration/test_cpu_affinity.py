@@ -3,7 +3,9 @@
 cpu_affinity.h); the software tracer's packing workers (stub/tracing/
 background_packer.h) run on the other CPUs btstub was allowed (one each,
 at most 4), one more at idle priority (SCHED_IDLE) on btstub's own CPU,
-and never outside the set it was started with.
+the translating tracer's heap-prefaulting thread (stub/tracing/
+heap_prefault.h) on those other CPUs too (none with one CPU), and never
+outside the set it was started with.
 
 record_workload at -O2, 300 rounds (about 40 chunks sealed and packed),
 under `btstub --record`, run by gdb to bench_end through `target remote |
@@ -34,15 +36,17 @@ import time
 from harness import program, run_gdb, run_test, server_path
 
 # One line a thread: "<program|btstub> <pid> <tid> <Cpus_allowed_list>
-# <scheduling policy>" (/proc/PID/task/TID/stat's 41st field).
+# <scheduling policy> <name>" (/proc/PID/task/TID/stat's 41st field, comm).
 SHOW_THREADS = (
     "python import os, re; pid = gdb.selected_inferior().pid; "
     "ppid = int(re.search(r'PPid:\\s+(\\d+)', open('/proc/%d/status' % pid).read()).group(1)); "
-    "print('\\n'.join('THREAD %s %d %s %s %s' % (who, p, t, re.search(r'Cpus_allowed_list:\\s+(\\S+)', "
+    "print('\\n'.join('THREAD %s %d %s %s %s %s' % (who, p, t, re.search(r'Cpus_allowed_list:\\s+(\\S+)', "
     "open('/proc/%d/task/%s/status' % (p, t)).read()).group(1), "
-    "open('/proc/%d/task/%s/stat' % (p, t)).read().rsplit(')', 1)[1].split()[38]) "
+    "open('/proc/%d/task/%s/stat' % (p, t)).read().rsplit(')', 1)[1].split()[38], "
+    "open('/proc/%d/task/%s/comm' % (p, t)).read().split()[0]) "
     "for who, p in (('program', pid), ('btstub', ppid)) for t in os.listdir('/proc/%d/task' % p)))")
 SCHED_IDLE = 5
+HEAP_THREAD = "btstub-heap"  # stub/tracing/heap_prefault.h kThreadName
 MAX_PACKERS = 4  # stub/server/cpu_choice.h kMaxPackers
 
 
@@ -62,8 +66,9 @@ def threads_under(cpus):
     threads = []
     for line in (r.of(2) or "").splitlines():
         fields = line.split()
-        if len(fields) == 6 and fields[0] == "THREAD":
-            threads.append((fields[1], int(fields[2]), int(fields[3]), cpu_list(fields[4]), int(fields[5])))
+        if len(fields) == 7 and fields[0] == "THREAD":
+            threads.append((fields[1], int(fields[2]), int(fields[3]), cpu_list(fields[4]), int(fields[5]),
+                            fields[6]))
     return r, threads
 
 
@@ -73,8 +78,10 @@ def check_all_cpus(c, allowed):
     c.contains("the program stops at bench_end", r.of(1), "Breakpoint 1, ", ctx)
     program_threads = [t for t in threads if t[0] == "program"]
     main = [t for t in threads if t[0] == "btstub" and t[1] == t[2]]
-    workers = [t for t in threads if t[0] == "btstub" and t[1] != t[2] and t[4] != SCHED_IDLE]
-    idle = [t for t in threads if t[0] == "btstub" and t[1] != t[2] and t[4] == SCHED_IDLE]
+    others = [t for t in threads if t[0] == "btstub" and t[1] != t[2]]
+    heap = [t for t in others if t[5] == HEAP_THREAD]
+    workers = [t for t in others if t[5] != HEAP_THREAD and t[4] != SCHED_IDLE]
+    idle = [t for t in others if t[5] != HEAP_THREAD and t[4] == SCHED_IDLE]
     c.true("the program's threads and btstub's are listed", program_threads and main, ctx)
     if not (program_threads and main):
         return
@@ -84,12 +91,17 @@ def check_all_cpus(c, allowed):
     c.true("the program is on that CPU", all(t[3] == pinned for t in program_threads), ctx)
     c.equal("btstub has a packing worker for each other CPU (at most %d)" % MAX_PACKERS, len(workers),
             min(len(allowed - pinned), MAX_PACKERS), ctx)
-    for _, _, tid, cpus, _ in workers:
+    for _, _, tid, cpus, _, _ in workers:
         c.equal("the worker (thread %d) runs on every allowed CPU but btstub's" % tid,
                 sorted(cpus), sorted(allowed - pinned), ctx)
     c.equal("btstub has one packing worker at idle priority", len(idle), 1, ctx)
-    for _, _, tid, cpus, _ in idle:
+    for _, _, tid, cpus, _, _ in idle:
         c.equal("the idle worker (thread %d) runs on btstub's CPU" % tid, sorted(cpus), sorted(pinned), ctx)
+    # The translating tracer's drains started it (heap_prefault.h).
+    c.equal("btstub has one heap-prefaulting thread", len(heap), 1, ctx)
+    for _, _, tid, cpus, _, _ in heap:
+        c.equal("the heap-prefaulting thread (%d) runs on every allowed CPU but btstub's" % tid,
+                sorted(cpus), sorted(allowed - pinned), ctx)
 
 
 def check_one_cpu(c, cpu):
@@ -98,7 +110,7 @@ def check_one_cpu(c, cpu):
     c.contains("the program stops at bench_end", r.of(1), "Breakpoint 1, ", ctx)
     c.true("btstub has its worker thread, none at idle priority",
            sum(1 for t in threads if t[0] == "btstub") == 2 and all(t[4] != SCHED_IDLE for t in threads), ctx)
-    for who, _, tid, cpus, _ in threads:
+    for who, _, tid, cpus, _, _ in threads:
         c.equal("%s thread %d stays on CPU %d, as taskset asked" % (who, tid, cpu), sorted(cpus), [cpu], ctx)
 
 
