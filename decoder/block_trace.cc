@@ -307,8 +307,7 @@ void BlockTrace::seal_raw(std::shared_ptr<RawChunk> raw) {
   // hands it (CodeSnapshot::take is exact).
   if (handing == Handing::EncodeHereUntried &&
       !exceeds_snapshot_pages(chunk.previous_to, raw->branches, kMaxPackPages, 8)) {
-    backlog_.push_back(chunk.first_sequence);
-    if (backlog_.size() > kMaxBacklog) backlog_.pop_front();
+    queue_in_backlog(chunk.first_sequence);
   }
   if (segment) {
     chunk.pt = true;
@@ -334,6 +333,11 @@ void BlockTrace::seal_raw(std::shared_ptr<RawChunk> raw) {
   }
 }
 
+void BlockTrace::queue_in_backlog(uint64_t first_sequence) {
+  backlog_.push_back(first_sequence);
+  if (backlog_.size() > kMaxBacklog) backlog_.pop_front();
+}
+
 bool BlockTrace::seals_untried() {
   collect_packed();  // as seal_raw does first: it may free the packer
   return !codec_ || (packer_ && inbox_->pending() >= kMaxPendingPacks);
@@ -346,8 +350,7 @@ void BlockTrace::seal_stacked(std::span<const StackedBranch> run) {
   open_previous_to_ = run.back().branch.to;
   // As seal_raw queues a chunk it encodes untried.
   if (codec_ && !exceeds_snapshot_pages(chunk.previous_to, run, kMaxPackPages, 8)) {
-    backlog_.push_back(chunk.first_sequence);
-    if (backlog_.size() > kMaxBacklog) backlog_.pop_front();
+    queue_in_backlog(chunk.first_sequence);
   }
   BranchChunkWriter writer(chunk.previous_to, with_stacks_);
   writer.add(run);

@@ -241,6 +241,9 @@ class BlockTrace {
   // Whether a chunk sealed now would be encoded here, its code unread
   // (no codec, or packs waiting): then seal_stacked may take it.
   bool seals_untried();
+  // The explicit chunk starting at `first_sequence`, to be packed later
+  // (the oldest queued goes past kMaxBacklog).
+  void queue_in_backlog(uint64_t first_sequence);
   // Makes `run` the chunk just before the (empty) open structs, encoded
   // from the run itself: seal_raw's chunk when seals_untried().
   void seal_stacked(std::span<const StackedBranch> run);

@@ -55,8 +55,6 @@ void BackgroundPacker::submit(std::shared_ptr<decoder::PackInbox> inbox, decoder
   }
 }
 
-namespace {
-
 void run_on(const std::vector<int>& cpus) {
   if (cpus.empty()) return;
   cpu_set_t set;
@@ -66,6 +64,8 @@ void run_on(const std::vector<int>& cpus) {
   }
   (void)sched_setaffinity(0, sizeof set, &set);  // else it stays where it was started
 }
+
+namespace {
 
 // Runs the calling thread only when its CPU has nothing else to run.
 void run_when_idle() {

@@ -22,6 +22,10 @@
 
 namespace stub::tracing {
 
+// Binds the calling thread to `cpus` (empty: leaves it where it may run):
+// the packing workers, and the heap prefaulter's thread.
+void run_on(const std::vector<int>& cpus);
+
 // Where the workers run.
 struct PackerPlacement {
   // `workers` at normal priority on `cpus` (empty: where the thread

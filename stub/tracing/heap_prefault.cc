@@ -1,13 +1,14 @@
 #include "stub/tracing/heap_prefault.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
 #include <string>
+
+#include "stub/tracing/background_packer.h"
 
 namespace stub::tracing {
 
@@ -71,14 +72,7 @@ uint64_t HeapPrefaulter::populated_end() const {
 
 void HeapPrefaulter::run(std::vector<int> cpus) {
   (void)pthread_setname_np(pthread_self(), kThreadName);  // told apart from the packing workers
-  if (!cpus.empty()) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int cpu : cpus) {
-      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
-    }
-    (void)sched_setaffinity(0, sizeof set, &set);  // else it stays where the tracer is
-  }
+  run_on(cpus);  // else it stays where the tracer is
   const uint64_t start = heap_start();
   std::unique_lock lock(mutex_);
   // No [heap] (a sanitizer's allocator, say): nothing to do.
