@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cassert>
 #include <iterator>
+#include <thread>
 #include <utility>
 
 #include "decoder/branch_chunk.h"
@@ -113,6 +114,7 @@ std::optional<std::size_t> BlockTrace::chunk_starting_at(uint64_t seq) const {
 }
 
 void BlockTrace::set_packer(std::shared_ptr<ChunkPacker> packer) {
+  return_borrowed();  // their results come to the old inbox
   // The results for raw chunks would go to the old inbox: none comes now.
   for (Chunk& chunk : chunks_) {
     if (chunk.raw) make_explicit(chunk);
@@ -128,7 +130,8 @@ BlockTrace::Handing BlockTrace::hand_to_packer(const Chunk& chunk, std::shared_p
   // Code the snapshot cannot take (too many pages, a gap) is not packed:
   // packing it here would cost the tracer a libipt walk.
   std::shared_ptr<CodeSnapshot> code;
-  const bool tried = inbox_->pending() < kMaxPendingPacks;
+  // Not while borrowing: the packer's core encodes the borrowed chunks.
+  const bool tried = !lender_ && inbox_->pending() < kMaxPendingPacks;
   if (tried) code = CodeSnapshot::take(codec_->code(), chunk.previous_to, raw->branches, kMaxPackPages);
   if (!code) {
     if (!or_encode) return Handing::Refused;
@@ -183,6 +186,14 @@ void BlockTrace::collect_packed() {
   inbox_->take(collected_);
   for (PackResult& packed : collected_) {
     // The chunk, unless its branches were dropped since.
+    if (const auto borrowed = borrowed_.find(packed.first_sequence); borrowed != borrowed_.end()) {
+      // The worker claimed the last chunk and encoded its own (or never
+      // ran the job, as its packer went away: the rest is encoded here).
+      settle_lent(*borrowed->second.lent);
+      put_borrowed(borrowed->first, *borrowed->second.lent);
+      borrowed_.erase(borrowed);
+      continue;
+    }
     const std::optional<std::size_t> index = chunk_starting_at(packed.first_sequence);
     if (!index) continue;
     if (packed.segment) put_packed(*index, packed);
@@ -233,6 +244,62 @@ void BlockTrace::make_explicit(Chunk& chunk) {
   chunk.bytes = encode_explicit(*chunk.raw, chunk.previous_to, with_stacks_);
   chunk_bytes_ += chunk.bytes.size();
   recycle(chunk.raw);
+}
+
+void BlockTrace::put_borrowed(uint64_t first_sequence, LentRun& lent) {
+  // Every chunk encoded, nobody reads the run any more: the lender's
+  // memory goes now, not when the job is let go on the worker's thread
+  // (btstub unmaps an ended program's log areas at once).
+  lent.owner.reset();
+  // The batch's chunks that were not dropped meanwhile: the newest, in a row.
+  std::optional<std::size_t> index;
+  for (std::size_t j = 0; j < lent.chunks(); ++j) {
+    const uint64_t seq = first_sequence + j * kChunkBranches;
+    if (!index) {
+      if (chunks_.empty() || seq < chunks_.front().first_sequence) continue;
+      index = chunk_starting_at(seq);
+      if (!index) return;  // cleared: the chunks are not these
+    }
+    Chunk& chunk = chunks_[*index];
+    ++*index;
+    if (chunk.first_sequence != seq || chunk.pt || chunk.raw || !chunk.bytes.empty()) return;  // not ours: a bug
+    chunk.bytes = std::move(lent.bytes[j]);
+    chunk_bytes_ += chunk.bytes.size();
+  }
+}
+
+void BlockTrace::settle_lent(LentRun& lent) {
+  // What the worker has not claimed yet is encoded here, rather than
+  // waited for: then only the chunks it is encoding are waited for (at
+  // most a chunk's time, some 20 µs).
+  encode_lent(lent, false);
+  while (lent.done.load(std::memory_order_acquire) < lent.chunks()) std::this_thread::yield();
+}
+
+void BlockTrace::return_borrowed() {
+  for (auto& [first_sequence, borrowed] : borrowed_) {
+    settle_lent(*borrowed.lent);
+    put_borrowed(first_sequence, *borrowed.lent);
+  }
+  borrowed_.clear();
+}
+
+void BlockTrace::lend_batch() {
+  if (batch_.chunks == 0) return;
+  auto lent = std::make_shared<LentRun>();
+  lent->run = std::span<const StackedBranch>(batch_.begin, batch_.chunks * kChunkBranches);
+  lent->previous_to = batch_.previous_to;
+  lent->chunk = kChunkBranches;
+  lent->with_stacks = with_stacks_;
+  lent->owner = lender_;
+  lent->bytes.resize(batch_.chunks);
+  borrowed_[batch_.first_sequence] = Borrowed{lent};
+  PackJob job;
+  job.first_sequence = batch_.first_sequence;
+  job.lent = std::move(lent);
+  inbox_->expect_one();
+  packer_->submit(inbox_, std::move(job));
+  batch_ = Batch{};
 }
 
 void BlockTrace::wait_packed() {
@@ -305,7 +372,7 @@ void BlockTrace::seal_raw(std::shared_ptr<RawChunk> raw) {
   // the backlog decoded again only to find that out). Told from every
   // eighth block: a chunk that slips through is refused when the backlog
   // hands it (CodeSnapshot::take is exact).
-  if (handing == Handing::EncodeHereUntried &&
+  if (handing == Handing::EncodeHereUntried && !lender_ &&
       !exceeds_snapshot_pages(chunk.previous_to, raw->branches, kMaxPackPages, 8)) {
     queue_in_backlog(chunk.first_sequence);
   }
@@ -349,8 +416,22 @@ void BlockTrace::seal_stacked(std::span<const StackedBranch> run) {
   chunk.count = static_cast<uint32_t>(count);
   open_previous_to_ = run.back().branch.to;
   // As seal_raw queues a chunk it encodes untried.
-  if (codec_ && !exceeds_snapshot_pages(chunk.previous_to, run, kMaxPackPages, 8)) {
+  const bool borrow = lender_ && packer_;
+  if (!borrow && codec_ && !exceeds_snapshot_pages(chunk.previous_to, run, kMaxPackPages, 8)) {
     queue_in_backlog(chunk.first_sequence);
+  }
+  if (borrow && count == kChunkBranches) {
+    // Encoded on the packer's core, from the lender's memory, with the
+    // chunks next to it in one job (lend_batch); read from there until
+    // they come back (bytes empty meanwhile).
+    if (batch_.chunks != 0 && (batch_.begin + batch_.chunks * kChunkBranches != run.data() ||
+                               batch_.first_sequence + batch_.chunks * kChunkBranches != chunk.first_sequence)) {
+      lend_batch();
+    }
+    if (batch_.chunks == 0) batch_ = Batch{chunk.first_sequence, chunk.previous_to, run.data(), 0};
+    ++batch_.chunks;
+    chunks_.push_back(std::move(chunk));
+    return;
   }
   BranchChunkWriter writer(chunk.previous_to, with_stacks_);
   writer.add(run);
@@ -507,9 +588,10 @@ bool BlockTrace::make_room_for_run(std::size_t branches, bool keep_open) {
   return has_room(branches);
 }
 
-std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches) {
+std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches, std::shared_ptr<const void> lender) {
   assert(size() == 0 || with_stacks_ || branches.empty());
   if (!branches.empty()) with_stacks_ = true;
+  lender_ = std::move(lender);  // seal_stacked's to borrow
   std::size_t done = 0;
   while (done < branches.size()) {
     // A chunk straight from the open structs and the run, where one by one
@@ -521,7 +603,7 @@ std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches) 
     if (open <= kChunkBranches && branches.size() - done > take &&
         (!hold_ || *hold_ >= open_first_sequence() + kChunkBranches) && make_room_for_run(take + 1, true)) {
       const StackedBranch* const part = branches.data() + done;
-      if (open == 0 && seals_untried()) {
+      if (open == 0 && (seals_untried() || (lender_ && packer_))) {
         // Encoded from the run, not copied into a raw chunk first (that
         // copy was a tenth of the tracer's thread recording Lua, whose
         // packer is mostly busy). The open structs keep their room as below.
@@ -572,6 +654,8 @@ std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches) 
     if (!append_branch(branches[done].branch, branches[done].stack)) break;
     ++done;
   }
+  lend_batch();
+  lender_.reset();
   return done;
 }
 
@@ -649,6 +733,22 @@ void BlockTrace::unpack(std::size_t index, Unpacked& u) const {
     u.branches = chunk.raw->branches;
     u.stacks = chunk.raw->stacks;
     return;
+  }
+  if (!chunk.pt && chunk.bytes.empty()) {
+    // Borrowed: read where the lender keeps it.
+    if (auto batch = borrowed_.upper_bound(chunk.first_sequence); batch != borrowed_.begin()) {
+      --batch;
+      const std::span<const StackedBranch> run = batch->second.lent->run;
+      const uint64_t at = chunk.first_sequence - batch->first;
+      if (at + chunk.count <= run.size()) {
+        const StackedBranch* begin = run.data() + at;
+        const StackedBranch* end = begin + chunk.count;
+        u.branches.assign(MemberOf<&StackedBranch::branch>{begin}, MemberOf<&StackedBranch::branch>{end});
+        u.stacks.assign(MemberOf<&StackedBranch::stack>{begin}, MemberOf<&StackedBranch::stack>{end});
+        if (!with_stacks_) u.stacks.clear();
+        return;
+      }
+    }
   }
   if (!chunk.pt) {
     const bool ok = decode_branch_chunk(chunk.bytes, chunk.previous_to, with_stacks_, chunk.count, u.branches,
@@ -728,6 +828,8 @@ void BlockTrace::clear(uint64_t origin) {
   with_stacks_ = false;
   signals_.clear();
   backlog_.clear();
+  borrowed_.clear();  // their chunks are gone
+  batch_ = Batch{};
   if (packer_) inbox_ = std::make_shared<PackInbox>();  // what was handed over before is dropped
 }
 

@@ -66,7 +66,19 @@ class BlockTrace {
   // per branch were a third of btstub's time recording).
   // Returns how many were appended: fewer only when the buffer is full
   // under OverflowPolicy::Stop.
-  std::size_t append_stacked(std::span<const StackedBranch> branches);
+  // With a `lender` (and a packer), the trace may borrow the run's memory:
+  // its whole chunks go to the packer as one job (decoder::LentRun), to be
+  // encoded straight from the run, and are read from there until then;
+  // `lender` is kept meanwhile. The caller leaves those bytes as they are
+  // until return_borrowed(). (The translating tracer's log: encoded on
+  // the packer's core while the program fills its other log.)
+  std::size_t append_stacked(std::span<const StackedBranch> branches, std::shared_ptr<const void> lender = nullptr);
+  // Until every chunk encoded from borrowed memory is encoded, and in: the
+  // runs are the lender's again. What the packer has not begun yet is
+  // encoded here.
+  void return_borrowed();
+  // Runs borrowed and not returned yet (for tests).
+  std::size_t borrowed_runs() const { return borrowed_.size(); }
   bool has_stacks() const { return with_stacks_; }
   // Appends the branches of one Intel PT segment a CPU wrote (PSB+ first),
   // keeping `packets` unchanged as one chunk when they decode, over the
@@ -229,6 +241,18 @@ class BlockTrace {
     std::vector<StackSnapshot> stacks;
   };
 
+  // Each batch of whole chunks in a row is one job for the packer.
+  struct Borrowed {
+    std::shared_ptr<LentRun> lent;
+  };
+  // The batch append_stacked is gathering, lent when it ends.
+  struct Batch {
+    uint64_t first_sequence = 0;
+    uint64_t previous_to = 0;
+    const StackedBranch* begin = nullptr;
+    std::size_t chunks = 0;
+  };
+
   bool make_room();
   void drop_oldest();
   void drop_through(uint64_t sequence);  // drops every branch numbered < sequence
@@ -247,6 +271,13 @@ class BlockTrace {
   // Makes `run` the chunk just before the (empty) open structs, encoded
   // from the run itself: seal_raw's chunk when seals_untried().
   void seal_stacked(std::span<const StackedBranch> run);
+  // Hands the batch gathered to the packer (borrowed_ holds it meanwhile).
+  void lend_batch();
+  // Gives a borrowed batch's chunks (those not dropped) their bytes; every
+  // chunk of `lent` is encoded.
+  void put_borrowed(uint64_t first_sequence, LentRun& lent);
+  // Until every chunk of `lent` is encoded, the ones nobody claimed yet here.
+  static void settle_lent(LentRun& lent);
   // Room for `branches` more, dropping the oldest at once under DropOldest
   // as that many appends would one by one; false where they would not.
   bool make_room_for_run(std::size_t branches, bool keep_open);
@@ -297,6 +328,12 @@ class BlockTrace {
   std::shared_ptr<PackInbox> inbox_;     // the packer's results for this trace
   std::vector<PackResult> collected_;   // inbox_'s last results: their room trades places with the inbox's
   std::deque<uint64_t> backlog_;         // first sequences of chunks left explicit while the packer was busy
+  // Chunks being encoded from borrowed memory (append_stacked with a
+  // lender; their bytes empty meanwhile, their branches read there), by
+  // their batch's first sequence.
+  std::map<uint64_t, Borrowed> borrowed_;
+  std::shared_ptr<const void> lender_;     // during append_stacked
+  Batch batch_;  // being gathered, lent when append_stacked ends
   uint64_t backlog_decoded_ = 0;
   // Raw chunks whose form came back, refilled: fresh ones had their pages
   // faulted in again and again (a tenth of btstub's thread while it

@@ -90,6 +90,27 @@ struct RawChunk {
 // the same bytes.
 std::vector<uint8_t> encode_explicit(const RawChunk& raw, uint64_t previous_to, bool with_stacks);
 
+// Branches as a tracer's log holds them, lent to a trace
+// (BlockTrace::append_stacked with a lender) to be encoded explicitly in
+// chunks of `chunk` branches straight from there, each chunk by whoever
+// claims it first: the packer's worker, from the first on, or the trace,
+// which takes what is left when it needs the memory back.
+struct LentRun {
+  std::span<const StackedBranch> run;
+  uint64_t previous_to = 0;  // where the first chunk's first block begins
+  std::size_t chunk = 0;
+  bool with_stacks = false;
+  std::shared_ptr<const void> owner;  // keeps `run` mapped while it is read
+  std::vector<std::vector<uint8_t>> bytes;  // a chunk's, written by its claimer
+  std::atomic<std::size_t> next{0};  // the next chunk to claim
+  std::atomic<std::size_t> done{0};  // chunks encoded (their bytes set)
+  std::size_t chunks() const { return bytes.size(); }
+};
+// Claims chunks of `lent` and encodes them until none is left.
+// `release`: each chunk's lines of the run leave this core's caches once
+// read (a worker on another core than the program, which rewrites them).
+void encode_lent(LentRun& lent, bool release);
+
 struct PackJob {
   uint64_t first_sequence = 0;
   uint64_t previous_to = 0;
@@ -101,6 +122,8 @@ struct PackJob {
   // With code, and no segment kept: encode it explicitly (false: the
   // chunk is explicit already, handed again to be packed).
   bool encode_unpacked = true;
+  // No raw chunk: a tracer's log to encode where it lies (LentRun).
+  std::shared_ptr<LentRun> lent{};
 };
 
 struct PackResult {

@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <deque>
 #include <memory>
+#include <span>
+#include <thread>
 #include <vector>
 
 #include "decoder/block_trace.h"
@@ -639,4 +641,99 @@ TEST_CASE("chunk packer: a chunk's code surely too wide for a snapshot, told wit
   CHECK(decoder::exceeds_snapshot_pages(P + 0x40, {{P + 0x07, P + 0x05}}, 32));
   CHECK(decoder::exceeds_snapshot_pages(P, {{P + 0x20000, P}}, 32));  // longer than a block may be
   CHECK_FALSE(decoder::exceeds_snapshot_pages(P, std::vector<Branch>{}, 32));
+}
+
+namespace {
+
+// fill_run's branches as one log of the translating tracer: `n` records,
+// owned by what the trace is lent.
+std::shared_ptr<std::vector<decoder::StackedBranch>> log_of(std::size_t n) {
+  auto log = std::make_shared<std::vector<decoder::StackedBranch>>();
+  const std::vector<Branch> p = pass();
+  for (std::size_t i = 0; i < n; ++i) log->push_back({p[i % p.size()], stack_for(i)});
+  return log;
+}
+
+std::vector<Branch> branches_of(const std::vector<decoder::StackedBranch>& log) {
+  std::vector<Branch> out;
+  for (const decoder::StackedBranch& b : log) out.push_back(b.branch);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("chunk packer: a lent run's whole chunks go as one job, read from the run until returned") {
+  const std::size_t n = 5 * BlockTrace::kChunkBranches + 7;
+  Code code;
+  const std::vector<Branch> all = branches_of(*log_of(n));
+
+  enum class Way { WorkerRuns, ReturnedFirst, GivenBackUnrun };
+  for (Way way : {Way::WorkerRuns, Way::ReturnedFirst, Way::GivenBackUnrun}) {
+    CAPTURE(static_cast<int>(way));
+    auto held = std::make_shared<HeldPacker>();
+    auto giving = std::make_shared<GivingBackPacker>();
+    BlockTrace trace(B, 100000);
+    trace.set_code(code.reader);
+    if (way == Way::GivenBackUnrun) {
+      trace.set_packer(giving);
+    } else {
+      trace.set_packer(held);
+    }
+    auto lent = log_of(n);
+    REQUIRE(trace.append_stacked(*lent, lent) == n);
+    CHECK(held->jobs.size() + giving->jobs.size() == 1);  // the five whole chunks, one job
+    CHECK(trace.borrowed_runs() == 1);
+    CHECK(lent.use_count() > 1);  // kept while borrowed
+    require_reads(trace, all, true);  // from the run meanwhile
+
+    switch (way) {
+      case Way::WorkerRuns:
+        held->run_all();  // the worker claims and encodes every chunk
+        trace.collect_packed();
+        break;
+      case Way::ReturnedFirst:
+        trace.return_borrowed();  // nothing claimed yet: all encoded here
+        held->run_all();          // then the job finds nothing left
+        trace.collect_packed();
+        break;
+      case Way::GivenBackUnrun:
+        giving->give_back();
+        trace.collect_packed();  // never run: encoded here
+        break;
+    }
+    CHECK(trace.borrowed_runs() == 0);
+    CHECK(lent.use_count() == 1);
+    // The run is the lender's again: what it writes there now is not read.
+    for (decoder::StackedBranch& b : *lent) b = {{0xdead, 0xbeef}, {1, 2}};
+    CHECK(trace.explicit_chunks() == 5);
+    CHECK(trace.pt_chunks() == 0);
+    require_reads(trace, all, true);
+  }
+}
+
+TEST_CASE("chunk packer: a lent run is encoded once, whoever claims each chunk, as the trace encodes it") {
+  const std::size_t chunk = 100;
+  auto log = log_of(37 * chunk + 11);
+  decoder::LentRun lent;
+  lent.run = *log;
+  lent.previous_to = B;
+  lent.chunk = chunk;
+  lent.with_stacks = true;
+  lent.bytes.resize((log->size() + chunk - 1) / chunk);
+  // Two claimers at once: every chunk once, none twice.
+  std::thread worker([&] { decoder::encode_lent(lent, true); });
+  decoder::encode_lent(lent, false);
+  worker.join();
+  REQUIRE(lent.done.load() == lent.chunks());
+  uint64_t previous_to = B;
+  for (std::size_t j = 0; j < lent.chunks(); ++j) {
+    const auto part = std::span(*log).subspan(j * chunk, std::min(chunk, log->size() - j * chunk));
+    decoder::BranchChunkWriter writer(previous_to, true);
+    writer.add(part);
+    REQUIRE(lent.bytes[j] == writer.take());
+    previous_to = part.back().branch.to;
+  }
+  // Nothing left to claim: a late claimer encodes nothing.
+  decoder::encode_lent(lent, false);
+  CHECK(lent.done.load() == lent.chunks());
 }
