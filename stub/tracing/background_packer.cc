@@ -33,6 +33,8 @@ BackgroundPacker::~BackgroundPacker() {
     left.swap(encodes_);
     for (Queued& queued : packs_) left.push_back(std::move(queued));
     packs_.clear();
+    for (Queued& queued : lent_) left.push_back(std::move(queued));
+    lent_.clear();
   }
   wake_.notify_all();
   for (std::thread& worker : workers_) {
@@ -43,12 +45,13 @@ BackgroundPacker::~BackgroundPacker() {
 
 void BackgroundPacker::submit(std::shared_ptr<decoder::PackInbox> inbox, decoder::PackJob job) {
   const bool job_is_pack = job.code != nullptr;
+  const bool job_is_lent = job.lent != nullptr;
   {
     std::lock_guard lock(mutex_);
-    (job_is_pack ? packs_ : encodes_).emplace_back(std::move(inbox), std::move(job));
+    (job_is_pack ? packs_ : job_is_lent ? lent_ : encodes_).emplace_back(std::move(inbox), std::move(job));
   }
-  // A pack wakes them all: the one worker woken might not take it.
-  if (job_is_pack) {
+  // A pack or a lent log wakes them all: the one worker woken might not take it.
+  if (job_is_pack || job_is_lent) {
     wake_.notify_all();
   } else {
     wake_.notify_one();
@@ -84,13 +87,18 @@ void BackgroundPacker::work(const std::vector<int>& cpus, bool idle) {
   std::optional<decoder::SegmentPacker> packer;
   if (insns) packer.emplace(std::move(*insns));
   const bool takes_packs = idle || !idle_packs_;
+  // Never at idle priority: the tracer waits for them at the program's
+  // next full log, and the program's CPU is idle only while it waits.
+  const bool takes_lent = !idle;
   for (;;) {
     Queued next;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !encodes_.empty() || (takes_packs && !packs_.empty()); });
+      wake_.wait(lock, [&] {
+        return stopping_ || !encodes_.empty() || (takes_lent && !lent_.empty()) || (takes_packs && !packs_.empty());
+      });
       if (stopping_) return;
-      std::deque<Queued>& from = encodes_.empty() ? packs_ : encodes_;
+      std::deque<Queued>& from = takes_lent && !lent_.empty() ? lent_ : encodes_.empty() ? packs_ : encodes_;
       next = std::move(from.front());
       from.pop_front();
     }

@@ -64,6 +64,9 @@ class BackgroundPacker final : public decoder::ChunkPacker {
   // Jobs that only encode (no code snapshot) go first: each takes 25-30
   // µs and frees a raw chunk's structs, where a PT check takes 1-2 ms.
   std::deque<Queued> encodes_;
+  // Jobs that encode a tracer's log where it lies (PackJob::stacked): only
+  // workers at normal priority take them.
+  std::deque<Queued> lent_;
   std::deque<Queued> packs_;
   bool stopping_ = false;
   // With an idle worker, only it packs: a pack takes 1-2 ms, and encodes
