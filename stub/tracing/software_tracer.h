@@ -131,7 +131,12 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   bool store_lent_branch(pid_t tid, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack);
   // A run of them, in order: how many were stored (fewer: the trace is
   // full under the stop policy, or the thread is not traced).
-  std::size_t store_lent_branches(pid_t tid, std::span<const decoder::StackedBranch> branches);
+  // With a `lender`, the trace may borrow their memory until
+  // return_lent_memory (decoder::BlockTrace::append_stacked).
+  std::size_t store_lent_branches(pid_t tid, std::span<const decoder::StackedBranch> branches,
+                                  const std::shared_ptr<const void>& lender = nullptr);
+  // Until `tid`'s trace no longer reads memory store_lent_branches lent it.
+  void return_lent_memory(pid_t tid);
   // Branches `tid`'s trace still takes under --trace-full=stop (by count;
   // the memory cap may stop it sooner); none: it never stops.
   std::optional<std::size_t> room_for_lent(pid_t tid) const;

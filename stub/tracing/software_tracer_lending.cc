@@ -48,7 +48,8 @@ std::optional<std::size_t> SoftwareTracer::room_for_lent(pid_t tid) const {
   return t->trace->capacity() - std::min(t->trace->capacity(), t->trace->size());
 }
 
-std::size_t SoftwareTracer::store_lent_branches(pid_t tid, std::span<const decoder::StackedBranch> branches) {
+std::size_t SoftwareTracer::store_lent_branches(pid_t tid, std::span<const decoder::StackedBranch> branches,
+                                               const std::shared_ptr<const void>& lender) {
   ThreadState* t = state(tid);
   if (t == nullptr || !t->trace || !t->enabled || t->frozen) return 0;
   // No branch here leaves the vDSO (store() checks each of its own for
@@ -62,8 +63,9 @@ std::size_t SoftwareTracer::store_lent_branches(pid_t tid, std::span<const decod
   // that chunk to be copied twice.
   constexpr std::size_t kChunk = decoder::BlockTrace::kChunkBranches;
   constexpr std::size_t kSliceChunks = 4;
-  std::size_t stored = 0;
-  while (stored < branches.size()) {
+  // Lent, in one: its whole chunks go to the packer as one job.
+  std::size_t stored = lender ? t->trace->append_stacked(branches, lender) : 0;
+  while (stored < branches.size() && !lender) {
     const std::size_t open = t->trace->open_branches();
     const std::size_t length = open <= kChunk ? kSliceChunks * kChunk - open + 1 : kSliceChunks * kChunk;
     const std::span<const decoder::StackedBranch> slice =
@@ -79,6 +81,10 @@ std::size_t SoftwareTracer::store_lent_branches(pid_t tid, std::span<const decod
     t->stopped_full = true;
   }
   return stored;
+}
+
+void SoftwareTracer::return_lent_memory(pid_t tid) {
+  if (ThreadState* t = state(tid); t != nullptr && t->trace) t->trace->return_borrowed();
 }
 
 bool SoftwareTracer::checkpoint_wanted(pid_t tid) const {

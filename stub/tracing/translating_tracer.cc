@@ -58,7 +58,10 @@ std::string TranslatingTracer::activity() const {
                     " targets read from jmp/call slots entered.\n";
   for (const auto& [tid, th] : threads_) {
     out += "  thread " + std::to_string(tid) + ": " + std::to_string(th.logged) + " branches logged by translated code" +
-           (th.area_base == 0 ? "" : th.shared ? " (log shared with btstub)" : " (log read from the program)") + "\n";
+           (th.area_base == 0 ? "" : th.shared ? " (log shared with btstub)" : " (log read from the program)") +
+           (th.other.base == 0 ? ""
+                               : "; two logs, switched " + std::to_string(th.switches) + " times") +
+           "\n";
   }
   if (s.lost_logs != 0) {
     out += "Logs lost (the program wrote over btstub's area), each a gap in the trace: " +
@@ -166,13 +169,16 @@ void TranslatingTracer::on_thread_created(pid_t tid, pid_t parent) {
 }
 
 void TranslatingTracer::on_thread_exited(pid_t tid) {
+  // Its log's chunks encoded: the area may serve another thread next.
+  ptrace_->return_lent_memory(tid);
   ptrace_->on_thread_exited(tid);
   live_.erase(tid);
   // Its area serves the next new thread. (A thread killed in the cache, by
   // another's exit_group or a SIGKILL, takes the branches its log held
   // since its last stop with it.)
   if (Thread* th = thread(tid); th != nullptr && th->area_base != 0) {
-    free_areas_.push_back(FreeArea{th->area_base, std::move(th->table_entries), std::move(th->shared)});
+    free_areas_.push_back(
+        FreeArea{th->area_base, std::move(th->table_entries), std::move(th->shared), std::move(th->other)});
   }
   threads_.erase(tid);
   // The program's last thread: its memory is gone, and with it what the

@@ -46,7 +46,13 @@
 // Threads. Every thread has its own area (log, slots, indirect-target
 // table; its gs base), mapped when it first enters (by an mmap it makes,
 // every other thread held meanwhile) and handed on to a new thread when it
-// ends; a thread the program creates enters at its first resume. Several
+// ends; a thread the program creates enters at its first resume.
+// Where a CPU is spare (the packer's) and btstub shares the areas, a
+// thread has two, their tables kept the same: at each exit it goes on in
+// the other one while the log it filled is encoded on the spare CPU
+// straight from where it lies (one job of its whole chunks,
+// decoder::LentRun); at its next exit btstub's thread takes whatever the
+// worker has not begun, so it never waits for more than a chunk. Several
 // threads run in the cache at once. All-stop: a thread in the cache that
 // the process layer stops because another thread reported (on_held), or
 // whose own exit comes while every thread is being stopped, is moved out
@@ -170,6 +176,14 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   Expected<void> set_bound(uint64_t buffer_bytes) override { return ptrace_->set_bound(buffer_bytes); }
 
  private:
+  // A per-thread area as mapped: log, slots and indirect-target table.
+  struct Area {
+    uint64_t base = 0;  // its gs base (0: none)
+    // btstub's view of it when it is shared (read and written in place);
+    // null: the program's alone, read and written through the process
+    // layer. Shared with the trace while it encodes from the log there.
+    std::shared_ptr<process::SharedMapping> shared;
+  };
   struct Thread {
     bool in_cache = false;
     uint64_t area_base = 0;      // gs base in the cache (0: no area mapped yet)
@@ -184,10 +198,15 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     std::set<uint64_t> table_entries;  // offsets of the indirect-table entries filled
     int repair_steps = 0;        // steps taken towards a clean point
     uint64_t logged = 0;         // branches its translated code logged
-    // btstub's view of the area when it is shared (read and written in
-    // place); null: the area is the program's alone, read and written
-    // through the process layer.
-    std::unique_ptr<process::SharedMapping> shared;
+    // btstub's view of the area when it is shared (as Area::shared).
+    std::shared_ptr<process::SharedMapping> shared;
+    // A second area, its table kept the same as the first's, when both are
+    // shared and a CPU is spare: an exit switches the thread to the other
+    // area (its gs base), and the log it filled is encoded on the spare
+    // CPU straight from there while the program fills the other
+    // (SoftwareTracer::store_lent_branches with a lender). None: base 0.
+    Area other;
+    uint64_t switches = 0;       // exits that switched its area
   };
   // The per-thread area's slots, as read at a stop.
   struct Slots {
@@ -285,12 +304,17 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // `resume`: the original pc where the thread goes on. A log that cannot
   // be read (a bad cursor, a failed read: the program wrote over btstub's
   // area) is lost, and stored as a gap to `resume` (*lost set).
+  // `switch_log`: at an exit, where the thread may go on in its other
+  // area (Thread::other) while this log is encoded.
   bool drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots, uint64_t resume,
-             bool* lost = nullptr);
+             bool* lost = nullptr, bool switch_log = false);
   bool lose_log(TracedThreadControl& control, pid_t tid, Thread& th, uint64_t resume, bool* lost, const char* why);
   // Stores a run of the thread's log in its trace (the ptrace tracer's);
   // false when the trace took fewer (full under the stop policy).
-  bool store_run(pid_t tid, Thread& th, std::span<const decoder::StackedBranch> run);
+  // With a `lender`, the trace may read the run there until
+  // SoftwareTracer::return_lent_memory.
+  bool store_run(pid_t tid, Thread& th, std::span<const decoder::StackedBranch> run,
+                 const std::shared_ptr<const void>& lender = nullptr);
   bool reset_cursor(TracedThreadControl& control, pid_t tid, Thread& th);
   // The cursor of an empty log of the thread's fill (records count up to 0).
   static int64_t empty_cursor(const Thread& th) {
@@ -300,6 +324,13 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // shared, else through the process layer.
   static bool write_area(TracedThreadControl& control, const process::SharedMapping* shared, uint64_t address,
                          const std::vector<uint8_t>& bytes);
+  // Writes an indirect-table entry at `offset` into both of a thread's
+  // areas (the second's when there is one).
+  static bool write_table(TracedThreadControl& control, const Thread& th, uint64_t offset,
+                          const std::vector<uint8_t>& bytes);
+  // Maps a new area for `tid`, its table empty; nullopt when it cannot.
+  // `shared_only`: none unless btstub shares it.
+  std::optional<Area> map_area(TracedThreadControl& control, pid_t tid, bool shared_only);
   // translating_tracer_held.cc: a thread in the cache stopped because
   // another thread stopped (all-stop, or a non-stop vCont;t). Moves it out
   // (drained, stepped out of the instrumentation if need be) and leaves it
@@ -350,7 +381,8 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   struct FreeArea {
     uint64_t base = 0;
     std::set<uint64_t> table_entries;
-    std::unique_ptr<process::SharedMapping> shared;
+    std::shared_ptr<process::SharedMapping> shared;
+    Area other;
   };
   std::vector<FreeArea> free_areas_;
   Stats stats_;

@@ -96,7 +96,7 @@ void TranslatingTracer::flush(TracedThreadControl& control) {
   pending_links_.clear();
   for (auto& [tid, th] : threads_) {
     for (uint64_t offset : th.table_entries) {
-      (void)write_area(control, th.shared.get(), th.area_base + offset, decoder::empty_indirect_entry(offset));
+      (void)write_table(control, th, offset, decoder::empty_indirect_entry(offset));
     }
     th.table_entries.clear();
   }
@@ -109,7 +109,10 @@ void TranslatingTracer::enter_indirect(TracedThreadControl& control, Thread& th,
   std::vector<uint8_t> entry = le64(-original);
   const std::vector<uint8_t> to = le64(t.cache_address);
   entry.insert(entry.end(), to.begin(), to.end());
-  if (write_area(control, th.shared.get(), th.area_base + offset, entry)) th.table_entries.insert(offset);
+  // Noted even where a write failed: one area may hold it (the next
+  // flush clears both).
+  (void)write_table(control, th, offset, entry);
+  th.table_entries.insert(offset);
 }
 
 const decoder::Translation* TranslatingTracer::translation_for(TracedThreadControl& control, pid_t tid,
@@ -169,9 +172,32 @@ decoder::TranslateOptions TranslatingTracer::translate_options() const {
   return options;
 }
 
+std::optional<TranslatingTracer::Area> TranslatingTracer::map_area(TracedThreadControl& control, pid_t tid,
+                                                                   bool shared_only) {
+  const uint64_t log_bytes = kLogCapacity * decoder::kLogRecordSize;
+  const uint64_t size = (log_bytes + decoder::kThreadAreaAboveBase + kPage - 1) / kPage * kPage;
+  // Shared, the log is drained in place; where the program cannot make
+  // a memfd (a seccomp filter, no /proc), read through the process layer.
+  Area area;
+  uint64_t mapped = 0;
+  if (auto both = control.map_shared_program_memory(tid, kLogsNear, kLogsReach, size)) {
+    mapped = both->program_address();
+    area.shared = std::make_shared<process::SharedMapping>(std::move(*both));
+  } else if (shared_only) {
+    return std::nullopt;
+  } else if (auto alone = control.map_program_memory(tid, kLogsNear, kLogsReach, size, false)) {
+    mapped = *alone;
+  } else {
+    return std::nullopt;
+  }
+  area.base = mapped + log_bytes;
+  return area;
+}
+
 bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
   if (threads_[tid].area_base != 0) return true;
-  const uint64_t log_bytes = kLogCapacity * decoder::kLogRecordSize;
+  // Mapped zero: every entry empty but entry 0 (decoder::empty_indirect_entry).
+  const uint64_t zero_entry = decoder::indirect_entry_offset(0);
   FreeArea area;
   if (!free_areas_.empty()) {
     // An ended thread's: its table entries lead into the cache as it was
@@ -180,34 +206,34 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
     free_areas_.pop_back();
     for (auto entry = area.table_entries.begin(); entry != area.table_entries.end();) {
       const uint64_t offset = *entry;
-      if (!write_area(control, area.shared.get(), area.base + offset, decoder::empty_indirect_entry(offset))) {
+      const std::vector<uint8_t> empty = decoder::empty_indirect_entry(offset);
+      if (!write_area(control, area.shared.get(), area.base + offset, empty) ||
+          (area.other.base != 0 && !write_area(control, area.other.shared.get(), area.other.base + offset, empty))) {
         free_areas_.push_back(std::move(area));  // the entries left are cleared at the next try
         return false;
       }
       entry = area.table_entries.erase(entry);
     }
   } else {
-    const uint64_t size = (log_bytes + decoder::kThreadAreaAboveBase + kPage - 1) / kPage * kPage;
-    // Shared, the log is drained in place; where the program cannot make
-    // a memfd (a seccomp filter, no /proc), read through the process layer.
-    uint64_t mapped = 0;
-    if (auto both = control.map_shared_program_memory(tid, kLogsNear, kLogsReach, size)) {
-      mapped = both->program_address();
-      area.shared = std::make_unique<process::SharedMapping>(std::move(*both));
-    } else if (auto alone = control.map_program_memory(tid, kLogsNear, kLogsReach, size, false)) {
-      mapped = *alone;
-    } else {
-      return false;
-    }
-    // Mapped zero: every entry empty but entry 0 (decoder::empty_indirect_entry).
-    const uint64_t zero_entry = decoder::indirect_entry_offset(0);
-    area.base = mapped + log_bytes;
+    std::optional<Area> mapped = map_area(control, tid, false);
+    if (!mapped) return false;
+    area.base = mapped->base;
+    area.shared = std::move(mapped->shared);
     if (!write_area(control, area.shared.get(), area.base + zero_entry, decoder::empty_indirect_entry(zero_entry))) {
       // Mapped in the program all the same: the next thread's, which
       // writes the entry again.
       area.table_entries.insert(zero_entry);
       free_areas_.push_back(std::move(area));
       return false;
+    }
+  }
+  // The second log, where its chunks can be encoded on a spare CPU while
+  // the program runs (else the first serves alone, as before).
+  if (area.shared && area.other.base == 0 && !ptrace_->packer_placement().cpus.empty()) {
+    if (std::optional<Area> other = map_area(control, tid, true);
+        other && write_area(control, other->shared.get(), other->base + zero_entry,
+                            decoder::empty_indirect_entry(zero_entry))) {
+      area.other = std::move(*other);
     }
   }
   // The mmap's waits may have seen the thread end (a SIGKILL meanwhile):
@@ -219,6 +245,7 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
   }
   th->area_base = area.base;
   th->shared = std::move(area.shared);
+  th->other = std::move(area.other);
   th->log_capacity = kLogCapacity;
   if (const Checkpoints* checkpoints = ptrace_->checkpoints(); checkpoints && ptrace_->all_enabled()) {
     th->log_capacity = std::clamp<uint64_t>(checkpoints->limits().every_branches, 1, kLogCapacity);
@@ -240,6 +267,12 @@ bool TranslatingTracer::write_area(TracedThreadControl& control, const process::
   if (at == nullptr) return false;
   std::memcpy(at, bytes.data(), bytes.size());
   return true;
+}
+
+bool TranslatingTracer::write_table(TracedThreadControl& control, const Thread& th, uint64_t offset,
+                                    const std::vector<uint8_t>& bytes) {
+  const bool first = write_area(control, th.shared.get(), th.area_base + offset, bytes);
+  return (th.other.base == 0 || write_area(control, th.other.shared.get(), th.other.base + offset, bytes)) && first;
 }
 
 void TranslatingTracer::apply_links(TracedThreadControl& control) {

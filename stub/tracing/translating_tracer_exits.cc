@@ -61,7 +61,7 @@ bool TranslatingTracer::read_slots(TracedThreadControl& control, const Thread& t
 }
 
 bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& th, const Slots& slots,
-                              uint64_t resume, bool* lost) {
+                              uint64_t resume, bool* lost, bool switch_log) {
   if (lost != nullptr) *lost = false;
   const int64_t log_bytes = -empty_cursor(th);
   const int64_t used = log_bytes + slots.cursor;
@@ -78,7 +78,20 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
     // straight (BlockTrace::append_stacked).
     uint8_t* log = th.shared->at(log_begin, static_cast<uint64_t>(used));
     if (log == nullptr) return lose_log(control, tid, th, resume, lost, "a log outside its area");
-    room = store_run(tid, th, std::span(reinterpret_cast<const decoder::StackedBranch*>(log), records));
+    const std::span run(reinterpret_cast<const decoder::StackedBranch*>(log), records);
+    if (switch_log && th.other.base != 0) {
+      // The other log's chunks, encoded meanwhile (mostly done by now),
+      // are the trace's own: the thread goes on there while this one's
+      // are encoded on the spare CPU. Writing each of a Lua run's logs
+      // took the program about as long as encoding it took btstub.
+      ptrace_->return_lent_memory(tid);
+      room = store_run(tid, th, run, th.shared);
+      std::swap(th.area_base, th.other.base);
+      std::swap(th.shared, th.other.shared);
+      ++th.switches;
+      return reset_cursor(control, tid, th) && room;
+    }
+    room = store_run(tid, th, run);
     return reset_cursor(control, tid, th) && room;
   }
   // In pieces that stay in the cache between the read and the store: one
@@ -98,8 +111,9 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
   return reset_cursor(control, tid, th) && room;
 }
 
-bool TranslatingTracer::store_run(pid_t tid, Thread& th, std::span<const decoder::StackedBranch> run) {
-  const std::size_t stored = ptrace_->store_lent_branches(tid, run);
+bool TranslatingTracer::store_run(pid_t tid, Thread& th, std::span<const decoder::StackedBranch> run,
+                                  const std::shared_ptr<const void>& lender) {
+  const std::size_t stored = ptrace_->store_lent_branches(tid, run, lender);
   // Only with a CPU of its own: beside the tracer it gains nothing.
   if (const std::vector<int>& spare = ptrace_->packer_placement().cpus; !spare.empty()) heap_prefaulter_.ahead(spare);
   stats_.branches += stored;
@@ -176,7 +190,7 @@ std::optional<TranslatingTracer::ExitTaken> TranslatingTracer::take_exit(TracedT
   // The thread stands at `target` now, the branch into it taken. A log
   // lost ends in a gap to `target`, which stands for that branch too.
   bool lost = false;
-  taken.room = drain(control, tid, th, slots, taken.target, &lost);
+  taken.room = drain(control, tid, th, slots, taken.target, &lost, true);
   if (taken.room && !lost && exit.kind == decoder::ExitKind::LogFull) {
     const uint64_t rsp = regs.get_u64(Amd64Reg::rsp) + static_cast<uint64_t>(static_cast<int64_t>(exit.rsp_adjust));
     taken.room = ptrace_->store_lent_branch(tid, exit.from, taken.target, {rsp, regs.get_u64(Amd64Reg::rbp)});
