@@ -185,7 +185,6 @@ void BlockTrace::collect_packed() {
   if (!inbox_) return;
   inbox_->take(collected_);
   for (PackResult& packed : collected_) {
-    // The chunk, unless its branches were dropped since.
     if (const auto borrowed = borrowed_.find(packed.first_sequence); borrowed != borrowed_.end()) {
       // The worker claimed the last chunk and encoded its own (or never
       // ran the job, as its packer went away: the rest is encoded here).
@@ -194,6 +193,7 @@ void BlockTrace::collect_packed() {
       borrowed_.erase(borrowed);
       continue;
     }
+    // The chunk, unless its branches were dropped since.
     const std::optional<std::size_t> index = chunk_starting_at(packed.first_sequence);
     if (!index) continue;
     if (packed.segment) put_packed(*index, packed);
@@ -433,9 +433,7 @@ void BlockTrace::seal_stacked(std::span<const StackedBranch> run) {
     chunks_.push_back(std::move(chunk));
     return;
   }
-  BranchChunkWriter writer(chunk.previous_to, with_stacks_);
-  writer.add(run);
-  chunk.bytes = writer.take();
+  chunk.bytes = encode_explicit(run, chunk.previous_to, with_stacks_);
   chunk_bytes_ += chunk.bytes.size();
   chunks_.push_back(std::move(chunk));
 }

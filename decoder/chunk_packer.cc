@@ -142,6 +142,12 @@ std::vector<uint8_t> encode_explicit(const RawChunk& raw, uint64_t previous_to, 
   return writer.take();
 }
 
+std::vector<uint8_t> encode_explicit(std::span<const StackedBranch> run, uint64_t previous_to, bool with_stacks) {
+  BranchChunkWriter writer(previous_to, with_stacks);
+  writer.add(run);
+  return writer.take();
+}
+
 PackResult unrun_pack_job(const PackJob& job) {
   PackResult result;
   result.first_sequence = job.first_sequence;
@@ -176,9 +182,7 @@ void encode_lent(LentRun& lent, bool release) {
     if (j >= lent.chunks()) return;
     const std::size_t at = j * lent.chunk;
     const std::span<const StackedBranch> chunk = lent.run.subspan(at, std::min(lent.chunk, lent.run.size() - at));
-    BranchChunkWriter writer(j == 0 ? lent.previous_to : lent.run[at - 1].branch.to, lent.with_stacks);
-    writer.add(chunk);
-    lent.bytes[j] = writer.take();
+    lent.bytes[j] = encode_explicit(chunk, j == 0 ? lent.previous_to : lent.run[at - 1].branch.to, lent.with_stacks);
     if (release) release_lines(chunk.data(), chunk.size_bytes());
     lent.done.fetch_add(1, std::memory_order_release);
   }

@@ -89,6 +89,8 @@ struct RawChunk {
 // branch). Whoever encodes a chunk (the trace or a packing worker) writes
 // the same bytes.
 std::vector<uint8_t> encode_explicit(const RawChunk& raw, uint64_t previous_to, bool with_stacks);
+// The same for branches stored with their stacks (a tracer's log).
+std::vector<uint8_t> encode_explicit(std::span<const StackedBranch> run, uint64_t previous_to, bool with_stacks);
 
 // Branches as a tracer's log holds them, lent to a trace
 // (BlockTrace::append_stacked with a lender) to be encoded explicitly in

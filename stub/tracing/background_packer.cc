@@ -88,7 +88,7 @@ void BackgroundPacker::work(const std::vector<int>& cpus, bool idle) {
   if (insns) packer.emplace(std::move(*insns));
   const bool takes_packs = idle || !idle_packs_;
   // Never at idle priority: the tracer waits for them at the program's
-  // next full log, and the program's CPU is idle only while it waits.
+  // next exit, and the program's CPU is idle only while it waits.
   const bool takes_lent = !idle;
   for (;;) {
     Queued next;

@@ -64,7 +64,7 @@ class BackgroundPacker final : public decoder::ChunkPacker {
   // Jobs that only encode (no code snapshot) go first: each takes 25-30
   // µs and frees a raw chunk's structs, where a PT check takes 1-2 ms.
   std::deque<Queued> encodes_;
-  // Jobs that encode a tracer's log where it lies (PackJob::stacked): only
+  // Jobs that encode a tracer's log where it lies (PackJob::lent): only
   // workers at normal priority take them.
   std::deque<Queued> lent_;
   std::deque<Queued> packs_;

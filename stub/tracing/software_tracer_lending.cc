@@ -63,16 +63,20 @@ std::size_t SoftwareTracer::store_lent_branches(pid_t tid, std::span<const decod
   // that chunk to be copied twice.
   constexpr std::size_t kChunk = decoder::BlockTrace::kChunkBranches;
   constexpr std::size_t kSliceChunks = 4;
-  // Lent, in one: its whole chunks go to the packer as one job.
-  std::size_t stored = lender ? t->trace->append_stacked(branches, lender) : 0;
-  while (stored < branches.size() && !lender) {
-    const std::size_t open = t->trace->open_branches();
-    const std::size_t length = open <= kChunk ? kSliceChunks * kChunk - open + 1 : kSliceChunks * kChunk;
-    const std::span<const decoder::StackedBranch> slice =
-        branches.subspan(stored, std::min(length, branches.size() - stored));
-    const std::size_t done = t->trace->append_stacked(slice);
-    stored += done;
-    if (done < slice.size()) break;
+  std::size_t stored = 0;
+  if (lender) {
+    // In one: its whole chunks go to the packer as one job.
+    stored = t->trace->append_stacked(branches, lender);
+  } else {
+    while (stored < branches.size()) {
+      const std::size_t open = t->trace->open_branches();
+      const std::size_t length = open <= kChunk ? kSliceChunks * kChunk - open + 1 : kSliceChunks * kChunk;
+      const std::span<const decoder::StackedBranch> slice =
+          branches.subspan(stored, std::min(length, branches.size() - stored));
+      const std::size_t done = t->trace->append_stacked(slice);
+      stored += done;
+      if (done < slice.size()) break;
+    }
   }
   stats_.branches += stored;
   if (stored < branches.size()) {  // full under the stop policy: as store() does

@@ -50,18 +50,27 @@ std::vector<Branch> fill(BlockTrace& trace, std::size_t n, bool stacks, std::siz
   return all;
 }
 
+// fill's branches with stack_for's snapshots as one log of the
+// translating tracer: `n` records, owned by what a trace may be lent.
+std::shared_ptr<std::vector<decoder::StackedBranch>> log_of(std::size_t n) {
+  auto log = std::make_shared<std::vector<decoder::StackedBranch>>();
+  const std::vector<Branch> p = pass();
+  for (std::size_t i = 0; i < n; ++i) log->push_back({p[i % p.size()], stack_for(i)});
+  return log;
+}
+
+std::vector<Branch> branches_of(const std::vector<decoder::StackedBranch>& log) {
+  std::vector<Branch> out;
+  for (const decoder::StackedBranch& b : log) out.push_back(b.branch);
+  return out;
+}
+
 // fill's branches, with stacks, stored as one run (the translating
 // tracer's drains).
 std::vector<Branch> fill_run(BlockTrace& trace, std::size_t n) {
-  std::vector<Branch> all;
-  std::vector<decoder::StackedBranch> run;
-  const std::vector<Branch> p = pass();
-  for (std::size_t i = 0; i < n; ++i) {
-    all.push_back(p[i % p.size()]);
-    run.push_back({all.back(), stack_for(i)});
-  }
-  REQUIRE(trace.append_stacked(run) == n);
-  return all;
+  const auto log = log_of(n);
+  REQUIRE(trace.append_stacked(*log) == n);
+  return branches_of(*log);
 }
 
 // The trace reads `all` (and stack_for's snapshots) from its first branch.
@@ -643,24 +652,6 @@ TEST_CASE("chunk packer: a chunk's code surely too wide for a snapshot, told wit
   CHECK_FALSE(decoder::exceeds_snapshot_pages(P, std::vector<Branch>{}, 32));
 }
 
-namespace {
-
-// fill_run's branches as one log of the translating tracer: `n` records,
-// owned by what the trace is lent.
-std::shared_ptr<std::vector<decoder::StackedBranch>> log_of(std::size_t n) {
-  auto log = std::make_shared<std::vector<decoder::StackedBranch>>();
-  const std::vector<Branch> p = pass();
-  for (std::size_t i = 0; i < n; ++i) log->push_back({p[i % p.size()], stack_for(i)});
-  return log;
-}
-
-std::vector<Branch> branches_of(const std::vector<decoder::StackedBranch>& log) {
-  std::vector<Branch> out;
-  for (const decoder::StackedBranch& b : log) out.push_back(b.branch);
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("chunk packer: a lent run's whole chunks go as one job, read from the run until returned") {
   const std::size_t n = 5 * BlockTrace::kChunkBranches + 7;
