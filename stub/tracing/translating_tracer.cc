@@ -58,7 +58,7 @@ std::string TranslatingTracer::activity() const {
                     " targets read from jmp/call slots entered.\n";
   for (const auto& [tid, th] : threads_) {
     out += "  thread " + std::to_string(tid) + ": " + std::to_string(th.logged) + " branches logged by translated code" +
-           (th.area_base == 0 ? "" : th.shared ? " (log shared with btstub)" : " (log read from the program)") +
+           (th.area.base == 0 ? "" : th.area.shared ? " (log shared with btstub)" : " (log read from the program)") +
            (th.other.base == 0 ? ""
                                : "; two logs, switched " + std::to_string(th.switches) + " times") +
            "\n";
@@ -176,9 +176,8 @@ void TranslatingTracer::on_thread_exited(pid_t tid) {
   // Its area serves the next new thread. (A thread killed in the cache, by
   // another's exit_group or a SIGKILL, takes the branches its log held
   // since its last stop with it.)
-  if (Thread* th = thread(tid); th != nullptr && th->area_base != 0) {
-    free_areas_.push_back(
-        FreeArea{th->area_base, std::move(th->table_entries), std::move(th->shared), std::move(th->other)});
+  if (Thread* th = thread(tid); th != nullptr && th->area.base != 0) {
+    free_areas_.push_back(FreeArea{std::move(th->area), std::move(th->other), std::move(th->table_entries)});
   }
   threads_.erase(tid);
   // The program's last thread: its memory is gone, and with it what the

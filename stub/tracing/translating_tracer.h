@@ -186,7 +186,9 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   };
   struct Thread {
     bool in_cache = false;
-    uint64_t area_base = 0;      // gs base in the cache (0: no area mapped yet)
+    // The area it logs into: its gs base in the cache (base 0: no area
+    // mapped yet).
+    Area area;
     uint64_t log_capacity = 0;   // records its log holds (<= kLogCapacity)
     // Records the log takes since its last reset: its capacity, or less
     // where the trace has less room left under --trace-full=stop (the next
@@ -198,8 +200,6 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     std::set<uint64_t> table_entries;  // offsets of the indirect-table entries filled
     int repair_steps = 0;        // steps taken towards a clean point
     uint64_t logged = 0;         // branches its translated code logged
-    // btstub's view of the area when it is shared (as Area::shared).
-    std::shared_ptr<process::SharedMapping> shared;
     // A second area, its table kept the same as the first's, when both are
     // shared and a CPU is spare: an exit switches the thread to the other
     // area (its gs base), and the log it filled is encoded on the spare
@@ -324,9 +324,9 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // shared, else through the process layer.
   static bool write_area(TracedThreadControl& control, const process::SharedMapping* shared, uint64_t address,
                          const std::vector<uint8_t>& bytes);
-  // Writes an indirect-table entry at `offset` into both of a thread's
-  // areas (the second's when there is one).
-  static bool write_table(TracedThreadControl& control, const Thread& th, uint64_t offset,
+  // Writes an indirect-table entry at `offset` into a thread's area and
+  // its other (when it has one). False when either write failed.
+  static bool write_table(TracedThreadControl& control, const Area& area, const Area& other, uint64_t offset,
                           const std::vector<uint8_t>& bytes);
   // Maps a new area for `tid`, its table empty; nullopt when it cannot.
   // `shared_only`: none unless btstub shares it.
@@ -379,10 +379,9 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // clear first): a program starting threads over and over maps no more
   // areas than it ever had threads at once.
   struct FreeArea {
-    uint64_t base = 0;
-    std::set<uint64_t> table_entries;
-    std::shared_ptr<process::SharedMapping> shared;
+    Area area;
     Area other;
+    std::set<uint64_t> table_entries;
   };
   std::vector<FreeArea> free_areas_;
   Stats stats_;

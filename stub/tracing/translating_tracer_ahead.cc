@@ -157,7 +157,7 @@ void TranslatingTracer::translate_ahead(TracedThreadControl& control, Thread* th
   // The calls' return sites and the slots' targets in the thread's
   // indirect table: its returns and jumps there go straight on instead of
   // exiting once each.
-  if (th == nullptr || th->area_base == 0) return;
+  if (th == nullptr || th->area.base == 0) return;
   auto enter = [&](uint64_t original, uint64_t& counter) {
     const decoder::Translation* to = original != 0 ? cache_.find(original) : nullptr;
     if (to == nullptr || th->table_entries.count(decoder::indirect_entry_offset(original)) != 0) return;

@@ -96,7 +96,7 @@ void TranslatingTracer::flush(TracedThreadControl& control) {
   pending_links_.clear();
   for (auto& [tid, th] : threads_) {
     for (uint64_t offset : th.table_entries) {
-      (void)write_table(control, th, offset, decoder::empty_indirect_entry(offset));
+      (void)write_table(control, th.area, th.other, offset, decoder::empty_indirect_entry(offset));
     }
     th.table_entries.clear();
   }
@@ -111,7 +111,7 @@ void TranslatingTracer::enter_indirect(TracedThreadControl& control, Thread& th,
   entry.insert(entry.end(), to.begin(), to.end());
   // Noted even where a write failed: one area may hold it (the next
   // flush clears both).
-  (void)write_table(control, th, offset, entry);
+  (void)write_table(control, th.area, th.other, offset, entry);
   th.table_entries.insert(offset);
 }
 
@@ -195,57 +195,54 @@ std::optional<TranslatingTracer::Area> TranslatingTracer::map_area(TracedThreadC
 }
 
 bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
-  if (threads_[tid].area_base != 0) return true;
+  if (threads_[tid].area.base != 0) return true;
   // Mapped zero: every entry empty but entry 0 (decoder::empty_indirect_entry).
   const uint64_t zero_entry = decoder::indirect_entry_offset(0);
-  FreeArea area;
+  FreeArea free;
   if (!free_areas_.empty()) {
     // An ended thread's: its table entries lead into the cache as it was
     // then, and are not this thread's.
-    area = std::move(free_areas_.back());
+    free = std::move(free_areas_.back());
     free_areas_.pop_back();
-    for (auto entry = area.table_entries.begin(); entry != area.table_entries.end();) {
+    for (auto entry = free.table_entries.begin(); entry != free.table_entries.end();) {
       const uint64_t offset = *entry;
-      const std::vector<uint8_t> empty = decoder::empty_indirect_entry(offset);
-      if (!write_area(control, area.shared.get(), area.base + offset, empty) ||
-          (area.other.base != 0 && !write_area(control, area.other.shared.get(), area.other.base + offset, empty))) {
-        free_areas_.push_back(std::move(area));  // the entries left are cleared at the next try
+      if (!write_table(control, free.area, free.other, offset, decoder::empty_indirect_entry(offset))) {
+        free_areas_.push_back(std::move(free));  // the entries left are cleared at the next try
         return false;
       }
-      entry = area.table_entries.erase(entry);
+      entry = free.table_entries.erase(entry);
     }
   } else {
     std::optional<Area> mapped = map_area(control, tid, false);
     if (!mapped) return false;
-    area.base = mapped->base;
-    area.shared = std::move(mapped->shared);
-    if (!write_area(control, area.shared.get(), area.base + zero_entry, decoder::empty_indirect_entry(zero_entry))) {
+    free.area = std::move(*mapped);
+    if (!write_area(control, free.area.shared.get(), free.area.base + zero_entry,
+                    decoder::empty_indirect_entry(zero_entry))) {
       // Mapped in the program all the same: the next thread's, which
       // writes the entry again.
-      area.table_entries.insert(zero_entry);
-      free_areas_.push_back(std::move(area));
+      free.table_entries.insert(zero_entry);
+      free_areas_.push_back(std::move(free));
       return false;
     }
   }
   // The second log, where its chunks can be encoded on a spare CPU while
   // the program runs (else the first serves alone, as before).
-  if (area.shared && area.other.base == 0 && !ptrace_->packer_placement().cpus.empty()) {
+  if (free.area.shared && free.other.base == 0 && !ptrace_->packer_placement().cpus.empty()) {
     if (std::optional<Area> other = map_area(control, tid, true);
         other && write_area(control, other->shared.get(), other->base + zero_entry,
                             decoder::empty_indirect_entry(zero_entry))) {
-      area.other = std::move(*other);
+      free.other = std::move(*other);
     }
   }
   // The mmap's waits may have seen the thread end (a SIGKILL meanwhile):
   // the area, mapped in the program, serves the next thread.
   Thread* th = thread(tid);
   if (th == nullptr) {
-    free_areas_.push_back(std::move(area));
+    free_areas_.push_back(std::move(free));
     return false;
   }
-  th->area_base = area.base;
-  th->shared = std::move(area.shared);
-  th->other = std::move(area.other);
+  th->area = std::move(free.area);
+  th->other = std::move(free.other);
   th->log_capacity = kLogCapacity;
   if (const Checkpoints* checkpoints = ptrace_->checkpoints(); checkpoints && ptrace_->all_enabled()) {
     th->log_capacity = std::clamp<uint64_t>(checkpoints->limits().every_branches, 1, kLogCapacity);
@@ -256,7 +253,7 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
 bool TranslatingTracer::reset_cursor(TracedThreadControl& control, pid_t tid, Thread& th) {
   th.log_fill = th.log_capacity;
   if (const auto room = ptrace_->room_for_lent(tid)) th.log_fill = std::min<uint64_t>(th.log_fill, *room);
-  return write_area(control, th.shared.get(), th.area_base + decoder::kSlotLogCursor,
+  return write_area(control, th.area.shared.get(), th.area.base + decoder::kSlotLogCursor,
                     le64(static_cast<uint64_t>(empty_cursor(th))));
 }
 
@@ -269,10 +266,10 @@ bool TranslatingTracer::write_area(TracedThreadControl& control, const process::
   return true;
 }
 
-bool TranslatingTracer::write_table(TracedThreadControl& control, const Thread& th, uint64_t offset,
-                                    const std::vector<uint8_t>& bytes) {
-  const bool first = write_area(control, th.shared.get(), th.area_base + offset, bytes);
-  return (th.other.base == 0 || write_area(control, th.other.shared.get(), th.other.base + offset, bytes)) && first;
+bool TranslatingTracer::write_table(TracedThreadControl& control, const Area& area, const Area& other,
+                                    uint64_t offset, const std::vector<uint8_t>& bytes) {
+  const bool first = write_area(control, area.shared.get(), area.base + offset, bytes);
+  return (other.base == 0 || write_area(control, other.shared.get(), other.base + offset, bytes)) && first;
 }
 
 void TranslatingTracer::apply_links(TracedThreadControl& control) {
@@ -311,7 +308,7 @@ bool TranslatingTracer::enter(TracedThreadControl& control, pid_t tid, uint64_t 
   th.program_gs = regs->get_u64(Amd64Reg::gs_base);
   protocol::RegisterFile in;
   in.set_u64(Amd64Reg::rip, t->cache_address);
-  in.set_u64(Amd64Reg::gs_base, th.area_base);
+  in.set_u64(Amd64Reg::gs_base, th.area.base);
   if (!control.write_registers(tid, in)) {
     (void)ptrace_->take_back(control, tid);  // re-arms its trace stop
     return false;

@@ -43,12 +43,12 @@ uint64_t u64_at(std::span<const uint8_t> bytes, std::size_t at) {
 bool TranslatingTracer::read_slots(TracedThreadControl& control, const Thread& th, Slots& out) {
   std::span<const uint8_t> bytes;
   std::optional<std::vector<uint8_t>> read;
-  if (th.shared) {
-    const uint8_t* slots = th.shared->at(th.area_base, kSlotsRead);
+  if (th.area.shared) {
+    const uint8_t* slots = th.area.shared->at(th.area.base, kSlotsRead);
     if (slots == nullptr) return false;
     bytes = std::span(slots, kSlotsRead);
   } else {
-    auto got = control.read_memory(th.area_base, kSlotsRead);
+    auto got = control.read_memory(th.area.base, kSlotsRead);
     if (!got || got->size() < kSlotsRead) return false;
     read = std::move(*got);
     bytes = *read;
@@ -71,12 +71,12 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
     return lose_log(control, tid, th, resume, lost, why);
   }
   bool room = true;
-  const uint64_t log_begin = th.area_base - static_cast<uint64_t>(log_bytes);
+  const uint64_t log_begin = th.area.base - static_cast<uint64_t>(log_bytes);
   const std::size_t records = static_cast<std::size_t>(used) / decoder::kLogRecordSize;
-  if (th.shared) {
+  if (th.area.shared) {
     // In place, in one run: every full chunk of it goes to the trace
     // straight (BlockTrace::append_stacked).
-    uint8_t* log = th.shared->at(log_begin, static_cast<uint64_t>(used));
+    uint8_t* log = th.area.shared->at(log_begin, static_cast<uint64_t>(used));
     if (log == nullptr) return lose_log(control, tid, th, resume, lost, "a log outside its area");
     const std::span run(reinterpret_cast<const decoder::StackedBranch*>(log), records);
     if (switch_log && th.other.base != 0) {
@@ -85,9 +85,8 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
       // are encoded on the spare CPU. Writing each of a Lua run's logs
       // took the program about as long as encoding it took btstub.
       ptrace_->return_lent_memory(tid);
-      room = store_run(tid, th, run, th.shared);
-      std::swap(th.area_base, th.other.base);
-      std::swap(th.shared, th.other.shared);
+      room = store_run(tid, th, run, th.area.shared);
+      std::swap(th.area, th.other);
       ++th.switches;
       return reset_cursor(control, tid, th) && room;
     }
@@ -245,7 +244,7 @@ TraceVerdict TranslatingTracer::at_exit(TracedThreadControl& control, Thread& th
     enter_indirect(control, th, target, *next);  // an indirect transfer's
   }
   protocol::RegisterFile out;
-  uint64_t area_base = th.area_base;
+  uint64_t area_base = th.area.base;
   if (ptrace_->checkpoint_wanted(tid)) {
     // The copy must stand where the original code does.
     out.set_u64(Amd64Reg::rip, target);
@@ -255,7 +254,7 @@ TraceVerdict TranslatingTracer::at_exit(TracedThreadControl& control, Thread& th
     // then `th` is gone, and its end is what the process layer reports.
     const Thread* still = thread(tid);
     if (still == nullptr) return TraceVerdict::Report;
-    area_base = still->area_base;
+    area_base = still->area.base;
   }
   out.set_u64(Amd64Reg::rip, next->cache_address);
   out.set_u64(Amd64Reg::gs_base, area_base);
