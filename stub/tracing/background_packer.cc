@@ -68,17 +68,12 @@ void run_on(const std::vector<int>& cpus) {
   (void)sched_setaffinity(0, sizeof set, &set);  // else it stays where it was started
 }
 
-namespace {
-
-// Runs the calling thread only when its CPU has nothing else to run.
 void run_when_idle() {
   sched_param none{};
   if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) != 0) {
     (void)setpriority(PRIO_PROCESS, 0, 19);  // the next best: the lowest nice value's weight
   }
 }
-
-}  // namespace
 
 void BackgroundPacker::work(const std::vector<int>& cpus, bool idle) {
   run_on(cpus);

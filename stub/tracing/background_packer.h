@@ -25,6 +25,9 @@ namespace stub::tracing {
 // Binds the calling thread to `cpus` (empty: leaves it where it may run):
 // the packing workers, and the heap prefaulter's thread.
 void run_on(const std::vector<int>& cpus);
+// Makes the calling thread run only when its CPU has nothing else to run
+// (SCHED_IDLE, else the lowest nice value).
+void run_when_idle();
 
 // Where the workers run.
 struct PackerPlacement {
