@@ -102,9 +102,11 @@ def check_all_cpus(c, allowed):
     # do and ended.
     c.equal("btstub has one heap-prefaulting thread (none under the sanitizers)", len(heap),
             0 if sanitized() else 1, ctx)
-    for _, _, tid, cpus, _, _ in heap:
+    for _, _, tid, cpus, policy, _ in heap:
         c.equal("the heap-prefaulting thread (%d) runs on every allowed CPU but btstub's" % tid,
                 sorted(cpus), sorted(allowed - pinned), ctx)
+        # Behind the workers it shares those CPUs with (heap_prefault.cc).
+        c.equal("the heap-prefaulting thread (%d) is at idle priority" % tid, policy, SCHED_IDLE, ctx)
 
 
 def check_one_cpu(c, cpu):
