@@ -272,7 +272,7 @@ void BlockTrace::settle_lent(LentRun& lent) {
   // What the worker has not claimed yet is encoded here, rather than
   // waited for: then only the chunks it is encoding are waited for (at
   // most a chunk's time, some 20 µs).
-  encode_lent(lent, false);
+  encode_lent(lent);
   while (lent.done.load(std::memory_order_acquire) < lent.chunks()) std::this_thread::yield();
 }
 

@@ -40,6 +40,15 @@
 // logs (call, callee) and pushes the ORIGINAL return address; a ret logs
 // (ret, return address).
 //
+// Log stores. A record's fields are written with movnti (non-temporal):
+// the log is mostly read on another core (a lent log), and plain stores
+// first fetched each line back from there or from memory (recording Lua,
+// the continue took 1.27x as long). They are weakly ordered, even against
+// the cursor's plain store: the log is read only while the thread is
+// stopped, and every way to a stop (a trap, a signal, preemption) enters
+// the kernel, whose locked instructions drain them first. A thread reads
+// its own non-temporal stores back as any other.
+//
 // Exits. Every way out of a translation is an int3, reached with every
 // register and flag as the program had them, and with the original target
 // in the exit-target slot. The trap pc (just past the int3) names the exit

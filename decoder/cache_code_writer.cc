@@ -46,9 +46,9 @@ void CacheCodeWriter::movabs(unsigned reg, uint64_t value) {
 void CacheCodeWriter::store_at_rcx(unsigned reg, int8_t disp) {
   const uint8_t r = static_cast<uint8_t>((reg & 7) << 3);
   if (disp == 0) {
-    bytes({kGs, kRexW, 0x89, static_cast<uint8_t>(0x01 | r)});
+    bytes({kGs, kRexW, 0x0f, 0xc3, static_cast<uint8_t>(0x01 | r)});
   } else {
-    bytes({kGs, kRexW, 0x89, static_cast<uint8_t>(0x41 | r), static_cast<uint8_t>(disp)});
+    bytes({kGs, kRexW, 0x0f, 0xc3, static_cast<uint8_t>(0x41 | r), static_cast<uint8_t>(disp)});
   }
 }
 

@@ -35,8 +35,11 @@ class CacheCodeWriter {
   // movabs $value, %reg for any general register (0 = rax ... 15 = r15).
   void movabs(unsigned reg, uint64_t value);
   void movabs(Scratch reg, uint64_t value) { movabs(static_cast<unsigned>(reg), value); }
-  // mov %reg, %gs:disp(%rcx): a field of the record the cursor points at
-  // (reg: 0 = rax ... 7 = rdi).
+  // movnti %reg, %gs:disp(%rcx): a field of the record the cursor points
+  // at (reg: 0 = rax ... 7 = rdi). Non-temporal: a log is read on
+  // another core (a lent log, block_translator.h "Log stores"), and a
+  // plain mov first took each line back from that core's caches or from
+  // memory; these write whole lines without reading them.
   void store_at_rcx(unsigned reg, int8_t disp);
   void store_rax_at_rcx(int8_t disp) { store_at_rcx(0, disp); }
   // lea disp(%rsp), %rax: rsp as it was before the branch moved it.

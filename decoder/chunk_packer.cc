@@ -1,6 +1,5 @@
 #include "decoder/chunk_packer.h"
 
-#include <cpuid.h>
 
 #include <algorithm>
 #include <utility>
@@ -155,35 +154,13 @@ PackResult unrun_pack_job(const PackJob& job) {
   return result;
 }
 
-namespace {
-// Written back and out of every cache, where the CPU has clflushopt: the
-// program rewrites these lines from another core later, and took each
-// back from this one's caches (recording Lua, the program's own time
-// doubled without this; flushed, it was as with no worker).
-[[gnu::target("clflushopt")]] void flush_lines(const void* at, std::size_t bytes) {
-  const auto* p = static_cast<const uint8_t*>(at);
-  for (std::size_t i = 0; i < bytes; i += 64) __builtin_ia32_clflushopt(p + i);
-}
-
-bool has_clflushopt() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (ebx & (1u << 23)) != 0;
-}
-
-void release_lines(const void* at, std::size_t bytes) {
-  static const bool can = has_clflushopt();
-  if (can) flush_lines(at, bytes);
-}
-}  // namespace
-
-void encode_lent(LentRun& lent, bool release) {
+void encode_lent(LentRun& lent) {
   for (;;) {
     const std::size_t j = lent.next.fetch_add(1, std::memory_order_relaxed);
     if (j >= lent.chunks()) return;
     const std::size_t at = j * lent.chunk;
     const std::span<const StackedBranch> chunk = lent.run.subspan(at, std::min(lent.chunk, lent.run.size() - at));
     lent.bytes[j] = encode_explicit(chunk, j == 0 ? lent.previous_to : lent.run[at - 1].branch.to, lent.with_stacks);
-    if (release) release_lines(chunk.data(), chunk.size_bytes());
     lent.done.fetch_add(1, std::memory_order_release);
   }
 }
@@ -191,7 +168,7 @@ void encode_lent(LentRun& lent, bool release) {
 PackResult run_pack_job(const PackJob& job, SegmentPacker& packer) {
   PackResult result = unrun_pack_job(job);
   if (job.lent) {
-    encode_lent(*job.lent, true);
+    encode_lent(*job.lent);
     return result;
   }
   if (!job.raw) return result;

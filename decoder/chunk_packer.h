@@ -109,9 +109,7 @@ struct LentRun {
   std::size_t chunks() const { return bytes.size(); }
 };
 // Claims chunks of `lent` and encodes them until none is left.
-// `release`: each chunk's lines of the run leave this core's caches once
-// read (a worker on another core than the program, which rewrites them).
-void encode_lent(LentRun& lent, bool release);
+void encode_lent(LentRun& lent);
 
 struct PackJob {
   uint64_t first_sequence = 0;

@@ -712,8 +712,8 @@ TEST_CASE("chunk packer: a lent run is encoded once, whoever claims each chunk, 
   lent.with_stacks = true;
   lent.bytes.resize((log->size() + chunk - 1) / chunk);
   // Two claimers at once: every chunk once, none twice.
-  std::thread worker([&] { decoder::encode_lent(lent, true); });
-  decoder::encode_lent(lent, false);
+  std::thread worker([&] { decoder::encode_lent(lent); });
+  decoder::encode_lent(lent);
   worker.join();
   REQUIRE(lent.done.load() == lent.chunks());
   uint64_t previous_to = B;
@@ -725,6 +725,6 @@ TEST_CASE("chunk packer: a lent run is encoded once, whoever claims each chunk, 
     previous_to = part.back().branch.to;
   }
   // Nothing left to claim: a late claimer encodes nothing.
-  decoder::encode_lent(lent, false);
+  decoder::encode_lent(lent);
   CHECK(lent.done.load() == lent.chunks());
 }
