@@ -1,6 +1,5 @@
 #include "decoder/chunk_packer.h"
 
-
 #include <algorithm>
 #include <utility>
 

@@ -8,12 +8,11 @@ namespace stub::server {
 namespace {
 
 constexpr std::string_view kTunables = "GLIBC_TUNABLES=";
-// Huge pages, and each new heap of the packing worker's arena made whole
-// at once (its 64 MiB, advised as huge pages) rather than grown a few
-// pages at a time, where only the first stretch is advised: top_pad is
-// what glibc adds to every thread heap it makes and to each growth of the
-// main arena, and keeps when it trims (so up to 32 MiB an arena stays
-// mapped after a recording ends).
+// Huge pages, and the heap grown 32 MiB at a time rather than a few pages
+// at a time, where only the first stretch is advised: top_pad is what
+// glibc adds to each growth of the main arena (the only one: main.cc) and
+// keeps when it trims (so up to 32 MiB stays mapped after a recording
+// ends).
 constexpr std::string_view kSettings = "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=33554432";
 // What GLIBC_TUNABLES was when btstub was given its environment.
 constexpr std::string_view kMarker = "BTSTUB_GIVEN_GLIBC_TUNABLES=";

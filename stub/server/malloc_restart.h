@@ -7,7 +7,8 @@
 // third of its time in glibc's heap growth and the faults under it, and the
 // thread that serves the client took over the chunks it fell behind on.
 // Transparent huge pages (glibc.malloc.hugetlb=1, with a top_pad that
-// makes the worker's heaps whole at once) fault 2 MiB at a time: btstub's
+// grows the heap 32 MiB at a time; every thread allocates from the main
+// arena, main.cc) fault 2 MiB at a time: btstub's
 // CPU time recording Lua went down by a fifth (docs/performance.md). glibc
 // takes these settings only from GLIBC_TUNABLES when a process starts,
 // and the system's THP mode is usually `madvise`, so
