@@ -652,7 +652,6 @@ TEST_CASE("chunk packer: a chunk's code surely too wide for a snapshot, told wit
   CHECK_FALSE(decoder::exceeds_snapshot_pages(P, std::vector<Branch>{}, 32));
 }
 
-
 TEST_CASE("chunk packer: a lent run's whole chunks go as one job, read from the run until returned") {
   const std::size_t n = 5 * BlockTrace::kChunkBranches + 7;
   Code code;
