@@ -26,11 +26,19 @@ using Wide = unsigned __int128;
 constexpr std::size_t kMaxVarintBytes = 10;
 // A branch's head, target difference, rsp head and rbp difference.
 constexpr std::size_t kMaxBranchBytes = 4 * kMaxVarintBytes;
+// Room past the last varint that write_varint64's word store may write.
+constexpr std::size_t kVarintSlack = 8;
 // Room a writer starts with: a chunk of 1,024 branches of a program's
 // loops takes 1-4 KiB.
 constexpr std::size_t kInitialBytes = 4096;
 
+// Writes 8 bytes at `out` whatever the value's length (a writer keeps
+// kVarintSlack bytes of room past its last varint).
 [[gnu::always_inline]] inline uint8_t* write_varint64(uint8_t* out, uint64_t value) {
+  if (value < 0x80) {  // most heads: one byte
+    *out = static_cast<uint8_t>(value);
+    return out + 1;
+  }
   while (value >= 0x80) {
     *out++ = static_cast<uint8_t>(value) | 0x80;
     value >>= 7;
@@ -85,7 +93,12 @@ bool get_u64(const std::vector<uint8_t>& in, std::size_t& pos, uint64_t& value) 
 // A snapshot's difference from the one before: rsp's, and rbp's if it changed.
 [[gnu::always_inline]] inline uint8_t* write_stack_delta(uint8_t* out, const StackSnapshot& stack, const StackSnapshot& previous) {
   const bool rbp_changed = stack.rbp != previous.rbp;
-  out = write_varint(out, static_cast<Wide>(zigzag(stack.rsp - previous.rsp)) << 1 | Wide{rbp_changed});
+  const uint64_t rsp_z = zigzag(stack.rsp - previous.rsp);
+  if (rsp_z < (uint64_t{1} << 63)) [[likely]] {
+    out = write_varint64(out, rsp_z << 1 | uint64_t{rbp_changed});
+  } else {
+    out = write_varint(out, static_cast<Wide>(rsp_z) << 1 | Wide{rbp_changed});
+  }
   if (rbp_changed) out = write_varint64(out, zigzag(stack.rbp - previous.rbp));
   return out;
 }
@@ -134,8 +147,10 @@ struct WriterState {
   const bool stack_same = !with_stacks || stack == state.previous_stack;
   const uint64_t length = branch.from - state.previous_to;
   uint8_t* end = state.out;
-  if (to_predicted && stack_same && length < 32) {
-    *end++ = static_cast<uint8_t>(length << 2 | 3);  // a hot loop's branch: the head alone, one byte
+  // The 64-bit path unless the head is wider (only across a gap): 128-bit
+  // values in the common path spilled to the stack.
+  if (length < (uint64_t{1} << 62)) [[likely]] {
+    end = write_varint64(end, length << 2 | uint64_t{to_predicted} << 1 | uint64_t{stack_same});
   } else {
     end = write_varint(end, static_cast<Wide>(length) << 2 | Wide{to_predicted} << 1 | Wide{stack_same});
   }
@@ -159,7 +174,7 @@ void BranchChunkWriter::add(std::span<const Branch> branches, std::span<const St
   // Written in place past size_, into room made for the whole run (left
   // unzeroed: every byte up to size_ is written before it is read): a
   // push_back per byte was a sixth of the tracer's own time recording.
-  const std::size_t need = size_ + branches.size() * kMaxBranchBytes;
+  const std::size_t need = size_ + branches.size() * kMaxBranchBytes + kVarintSlack;
   if (capacity_ < need) grow(need);
   assert(!with_stacks_ || stacks.size() >= branches.size());
   WriterState state{bytes_.get() + size_, predictor_.data(), previous_to_, previous_stack_};
@@ -174,7 +189,7 @@ void BranchChunkWriter::add(std::span<const Branch> branches, std::span<const St
 }
 
 void BranchChunkWriter::add(std::span<const StackedBranch> branches) {
-  const std::size_t need = size_ + branches.size() * kMaxBranchBytes;
+  const std::size_t need = size_ + branches.size() * kMaxBranchBytes + kVarintSlack;
   if (capacity_ < need) grow(need);
   WriterState state{bytes_.get() + size_, predictor_.data(), previous_to_, previous_stack_};
   if (with_stacks_) {
