@@ -132,7 +132,7 @@ namespace {
 // compiler would then load again after every byte.
 struct WriterState {
   uint8_t* out;
-  Branch* predictor;
+  BranchChunkWriter::Prediction* predictor;
   uint64_t previous_to;
   StackSnapshot previous_stack;
 };
@@ -140,27 +140,31 @@ struct WriterState {
 // Writes one branch at state.out (room for kMaxBranchBytes there).
 [[gnu::always_inline]] inline void write_branch(WriterState& state, bool with_stacks, const Branch& branch,
                                                 const StackSnapshot& stack) {
-  Branch& predicted = state.predictor[predictor_slot(branch.from)];
+  BranchChunkWriter::Prediction& predicted = state.predictor[predictor_slot(branch.from)];
   // Both halves compared, then one jump: jumping on `from` first was a
   // second jump to mispredict, a quarter of the encoding's time.
-  const bool to_predicted = (predicted.from == branch.from) & (predicted.to == branch.to);
-  const bool stack_same = !with_stacks || stack == state.previous_stack;
+  const bool seen = predicted.from == branch.from;
+  const bool to_predicted = seen & (predicted.to == branch.to);
+  // Without stacks every snapshot is {0, 0}: no move, always predicted.
+  // The entry's move is used whether or not it was `from`'s (no jump on
+  // `seen`): the decoder does the same.
+  const uint64_t rsp_moved = stack.rsp - state.previous_stack.rsp;
+  const uint64_t rbp_moved = stack.rbp - state.previous_stack.rbp;
+  const bool stack_predicted = (rsp_moved == predicted.rsp_moved) & (rbp_moved == predicted.rbp_moved);
   const uint64_t length = branch.from - state.previous_to;
   uint8_t* end = state.out;
   // The 64-bit path unless the head is wider (only across a gap): 128-bit
   // values in the common path spilled to the stack.
   if (length < (uint64_t{1} << 62)) [[likely]] {
-    end = write_varint64(end, length << 2 | uint64_t{to_predicted} << 1 | uint64_t{stack_same});
+    end = write_varint64(end, length << 2 | uint64_t{to_predicted} << 1 | uint64_t{stack_predicted});
   } else {
-    end = write_varint(end, static_cast<Wide>(length) << 2 | Wide{to_predicted} << 1 | Wide{stack_same});
+    end = write_varint(end, static_cast<Wide>(length) << 2 | Wide{to_predicted} << 1 | Wide{stack_predicted});
   }
   if (!to_predicted) end = write_varint64(end, zigzag(branch.to - branch.from));
-  if (!stack_same) {
-    end = write_stack_delta(end, stack, state.previous_stack);
-    state.previous_stack = stack;
-  }
+  if (!stack_predicted) end = write_stack_delta(end, stack, state.previous_stack);
+  if (with_stacks) state.previous_stack = stack;
   state.out = end;
-  predicted = branch;
+  predicted = {branch.from, branch.to, rsp_moved, rbp_moved};
   state.previous_to = branch.to;
 }
 
@@ -248,7 +252,7 @@ bool decode_branch_chunk(const std::vector<uint8_t>& bytes, uint64_t previous_to
   stacks.clear();
   branches.reserve(count);
   if (with_stacks) stacks.reserve(count);
-  std::array<Branch, BranchChunkWriter::kPredictorSize> predictor{};
+  std::array<BranchChunkWriter::Prediction, BranchChunkWriter::kPredictorSize> predictor{};
   StackSnapshot stack;
   std::size_t pos = 0;
   for (std::size_t i = 0; i < count; ++i) {
@@ -256,19 +260,24 @@ bool decode_branch_chunk(const std::vector<uint8_t>& bytes, uint64_t previous_to
     if (!get_varint(bytes, pos, head) || (head >> 66) != 0) return false;
     Branch branch;
     branch.from = previous_to + static_cast<uint64_t>(head >> 2);
-    Branch& predicted = predictor[predictor_slot(branch.from)];
+    BranchChunkWriter::Prediction& predicted = predictor[predictor_slot(branch.from)];
+    const bool seen = predicted.from == branch.from;
     if (head & 2) {
-      if (predicted.from != branch.from) return false;
+      if (!seen) return false;
       branch.to = predicted.to;
     } else {
       uint64_t z = 0;
       if (!get_u64(bytes, pos, z)) return false;
       branch.to = branch.from + unzigzag(z);
     }
-    if (!(head & 1)) {
-      if (!with_stacks || !get_stack_delta(bytes.data(), bytes.size(), pos, stack)) return false;
+    const StackSnapshot previous_stack = stack;
+    if (head & 1) {
+      stack.rsp += predicted.rsp_moved;
+      stack.rbp += predicted.rbp_moved;
+    } else if (!with_stacks || !get_stack_delta(bytes.data(), bytes.size(), pos, stack)) {
+      return false;
     }
-    predicted = branch;
+    predicted = {branch.from, branch.to, stack.rsp - previous_stack.rsp, stack.rbp - previous_stack.rbp};
     previous_to = branch.to;
     branches.push_back(branch);
     if (with_stacks) stacks.push_back(stack);

@@ -70,3 +70,30 @@ TEST_CASE("A branch of a hot loop costs one byte in a chunk") {
   // The first branch spells its target and stack out; the rest are predicted.
   REQUIRE(writer.size() <= 1000 + 24);
 }
+
+TEST_CASE("A loop that calls a function costs a byte a branch in a chunk: the stack's moves are predicted") {
+  // loop: call f (rsp R) ; f: ret (rsp R-8, rbp moved by f) ; jmp loop (rsp R).
+  Sample s;
+  const uint64_t rsp = 0x7ffc0000;
+  for (int i = 0; i < 300; ++i) {
+    const uint64_t rbp = 0x7ffc0100 + 16 * static_cast<uint64_t>(i);  // a frame pointer that walks
+    s.branches.push_back({0x401005, 0x402000});
+    s.stacks.push_back({rsp, rbp});
+    s.branches.push_back({0x402010, 0x40100a});
+    s.stacks.push_back({rsp - 8, rbp + 0x40});
+    s.branches.push_back({0x401010, 0x401000});
+    s.stacks.push_back({rsp, rbp + 16});
+  }
+  BranchChunkWriter writer(0x401000, true);
+  for (std::size_t i = 0; i < s.branches.size(); ++i) writer.add(s.branches[i], s.stacks[i]);
+  // The first round spells targets and stacks out; every move after it is
+  // the one its address saw the round before (with "unchanged" as the
+  // only prediction, each return and jump back took two bytes more).
+  REQUIRE(writer.size() <= s.branches.size() + 30);
+  const std::vector<uint8_t> bytes = writer.take();
+  std::vector<Branch> branches;
+  std::vector<StackSnapshot> stacks;
+  REQUIRE(decode_branch_chunk(bytes, 0x401000, true, s.branches.size(), branches, stacks));
+  REQUIRE(branches == s.branches);
+  REQUIRE(stacks == s.stacks);
+}
