@@ -6,8 +6,9 @@
 //
 // The branches walk a synthetic control-flow graph of 300 blocks (4-43
 // bytes each, two successors) the way a program's loops do: each block
-// goes to its usual successor with the given probability, rsp moves by a
-// word at a quarter of the branches and rbp follows it at a sixteenth.
+// goes to its usual successor with the given probability; a quarter of the
+// blocks move rsp by a word (as their pushes or pops would, the same each
+// time) and a sixteenth set rbp from it.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,10 +36,13 @@ std::vector<Chunk> make_chunks(int usual_percent) {
   struct Block {
     uint64_t start, length;
     std::size_t next[2];
+    uint64_t rsp_move;
+    bool sets_rbp;
   };
   std::vector<Block> blocks(300);
   for (std::size_t i = 0; i < blocks.size(); ++i) {
-    blocks[i] = {0x555555550000 + i * 64 + rng() % 16, 4 + rng() % 40, {rng() % blocks.size(), rng() % blocks.size()}};
+    blocks[i] = {0x555555550000 + i * 64 + rng() % 16, 4 + rng() % 40, {rng() % blocks.size(), rng() % blocks.size()},
+                 rng() % 4 == 0 ? (rng() % 2 ? uint64_t{8} : ~uint64_t{7}) : 0, rng() % 16 == 0};
   }
   std::vector<Chunk> chunks(kChunks);
   std::size_t at = 0;
@@ -48,10 +52,10 @@ std::vector<Chunk> make_chunks(int usual_percent) {
     for (std::size_t i = 0; i < kChunkBranches; ++i) {
       const Block& block = blocks[at];
       const std::size_t next = block.next[static_cast<int>(rng() % 100) < usual_percent ? 0 : 1];
+      rsp += block.rsp_move;  // the block's own pushes or pops, before its branch
+      if (block.sets_rbp) rbp = rsp + 16;
       chunk.branches.push_back({block.start + block.length, blocks[next].start});
       chunk.stacks.push_back({rsp, rbp});
-      if (rng() % 4 == 0) rsp += rng() % 2 ? 8 : -8;
-      if (rng() % 16 == 0) rbp = rsp + 16;
       previous_to = blocks[next].start;
       at = next;
     }
