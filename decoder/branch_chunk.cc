@@ -26,19 +26,11 @@ using Wide = unsigned __int128;
 constexpr std::size_t kMaxVarintBytes = 10;
 // A branch's head, target difference, rsp head and rbp difference.
 constexpr std::size_t kMaxBranchBytes = 4 * kMaxVarintBytes;
-// Room past the last varint that write_varint64's word store may write.
-constexpr std::size_t kVarintSlack = 8;
 // Room a writer starts with: a chunk of 1,024 branches of a program's
 // loops takes 1-4 KiB.
 constexpr std::size_t kInitialBytes = 4096;
 
-// Writes 8 bytes at `out` whatever the value's length (a writer keeps
-// kVarintSlack bytes of room past its last varint).
 [[gnu::always_inline]] inline uint8_t* write_varint64(uint8_t* out, uint64_t value) {
-  if (value < 0x80) {  // most heads: one byte
-    *out = static_cast<uint8_t>(value);
-    return out + 1;
-  }
   while (value >= 0x80) {
     *out++ = static_cast<uint8_t>(value) | 0x80;
     value >>= 7;
@@ -178,7 +170,7 @@ void BranchChunkWriter::add(std::span<const Branch> branches, std::span<const St
   // Written in place past size_, into room made for the whole run (left
   // unzeroed: every byte up to size_ is written before it is read): a
   // push_back per byte was a sixth of the tracer's own time recording.
-  const std::size_t need = size_ + branches.size() * kMaxBranchBytes + kVarintSlack;
+  const std::size_t need = size_ + branches.size() * kMaxBranchBytes;
   if (capacity_ < need) grow(need);
   assert(!with_stacks_ || stacks.size() >= branches.size());
   WriterState state{bytes_.get() + size_, predictor_.data(), previous_to_, previous_stack_};
@@ -193,7 +185,7 @@ void BranchChunkWriter::add(std::span<const Branch> branches, std::span<const St
 }
 
 void BranchChunkWriter::add(std::span<const StackedBranch> branches) {
-  const std::size_t need = size_ + branches.size() * kMaxBranchBytes + kVarintSlack;
+  const std::size_t need = size_ + branches.size() * kMaxBranchBytes;
   if (capacity_ < need) grow(need);
   WriterState state{bytes_.get() + size_, predictor_.data(), previous_to_, previous_stack_};
   if (with_stacks_) {
