@@ -44,14 +44,24 @@ void give_back_grown_room(std::vector<Branch>& open, std::vector<StackSnapshot>&
 uint64_t next_trace_id = 1;  // BlockTrace::id(); one thread serves everything
 }  // namespace
 
-BlockTrace::BlockTrace(uint64_t origin, std::size_t capacity_records, OverflowPolicy policy)
-    : capacity_(std::max<std::size_t>(capacity_records, 1)), open_previous_to_(origin), policy_(policy),
-      id_(next_trace_id++) {}
+BlockTrace::BlockTrace(uint64_t origin, std::size_t capacity_records, OverflowPolicy policy, std::size_t memory_cap)
+    : capacity_(std::max<std::size_t>(capacity_records, 1)), memory_cap_(memory_cap), open_previous_to_(origin),
+      policy_(policy), id_(next_trace_id++) {}
 
 bool BlockTrace::has_room(std::size_t branches) const {
   if (branches > capacity_ || size() > capacity_ - branches) return false;
   const std::size_t open_bytes = (open_.size() + branches) * kMaxBytesPerBranch;
-  return chunk_bytes_ + open_bytes <= kMemoryCap;
+  return chunk_bytes_ + open_bytes <= memory_cap_;
+}
+
+std::size_t BlockTrace::room() const {
+  const std::size_t by_count = capacity_ - std::min(capacity_, size());
+  // As has_room counts, less what sealing may add on the way: each chunk
+  // sealed raw counts its RawChunk too (a byte a branch covers those of
+  // whole chunks, one RawChunk more the one begun).
+  const std::size_t used = chunk_bytes_ + open_.size() * kMaxBytesPerBranch + sizeof(RawChunk);
+  const std::size_t by_memory = used >= memory_cap_ ? 0 : (memory_cap_ - used) / (kMaxBytesPerBranch + 1);
+  return std::min(by_count, by_memory);
 }
 
 std::size_t BlockTrace::memory_bytes() const {
@@ -80,7 +90,7 @@ void BlockTrace::drop_through(uint64_t sequence) {
   first_sequence_ = sequence;
   bool freed = false;
   while (!chunks_.empty() && chunks_.front().first_sequence + chunks_.front().count <= first_sequence_) {
-    chunk_bytes_ -= chunks_.front().bytes.size() + raw_bytes(chunks_.front());
+    chunk_bytes_ -= chunks_.front().bytes.size() + raw_bytes(chunks_.front()) + lent_bytes(chunks_.front());
     if (chunks_.front().pt) --pt_chunks_;
     chunks_.pop_front();
     freed = true;
@@ -262,7 +272,9 @@ void BlockTrace::put_borrowed(uint64_t first_sequence, LentRun& lent) {
     }
     Chunk& chunk = chunks_[*index];
     ++*index;
-    if (chunk.first_sequence != seq || chunk.pt || chunk.raw || !chunk.bytes.empty()) return;  // not ours: a bug
+    if (chunk.first_sequence != seq || !chunk.lent || chunk.pt || chunk.raw || !chunk.bytes.empty()) return;  // a bug
+    chunk_bytes_ -= lent_bytes(chunk);
+    chunk.lent = false;
     chunk.bytes = std::move(lent.bytes[j]);
     chunk_bytes_ += chunk.bytes.size();
   }
@@ -319,7 +331,7 @@ void BlockTrace::put_packed(std::size_t index, PackResult& packed) {
   Chunk& chunk = chunks_[index];
   if (chunk.pt || chunk.count != packed.count) return;
   const std::size_t held = chunk.bytes.size() + raw_bytes(chunk);
-  if (chunk_bytes_ - held + packed.segment->bytes.size() > kMemoryCap) return;
+  if (chunk_bytes_ - held + packed.segment->bytes.size() > memory_cap_) return;
   chunk_bytes_ -= held;
   recycle(chunk.raw);
   chunk.bytes = std::move(packed.segment->bytes);
@@ -430,6 +442,8 @@ void BlockTrace::seal_stacked(std::span<const StackedBranch> run) {
     }
     if (batch_.chunks == 0) batch_ = Batch{chunk.first_sequence, chunk.previous_to, run.data(), 0};
     ++batch_.chunks;
+    chunk.lent = true;
+    chunk_bytes_ += lent_bytes(chunk);
     chunks_.push_back(std::move(chunk));
     return;
   }
@@ -506,7 +520,7 @@ bool BlockTrace::append_pt_segment(std::span<const uint8_t> packets, const std::
     // The handed-out structs give way to the chunk.
     const std::size_t open_bytes = (open_.size() - handed_out) * kMaxBytesPerBranch;
     return size() + added <= capacity_ &&
-           chunk_bytes_ + adopted->bytes.size() + stack_bytes + open_bytes <= kMemoryCap;
+           chunk_bytes_ + adopted->bytes.size() + stack_bytes + open_bytes <= memory_cap_;
   };
   const uint64_t first = next_sequence_ - handed_out;  // the segment's first branch
   if (!fits()) {
@@ -577,7 +591,7 @@ bool BlockTrace::append(uint64_t from, uint64_t to, const StackSnapshot& at_from
 bool BlockTrace::make_room_for_run(std::size_t branches, bool keep_open) {
   if (has_room(branches)) return true;
   if (policy_ != OverflowPolicy::DropOldest || branches > capacity_ ||
-      chunk_bytes_ + (open_.size() + branches) * kMaxBytesPerBranch > kMemoryCap) {
+      chunk_bytes_ + (open_.size() + branches) * kMaxBytesPerBranch > memory_cap_) {
     return false;
   }
   const uint64_t through = first_sequence_ + (size() + branches - capacity_);

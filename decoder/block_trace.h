@@ -10,7 +10,10 @@
 // when the trace has a code reader and the segment gives the branches back
 // exactly, the explicit format of decoder/branch_chunk.h otherwise. Whatever the capacity, a thread's
 // store never holds more than kMemoryCap bytes: beyond it the oldest chunk
-// goes (or, under the stop policy, the trace is full).
+// goes (or, under the stop policy, the trace is full). A chunk being
+// encoded elsewhere (lent, below) counts as kMaxBytesPerBranch a branch
+// until its bytes come, so that they never take the store past the cap,
+// and room() judged before they come still holds after.
 //
 // Sequence numbers: every appended branch gets the next number (0, 1, ...);
 // readers remember the number they have seen up to, which is what qXfer
@@ -49,8 +52,9 @@ class BlockTrace {
   static constexpr std::size_t kMaxBytesPerBranch = sizeof(Branch) + sizeof(StackSnapshot);
 
   // `origin`: where the thread was when tracing began (the first block's begin).
+  // `memory_cap`: kMemoryCap but in tests.
   BlockTrace(uint64_t origin, std::size_t capacity_records,
-             OverflowPolicy policy = OverflowPolicy::DropOldest);
+             OverflowPolicy policy = OverflowPolicy::DropOldest, std::size_t memory_cap = kMemoryCap);
 
   // Appends one taken branch. False (and nothing stored) only when the
   // buffer is full under OverflowPolicy::Stop.
@@ -174,6 +178,15 @@ class BlockTrace {
   bool full() const { return !has_room(1); }
   // Whether `branches` more fit without dropping any.
   bool has_room(std::size_t branches) const;
+  // How many more branches surely fit without dropping any, by the
+  // capacity and by the memory cap: appended in any runs, with lent
+  // chunks coming back between them, all are stored (under the stop
+  // policy, the translating tracer's log holds no more: a branch the
+  // program logged that the trace then refused would leave the thread
+  // past the end of its history).
+  std::size_t room() const;
+  // The bytes counted against the memory cap (for tests).
+  std::size_t capped_bytes() const { return chunk_bytes_; }
   OverflowPolicy policy() const { return policy_; }
   // What the store holds now, in bytes (chunks, the open structs, caches).
   std::size_t memory_bytes() const;
@@ -226,6 +239,8 @@ class BlockTrace {
     uint32_t count = 0;
     uint32_t packet_bytes = 0;  // PT: where the snapshots begin
     bool pt = false;
+    // Lent (append_stacked with a lender): `bytes` empty until put_borrowed.
+    bool lent = false;
     // Handed to the packer: the branches as they are (and `bytes` empty),
     // shared with the job, until its packed or explicit form replaces
     // them, or the trace encodes them when none comes.
@@ -308,6 +323,11 @@ class BlockTrace {
   // not coming, or not kept.
   void make_explicit(Chunk& chunk);
   static std::size_t raw_bytes(const Chunk& chunk);
+  // What a lent chunk counts until its bytes come: no less than its bytes
+  // (the explicit format takes a few bytes a branch, more than 32 only
+  // where most of its branches are gaps or jumps gigabytes long), so that
+  // their coming takes no room away.
+  static std::size_t lent_bytes(const Chunk& chunk) { return chunk.lent ? chunk.count * kMaxBytesPerBranch : 0; }
   // A raw chunk to fill: a spare one (its room kept) or a new one.
   std::shared_ptr<RawChunk> fresh_raw();
   // Lets go of `raw`, kept as a spare when nobody else holds it.
@@ -321,7 +341,9 @@ class BlockTrace {
   void forget_unpacked() const;
 
   std::deque<Chunk> chunks_;            // oldest first, contiguous; may hold dropped branches
-  std::size_t chunk_bytes_ = 0;         // sum of chunks_' bytes, raw ones' structs included
+  // The sum of chunks_' bytes, raw ones' structs included, lent ones'
+  // kMaxBytesPerBranch a branch (lent_bytes).
+  std::size_t chunk_bytes_ = 0;
   std::size_t pt_chunks_ = 0;           // chunks_ in PT packets
   std::shared_ptr<PtChunkCodec> codec_;  // null: no code reader
   std::shared_ptr<ChunkPacker> packer_;  // null: chunks are packed where sealed
@@ -345,6 +367,7 @@ class BlockTrace {
   mutable Unpacked unpacked_[2];
   mutable std::size_t last_unpacked_ = 0;
   std::size_t capacity_;
+  std::size_t memory_cap_;
   uint64_t open_previous_to_ = 0;       // where open_'s first block begins
   uint64_t first_sequence_ = 0;         // the oldest retained branch
   uint64_t next_sequence_ = 0;

@@ -137,8 +137,8 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
                                   const std::shared_ptr<const void>& lender = nullptr);
   // Until `tid`'s trace no longer reads memory store_lent_branches lent it.
   void return_lent_memory(pid_t tid);
-  // Branches `tid`'s trace still takes under --trace-full=stop (by count;
-  // the memory cap may stop it sooner); none: it never stops.
+  // Branches `tid`'s trace surely still takes under --trace-full=stop (by
+  // count and by the memory cap: BlockTrace::room); none: it never stops.
   std::optional<std::size_t> room_for_lent(pid_t tid) const;
   // Whether a checkpoint is due where the lent thread has got to.
   bool checkpoint_wanted(pid_t tid) const;

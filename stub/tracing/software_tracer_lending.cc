@@ -45,7 +45,7 @@ bool SoftwareTracer::store_lent_branch(pid_t tid, uint64_t from, uint64_t to, co
 std::optional<std::size_t> SoftwareTracer::room_for_lent(pid_t tid) const {
   const ThreadState* t = state(tid);
   if (t == nullptr || !t->trace || t->trace->policy() != decoder::OverflowPolicy::Stop) return std::nullopt;
-  return t->trace->capacity() - std::min(t->trace->capacity(), t->trace->size());
+  return t->trace->room();
 }
 
 std::size_t SoftwareTracer::store_lent_branches(pid_t tid, std::span<const decoder::StackedBranch> branches,

@@ -727,3 +727,60 @@ TEST_CASE("chunk packer: a lent run is encoded once, whoever claims each chunk, 
   decoder::encode_lent(lent);
   CHECK(lent.done.load() == lent.chunks());
 }
+
+// Branches that jump anywhere in a 47-bit address space, their stacks too:
+// ~30 bytes a branch in the explicit format, near what a lent chunk counts.
+std::shared_ptr<std::vector<decoder::StackedBranch>> wild_log_of(std::size_t n, uint64_t& seed) {
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (seed >> 17) & ((uint64_t{1} << 47) - 1);
+  };
+  auto log = std::make_shared<std::vector<decoder::StackedBranch>>();
+  for (std::size_t i = 0; i < n; ++i) log->push_back({{next(), next()}, {next(), next()}});
+  return log;
+}
+
+TEST_CASE("chunk packer: room() is stored in full under the stop policy, lent chunks counted against the memory cap") {
+  // The translating tracer's log holds no more than room(): a run the
+  // trace then cut short would leave the thread past its history's end.
+  // Lent chunks count 32 bytes a branch until their bytes come (about 2
+  // a branch for a loop, ~30 for wild jumps), then room() grows again, up
+  // to the cap.
+  constexpr std::size_t kCap = 256 * 1024;
+  for (bool wild : {false, true}) {
+    for (bool collect_each_run : {false, true}) {
+      CAPTURE(wild, collect_each_run);
+      auto held = std::make_shared<HeldPacker>();
+      BlockTrace trace(B, 100'000'000, decoder::OverflowPolicy::Stop, kCap);
+      trace.set_packer(held);
+      std::vector<std::shared_ptr<std::vector<decoder::StackedBranch>>> lent;  // the lenders' logs
+      uint64_t seed = 1;
+      std::size_t stored = 0;
+      for (int run = 0; run < 10000; ++run) {
+        std::size_t room = trace.room();
+        if (room == 0 && !held->jobs.empty()) {  // the worker catches up
+          held->run_all();
+          trace.collect_packed();
+          room = trace.room();
+        }
+        if (room == 0) break;
+        const std::size_t n = std::min<std::size_t>(room, 3 * BlockTrace::kChunkBranches + 500);
+        auto log = wild ? wild_log_of(n, seed) : log_of(n);
+        REQUIRE(trace.append_stacked(*log, log) == n);
+        lent.push_back(log);
+        stored += n;
+        REQUIRE(trace.capped_bytes() + trace.open_branches() * BlockTrace::kMaxBytesPerBranch <= kCap);
+        if (collect_each_run) {
+          held->run_all();
+          trace.collect_packed();
+        }
+      }
+      held->run_all();
+      trace.collect_packed();
+      REQUIRE(trace.room() == 0);
+      CHECK(trace.capped_bytes() <= kCap);
+      CHECK(trace.size() == stored);
+      if (!wild) CHECK(stored > 4 * (kCap / BlockTrace::kMaxBytesPerBranch));  // encoded: a few bytes a branch
+    }
+  }
+}
