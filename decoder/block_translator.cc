@@ -183,10 +183,7 @@ class BlockWriter {
   btstub::Expected<void> conditional(const cs_insn& insn, uint64_t to);
   void direct_call(uint64_t from, uint64_t to, uint64_t return_address) {
     w_.store_slot(Scratch::Rcx, kSlotSavedRcx);
-    w_.movabs(Scratch::Rcx, return_address);
-    fault_point(false, true);
-    w_.push_rcx();
-    log_direct(from, to, 8);
+    log_direct(from, to, 8, return_address);
   }
   btstub::Expected<void> indirect(const cs_insn& insn, Transfer kind);
   // An unlogged exit to `address` (the block stops before it).
@@ -198,9 +195,16 @@ class BlockWriter {
   // `effective` from the cache.
   btstub::Expected<void> copy_retargeted(uint64_t address, const uint8_t* bytes, std::size_t size,
                                          std::size_t disp_offset, uint64_t effective);
-  // `rsp_adjust`: rsp before the branch minus rsp here.
-  void log_direct(uint64_t from, uint64_t to, int32_t rsp_adjust);
-  void log_indirect(uint64_t from, int32_t rsp_adjust);
+  // `rsp_adjust`: rsp before the branch minus rsp after it. A call's
+  // `return_address` is pushed once the log has room (BlockExit::push).
+  void log_direct(uint64_t from, uint64_t to, int32_t rsp_adjust, uint64_t return_address = 0);
+  void log_indirect(uint64_t from, int32_t rsp_adjust, uint64_t return_address = 0);
+  // push `return_address` (rax and rcx borrowed): it may fault.
+  void push_return(uint64_t return_address) {
+    w_.movabs(Scratch::Rax, return_address);
+    fault_point(true, true);
+    w_.push_rax();
+  }
   // With rcx at the free record and the record's from/to written:
   // rsp and rbp as before the branch (rax borrowed).
   void log_stack(int32_t rsp_adjust) {
@@ -211,6 +215,18 @@ class BlockWriter {
   btstub::Expected<void> load_target(const cs_insn& insn);
   void fault_point(bool rax_saved, bool rcx_saved) {
     out_.fault_points.push_back({static_cast<uint32_t>(w_.offset()), rax_saved, rcx_saved});
+  }
+  // A call's log-full exit comes before its push, nothing done yet but
+  // the registers borrowed and put back: the thread runs the call again
+  // from its start (BlockExit::retry).
+  void log_full(uint64_t from, uint64_t target, int32_t rsp_adjust, uint64_t return_address) {
+    const bool call = return_address != 0;
+    trap(ExitKind::LogFull, from, target, call ? 0 : rsp_adjust);
+    if (call) {
+      BlockExit& exit = out_.exits.back();
+      exit.retry = true;
+      exit.retry_offset = out_.pc_map.back().offset;  // the call's own entry: nothing after it yet
+    }
   }
   void trap(ExitKind kind, uint64_t from, uint64_t target, int32_t rsp_adjust) {
     w_.int3();
@@ -298,10 +314,11 @@ btstub::Expected<void> BlockWriter::conditional(const cs_insn& insn, uint64_t to
 }
 
 // With rcx saved: appends {from, to, rsp, rbp} and jumps to the exit for `to`.
-void BlockWriter::log_direct(uint64_t from, uint64_t to, int32_t rsp_adjust) {
+void BlockWriter::log_direct(uint64_t from, uint64_t to, int32_t rsp_adjust, uint64_t return_address) {
   w_.load_slot(Scratch::Rcx, kSlotLogCursor);
   const std::size_t full = w_.jrcxz_rel8();
   w_.store_slot(Scratch::Rax, kSlotSavedRax);
+  if (return_address != 0) push_return(return_address);
   w_.movabs(Scratch::Rax, from);
   w_.store_rax_at_rcx(0);
   w_.movabs(Scratch::Rax, to);
@@ -316,16 +333,17 @@ void BlockWriter::log_direct(uint64_t from, uint64_t to, int32_t rsp_adjust) {
   w_.movabs(Scratch::Rax, to);
   w_.store_slot(Scratch::Rax, kSlotExitTarget);
   restore_scratch();
-  trap(ExitKind::LogFull, from, to, rsp_adjust);
+  log_full(from, to, rsp_adjust, return_address);
 }
 
 // With rax and rcx saved and the target in rax and in the exit slot:
 // appends {from, target, rsp, rbp}, then goes to the target's translation
 // if the indirect-target table holds it, else exits.
-void BlockWriter::log_indirect(uint64_t from, int32_t rsp_adjust) {
+void BlockWriter::log_indirect(uint64_t from, int32_t rsp_adjust, uint64_t return_address) {
   w_.load_slot(Scratch::Rcx, kSlotLogCursor);
   const std::size_t full = w_.jrcxz_rel8();
   w_.store_rax_at_rcx(8);
+  if (return_address != 0) push_return(return_address);
   w_.movabs(Scratch::Rax, from);
   w_.store_rax_at_rcx(0);
   log_stack(rsp_adjust);
@@ -335,7 +353,7 @@ void BlockWriter::log_indirect(uint64_t from, int32_t rsp_adjust) {
   // The log-full exit here, within a rel8 of the check.
   reached_ = w_.patch_rel8(full, w_.offset()) && reached_;
   restore_scratch();
-  trap(ExitKind::LogFull, from, 0, rsp_adjust);
+  log_full(from, 0, rsp_adjust, return_address);
   reached_ = w_.patch_rel8(logged, w_.offset()) && reached_;
   // The target in the table: -original + target == 0 (no flags change).
   w_.table_index_into_rcx(kSlotExitTarget);
@@ -407,12 +425,10 @@ btstub::Expected<void> BlockWriter::indirect(const cs_insn& insn, Transfer kind)
   }
   w_.store_slot(Scratch::Rax, kSlotExitTarget);
   if (kind == Transfer::IndirectCall) {
-    w_.movabs(Scratch::Rcx, insn.address + insn.size);
-    fault_point(true, true);
-    w_.push_rcx();
-    rsp_adjust = 8;
+    log_indirect(insn.address, 8, insn.address + insn.size);
+  } else {
+    log_indirect(insn.address, rsp_adjust);
   }
-  log_indirect(insn.address, rsp_adjust);
   return {};
 }
 

@@ -61,10 +61,11 @@
 //            target the indirect-target table does not hold (where it
 //            does, the translation jumps straight to it): the tracer
 //            translates the target and may enter it in the table.
-//   LogFull  the log had no room: the branch is taken (a call has pushed its
-//            return address) but not logged. The tracer drains the log,
-//            appends {exit.from, exit-target slot, rsp + exit.rsp_adjust,
-//            rbp}, resets the cursor and goes on at the target.
+//   LogFull  the log had no room: the branch is taken but not logged. The
+//            tracer drains the log, appends {exit.from, exit-target slot,
+//            rsp + exit.rsp_adjust, rbp}, resets the cursor and goes on at
+//            the target. A call's comes before it does anything
+//            (BlockExit::retry): drained, the thread runs the call again.
 // A byte after each int3 keeps every trap pc apart from every instruction
 // start (a single step that lands on code after an int3 is no exit).
 // Nothing below rsp is touched except by the pushes a call makes anyway.
@@ -152,6 +153,16 @@ struct BlockExit {
   // at a LogFull exit can be put back before its branch. (A loop on ecx,
   // whose count zero-extends, is not translated.)
   int32_t rcx_adjust = 0;
+  // LogFull of a call: the call has done nothing yet (the log is checked
+  // before its push), and the thread runs it again from its start, at
+  // `retry_offset` (its pc_map entry), once the log is drained; or, out of
+  // the cache, from the call's address. A push made before the check left
+  // the return address below rsp of a thread put back before the call
+  // (--trace-full=stop), where the program had other bytes; one the
+  // tracer made would be no write the client's watchpoints see, and would
+  // succeed on a guard page where the CPU's faults.
+  bool retry = false;
+  uint32_t retry_offset = 0;
 };
 
 // An instruction of the instrumentation that can fault. A thread stopped

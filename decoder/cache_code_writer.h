@@ -48,7 +48,7 @@ class CacheCodeWriter {
   void add_to_rcx(int8_t disp);
   // mov (%rsp), %rax ; lea disp(%rsp), %rsp (the pop of a ret imm16)
   void pop_into_rax(int32_t disp);
-  void push_rcx() { bytes({0x51}); }
+  void push_rax() { bytes({0x50}); }
   // The indirect-target table lookup's parts (block_translator.h):
   // Twice the indirect-table index (decoder::indirect_entry_offset) of the
   // target in gs:`slot` into rcx, eax clobbered, no flag changed:

@@ -279,7 +279,9 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     // --trace-full=stop): the thread goes back before it, to its source
     // with the rsp (and a loop's rcx) it had there, as the ptrace tracer
     // stops before a branch that does not fit. Past it, the thread would
-    // stand where its history does not lead.
+    // stand where its history does not lead. Also a call's log-full exit
+    // (BlockExit::retry), which comes before the call did anything: the
+    // thread runs it again, in the cache if it stays there.
     struct Before {
       uint64_t from = 0;
       uint64_t rsp = 0;
@@ -289,6 +291,10 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   };
   std::optional<ExitTaken> take_exit(TracedThreadControl& control, Thread& th, pid_t tid,
                                      const TranslationCache::Trap& trap, const protocol::RegisterFile& regs);
+  // Goes on at `offset` of `t`, which stands for `original` there (a
+  // checkpoint, if one is due, taken with the thread at `original`).
+  TraceVerdict resume_in_cache(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
+                               const decoder::Translation& t, uint32_t offset);
   // Moves the thread out of the cache to `original` (registers as they
   // are otherwise) and gives it back to the ptrace tracer.
   TraceVerdict leave(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,

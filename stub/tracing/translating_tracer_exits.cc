@@ -189,6 +189,18 @@ std::optional<TranslatingTracer::ExitTaken> TranslatingTracer::take_exit(TracedT
   // The thread stands at `target` now, the branch into it taken. A log
   // lost ends in a gap to `target`, which stands for that branch too.
   bool lost = false;
+  if (exit.retry) {
+    // Nothing taken: the thread stands at the call, registers and stack
+    // as the program had them there.
+    taken.target = exit.from;
+    taken.room = drain(control, tid, th, slots, exit.from, &lost, true);
+    // A trace full under --trace-full=stop left the log no room (its fill
+    // 0): the call would come back here at once. Out, the ptrace tracer
+    // stops before it.
+    if (const auto left = ptrace_->room_for_lent(tid); left && *left == 0) taken.room = false;
+    taken.before = ExitTaken::Before{exit.from, regs.get_u64(Amd64Reg::rsp), std::nullopt};
+    return taken;
+  }
   taken.room = drain(control, tid, th, slots, taken.target, &lost, true);
   if (taken.room && !lost && exit.kind == decoder::ExitKind::LogFull) {
     const uint64_t rsp = regs.get_u64(Amd64Reg::rsp) + static_cast<uint64_t>(static_cast<int64_t>(exit.rsp_adjust));
@@ -219,10 +231,10 @@ TraceVerdict TranslatingTracer::at_exit(TracedThreadControl& control, Thread& th
   // translations to be dropped once every thread is out, or every thread
   // being stopped (the thread stays stopped, seen; and no memory may be
   // mapped now, which holds the other threads): out here.
+  const bool stays = room && th.repair_steps == 0 && th.deferred.empty() && !flush_pending_ && !control.stopping_all();
+  if (exit.retry && stays) return resume_in_cache(control, th, tid, target, *trap.translation, exit.retry_offset);
   if (taken->before) return leave(control, th, tid, taken->before->from, nullptr, &*taken->before);
-  if (!room || th.repair_steps > 0 || !th.deferred.empty() || flush_pending_ || control.stopping_all()) {
-    return leave(control, th, tid, target, nullptr);
-  }
+  if (!stays) return leave(control, th, tid, target, nullptr);
   const decoder::Translation* next = translation_and_ahead(control, tid, target);
   if (next == nullptr) {
     ++stats_.exits_to_int3s;
@@ -243,11 +255,16 @@ TraceVerdict TranslatingTracer::at_exit(TracedThreadControl& control, Thread& th
   } else if (exit.target == 0) {
     enter_indirect(control, th, target, *next);  // an indirect transfer's
   }
+  return resume_in_cache(control, th, tid, target, *next, 0);
+}
+
+TraceVerdict TranslatingTracer::resume_in_cache(TracedThreadControl& control, Thread& th, pid_t tid,
+                                                uint64_t original, const decoder::Translation& t, uint32_t offset) {
   protocol::RegisterFile out;
   uint64_t area_base = th.area.base;
   if (ptrace_->checkpoint_wanted(tid)) {
     // The copy must stand where the original code does.
-    out.set_u64(Amd64Reg::rip, target);
+    out.set_u64(Amd64Reg::rip, original);
     out.set_u64(Amd64Reg::gs_base, th.program_gs);
     if (control.write_registers(tid, out)) (void)ptrace_->lend_thread(control, tid);
     // The checkpoint's waits may have seen the thread end (a SIGKILL meanwhile):
@@ -256,7 +273,7 @@ TraceVerdict TranslatingTracer::at_exit(TracedThreadControl& control, Thread& th
     if (still == nullptr) return TraceVerdict::Report;
     area_base = still->area.base;
   }
-  out.set_u64(Amd64Reg::rip, next->cache_address);
+  out.set_u64(Amd64Reg::rip, t.cache_address + offset);
   out.set_u64(Amd64Reg::gs_base, area_base);
   if (!control.write_registers(tid, out)) return TraceVerdict::Report;
   return TraceVerdict::Continue;

@@ -20,6 +20,7 @@ asm(R"(
   .globl bttest_syscall, bttest_syscall_ret, bttest_stop, bttest_stop_at, bttest_ud2
   .globl bttest_evex, bttest_evex_rip, bttest_evex_jz, bttest_evex_test, bttest_evex_none, bttest_evex_ret
   .globl bttest_evex_gs
+  .globl bttest_below, bttest_below_site, bttest_below_site2
 bttest_begin:
 bttest_straight:                    # 2 * (data + rdi) + (data == 40)
   mov rax, qword ptr [rip + bttest_data]
@@ -183,6 +184,24 @@ bttest_retimm_callee:
   add rax, 1
 bttest_retimm_ret:
   ret 8
+bttest_below:                       # 2 * rdi: rdi rounds of two calls, each after a canary below rsp
+  xor eax, eax
+bttest_below_top:
+  mov rcx, 0x5a5a5a5a5a5a5a5a
+  mov qword ptr [rsp - 8], rcx
+bttest_below_site:
+  call bttest_below_callee
+  mov rcx, 0x5a5a5a5a5a5a5a5a
+  mov qword ptr [rsp - 8], rcx
+  lea rdx, [rip + bttest_below_callee]
+bttest_below_site2:
+  call rdx
+  sub rdi, 1
+  jnz bttest_below_top
+  ret
+bttest_below_callee:
+  add rax, 1
+  ret
 bttest_syscall:
   mov eax, 39                       # getpid
   syscall

@@ -10,6 +10,8 @@ long bttest_indirect(long), bttest_link(long), bttest_syscall(long), bttest_stop
 long bttest_forms(long), bttest_retimm(long), bttest_rip_forms(long), bttest_rip_sse(long), bttest_evex(long);
 extern const uint8_t bttest_evex_rip[], bttest_evex_jz[], bttest_evex_test[], bttest_evex_none[], bttest_evex_ret[];
 extern const uint8_t bttest_evex_gs[];
+long bttest_below(long);
+extern const uint8_t bttest_below_site[], bttest_below_site2[];
 extern const uint8_t bttest_forms_top[], bttest_forms_loop[], bttest_forms_jrcxz[], bttest_forms_zero[];
 extern const uint8_t bttest_forms_je32[], bttest_forms_eq[], bttest_forms_ret[];
 extern const uint8_t bttest_retimm_site[], bttest_retimm_back[], bttest_retimm_callee[], bttest_retimm_ret[];

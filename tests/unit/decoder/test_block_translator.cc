@@ -118,6 +118,9 @@ void apply(const decoder::CodePatch& patch) {
   std::memcpy(reinterpret_cast<void*>(patch.address), patch.bytes.data(), patch.bytes.size());
 }
 
+// What bttest_below writes below rsp before each of its calls.
+constexpr uint64_t kBelowCanary = 0x5a5a5a5a5a5a5a5aULL;
+
 // The in-process tracer. One at a time (the signal handler finds it here).
 struct Tracer;
 Tracer* g_tracer = nullptr;
@@ -134,6 +137,7 @@ struct Tracer {
   bool back_at_full = false;
   std::vector<LogRecord> log;
   int direct_exits = 0, indirect_exits = 0, full_exits = 0;
+  int below_checked = 0;  // log-full exits at bttest_below_site
   std::string failure;  // what went wrong in the handler
   sigjmp_buf bail;
 
@@ -177,6 +181,21 @@ struct Tracer {
       case ExitKind::LogFull:
         ++full_exits;
         area.drain(log);
+        if (exit->retry) {
+          // A call's: nothing done yet. Below rsp, what the program left.
+          if (exit->rsp_adjust != 0 || exit->rcx_adjust != 0) {
+            failure = "a call's log-full exit that moved rsp or rcx";
+            return 0;
+          }
+          if (exit->from == addr(bttest_below_site) || exit->from == addr(bttest_below_site2)) {
+            ++below_checked;
+            if (*reinterpret_cast<const uint64_t*>(rsp - 8) != kBelowCanary) {
+              failure = "a call's log-full exit that wrote below rsp";
+              return 0;
+            }
+          }
+          return back_at_full ? entry(exit->from) : t->cache_address + exit->retry_offset;
+        }
         if (back_at_full) {
           rsp += static_cast<uint64_t>(static_cast<int64_t>(exit->rsp_adjust));
           rcx += static_cast<uint64_t>(static_cast<int64_t>(exit->rcx_adjust));
@@ -359,12 +378,20 @@ TEST_CASE("a log-full exit owes the same record the log would have held", "[bloc
       CHECK(normalized(cramped.log, true) == normalized(roomy.log, true));
     }
   }
-  Tracer roomy;
-  roomy.run(reinterpret_cast<const void*>(bttest_retimm), 6);
-  Tracer cramped(1);
-  cramped.run(reinterpret_cast<const void*>(bttest_retimm), 6);
-  CHECK(cramped.full_exits > 0);
-  CHECK(normalized(cramped.log, true) == normalized(roomy.log, true));
+  for (const void* function : {reinterpret_cast<const void*>(bttest_retimm), reinterpret_cast<const void*>(bttest_below)}) {
+    Tracer roomy;
+    const long native = roomy.run(function, 6);
+    for (std::size_t capacity : {1, 2}) {
+      CAPTURE(capacity);
+      Tracer cramped(capacity);
+      CHECK(cramped.run(function, 6) == native);
+      CHECK(cramped.full_exits > 0);
+      CHECK(normalized(cramped.log, true) == normalized(roomy.log, true));
+      // A call's exit runs the call again from the cache: nothing below rsp
+      // written before.
+      if (function == reinterpret_cast<const void*>(bttest_below)) CHECK(cramped.below_checked > 0);
+    }
+  }
 }
 
 // btstub puts a thread back before a log-full exit's branch when the trace
@@ -380,7 +407,8 @@ TEST_CASE("a thread put back before a log-full exit's branch runs it again as th
                         Case{reinterpret_cast<const void*>(bttest_indirect), 0},
                         Case{reinterpret_cast<const void*>(bttest_indirect), 1},
                         Case{reinterpret_cast<const void*>(bttest_retimm), 6},
-                        Case{reinterpret_cast<const void*>(bttest_loop), 40}}) {
+                        Case{reinterpret_cast<const void*>(bttest_loop), 40},
+                        Case{reinterpret_cast<const void*>(bttest_below), 10}}) {
     CAPTURE(c.arg);
     Tracer roomy;
     const long native = roomy.run(c.function, c.arg);
@@ -389,6 +417,9 @@ TEST_CASE("a thread put back before a log-full exit's branch runs it again as th
     CHECK(cramped.run(c.function, c.arg) == native);
     CHECK(cramped.full_exits > 0);
     CHECK(normalized(cramped.log, true) == normalized(roomy.log, true));
+    // Put back before a call, the thread finds below rsp what the program
+    // wrote there (the translation once pushed before it checked the log).
+    if (c.function == reinterpret_cast<const void*>(bttest_below)) CHECK(cramped.below_checked > 0);
   }
   // Only a loop's exits count rcx, and only its log-full one says so.
   const uint64_t near = addr(bttest_end) + 0x1000;
@@ -460,11 +491,22 @@ TEST_CASE("stops inside the instrumentation: entries, fault points and trap pcs"
   auto call = translate_block(addr(bttest_call), code_at(addr(bttest_call)), near);
   REQUIRE(call);
   // The push of the return address is the one fault point of a direct call:
-  // rcx is borrowed there, rax not yet.
+  // rcx is borrowed there (the log's cursor, checked first) and rax (the
+  // return address).
   REQUIRE(call->fault_points.size() == 1);
-  CHECK_FALSE(call->fault_points[0].rax_saved);
+  CHECK(call->fault_points[0].rax_saved);
   CHECK(call->fault_points[0].rcx_saved);
-  CHECK(call->code[call->fault_points[0].offset] == 0x51);  // push %rcx
+  CHECK(call->code[call->fault_points[0].offset] == 0x50);  // push %rax
+  // Its log-full exit comes before that push, and runs the call again.
+  int retries = 0;
+  for (const BlockExit& exit : call->exits) {
+    if (exit.kind != ExitKind::LogFull) continue;
+    ++retries;
+    CHECK(exit.retry);
+    CHECK(call->at_entry(call->cache_address + exit.retry_offset));
+    CHECK(call->original_pc(call->cache_address + exit.retry_offset) == addr(bttest_call_site));
+  }
+  CHECK(retries == 1);
   CHECK(call->original_pc(call->cache_address + call->fault_points[0].offset) == addr(bttest_call_site));
   CHECK(call->at_entry(call->cache_address));
   CHECK_FALSE(call->at_entry(call->cache_address + call->fault_points[0].offset));
