@@ -196,7 +196,7 @@ class BlockWriter {
   btstub::Expected<void> copy_retargeted(uint64_t address, const uint8_t* bytes, std::size_t size,
                                          std::size_t disp_offset, uint64_t effective);
   // `rsp_adjust`: rsp before the branch minus rsp after it. A call's
-  // `return_address` is pushed once the log has room (BlockExit::push).
+  // `return_address` is pushed once the log has room (BlockExit::retry).
   void log_direct(uint64_t from, uint64_t to, int32_t rsp_adjust, uint64_t return_address = 0);
   void log_indirect(uint64_t from, int32_t rsp_adjust, uint64_t return_address = 0);
   // push `return_address` (rax and rcx borrowed): it may fault.

@@ -186,14 +186,11 @@ std::optional<TranslatingTracer::ExitTaken> TranslatingTracer::take_exit(TracedT
     case decoder::ExitKind::Indirect: ++stats_.indirect_exits; break;
     case decoder::ExitKind::LogFull: ++stats_.full_exits; break;
   }
-  // The thread stands at `target` now, the branch into it taken. A log
-  // lost ends in a gap to `target`, which stands for that branch too.
-  bool lost = false;
   if (exit.retry) {
     // Nothing taken: the thread stands at the call, registers and stack
     // as the program had them there.
     taken.target = exit.from;
-    taken.room = drain(control, tid, th, slots, exit.from, &lost, true);
+    taken.room = drain(control, tid, th, slots, exit.from, nullptr, true);
     // A trace full under --trace-full=stop left the log no room (its fill
     // 0): the call would come back here at once. Out, the ptrace tracer
     // stops before it.
@@ -201,6 +198,9 @@ std::optional<TranslatingTracer::ExitTaken> TranslatingTracer::take_exit(TracedT
     taken.before = ExitTaken::Before{exit.from, regs.get_u64(Amd64Reg::rsp), std::nullopt};
     return taken;
   }
+  // The thread stands at `target` now, the branch into it taken. A log
+  // lost ends in a gap to `target`, which stands for that branch too.
+  bool lost = false;
   taken.room = drain(control, tid, th, slots, taken.target, &lost, true);
   if (taken.room && !lost && exit.kind == decoder::ExitKind::LogFull) {
     const uint64_t rsp = regs.get_u64(Amd64Reg::rsp) + static_cast<uint64_t>(static_cast<int64_t>(exit.rsp_adjust));

@@ -137,7 +137,7 @@ struct Tracer {
   bool back_at_full = false;
   std::vector<LogRecord> log;
   int direct_exits = 0, indirect_exits = 0, full_exits = 0;
-  int below_checked = 0;  // log-full exits at bttest_below_site
+  int below_checked = 0;  // log-full exits at bttest_below's calls
   std::string failure;  // what went wrong in the handler
   sigjmp_buf bail;
 

@@ -728,6 +728,8 @@ TEST_CASE("chunk packer: a lent run is encoded once, whoever claims each chunk, 
   CHECK(lent.done.load() == lent.chunks());
 }
 
+namespace {
+
 // Branches that jump anywhere in a 47-bit address space, their stacks too:
 // ~30 bytes a branch in the explicit format, near what a lent chunk counts.
 std::shared_ptr<std::vector<decoder::StackedBranch>> wild_log_of(std::size_t n, uint64_t& seed) {
@@ -739,6 +741,8 @@ std::shared_ptr<std::vector<decoder::StackedBranch>> wild_log_of(std::size_t n, 
   for (std::size_t i = 0; i < n; ++i) log->push_back({{next(), next()}, {next(), next()}});
   return log;
 }
+
+}  // namespace
 
 TEST_CASE("chunk packer: room() is stored in full under the stop policy, lent chunks counted against the memory cap") {
   // The translating tracer's log holds no more than room(): a run the
