@@ -9,10 +9,12 @@ branch from xbegin past that instruction: the history lost it.
 gdb, `record btrace bts` over main's call of tx_test
 (tests/programs/xbegin_abort.c), then `record instruction-history`:
 the call, xbegin, the fallback's mov, its ret, in that order, and the
-program still computes what it computes untraced (aborted=1). The
-program's native run decides what to expect: where xbegin raises SIGILL
-(no TSX at all, AMD) there is no transaction to record and the test
-says so and skips.
+program sees the abort its history shows (aborted=1). Natively the
+transaction aborts where TSX is turned off and commits where it is on
+(some Intel VMs); traced it aborts on both, as any trap inside a
+transaction aborts it. Where xbegin raises SIGILL natively (no TSX at
+all, AMD) there is no transaction to record and the test says so and
+skips.
 
     python3 test_xbegin_abort.py [-v]
 """
@@ -45,7 +47,10 @@ def main(args, c):
         if status != 0:
             c.skip("xbegin_abort %s" % opt, "xbegin does not run natively here (exit %d: %s)" % (status, text.strip()))
             continue
-        c.contains("%s: natively the transaction aborts" % opt, text, "aborted=1")
+        # Natively the machine decides: with TSX turned off every xbegin
+        # aborts; with it on (some Intel VMs) the transaction commits.
+        c.true("%s: natively the program prints the transaction's outcome" % opt,
+                re.search(r"^aborted=[01]$", text, re.M) is not None, text)
         if args.server != "btstub":
             continue  # gdbserver cannot record branches on these machines
         r = run_gdb(["break main", "continue", "record btrace bts", "next",
@@ -56,7 +61,10 @@ def main(args, c):
         c.equal("%s: tx_test's history is xbegin, the fallback's mov, its ret" % opt,
                 [("xbegin",), ("mov", "$0x1,%eax"), ("ret",)],
                 [(m,) if m != "mov" else (m, ops) for _, m, ops in hist], ctx)
-        c.contains("%s: traced, the program still sees the abort" % opt, r.output, "aborted=1", ctx)
+        # Traced, xbegin is stepped (or exits the code cache) and a trap
+        # inside a transaction aborts it: whether or not TSX is on, the
+        # program sees the abort its history shows.
+        c.contains("%s: traced, the program sees the abort" % opt, r.output, "aborted=1", ctx)
 
 
 if __name__ == "__main__":
