@@ -8,9 +8,20 @@
 namespace decoder {
 namespace {
 
-std::size_t predictor_slot(uint64_t from) {
-  return static_cast<std::size_t>((from * 0x9E3779B97F4A7C15ull) >> 56);
+using Prediction = BranchChunkWriter::Prediction;
+using Predictor = BranchChunkWriter::Predictor;
+
+std::size_t predictor_slot(uint64_t block_start) {
+  return static_cast<std::size_t>((block_start * 0x9E3779B97F4A7C15ull) >> (64 - BranchChunkWriter::kPredictorBits));
 }
+
+// The head's flags: what of a written branch its prediction gave.
+constexpr uint64_t kFromPredicted = 4;
+constexpr uint64_t kToPredicted = 2;
+constexpr uint64_t kStackPredicted = 1;
+constexpr uint64_t kFlagBits = 3;
+// All three: never a written branch's, so the chunk's last head.
+constexpr uint64_t kEndFlags = kFromPredicted | kToPredicted | kStackPredicted;
 
 // Zigzag: small negative differences become small unsigned numbers.
 uint64_t zigzag(uint64_t difference) {
@@ -24,8 +35,8 @@ using Wide = unsigned __int128;
 
 // At most 10 bytes for a value of up to 70 bits.
 constexpr std::size_t kMaxVarintBytes = 10;
-// A branch's head, target difference, rsp head and rbp difference.
-constexpr std::size_t kMaxBranchBytes = 4 * kMaxVarintBytes;
+// A branch's head, length, target difference, rsp head and rbp difference.
+constexpr std::size_t kMaxBranchBytes = 5 * kMaxVarintBytes;
 // Room a writer starts with: a chunk of 1,024 branches of a program's
 // loops takes 1-4 KiB.
 constexpr std::size_t kInitialBytes = 4096;
@@ -65,10 +76,6 @@ bool get_varint(const uint8_t* in, std::size_t size, std::size_t& pos, Wide& val
     if ((byte & 0x80) == 0) return true;
   }
   return false;
-}
-
-bool get_varint(const std::vector<uint8_t>& in, std::size_t& pos, Wide& value) {
-  return get_varint(in.data(), in.size(), pos, value);
 }
 
 bool get_u64(const uint8_t* in, std::size_t size, std::size_t& pos, uint64_t& value) {
@@ -114,8 +121,30 @@ bool get_stack_delta(const uint8_t* in, std::size_t size, std::size_t& pos, Stac
 
 }  // namespace
 
+namespace {
+
+// A spent writer's predictor, kept for the next writer on the same thread
+// (a fresh 40 KiB table a chunk was more to clear than the chunk's
+// encoding).
+thread_local std::unique_ptr<Predictor> spare_predictor;
+
+std::unique_ptr<Predictor> take_predictor() {
+  std::unique_ptr<Predictor> predictor = std::move(spare_predictor);
+  if (!predictor) return std::make_unique<Predictor>();
+  ++predictor->generation;  // the last user's entries are empty from now on
+  return predictor;
+}
+
+void give_back(std::unique_ptr<Predictor> predictor) {
+  if (predictor && !spare_predictor) spare_predictor = std::move(predictor);
+}
+
+}  // namespace
+
 BranchChunkWriter::BranchChunkWriter(uint64_t previous_to, bool with_stacks)
-    : previous_to_(previous_to), with_stacks_(with_stacks) {}
+    : predictor_(take_predictor()), previous_to_(previous_to), with_stacks_(with_stacks) {}
+
+BranchChunkWriter::~BranchChunkWriter() { give_back(std::move(predictor_)); }
 
 namespace {
 
@@ -124,39 +153,43 @@ namespace {
 // compiler would then load again after every byte.
 struct WriterState {
   uint8_t* out;
-  BranchChunkWriter::Prediction* predictor;
+  Prediction* entries;
+  uint64_t generation;
   uint64_t previous_to;
   StackSnapshot previous_stack;
+  uint64_t predicted_run;
 };
 
-// Writes one branch at state.out (room for kMaxBranchBytes there).
+// Writes one branch at state.out (room for kMaxBranchBytes there), or
+// counts it when its block's entry predicts it whole.
 [[gnu::always_inline]] inline void write_branch(WriterState& state, bool with_stacks, const Branch& branch,
                                                 const StackSnapshot& stack) {
-  BranchChunkWriter::Prediction& predicted = state.predictor[predictor_slot(branch.from)];
-  // Both halves compared, then one jump: jumping on `from` first was a
-  // second jump to mispredict, a quarter of the encoding's time.
-  const bool seen = predicted.from == branch.from;
-  const bool to_predicted = seen & (predicted.to == branch.to);
+  Prediction& predicted = state.entries[predictor_slot(state.previous_to)];
+  // Compared without a jump each: one jump on the outcome of all.
+  const bool seen = (predicted.generation == state.generation) & (predicted.key == state.previous_to);
   // Without stacks every snapshot is {0, 0}: no move, always predicted.
-  // The entry's move is used whether or not it was `from`'s (no jump on
-  // `seen`): the decoder does the same.
+  // An entry not seen predicts an unmoved stack (the decoder does the same).
   const uint64_t rsp_moved = stack.rsp - state.previous_stack.rsp;
   const uint64_t rbp_moved = stack.rbp - state.previous_stack.rbp;
-  const bool stack_predicted = (rsp_moved == predicted.rsp_moved) & (rbp_moved == predicted.rbp_moved);
-  const uint64_t length = branch.from - state.previous_to;
-  uint8_t* end = state.out;
-  // The 64-bit path unless the head is wider (only across a gap): 128-bit
-  // values in the common path spilled to the stack.
-  if (length < (uint64_t{1} << 62)) [[likely]] {
-    end = write_varint64(end, length << 2 | uint64_t{to_predicted} << 1 | uint64_t{stack_predicted});
+  const uint64_t rsp_predicted = seen ? predicted.rsp_moved : 0;
+  const uint64_t rbp_predicted = seen ? predicted.rbp_moved : 0;
+  const bool from_predicted = seen & (predicted.from == branch.from);
+  const bool to_predicted = seen & (predicted.to == branch.to);
+  const bool stack_predicted = (rsp_moved == rsp_predicted) & (rbp_moved == rbp_predicted);
+  const uint64_t flags = (from_predicted ? kFromPredicted : 0) | (to_predicted ? kToPredicted : 0) |
+                         (stack_predicted ? kStackPredicted : 0);
+  if (flags == kEndFlags) [[likely]] {
+    ++state.predicted_run;
   } else {
-    end = write_varint(end, static_cast<Wide>(length) << 2 | Wide{to_predicted} << 1 | Wide{stack_predicted});
+    uint8_t* end = write_varint64(state.out, state.predicted_run << kFlagBits | flags);
+    state.predicted_run = 0;
+    if (!(flags & kFromPredicted)) end = write_varint64(end, zigzag(branch.from - state.previous_to));
+    if (!(flags & kToPredicted)) end = write_varint64(end, zigzag(branch.to - branch.from));
+    if (!(flags & kStackPredicted)) end = write_stack_delta(end, stack, state.previous_stack);
+    state.out = end;
   }
-  if (!to_predicted) end = write_varint64(end, zigzag(branch.to - branch.from));
-  if (!stack_predicted) end = write_stack_delta(end, stack, state.previous_stack);
+  predicted = {state.previous_to, branch.from, branch.to, rsp_moved, rbp_moved, state.generation};
   if (with_stacks) state.previous_stack = stack;
-  state.out = end;
-  predicted = {branch.from, branch.to, rsp_moved, rbp_moved};
   state.previous_to = branch.to;
 }
 
@@ -173,7 +206,8 @@ void BranchChunkWriter::add(std::span<const Branch> branches, std::span<const St
   const std::size_t need = size_ + branches.size() * kMaxBranchBytes;
   if (capacity_ < need) grow(need);
   assert(!with_stacks_ || stacks.size() >= branches.size());
-  WriterState state{bytes_.get() + size_, predictor_.data(), previous_to_, previous_stack_};
+  WriterState state{bytes_.get() + size_, predictor_->entries.data(), predictor_->generation,
+                    previous_to_,         previous_stack_,                 predicted_run_};
   if (with_stacks_) {
     for (std::size_t i = 0; i < branches.size(); ++i) write_branch(state, true, branches[i], stacks[i]);
   } else {
@@ -182,12 +216,14 @@ void BranchChunkWriter::add(std::span<const Branch> branches, std::span<const St
   size_ = static_cast<std::size_t>(state.out - bytes_.get());
   previous_to_ = state.previous_to;
   previous_stack_ = state.previous_stack;
+  predicted_run_ = state.predicted_run;
 }
 
 void BranchChunkWriter::add(std::span<const StackedBranch> branches) {
   const std::size_t need = size_ + branches.size() * kMaxBranchBytes;
   if (capacity_ < need) grow(need);
-  WriterState state{bytes_.get() + size_, predictor_.data(), previous_to_, previous_stack_};
+  WriterState state{bytes_.get() + size_, predictor_->entries.data(), predictor_->generation,
+                    previous_to_,         previous_stack_,                 predicted_run_};
   if (with_stacks_) {
     for (const StackedBranch& b : branches) write_branch(state, true, b.branch, b.stack);
   } else {
@@ -196,6 +232,7 @@ void BranchChunkWriter::add(std::span<const StackedBranch> branches) {
   size_ = static_cast<std::size_t>(state.out - bytes_.get());
   previous_to_ = state.previous_to;
   previous_stack_ = state.previous_stack;
+  predicted_run_ = state.predicted_run;
 }
 
 namespace {
@@ -228,6 +265,11 @@ void BranchChunkWriter::grow(std::size_t need) {
 }
 
 std::vector<uint8_t> BranchChunkWriter::take() {
+  if (capacity_ < size_ + kMaxVarintBytes) grow(size_ + kMaxVarintBytes);
+  size_ = static_cast<std::size_t>(write_varint64(bytes_.get() + size_, predicted_run_ << kFlagBits | kEndFlags) -
+                                   bytes_.get());
+  predicted_run_ = 0;
+  give_back(std::move(predictor_));
   std::vector<uint8_t> bytes(bytes_.get(), bytes_.get() + size_);
   if (capacity_ > spare_room.capacity && capacity_ <= kMaxSpareBytes) {
     spare_room = SpareRoom{std::move(bytes_), capacity_};
@@ -237,6 +279,13 @@ std::vector<uint8_t> BranchChunkWriter::take() {
   return bytes;
 }
 
+namespace {
+
+// The decoder's table, one a thread, a generation a chunk (as the writer's).
+thread_local std::unique_ptr<Predictor> decoding_predictor;
+
+}  // namespace
+
 bool decode_branch_chunk(const std::vector<uint8_t>& bytes, uint64_t previous_to, bool with_stacks,
                          std::size_t count, std::vector<Branch>& branches,
                          std::vector<StackSnapshot>& stacks) {
@@ -244,37 +293,61 @@ bool decode_branch_chunk(const std::vector<uint8_t>& bytes, uint64_t previous_to
   stacks.clear();
   branches.reserve(count);
   if (with_stacks) stacks.reserve(count);
-  std::array<BranchChunkWriter::Prediction, BranchChunkWriter::kPredictorSize> predictor{};
+  if (!decoding_predictor) decoding_predictor = std::make_unique<Predictor>();
+  Prediction* const entries = decoding_predictor->entries.data();
+  const uint64_t generation = ++decoding_predictor->generation;
   StackSnapshot stack;
   std::size_t pos = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    Wide head = 0;
-    if (!get_varint(bytes, pos, head) || (head >> 66) != 0) return false;
+  // One branch, from its block's entry where `flags` say so, else from the
+  // bytes; false on bytes that cannot be the writer's.
+  const auto next_branch = [&](uint64_t flags) {
+    Prediction& predicted = entries[predictor_slot(previous_to)];
+    const bool seen = predicted.generation == generation && predicted.key == previous_to;
+    if ((flags & (kFromPredicted | kToPredicted)) != 0 && !seen) return false;
     Branch branch;
-    branch.from = previous_to + static_cast<uint64_t>(head >> 2);
-    BranchChunkWriter::Prediction& predicted = predictor[predictor_slot(branch.from)];
-    const bool seen = predicted.from == branch.from;
-    if (head & 2) {
-      if (!seen) return false;
+    uint64_t value = 0;
+    if (flags & kFromPredicted) {
+      branch.from = predicted.from;
+    } else {
+      if (!get_u64(bytes, pos, value)) return false;
+      branch.from = previous_to + unzigzag(value);
+    }
+    if (flags & kToPredicted) {
       branch.to = predicted.to;
     } else {
-      uint64_t z = 0;
-      if (!get_u64(bytes, pos, z)) return false;
-      branch.to = branch.from + unzigzag(z);
+      if (!get_u64(bytes, pos, value)) return false;
+      branch.to = branch.from + unzigzag(value);
     }
     const StackSnapshot previous_stack = stack;
-    if (head & 1) {
-      stack.rsp += predicted.rsp_moved;
-      stack.rbp += predicted.rbp_moved;
+    if (flags & kStackPredicted) {
+      if (seen) {
+        stack.rsp += predicted.rsp_moved;
+        stack.rbp += predicted.rbp_moved;
+      }
     } else if (!with_stacks || !get_stack_delta(bytes.data(), bytes.size(), pos, stack)) {
       return false;
     }
-    predicted = {branch.from, branch.to, stack.rsp - previous_stack.rsp, stack.rbp - previous_stack.rbp};
+    predicted = {previous_to, branch.from, branch.to, stack.rsp - previous_stack.rsp, stack.rbp - previous_stack.rbp,
+                 generation};
     previous_to = branch.to;
     branches.push_back(branch);
     if (with_stacks) stacks.push_back(stack);
+    return true;
+  };
+  for (;;) {
+    uint64_t head = 0;
+    if (!get_u64(bytes, pos, head)) return false;
+    const uint64_t run = head >> kFlagBits;
+    const uint64_t flags = head & kEndFlags;
+    const std::size_t left = count - branches.size();
+    // The run, and the written branch after it unless this is the end.
+    if (run > left || (flags != kEndFlags && run == left)) return false;
+    for (uint64_t i = 0; i < run; ++i) {
+      if (!next_branch(kEndFlags)) return false;
+    }
+    if (flags == kEndFlags) return branches.size() == count && pos == bytes.size();
+    if (!next_branch(flags)) return false;
   }
-  return pos == bytes.size();
 }
 
 std::vector<uint8_t> encode_stack_stream(const std::vector<StackSnapshot>& stacks) {

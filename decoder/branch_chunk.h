@@ -3,23 +3,30 @@
 // packed into bytes, so that a long history costs a few bytes per branch
 // instead of the 32 of the plain structs.
 //
-// Each branch is stored relative to what came before it in the chunk:
-//   head  = varint((from - previous to) << 2 | to_predicted << 1 | stack_predicted)
-//   [varint(zigzag(to - from))]                       unless to_predicted
+// Each branch is predicted whole from where its block began (the target
+// of the branch before it): a table remembers, for a block's start, the
+// branch that last ended the block (its address, its target) and how far
+// rsp and rbp had moved since the branch before. A branch equal to its
+// prediction in all three costs nothing but a count; the others are
+// written as
+//   head = varint(predicted before it << 3 | from_predicted << 2
+//                 | to_predicted << 1 | stack_predicted)
+//   [varint(zigzag(from - previous to))]                unless from_predicted
+//   [varint(zigzag(to - from))]                         unless to_predicted
 //   [varint(zigzag(rsp - previous rsp) << 1 | rbp_changed)
-//    [varint(zigzag(rbp - previous rbp))]]            unless stack_predicted
-// `from - previous to` is the length of the block the branch ends (less
-// its last instruction): under 32 bytes it fits the head's first byte; it
-// wraps (10 bytes) only where a trace has a gap or an interrupt. `to` is
-// predicted from a small table of the last target seen from the same
-// address (direct jumps, calls, loops, and most returns repeat). So is how
-// far rsp and rbp moved since the branch before: as far as at the last
-// branch the same table entry saw (mostly from the same address: the
-// pushes and pops of the block it ends; none before the first).
-// Predicting the move, not only "unchanged", took the branches of a Lua
-// recording that spell their stack out from 46% to 17%, and its bytes a
-// branch from 3.72 to 3.00 (encoding took 8% longer, not counting the
-// memory saved). A branch of a hot loop costs one byte.
+//    [varint(zigzag(rbp - previous rbp))]]              unless stack_predicted
+// and the chunk ends with varint(predicted after the last << 3 | 7) (the
+// three flags set: no branch is written so). `from - previous to` is the
+// length of the block (less its last instruction; negative only where a
+// trace has a gap or an interrupt). A block start not in the table
+// predicts nothing of its branch but an unmoved stack.
+// Keyed by the block's start, not the branch's address, the prediction
+// holds the block's end too: a loop's blocks, a call and its return, and
+// most of an interpreter's dispatches repeat what they did last time, and
+// a run of them costs a byte. A Lua recording (every 16th chunk of
+// real_programs.lua at n = 90,000): 2.99 bytes a branch with a table of
+// 256 keyed by the branch's address (the format before), 1.58 with this
+// one of 1,024.
 //
 // A chunk decodes only from its start (the predictor and the previous
 // values are rebuilt on the way): the store keeps chunks short and caches
@@ -40,6 +47,9 @@ class BranchChunkWriter {
   // `previous_to`: the target of the branch before the chunk's first (where
   // its first block begins).
   BranchChunkWriter(uint64_t previous_to, bool with_stacks);
+  ~BranchChunkWriter();  // its predictor kept for the thread's next writer
+  BranchChunkWriter(BranchChunkWriter&&) = default;
+  BranchChunkWriter& operator=(BranchChunkWriter&&) = default;
   void add(const Branch& branch, const StackSnapshot& stack);
   // The same for a run, in order; `stacks` holds one a branch, or none
   // without stacks. One loop with the work of add inlined: called once a
@@ -49,17 +59,29 @@ class BranchChunkWriter {
   // has stacks).
   void add(std::span<const StackedBranch> branches);
   std::vector<uint8_t> take();  // the bytes; the writer is spent
-  // Entries of the target predictor: enough for the branches of the hot
-  // code a chunk's span runs through, small enough to rebuild per chunk.
-  static constexpr std::size_t kPredictorSize = 256;
-  // An entry: the last branch whose address has its slot, and how far rsp
-  // and rbp had moved since the branch before it.
+  // Entries of the predictor: enough for the blocks of the hot code a
+  // chunk's span runs through (256 lost a third of Lua's predictions to
+  // blocks sharing a slot).
+  static constexpr std::size_t kPredictorBits = 10;
+  static constexpr std::size_t kPredictorSize = std::size_t{1} << kPredictorBits;
+  // An entry: the branch that last ended the block starting at `key`, and
+  // how far rsp and rbp had moved since the branch before it. In use only
+  // while `generation` is the table's: a table serves chunk after chunk
+  // without being cleared (40 KiB a chunk of 1,024 branches).
   struct Prediction {
+    uint64_t key = 0;
     uint64_t from = 0;
     uint64_t to = 0;
     uint64_t rsp_moved = 0;
     uint64_t rbp_moved = 0;
+    uint64_t generation = 0;
   };
+  struct Predictor {
+    std::array<Prediction, kPredictorSize> entries{};
+    uint64_t generation = 1;  // entries of other generations are empty
+  };
+  // The bytes so far, not counting the branches predicted since the last
+  // written one (take() writes their count).
   std::size_t size() const { return size_; }
 
  private:
@@ -68,9 +90,13 @@ class BranchChunkWriter {
   std::unique_ptr<uint8_t[]> bytes_;  // capacity_ bytes, the first size_ written
   std::size_t capacity_ = 0;
   std::size_t size_ = 0;
-  std::array<Prediction, kPredictorSize> predictor_{};  // in the writer: no allocation a chunk
+  // The writer's own (a spare one of its thread's when there is one: no
+  // allocation or clearing a chunk), so that writers alive at once never
+  // share entries.
+  std::unique_ptr<Predictor> predictor_;
   uint64_t previous_to_;
   StackSnapshot previous_stack_;
+  uint64_t predicted_run_ = 0;  // branches predicted since the last written one
   bool with_stacks_;
 };
 
