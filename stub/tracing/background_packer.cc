@@ -23,6 +23,8 @@ BackgroundPacker::BackgroundPacker(PackerPlacement placement) {
     workers_.emplace_back([this, cpus = placement.idle_cpus] { work(cpus, true); });
   }
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  std::unique_lock lock(mutex_);
+  placed_cv_.wait(lock, [&] { return placed_ == workers_.size(); });
 }
 
 BackgroundPacker::~BackgroundPacker() {
@@ -78,6 +80,11 @@ void run_when_idle() {
 void BackgroundPacker::work(const std::vector<int>& cpus, bool idle) {
   run_on(cpus);
   if (idle) run_when_idle();
+  {
+    std::lock_guard lock(mutex_);
+    ++placed_;
+  }
+  placed_cv_.notify_all();
   auto insns = decoder::InstructionDecoder::create();
   std::optional<decoder::SegmentPacker> packer;
   if (insns) packer.emplace(std::move(*insns));

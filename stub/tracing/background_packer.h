@@ -63,6 +63,10 @@ class BackgroundPacker final : public decoder::ChunkPacker {
 
   std::mutex mutex_;
   std::condition_variable wake_;
+  // Workers that have placed themselves (CPUs, priority): the constructor
+  // returns once all have, so that nobody sees one where it does not stay.
+  std::size_t placed_ = 0;
+  std::condition_variable placed_cv_;
   using Queued = std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob>;
   // Jobs that only encode (no code snapshot) go first: each takes 25-30
   // µs and frees a raw chunk's structs, where a PT check takes 1-2 ms.

@@ -52,8 +52,13 @@ HeapPrefaulter::~HeapPrefaulter() {
 
 void HeapPrefaulter::ahead(const std::vector<int>& cpus) {
   const uint64_t end = heap_end();
-  std::lock_guard lock(mutex_);
-  if (!thread_.joinable()) thread_ = std::thread([this, cpus] { run(cpus); });
+  std::unique_lock lock(mutex_);
+  if (!thread_.joinable()) {
+    thread_ = std::thread([this, cpus] { run(cpus); });
+    // Once: a thread seen before it placed itself ran beside the workers
+    // at their priority (a test read its policy there under load).
+    idle_.wait(lock, [&] { return placed_; });
+  }
   if (end == wanted_) return;
   wanted_ = end;
   populated_ = std::min(populated_, end);  // trimmed: what lies past the end went
@@ -81,6 +86,8 @@ void HeapPrefaulter::run(std::vector<int> cpus) {
   if (!cpus.empty()) run_when_idle();
   const uint64_t start = heap_start();
   std::unique_lock lock(mutex_);
+  placed_ = true;
+  idle_.notify_all();
   // No [heap] (a sanitizer's allocator, say): nothing to do.
   if (start == 0) {
     ended_ = true;

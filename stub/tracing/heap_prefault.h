@@ -31,7 +31,8 @@ class HeapPrefaulter {
 
   // Cheap (no system call): if the heap grew past what was populated,
   // the thread populates it up to its end. The first call starts the
-  // thread, on `cpus` (empty: where the caller may run).
+  // thread, on `cpus` (empty: where the caller may run), and returns once
+  // it is there and at idle priority.
   void ahead(const std::vector<int>& cpus);
   // Until the thread has populated what the last ahead() asked (tests).
   void wait_idle();
@@ -46,6 +47,7 @@ class HeapPrefaulter {
   std::condition_variable idle_;
   uint64_t populated_ = 0;  // [heap start, populated_) faulted in
   uint64_t wanted_ = 0;     // the heap's end at the last ahead()
+  bool placed_ = false;     // the thread is on its CPUs, at its priority
   bool ended_ = false;      // the thread is done (no heap, or stopped)
   bool stop_ = false;       // asked to end (the destructor)
   std::thread thread_;
