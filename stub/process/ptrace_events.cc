@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cerrno>
 #include <cstring>
@@ -43,6 +44,18 @@ bool pending_is_stale(const ProcessEvent& event, uint64_t kept_pc, uint64_t pc, 
   if (pc != kept_pc) return true;
   if (event.software_breakpoint && !breakpoint_present) return true;
   return event.single_stepped && !event.hw_stop && next == StepKind::Continue;
+}
+
+// DR6's B0-B3 bits of the slots DR7 (`dr7`, DR0-DR3 `address`) arms to
+// trap on executing `pc`.
+uint64_t execute_slots_at(uint64_t dr7, const std::array<uint64_t, 4>& address, uint64_t pc) {
+  uint64_t bits = 0;
+  for (int i = 0; i < 4; ++i) {
+    const bool enabled = ((dr7 >> (2 * i)) & 3) != 0;
+    const bool on_execute = ((dr7 >> (16 + 4 * i)) & 3) == 0;  // R/W 00
+    if (enabled && on_execute && address[i] == pc) bits |= uint64_t{1} << i;
+  }
+  return bits;
 }
 
 }  // namespace
@@ -673,6 +686,24 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
   thread.stepping = false;
 
   uint64_t dr6 = from_kernel ? take_dr6(tid, thread) : 0;
+  if (!was_stepping && have_regs && code == TRAP_BRKPT && (dr6 & 0xf) == 0 && thread.written.dr7 != 0) {
+    // A #DB whose DR6 came with no reason: the kernel takes it for an
+    // int1 (icebp), sends TRAP_BRKPT and leaves the virtual DR6 empty. On
+    // some VMs an execution breakpoint's hit arrives so now and then (its
+    // B0-B3 bit lost, more often under load): the thread stands on an
+    // armed execute address, with no int1 before it. Taken for that hit,
+    // with RF set as the kernel sets it for one (hw_breakpoint_handler).
+    dr6 |= execute_slots_at(thread.written.dr7, thread.written.address, gregs.rip);
+    if ((dr6 & 0xf) != 0) {
+      std::vector<uint8_t> before = raw_read(gregs.rip - 1, 1);
+      if (!before.empty() && before[0] == 0xf1) {
+        dr6 &= ~uint64_t{0xf};
+      } else {
+        gregs.eflags |= uint64_t{1} << 16;  // RF
+        defer_set_registers(tid, gregs);
+      }
+    }
+  }
   trace_hit = thread.trace_stop.has_value() && (dr6 & (uint64_t{1} << 3)) != 0;
   // Slot 3 is a debug-register tracer's own; otherwise Z1-Z4 may use it.
   const bool tracer_slot = thread.trace_stop || (hook_ != nullptr && hook_->uses_debug_register());
