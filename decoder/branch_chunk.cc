@@ -123,8 +123,8 @@ bool get_stack_delta(const uint8_t* in, std::size_t size, std::size_t& pos, Stac
 
 namespace {
 
-// A spent writer's predictor, kept for the next writer on the same thread
-// (a fresh 40 KiB table a chunk was more to clear than the chunk's
+// A spent writer's or decoder's predictor, kept for the next on the same
+// thread (a fresh 48 KiB table a chunk was more to clear than the chunk's
 // encoding).
 thread_local std::unique_ptr<Predictor> spare_predictor;
 
@@ -281,21 +281,11 @@ std::vector<uint8_t> BranchChunkWriter::take() {
 
 namespace {
 
-// The decoder's table, one a thread, a generation a chunk (as the writer's).
-thread_local std::unique_ptr<Predictor> decoding_predictor;
-
-}  // namespace
-
-bool decode_branch_chunk(const std::vector<uint8_t>& bytes, uint64_t previous_to, bool with_stacks,
-                         std::size_t count, std::vector<Branch>& branches,
-                         std::vector<StackSnapshot>& stacks) {
-  branches.clear();
-  stacks.clear();
-  branches.reserve(count);
-  if (with_stacks) stacks.reserve(count);
-  if (!decoding_predictor) decoding_predictor = std::make_unique<Predictor>();
-  Prediction* const entries = decoding_predictor->entries.data();
-  const uint64_t generation = ++decoding_predictor->generation;
+// decode_branch_chunk's work, with a predictor of the writer's kind.
+bool decode_with(Predictor& predictor, const std::vector<uint8_t>& bytes, uint64_t previous_to, bool with_stacks,
+                 std::size_t count, std::vector<Branch>& branches, std::vector<StackSnapshot>& stacks) {
+  Prediction* const entries = predictor.entries.data();
+  const uint64_t generation = predictor.generation;
   StackSnapshot stack;
   std::size_t pos = 0;
   // One branch, from its block's entry where `flags` say so, else from the
@@ -348,6 +338,21 @@ bool decode_branch_chunk(const std::vector<uint8_t>& bytes, uint64_t previous_to
     if (flags == kEndFlags) return branches.size() == count && pos == bytes.size();
     if (!next_branch(flags)) return false;
   }
+}
+
+}  // namespace
+
+bool decode_branch_chunk(const std::vector<uint8_t>& bytes, uint64_t previous_to, bool with_stacks,
+                         std::size_t count, std::vector<Branch>& branches,
+                         std::vector<StackSnapshot>& stacks) {
+  branches.clear();
+  stacks.clear();
+  branches.reserve(count);
+  if (with_stacks) stacks.reserve(count);
+  std::unique_ptr<Predictor> predictor = take_predictor();
+  const bool decoded = decode_with(*predictor, bytes, previous_to, with_stacks, count, branches, stacks);
+  give_back(std::move(predictor));
+  return decoded;
 }
 
 std::vector<uint8_t> encode_stack_stream(const std::vector<StackSnapshot>& stacks) {

@@ -67,7 +67,7 @@ class BranchChunkWriter {
   // An entry: the branch that last ended the block starting at `key`, and
   // how far rsp and rbp had moved since the branch before it. In use only
   // while `generation` is the table's: a table serves chunk after chunk
-  // without being cleared (40 KiB a chunk of 1,024 branches).
+  // without being cleared (48 KiB a chunk of 1,024 branches).
   struct Prediction {
     uint64_t key = 0;
     uint64_t from = 0;
