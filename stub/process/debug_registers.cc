@@ -198,6 +198,16 @@ uint64_t DebugRegisterState::dr7() const {
   return value;
 }
 
+uint64_t execute_hits_at(uint64_t dr7, const std::array<uint64_t, 4>& address, uint64_t pc) {
+  uint64_t bits = 0;
+  for (std::size_t i = 0; i < address.size(); ++i) {
+    const bool enabled = ((dr7 >> (kEnableBitsPerSlot * i)) & 3) != 0;
+    const uint64_t condition = (dr7 >> (kControlShift + kControlBitsPerSlot * i)) & 3;
+    if (enabled && condition == 0 && address[i] == pc) bits |= uint64_t{1} << i;  // R/W 00: execute
+  }
+  return bits;
+}
+
 DebugRegisterState DebugRegisterState::watches_only() const {
   DebugRegisterState out = *this;
   for (Slot& slot : out.slots_) {

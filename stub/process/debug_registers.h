@@ -36,6 +36,11 @@ struct DebugHit {
   uint64_t address = 0;
 };
 
+// The B0-B3 bits, as DR6 holds them, of the slots that `dr7` enables to
+// trap on executing `pc` (DR0-DR3 holding `address`): what DR6 says at a
+// hit there. For a stop whose DR6 came without them (ptrace_events.cc).
+uint64_t execute_hits_at(uint64_t dr7, const std::array<uint64_t, 4>& address, uint64_t pc);
+
 class DebugRegisterState {
  public:
   static constexpr int kSlotCount = 4;

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cerrno>
 #include <cstring>
@@ -44,18 +43,6 @@ bool pending_is_stale(const ProcessEvent& event, uint64_t kept_pc, uint64_t pc, 
   if (pc != kept_pc) return true;
   if (event.software_breakpoint && !breakpoint_present) return true;
   return event.single_stepped && !event.hw_stop && next == StepKind::Continue;
-}
-
-// DR6's B0-B3 bits of the slots DR7 (`dr7`, DR0-DR3 `address`) arms to
-// trap on executing `pc`.
-uint64_t execute_slots_at(uint64_t dr7, const std::array<uint64_t, 4>& address, uint64_t pc) {
-  uint64_t bits = 0;
-  for (int i = 0; i < 4; ++i) {
-    const bool enabled = ((dr7 >> (2 * i)) & 3) != 0;
-    const bool on_execute = ((dr7 >> (16 + 4 * i)) & 3) == 0;  // R/W 00
-    if (enabled && on_execute && address[i] == pc) bits |= uint64_t{1} << i;
-  }
-  return bits;
 }
 
 }  // namespace
@@ -693,13 +680,14 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
     // B0-B3 bit lost, more often under load): the thread stands on an
     // armed execute address, with no int1 before it. Taken for that hit,
     // with RF set as the kernel sets it for one (hw_breakpoint_handler).
-    dr6 |= execute_slots_at(thread.written.dr7, thread.written.address, gregs.rip);
+    dr6 |= execute_hits_at(thread.written.dr7, thread.written.address, gregs.rip);
     if ((dr6 & 0xf) != 0) {
       std::vector<uint8_t> before = raw_read(gregs.rip - 1, 1);
       if (!before.empty() && before[0] == 0xf1) {
         dr6 &= ~uint64_t{0xf};
       } else {
-        gregs.eflags |= uint64_t{1} << 16;  // RF
+        constexpr uint64_t kResumeFlag = uint64_t{1} << 16;  // eflags.RF
+        gregs.eflags |= kResumeFlag;
         defer_set_registers(tid, gregs);
       }
     }

@@ -326,3 +326,22 @@ TEST_CASE("watches() tells whether a watch covers any byte of a range", "[debug_
   CHECK(state.watches(0x3007, 0x3008));
   CHECK_FALSE(DebugRegisterState{}.watches(0, ~uint64_t{0}));
 }
+
+TEST_CASE("execute_hits_at: the enabled execute slots at a pc, as DR6 would say", "[debug_registers]") {
+  DebugRegisterState state;
+  require_ok(state.insert(WatchKind::Execute, 0x401000, 1));  // slot 0
+  require_ok(state.insert(WatchKind::Write, 0x601000, 8));    // slot 1, at a data address
+  require_ok(state.insert(WatchKind::Execute, 0x402000, 1));  // slot 2
+  std::array<uint64_t, 4> address{};
+  for (int i = 0; i < 4; ++i) address[i] = state.address(i);
+  CHECK(stub::process::execute_hits_at(state.dr7(), address, 0x401000) == 0x1);
+  CHECK(stub::process::execute_hits_at(state.dr7(), address, 0x402000) == 0x4);
+  // A write watch at the pc is no execute hit; nor is a pc nothing arms.
+  CHECK(stub::process::execute_hits_at(state.dr7(), address, 0x601000) == 0);
+  CHECK(stub::process::execute_hits_at(state.dr7(), address, 0x403000) == 0);
+  // Slot 3 armed (L3, R/W3=00) beside them, as the debug-register tracer does.
+  address[3] = 0x401000;
+  CHECK(stub::process::execute_hits_at(state.dr7() | (uint64_t{1} << 6), address, 0x401000) == 0x9);
+  // An address left in a disabled slot is no hit.
+  CHECK(stub::process::execute_hits_at(state.dr7(), address, 0x401000) == 0x1);
+}
