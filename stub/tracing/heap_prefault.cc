@@ -84,10 +84,13 @@ void HeapPrefaulter::run(std::vector<int> cpus) {
   // recording, not 0.02 s; the faults it does not take ahead are taken
   // where the heap grows, as without it).
   if (!cpus.empty()) run_when_idle();
+  {
+    std::lock_guard lock(mutex_);
+    placed_ = true;
+  }
+  idle_.notify_all();  // ahead() waits for this, not for the maps read below
   const uint64_t start = heap_start();
   std::unique_lock lock(mutex_);
-  placed_ = true;
-  idle_.notify_all();
   // No [heap] (a sanitizer's allocator, say): nothing to do.
   if (start == 0) {
     ended_ = true;
