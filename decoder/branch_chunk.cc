@@ -219,15 +219,35 @@ void BranchChunkWriter::add(std::span<const Branch> branches, std::span<const St
   predicted_run_ = state.predicted_run;
 }
 
+namespace {
+// How far ahead of the record being encoded a log is prefetched: 12 KiB
+// (160 records gave a third less of the gain, 1,024 no more).
+constexpr std::size_t kLogPrefetchRecords = 384;
+}  // namespace
+
 void BranchChunkWriter::add(std::span<const StackedBranch> branches) {
   const std::size_t need = size_ + branches.size() * kMaxBranchBytes;
   if (capacity_ < need) grow(need);
   WriterState state{bytes_.get() + size_, predictor_->entries.data(), predictor_->generation,
                     previous_to_,         previous_stack_,                 predicted_run_};
+  // A tracer's log comes from memory, not a cache: the translated code
+  // writes it with non-temporal stores (decoder/block_translator.h). The
+  // hardware's prefetch of the stream ran short of it, and waiting for the
+  // log's lines was half the encoding (recording Lua: the continue took
+  // 1.3-1.4x as long without this). A line holds two records.
+  // (Written out in each loop: GCC 12 drops a prefetch made in a lambda.)
+  const StackedBranch* const log = branches.data();
+  const std::size_t n = branches.size();
   if (with_stacks_) {
-    for (const StackedBranch& b : branches) write_branch(state, true, b.branch, b.stack);
+    for (std::size_t i = 0; i < n; ++i) {
+      if ((i & 1) == 0) __builtin_prefetch(log + std::min(i + kLogPrefetchRecords, n - 1));
+      write_branch(state, true, log[i].branch, log[i].stack);
+    }
   } else {
-    for (const StackedBranch& b : branches) write_branch(state, false, b.branch, StackSnapshot{});
+    for (std::size_t i = 0; i < n; ++i) {
+      if ((i & 1) == 0) __builtin_prefetch(log + std::min(i + kLogPrefetchRecords, n - 1));
+      write_branch(state, false, log[i].branch, StackSnapshot{});
+    }
   }
   size_ = static_cast<std::size_t>(state.out - bytes_.get());
   previous_to_ = state.previous_to;
