@@ -124,7 +124,7 @@ bool get_stack_delta(const uint8_t* in, std::size_t size, std::size_t& pos, Stac
 namespace {
 
 // A spent writer's or decoder's predictor, kept for the next on the same
-// thread (a fresh 48 KiB table a chunk was more to clear than the chunk's
+// thread (a fresh 192 KiB table a chunk was more to clear than the chunk's
 // encoding).
 thread_local std::unique_ptr<Predictor> spare_predictor;
 
