@@ -46,7 +46,13 @@ enum class OverflowPolicy {
 class BlockTrace {
  public:
   static constexpr std::size_t kBtsRecordSize = 24;
-  static constexpr std::size_t kChunkBranches = 1024;
+  // Each explicit chunk begins with an empty predictor (branch_chunk.h):
+  // every block a chunk runs through costs its first branch whole. At
+  // 1,024 that was a quarter of a Lua recording's store (1.57 bytes a
+  // branch, 1.20 at 4,096), and the store's fresh pages are a large part
+  // of what recording costs. A read decodes its chunk whole: 40-80 µs
+  // (chunk_codec_bench); the last two decoded are kept.
+  static constexpr std::size_t kChunkBranches = 4096;
   static constexpr std::size_t kMemoryCap = std::size_t{1} << 30;  // bytes per thread
   // The most one branch can add to memory_bytes() (as a plain struct pair).
   static constexpr std::size_t kMaxBytesPerBranch = sizeof(Branch) + sizeof(StackSnapshot);

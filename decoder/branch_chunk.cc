@@ -37,8 +37,8 @@ using Wide = unsigned __int128;
 constexpr std::size_t kMaxVarintBytes = 10;
 // A branch's head, length, target difference, rsp head and rbp difference.
 constexpr std::size_t kMaxBranchBytes = 5 * kMaxVarintBytes;
-// Room a writer starts with: a chunk of 1,024 branches of a program's
-// loops takes 1-4 KiB.
+// Room a writer starts with: a chunk of 4,096 branches of a program's
+// loops takes 1-8 KiB.
 constexpr std::size_t kInitialBytes = 4096;
 
 [[gnu::always_inline]] inline uint8_t* write_varint64(uint8_t* out, uint64_t value) {

@@ -63,13 +63,13 @@ class BranchChunkWriter {
   // Entries of the predictor: enough for the blocks of the hot code a
   // chunk's span runs through (256 lost a third of Lua's predictions to
   // blocks sharing a slot; 4,096 against 1,024: Lua's store 4% smaller,
-  // its recording no slower, a chunk's 1,024 blocks sharing fewer).
+  // its recording no slower, a chunk's blocks sharing fewer).
   static constexpr std::size_t kPredictorBits = 12;
   static constexpr std::size_t kPredictorSize = std::size_t{1} << kPredictorBits;
   // An entry: the branch that last ended the block starting at `key`, and
   // how far rsp and rbp had moved since the branch before it. In use only
   // while `generation` is the table's: a table serves chunk after chunk
-  // without being cleared (192 KiB a chunk of 1,024 branches).
+  // without being cleared (192 KiB a chunk of 4,096 branches).
   struct Prediction {
     uint64_t key = 0;
     uint64_t from = 0;

@@ -385,9 +385,10 @@ TEST_CASE("PT chunk: a segment completed after its first branches were handed ou
       h.check_reads();
     }
     SECTION("sealed meanwhile (no hold): the rest is appended as branches") {
-      HandedOut h(stacks, 100000);
-      h.build(10, 3000);
-      h.hand_out(2500);
+      constexpr std::size_t K = BlockTrace::kChunkBranches;
+      HandedOut h(stacks, 4 * K);
+      h.build(10, 3 * K);
+      h.hand_out(2 * K + K / 2);
       REQUIRE(h.trace.pt_chunks() + h.trace.explicit_chunks() == 2);
       REQUIRE(h.complete(2500, h.bytes));
       CHECK_FALSE(h.stored_whole());
