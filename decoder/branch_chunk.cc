@@ -219,12 +219,6 @@ void BranchChunkWriter::add(std::span<const Branch> branches, std::span<const St
   predicted_run_ = state.predicted_run;
 }
 
-namespace {
-// How far ahead of the record being encoded a log is prefetched: 12 KiB
-// (160 records gave a third less of the gain, 1,024 no more).
-constexpr std::size_t kLogPrefetchRecords = 384;
-}  // namespace
-
 void BranchChunkWriter::add(std::span<const StackedBranch> branches) {
   const std::size_t need = size_ + branches.size() * kMaxBranchBytes;
   if (capacity_ < need) grow(need);
