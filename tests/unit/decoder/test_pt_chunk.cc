@@ -388,9 +388,10 @@ TEST_CASE("PT chunk: a segment completed after its first branches were handed ou
       constexpr std::size_t K = BlockTrace::kChunkBranches;
       HandedOut h(stacks, 4 * K);
       h.build(10, 3 * K);
-      h.hand_out(2 * K + K / 2);
+      constexpr std::size_t handed_out = 2 * K + K / 2;
+      h.hand_out(handed_out);
       REQUIRE(h.trace.pt_chunks() + h.trace.explicit_chunks() == 2);
-      REQUIRE(h.complete(2500, h.bytes));
+      REQUIRE(h.complete(handed_out, h.bytes));
       CHECK_FALSE(h.stored_whole());
       h.check_reads();
     }
