@@ -659,7 +659,7 @@ std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches, 
       // copy of a log's last part was a sixth of the tracer's thread.
       const StackedBranch* const part = branches.data() + done;
       for (std::size_t i = 0; i < run; ++i) {
-        if ((i & 1) == 0) __builtin_prefetch(part + std::min(i + kLogPrefetchRecords, run - 1));
+        prefetch_log_ahead(part, i, run);
         open_.push_back(part[i].branch);
         open_stacks_.push_back(part[i].stack);
       }

@@ -228,18 +228,17 @@ void BranchChunkWriter::add(std::span<const StackedBranch> branches) {
   // writes it with non-temporal stores (decoder/block_translator.h). The
   // hardware's prefetch of the stream ran short of it, and waiting for the
   // log's lines was half the encoding (recording Lua: the continue took
-  // 1.3-1.4x as long without this). A line holds two records.
-  // (Written out in each loop: GCC 12 drops a prefetch made in a lambda.)
+  // 1.3-1.4x as long without this).
   const StackedBranch* const log = branches.data();
   const std::size_t n = branches.size();
   if (with_stacks_) {
     for (std::size_t i = 0; i < n; ++i) {
-      if ((i & 1) == 0) __builtin_prefetch(log + std::min(i + kLogPrefetchRecords, n - 1));
+      prefetch_log_ahead(log, i, n);
       write_branch(state, true, log[i].branch, log[i].stack);
     }
   } else {
     for (std::size_t i = 0; i < n; ++i) {
-      if ((i & 1) == 0) __builtin_prefetch(log + std::min(i + kLogPrefetchRecords, n - 1));
+      prefetch_log_ahead(log, i, n);
       write_branch(state, false, log[i].branch, StackSnapshot{});
     }
   }

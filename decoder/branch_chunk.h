@@ -32,6 +32,7 @@
 // A chunk decodes only from its start (the predictor and the previous
 // values are rebuilt on the way): the store keeps chunks short and caches
 // decoded ones.
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +49,13 @@ namespace decoder {
 // cache) is prefetched: 12 KiB (recording Lua, 160 records gave a third
 // less of the gain, 1,024 no more).
 inline constexpr std::size_t kLogPrefetchRecords = 384;
+// Called for each record `i` of a log of `n` read in order: prefetches a
+// line (two records) kLogPrefetchRecords ahead every other record.
+// (A plain inline function: GCC 12 dropped the same prefetch written in a
+// lambda; the object code must hold prefetcht0.)
+[[gnu::always_inline]] inline void prefetch_log_ahead(const StackedBranch* log, std::size_t i, std::size_t n) {
+  if ((i & 1) == 0) __builtin_prefetch(log + std::min(i + kLogPrefetchRecords, n - 1));
+}
 
 class BranchChunkWriter {
  public:
