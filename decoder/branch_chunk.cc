@@ -187,8 +187,10 @@ struct WriterState {
     if (!(flags & kToPredicted)) end = write_varint64(end, zigzag(branch.to - branch.from));
     if (!(flags & kStackPredicted)) end = write_stack_delta(end, stack, state.previous_stack);
     state.out = end;
+    // (A branch predicted whole leaves its entry as it is: rewriting the
+    // same values was a twentieth of the encoding.)
+    predicted = {state.previous_to, branch.from, branch.to, rsp_moved, rbp_moved, state.generation};
   }
-  predicted = {state.previous_to, branch.from, branch.to, rsp_moved, rbp_moved, state.generation};
   if (with_stacks) state.previous_stack = stack;
   state.previous_to = branch.to;
 }
