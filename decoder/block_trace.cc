@@ -314,6 +314,12 @@ void BlockTrace::lend_batch() {
   batch_ = Batch{};
 }
 
+void BlockTrace::settle() {
+  if (!inbox_) return;
+  inbox_->wait_idle();
+  collect_packed();
+}
+
 void BlockTrace::wait_packed() {
   if (!inbox_) return;
   // Collecting hands the backlog's next chunks; they may all be finished

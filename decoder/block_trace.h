@@ -128,6 +128,12 @@ class BlockTrace {
   // Waits until the packer finished every chunk handed to it, then
   // collects (tests and benchmarks).
   void wait_packed();
+  // Waits until the packer finished the chunks and runs handed to it so
+  // far, then collects them (not the backlog's later ones, which are
+  // encoded already): what the trace holds is then what it keeps, not the
+  // raw branches of a log drained at the last stop (`monitor record
+  // status`; a few milliseconds at most).
+  void settle();
   // While fewer than this many chunks wait to be packed, a chunk whose
   // code fits a snapshot goes with it, to be packed as a PT segment. Else
   // the tracer encodes it explicitly (reading its code pages costs the

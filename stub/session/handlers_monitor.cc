@@ -44,6 +44,7 @@ std::string describe_config(const TraceConfig& config) {
 }
 
 std::string record_status(Session& s, TraceBackend& backend) {
+  backend.settle_traces();
   std::ostringstream out;
   out << "Branch recording (" << backend.name() << " backend): "
       << (backend.all_enabled() ? "every thread" : "per thread") << "; new threads get "

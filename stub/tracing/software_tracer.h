@@ -181,6 +181,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   void disable_all() override;
   bool all_enabled() const override { return all_enabled_; }
   const decoder::BlockTrace* trace(pid_t tid) const override;
+  void settle_traces() override;
   Expected<TraceConfig> thread_config(pid_t tid) const override;
   bool stopped_full(pid_t tid) const override;
   Expected<void> set_bound(uint64_t buffer_bytes) override;

@@ -134,6 +134,12 @@ const decoder::BlockTrace* SoftwareTracer::trace(pid_t tid) const {
   return t != nullptr ? t->trace.get() : nullptr;
 }
 
+void SoftwareTracer::settle_traces() {
+  for (auto& [tid, t] : threads_) {
+    if (t.trace) t.trace->settle();
+  }
+}
+
 Expected<TraceConfig> SoftwareTracer::thread_config(pid_t tid) const {
   const ThreadState* t = state(tid);
   if (t == nullptr || !t->trace) return make_error(ErrorCode::InvalidArgument, "Btrace not enabled.");

@@ -58,6 +58,11 @@ class TraceBackend {
   // The thread's trace (also after the thread exited, until forgotten), or
   // nullptr when it has none.
   virtual const decoder::BlockTrace* trace(pid_t tid) const = 0;
+  // Puts into every thread's trace what packing in the background has
+  // finished, after waiting for what it was handed (a stop's drain hands
+  // it a whole log of raw branches): `monitor record status` then gives
+  // what the history keeps.
+  virtual void settle_traces() {}
   // The thread's configuration as enabled (for qXfer:btrace-conf).
   virtual Expected<TraceConfig> thread_config(pid_t tid) const = 0;
   // True when the thread stopped because its buffer filled under

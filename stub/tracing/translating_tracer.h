@@ -107,11 +107,13 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // whole-program recording with checkpoints the log holds one checkpoint
   // interval, so that a full log stops the thread where the ptrace tracer
   // would take its next copy (reverse execution then re-runs no further).
-  // 64 Ki records (2 MiB a thread, shared: only what a thread writes is
-  // resident): each full log is a ptrace stop, and at 16 Ki those were two
-  // thirds of Lua's stops and a fifth of its recording time
-  // (docs/performance.md); 256 Ki gained nothing beyond the noise.
-  static constexpr uint64_t kLogCapacity = 64 * 1024;
+  // 256 Ki records (8 MiB a log, two a thread, shared: only what a thread
+  // writes is resident): each full log is a ptrace stop (and, with a spare
+  // CPU, a switch to the other log), about 70 us of the program's CPU and
+  // btstub's thread; at 16 Ki those were two thirds of Lua's stops, and
+  // 64 Ki against 256 Ki still left Lua's recording 1.15x as long
+  // (docs/performance.md).
+  static constexpr uint64_t kLogCapacity = 256 * 1024;
   // Enough code for the longest block the translator makes
   // (kMaxBlockInstructions instructions of at most 15 bytes).
   static constexpr std::size_t kBlockBytes = decoder::kMaxBlockInstructions * 15 + 16;
@@ -163,6 +165,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   void disable_all() override { ptrace_->disable_all(); }
   bool all_enabled() const override { return ptrace_->all_enabled(); }
   const decoder::BlockTrace* trace(pid_t tid) const override { return ptrace_->trace(tid); }
+  void settle_traces() override { ptrace_->settle_traces(); }
   Expected<TraceConfig> thread_config(pid_t tid) const override { return ptrace_->thread_config(tid); }
   bool stopped_full(pid_t tid) const override { return ptrace_->stopped_full(tid); }
   std::string problem() const override { return ptrace_->problem(); }

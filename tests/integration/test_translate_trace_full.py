@@ -5,8 +5,9 @@ record_workload (1,000 rounds, about 250,000 branches) runs under
 `btstub --record --trace-size=SIZE --trace-full=stop` with
 --trace-stops=int3 (the ptrace tracer, the reference) and
 --trace-stops=translate, for trace sizes that fill in the first log (100k:
-4,266 branches), after most of it (333k), and after one and two whole
-64 Ki-record logs (2m, 3m). At the stop both runs must report the trace
+4,266 branches), after most of it (333k), and, with 5,000 rounds (about
+700,000 branches at -O2), after one and two whole 256 Ki-record logs (7m:
+305,834 branches, 13m: 567,978). At the stop both runs must report the trace
 full ("stopped: buffer full"), give the same stop reply, the same
 registers (`g`) and the same branch trace (qXfer:btrace:read:all), and,
 continued, end the same way with the same output. The translate run must
@@ -34,7 +35,8 @@ from translate_compare import BLOCK, TIMEOUT, _recorded, monitor, read_document,
 
 # (program, arguments, trace size): loop_count's full trace stops it at a
 # taken `loop`, which counts rcx down before it branches.
-CASES = [("record_workload", ["1000"], size) for size in ("100k", "333k", "2m", "3m")] + \
+CASES = [("record_workload", ["1000"], size) for size in ("100k", "333k")] + \
+        [("record_workload", ["5000"], size) for size in ("7m", "13m")] + \
         [("loop_count", ["1000000"], "1m")]
 FULL = "stopped: buffer full"
 LOG_FULL = re.compile(r"exits: \d+ direct, \d+ indirect, (\d+) log full")
