@@ -75,6 +75,7 @@
 // /proc/PID/mem, the mapped file, an mprotect made and undone).
 #include <sys/types.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -114,6 +115,20 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // 64 Ki against 256 Ki still left Lua's recording 1.15x as long
   // (docs/performance.md).
   static constexpr uint64_t kLogCapacity = 256 * 1024;
+  // With many threads their logs (two a thread, each resident as far as
+  // it was ever written, and kept for the next thread when one ends)
+  // share kLogBudgetBytes, down to kMinLogRecords a log: up to four
+  // threads' areas get kLogCapacity, sixteen and more the 64 Ki records
+  // every thread had before (200 busy threads: 800 MiB, not 3.2 GiB). Set
+  // at each reset of the cursor by the areas mapped then (mapped_areas),
+  // once the thread has filled a log of kMinLogRecords
+  // (Thread::filled_log).
+  static constexpr uint64_t kLogBudgetBytes = uint64_t{64} << 20;
+  static constexpr uint64_t kMinLogRecords = 64 * 1024;
+  static constexpr uint64_t log_records_for(std::size_t areas) {
+    const uint64_t share = kLogBudgetBytes / (2 * decoder::kLogRecordSize * std::max<std::size_t>(areas, 1));
+    return std::clamp(share, kMinLogRecords, kLogCapacity);
+  }
   // Enough code for the longest block the translator makes
   // (kMaxBlockInstructions instructions of at most 15 bytes).
   static constexpr std::size_t kBlockBytes = decoder::kMaxBlockInstructions * 15 + 16;
@@ -198,6 +213,12 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     // branch then exits as the log's full, and the trace stops there, as
     // under the ptrace tracer). The cursor starts at -log_fill records.
     uint64_t log_fill = 0;
+    // It has filled a log (a log-full exit): only then does its log take
+    // more than kMinLogRecords, the areas mapped then sharing
+    // kLogBudgetBytes. A thread's first log is the small one, so that
+    // threads made one after another (each seeing fewer areas) do not each
+    // fill a large one.
+    bool filled_log = false;
     uint64_t program_gs = 0;     // the program's gs base, put back outside
     std::vector<int> deferred;   // signals that came inside the instrumentation
     std::set<uint64_t> table_entries;  // offsets of the indirect-table entries filled
@@ -324,6 +345,9 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // SoftwareTracer::return_lent_memory.
   bool store_run(pid_t tid, Thread& th, std::span<const decoder::StackedBranch> run,
                  const std::shared_ptr<const void>& lender = nullptr);
+  // Threads' areas mapped in the program: the live threads' and those
+  // kept for the next (free_areas_).
+  std::size_t mapped_areas() const;
   bool reset_cursor(TracedThreadControl& control, pid_t tid, Thread& th);
   // The cursor of an empty log of the thread's fill (records count up to 0).
   static int64_t empty_cursor(const Thread& th) {
@@ -399,5 +423,10 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // Faults in the heap the next drains' chunks take, while the program runs.
   HeapPrefaulter heap_prefaulter_;
 };
+
+static_assert(TranslatingTracer::log_records_for(1) == TranslatingTracer::kLogCapacity &&
+              TranslatingTracer::log_records_for(4) == TranslatingTracer::kLogCapacity &&
+              TranslatingTracer::log_records_for(8) == 128 * 1024 &&
+              TranslatingTracer::log_records_for(16) == TranslatingTracer::kMinLogRecords);
 
 }  // namespace stub::tracing

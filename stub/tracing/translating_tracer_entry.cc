@@ -250,8 +250,14 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
   return reset_cursor(control, tid, *th);
 }
 
+std::size_t TranslatingTracer::mapped_areas() const {
+  std::size_t areas = free_areas_.size();
+  for (const auto& [tid, th] : threads_) areas += th.area.base != 0 ? 1 : 0;
+  return areas;
+}
+
 bool TranslatingTracer::reset_cursor(TracedThreadControl& control, pid_t tid, Thread& th) {
-  th.log_fill = th.log_capacity;
+  th.log_fill = std::min(th.log_capacity, th.filled_log ? log_records_for(mapped_areas()) : kMinLogRecords);
   if (const auto room = ptrace_->room_for_lent(tid)) th.log_fill = std::min<uint64_t>(th.log_fill, *room);
   return write_area(control, th.area.shared.get(), th.area.base + decoder::kSlotLogCursor,
                     le64(static_cast<uint64_t>(empty_cursor(th))));

@@ -184,7 +184,10 @@ std::optional<TranslatingTracer::ExitTaken> TranslatingTracer::take_exit(TracedT
   switch (exit.kind) {
     case decoder::ExitKind::Direct: ++stats_.direct_exits; break;
     case decoder::ExitKind::Indirect: ++stats_.indirect_exits; break;
-    case decoder::ExitKind::LogFull: ++stats_.full_exits; break;
+    case decoder::ExitKind::LogFull:
+      ++stats_.full_exits;
+      th.filled_log = true;  // its next log may be larger (kLogBudgetBytes)
+      break;
   }
   if (exit.retry) {
     // Nothing taken: the thread stands at the call, registers and stack
