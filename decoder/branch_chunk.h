@@ -84,12 +84,14 @@ class BranchChunkWriter {
   // how far rsp and rbp had moved since the branch before it. In use only
   // while `generation` is the table's: a table serves chunk after chunk
   // without being cleared (192 KiB a chunk of 4,096 branches).
+  // (from and to, rsp_moved and rbp_moved: two 16-byte pairs, compared
+  // with a log record's as two vectors.)
   struct Prediction {
-    uint64_t key = 0;
-    uint64_t from = 0;
+    alignas(16) uint64_t from = 0;
     uint64_t to = 0;
     uint64_t rsp_moved = 0;
     uint64_t rbp_moved = 0;
+    uint64_t key = 0;
     uint64_t generation = 0;
   };
   struct Predictor {
