@@ -1,6 +1,7 @@
 // Explicit branch chunk benchmark (not a test): how long encoding and
-// decoding a chunk of 1,024 branches with stacks takes (decoder/
-// branch_chunk.h), the work btstub's thread and its packing worker do for
+// decoding a chunk of branches with stacks takes (decoder/branch_chunk.h;
+// as many branches as a BlockTrace's chunk holds, encoded from records as
+// the translating tracer's log holds them), the work btstub's thread and its packing worker do for
 // every chunk they do not pack as PT. Prints a table for
 // docs/performance.md.
 //
@@ -13,15 +14,17 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <span>
 #include <vector>
 
+#include "decoder/block_trace.h"
 #include "decoder/branch_chunk.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kChunkBranches = 1024;
+constexpr std::size_t kChunkBranches = decoder::BlockTrace::kChunkBranches;
 constexpr std::size_t kChunks = 200;
 constexpr int kRounds = 7;
 
@@ -29,6 +32,9 @@ struct Chunk {
   uint64_t previous_to = 0;
   std::vector<decoder::Branch> branches;
   std::vector<decoder::StackSnapshot> stacks;
+  // The same, as the translating tracer's log holds them (what its
+  // encoding reads).
+  std::vector<decoder::StackedBranch> records;
 };
 
 std::vector<Chunk> make_chunks(int usual_percent) {
@@ -56,6 +62,7 @@ std::vector<Chunk> make_chunks(int usual_percent) {
       if (block.sets_rbp) rbp = rsp + 16;
       chunk.branches.push_back({block.start + block.length, blocks[next].start});
       chunk.stacks.push_back({rsp, rbp});
+      chunk.records.push_back({chunk.branches.back(), chunk.stacks.back()});
       previous_to = blocks[next].start;
       at = next;
     }
@@ -78,7 +85,7 @@ void run(int usual_percent) {
     bytes = 0;
     for (std::size_t c = 0; c < chunks.size(); ++c) {
       decoder::BranchChunkWriter writer(chunks[c].previous_to, true);
-      writer.add(chunks[c].branches, chunks[c].stacks);
+      writer.add(std::span<const decoder::StackedBranch>(chunks[c].records));
       encoded[c] = writer.take();
       bytes += encoded[c].size();
     }
