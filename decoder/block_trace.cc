@@ -325,8 +325,7 @@ void BlockTrace::wait_packed() {
   // Collecting hands the backlog's next chunks; they may all be finished
   // before the loop looks again (nothing pending then, but results to take).
   do {
-    inbox_->wait_idle();
-    collect_packed();
+    settle();
   } while (inbox_->pending() != 0 || inbox_->has_results());
 }
 

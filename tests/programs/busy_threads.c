@@ -5,20 +5,19 @@
  * fills its logs again and again. Joined, main reads /proc/self/smaps for
  * btstub's log areas (mapped near 16 TiB, 0x901000 bytes each: an 8 MiB
  * log, then the slots and the indirect-target table) and prints how many
- * there are and how many of them have more than BOUND kB resident (its
- * argument; a 2 MiB log, the table and the slots by default), then the
- * threads' sum:
+ * there are and how many of them have more than BOUND_KB resident (a
+ * 2 MiB log, the table and the slots), then the threads' sum:
  *   areas N over_bound M (largest K kB)
  *   sum S
  * (no areas, natively and under the ptrace tracer). Exit code 0.
  */
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define NTHREADS 16
 #define ROUNDS 300000
+#define BOUND_KB (2048 + 1024 + 4)
 
 static pthread_barrier_t start;
 static unsigned long sums[NTHREADS];
@@ -34,8 +33,7 @@ static void *busy(void *arg) {
   return NULL;
 }
 
-int main(int argc, char **argv) {
-  const unsigned long bound = argc > 1 ? strtoul(argv[1], NULL, 10) : 2048 + 1024 + 4;
+int main(void) {
   pthread_t threads[NTHREADS];
   pthread_barrier_init(&start, NULL, NTHREADS + 1);
   for (long i = 0; i < NTHREADS; i++) pthread_create(&threads[i], NULL, busy, (void *)i);
@@ -55,7 +53,7 @@ int main(int argc, char **argv) {
       in_area = lo >= 0xf0000000000ul && lo < 0x200000000000ul && hi - lo == 0x901000;
       areas += in_area;
     } else if (in_area && sscanf(line, "Rss: %lu kB", &kb) == 1) {
-      over += kb > bound;
+      over += kb > BOUND_KB;
       if (kb > largest) largest = kb;
     }
   }
