@@ -16,15 +16,20 @@ BackgroundPacker::BackgroundPacker(PackerPlacement placement) {
   pthread_sigmask(SIG_BLOCK, &all, &before);
   idle_packs_ = placement.idle_worker;  // before any worker reads it
   const std::size_t normal = std::max<std::size_t>(1, placement.workers);
+  // Held until every worker is placed: each waits for placed_ first.
+  std::unique_lock lock(mutex_);
   for (std::size_t i = 0; i < normal; ++i) {
-    workers_.emplace_back([this, cpus = placement.cpus] { work(cpus, false); });
+    workers_.emplace_back([this, i] { work(i, false); });
+    lower_own_.push_back(!place_thread(workers_.back(), placement.cpus, false));
   }
   if (placement.idle_worker) {
-    workers_.emplace_back([this, cpus = placement.idle_cpus] { work(cpus, true); });
+    workers_.emplace_back([this, i = normal] { work(i, true); });
+    lower_own_.push_back(!place_thread(workers_.back(), placement.idle_cpus, true));
   }
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
-  std::unique_lock lock(mutex_);
-  placed_cv_.wait(lock, [&] { return placed_ == workers_.size(); });
+  placed_ = true;
+  lock.unlock();
+  wake_.notify_all();
 }
 
 BackgroundPacker::~BackgroundPacker() {
@@ -60,31 +65,29 @@ void BackgroundPacker::submit(std::shared_ptr<decoder::PackInbox> inbox, decoder
   }
 }
 
-void run_on(const std::vector<int>& cpus) {
-  if (cpus.empty()) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int cpu : cpus) {
-    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+bool place_thread(std::thread& thread, const std::vector<int>& cpus, bool idle) {
+  if (!cpus.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : cpus) {
+      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+    }
+    // Else it stays where it was started.
+    (void)pthread_setaffinity_np(thread.native_handle(), sizeof set, &set);
   }
-  (void)sched_setaffinity(0, sizeof set, &set);  // else it stays where it was started
-}
-
-void run_when_idle() {
+  if (!idle) return true;
   sched_param none{};
-  if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) != 0) {
-    (void)setpriority(PRIO_PROCESS, 0, 19);  // the next best: the lowest nice value's weight
-  }
+  return pthread_setschedparam(thread.native_handle(), SCHED_IDLE, &none) == 0;
 }
 
-void BackgroundPacker::work(const std::vector<int>& cpus, bool idle) {
-  run_on(cpus);
-  if (idle) run_when_idle();
+void lower_own_priority() { (void)setpriority(PRIO_PROCESS, 0, 19); }
+
+void BackgroundPacker::work(std::size_t index, bool idle) {
   {
-    std::lock_guard lock(mutex_);
-    ++placed_;
+    std::unique_lock lock(mutex_);
+    wake_.wait(lock, [&] { return placed_; });
+    if (lower_own_[index]) lower_own_priority();
   }
-  placed_cv_.notify_all();
   auto insns = decoder::InstructionDecoder::create();
   std::optional<decoder::SegmentPacker> packer;
   if (insns) packer.emplace(std::move(*insns));

@@ -22,12 +22,18 @@
 
 namespace stub::tracing {
 
-// Binds the calling thread to `cpus` (empty: leaves it where it may run):
-// the packing workers, and the heap prefaulter's thread.
-void run_on(const std::vector<int>& cpus);
-// Makes the calling thread run only when its CPU has nothing else to run
-// (SCHED_IDLE, else the lowest nice value).
-void run_when_idle();
+// Places a thread just started, from the thread that started it: binds
+// it to `cpus` (empty: leaves it where it may run) and, if `idle`, makes
+// it run only when its CPU has nothing else to run (SCHED_IDLE). The
+// packing workers, and the heap prefaulter's thread. Done by the starter
+// so that it never waits for the thread itself: at idle priority, on a
+// CPU another process keeps busy, a thread may not run for seconds (the
+// tracer waited there for it, the program stopped). Returns false where
+// SCHED_IDLE was refused: the thread then calls lower_own_priority().
+bool place_thread(std::thread& thread, const std::vector<int>& cpus, bool idle);
+// The next best to SCHED_IDLE, for the calling thread: the lowest nice
+// value's weight.
+void lower_own_priority();
 
 // Where the workers run.
 struct PackerPlacement {
@@ -59,14 +65,15 @@ class BackgroundPacker final : public decoder::ChunkPacker {
   std::size_t packs_run(bool idle) const { return (idle ? packs_idle_ : packs_normal_).load(); }
 
  private:
-  void work(const std::vector<int>& cpus, bool idle);
+  void work(std::size_t index, bool idle);
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  // Workers that have placed themselves (CPUs, priority): the constructor
-  // returns once all have, so that nobody sees one where it does not stay.
-  std::size_t placed_ = 0;
-  std::condition_variable placed_cv_;
+  // The constructor placed every worker (place_thread): none works before,
+  // where it does not stay; the constructor never waits for them.
+  bool placed_ = false;
+  // Per worker: SCHED_IDLE was refused, it lowers its own priority.
+  std::vector<char> lower_own_;
   using Queued = std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob>;
   // Jobs that only encode (no code snapshot) go first: each takes 25-30
   // µs and frees a raw chunk's structs, where a PT check takes 1-2 ms.

@@ -54,10 +54,21 @@ void HeapPrefaulter::ahead(const std::vector<int>& cpus) {
   const uint64_t end = heap_end();
   std::unique_lock lock(mutex_);
   if (!thread_.joinable()) {
-    thread_ = std::thread([this, cpus] { run(cpus); });
-    // Once: a thread seen before it placed itself ran beside the workers
-    // at their priority (a test read its policy there under load).
-    idle_.wait(lock, [&] { return placed_; });
+    // Placed here, before it does anything (it waits for placed_): one
+    // that placed itself ran beside the workers at their priority until
+    // then (a test read its policy there under load), and waiting for it
+    // to do so stopped the program while its CPU was busy (seconds, under
+    // another process's load: the thread at idle priority by then).
+    thread_ = std::thread([this] { run(); });
+    // Behind the packing workers on those CPUs: a worker it preempted held
+    // a chunk of a lent log that the tracer's thread waited for at the
+    // next exit, the program stopped meanwhile (Lua: 0.3 s of waiting a
+    // recording, not 0.02 s; the faults it does not take ahead are taken
+    // where the heap grows, as without it). Else it stays where the
+    // tracer is.
+    lower_own_ = !cpus.empty() && !place_thread(thread_, cpus, true);
+    placed_ = true;
+    wake_.notify_one();
   }
   if (end == wanted_) return;
   wanted_ = end;
@@ -75,20 +86,13 @@ uint64_t HeapPrefaulter::populated_end() const {
   return populated_;
 }
 
-void HeapPrefaulter::run(std::vector<int> cpus) {
+void HeapPrefaulter::run() {
   (void)pthread_setname_np(pthread_self(), kThreadName);  // told apart from the packing workers
-  run_on(cpus);  // else it stays where the tracer is
-  // Behind the packing workers on those CPUs: a worker it preempted held a
-  // chunk of a lent log that the tracer's thread waited for at the next
-  // exit, the program stopped meanwhile (Lua: 0.3 s of waiting a
-  // recording, not 0.02 s; the faults it does not take ahead are taken
-  // where the heap grows, as without it).
-  if (!cpus.empty()) run_when_idle();
   {
-    std::lock_guard lock(mutex_);
-    placed_ = true;
+    std::unique_lock lock(mutex_);
+    wake_.wait(lock, [&] { return placed_; });
+    if (lower_own_) lower_own_priority();
   }
-  idle_.notify_all();  // ahead() waits for this, not for the maps read below
   const uint64_t start = heap_start();
   std::unique_lock lock(mutex_);
   // No [heap] (a sanitizer's allocator, say): nothing to do.

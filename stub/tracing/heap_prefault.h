@@ -31,8 +31,8 @@ class HeapPrefaulter {
 
   // Cheap (no system call): if the heap grew past what was populated,
   // the thread populates it up to its end. The first call starts the
-  // thread, on `cpus` (empty: where the caller may run), and returns once
-  // it is there and at idle priority.
+  // thread, on `cpus` (empty: where the caller may run) at idle priority,
+  // placed before it runs; it never waits for the thread.
   void ahead(const std::vector<int>& cpus);
   // Until the thread has populated what the last ahead() asked (tests).
   void wait_idle();
@@ -40,14 +40,15 @@ class HeapPrefaulter {
   uint64_t populated_end() const;
 
  private:
-  void run(std::vector<int> cpus);
+  void run();
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable idle_;
   uint64_t populated_ = 0;  // [heap start, populated_) faulted in
   uint64_t wanted_ = 0;     // the heap's end at the last ahead()
-  bool placed_ = false;     // the thread is on its CPUs, at its priority
+  bool placed_ = false;     // ahead() put the thread on its CPUs, at its priority
+  bool lower_own_ = false;  // SCHED_IDLE was refused: the thread lowers its own
   bool ended_ = false;      // the thread is done (no heap, or stopped)
   bool stop_ = false;       // asked to end (the destructor)
   std::thread thread_;
