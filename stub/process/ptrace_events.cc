@@ -170,6 +170,7 @@ Expected<void> PtraceProcess::raw_resume(pid_t tid, ThreadState& thread, StepKin
   auto r = do_ptrace(step ? PTRACE_SINGLESTEP : catching ? PTRACE_SYSCALL : PTRACE_CONT, tid, 0, signal_arg(signal));
   if (!r) return r.error();
   thread.running = true;
+  thread.unrun_at_resume = thread.pc_moved_unrun;
   thread.pc_moved_unrun = false;
   thread.stepping = step;
   thread.last_kind = kind;
@@ -462,11 +463,17 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
   if (signal == SIGSTOP && thread.sigstop_expected) {
     // Our all-stop SIGSTOP, or that of a thread that had another event first.
     thread.sigstop_expected = false;
+    // One queued behind that event stops the thread before it runs
+    // anything: where the tracer had moved it (onto a user breakpoint's
+    // address, out of its code cache) is still unrun, and the restart
+    // below or the next resume must run into that breakpoint, not step
+    // off it (its hit was lost: several threads under --record).
+    if (thread.unrun_at_resume) thread.pc_moved_unrun = true;
     if (thread.stop_requested && !stopping_all_) {
       // Non-stop: the client's vCont;t, answered as gdbserver does (T00).
       thread.stop_requested = false;
       thread.stepping = false;
-      if (hook_ != nullptr && hook_->traces(tid)) hook_->on_held(*this, tid);  // stopped where it was, as in all-stop
+      if (hook_ != nullptr && hook_->traces(tid)) hold_traced(tid, thread);  // stopped where it was, as in all-stop
       ProcessEvent stopped;
       stopped.tid = tid;
       return stopped;
@@ -474,7 +481,7 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
     if (!stopping_all_) {
       (void)start_thread(tid, thread, thread.requested, 0);
     } else if (hook_ != nullptr && hook_->traces(tid)) {
-      hook_->on_held(*this, tid);
+      hold_traced(tid, thread);
     }
     return std::nullopt;
   }

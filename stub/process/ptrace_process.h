@@ -205,6 +205,10 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     // hit yet, so a resume must run into it, not step off it (gdbserver
     // steps over a breakpoint only at the pc the thread stopped at).
     bool pc_moved_unrun = false;
+    // pc_moved_unrun as it was at the last resume (raw_resume clears it):
+    // the thread stops at our owed SIGSTOP before it runs anything when
+    // the signal was queued then, and its pc is still unrun.
+    bool unrun_at_resume = false;
     // Where its last stop was a signal's (not SIGTRAP): a breakpoint there
     // is still to be hit, not stepped off.
     std::optional<uint64_t> signal_stop_pc;
@@ -305,6 +309,8 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   void remove_all_trace_int3s();
   bool was_trace_int3(uint64_t addr);
   bool pass_untraced_trace_hit(pid_t tid, ThreadState& thread, uint64_t pc);
+  // A traced thread held by our SIGSTOP, handed to the hook's on_held.
+  void hold_traced(pid_t tid, ThreadState& thread);
   Expected<void> step_held(pid_t tid, ThreadState& thread, uint64_t pc, int signal);
   std::vector<pid_t> hold_others(pid_t tid);
   void release_held(const std::vector<pid_t>& held);
