@@ -9,7 +9,7 @@ continues to the exit. Each (k, i) must be printed exactly once: under
 gdbserver (the reference), btstub without recording, and btstub under
 `--record` with the translating tracer (three runs, one under the
 sanitizers: which threads meet at one stop varies) and with
-`--trace-stops=int3`.
+`--trace-stops=int3` (not under the sanitizers: too slow there).
 
 Under `--record` hits were lost: a thread the tracer had moved onto
 mark's address (out of its code cache) while every thread was being
@@ -58,8 +58,11 @@ def main(args, c):
         for n in range(1 if sanitized() else 3):
             runs.append(("btstub --record, run %d" % (n + 1),
                          "| " + shlex.join([btstub, "--record", "-", prog, str(THREADS)])))
-        runs.append(("btstub --record --trace-stops=int3",
-                     "| " + shlex.join([btstub, "--record", "--trace-stops=int3", "-", prog, str(THREADS)])))
+        # The int3 tracer stops at every second branch (3.6 M here): too
+        # slow for gdb's timeout under the sanitizers.
+        if not sanitized():
+            runs.append(("btstub --record --trace-stops=int3",
+                         "| " + shlex.join([btstub, "--record", "--trace-stops=int3", "-", prog, str(THREADS)])))
     for name, target in runs:
         got, output = hits(target, prog)
         c.equal("%s: hits per thread" % name, per_thread(want), per_thread(got), output[-3000:])
