@@ -423,15 +423,6 @@ bool PtraceProcess::in_replay(pid_t tid) const {
   return std::any_of(replay_.begin(), replay_.end(), [tid](const auto& r) { return r.first == tid; });
 }
 
-void PtraceProcess::hold_traced(pid_t tid, ThreadState& thread) {
-  auto before = read_pc(tid);
-  hook_->on_held(*this, tid);
-  // Moved (out of the translating tracer's code cache, to the original
-  // address of where it stood): what lies there has not run, and a user
-  // breakpoint there is still to be hit at the next resume.
-  if (auto after = read_pc(tid); before && after && *before != *after) thread.pc_moved_unrun = true;
-}
-
 // An untraced thread (or one the tracer let go) on a tracer int3: the hook
 // emulates the transfer for it, or the real instruction is stepped with the
 // other threads held. True when the stop is dealt with.

@@ -473,7 +473,7 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
       // Non-stop: the client's vCont;t, answered as gdbserver does (T00).
       thread.stop_requested = false;
       thread.stepping = false;
-      if (hook_ != nullptr && hook_->traces(tid)) hold_traced(tid, thread);  // stopped where it was, as in all-stop
+      if (hook_ != nullptr && hook_->traces(tid)) hook_->on_held(*this, tid);  // stopped where it was, as in all-stop
       ProcessEvent stopped;
       stopped.tid = tid;
       return stopped;
@@ -481,7 +481,7 @@ std::optional<ProcessEvent> PtraceProcess::handle_status(pid_t tid, int status) 
     if (!stopping_all_) {
       (void)start_thread(tid, thread, thread.requested, 0);
     } else if (hook_ != nullptr && hook_->traces(tid)) {
-      hold_traced(tid, thread);
+      hook_->on_held(*this, tid);
     }
     return std::nullopt;
   }

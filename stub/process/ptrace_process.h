@@ -309,8 +309,6 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   void remove_all_trace_int3s();
   bool was_trace_int3(uint64_t addr);
   bool pass_untraced_trace_hit(pid_t tid, ThreadState& thread, uint64_t pc);
-  // A traced thread held by our SIGSTOP, handed to the hook's on_held.
-  void hold_traced(pid_t tid, ThreadState& thread);
   Expected<void> step_held(pid_t tid, ThreadState& thread, uint64_t pc, int signal);
   std::vector<pid_t> hold_others(pid_t tid);
   void release_held(const std::vector<pid_t>& held);
