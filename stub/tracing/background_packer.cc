@@ -16,7 +16,7 @@ BackgroundPacker::BackgroundPacker(PackerPlacement placement) {
   pthread_sigmask(SIG_BLOCK, &all, &before);
   idle_packs_ = placement.idle_worker;  // before any worker reads it
   const std::size_t normal = std::max<std::size_t>(1, placement.workers);
-  // Held until every worker is placed: each waits for placed_ first.
+  // Held until every worker is placed: each takes it first.
   std::unique_lock lock(mutex_);
   for (std::size_t i = 0; i < normal; ++i) {
     workers_.emplace_back([this, i] { work(i, false); });
@@ -27,9 +27,6 @@ BackgroundPacker::BackgroundPacker(PackerPlacement placement) {
     lower_own_.push_back(!place_thread(workers_.back(), placement.idle_cpus, true));
   }
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
-  placed_ = true;
-  lock.unlock();
-  wake_.notify_all();
 }
 
 BackgroundPacker::~BackgroundPacker() {
@@ -84,8 +81,7 @@ void lower_own_priority() { (void)setpriority(PRIO_PROCESS, 0, 19); }
 
 void BackgroundPacker::work(std::size_t index, bool idle) {
   {
-    std::unique_lock lock(mutex_);
-    wake_.wait(lock, [&] { return placed_; });
+    std::lock_guard lock(mutex_);  // once the constructor placed every worker
     if (lower_own_[index]) lower_own_priority();
   }
   auto insns = decoder::InstructionDecoder::create();

@@ -69,10 +69,10 @@ class BackgroundPacker final : public decoder::ChunkPacker {
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  // The constructor placed every worker (place_thread): none works before,
-  // where it does not stay; the constructor never waits for them.
-  bool placed_ = false;
-  // Per worker: SCHED_IDLE was refused, it lowers its own priority.
+  // Per worker: SCHED_IDLE was refused, it lowers its own priority. The
+  // constructor holds mutex_ while it starts and places the workers
+  // (place_thread), and each takes mutex_ before it works: none works
+  // where it does not stay, and the constructor never waits for them.
   std::vector<char> lower_own_;
   using Queued = std::pair<std::shared_ptr<decoder::PackInbox>, decoder::PackJob>;
   // Jobs that only encode (no code snapshot) go first: each takes 25-30

@@ -54,7 +54,7 @@ void HeapPrefaulter::ahead(const std::vector<int>& cpus) {
   const uint64_t end = heap_end();
   std::unique_lock lock(mutex_);
   if (!thread_.joinable()) {
-    // Placed here, before it does anything (it waits for placed_): one
+    // Placed here, under mutex_, which it takes before anything else: one
     // that placed itself ran beside the workers at their priority until
     // then (a test read its policy there under load), and waiting for it
     // to do so stopped the program while its CPU was busy (seconds, under
@@ -67,8 +67,6 @@ void HeapPrefaulter::ahead(const std::vector<int>& cpus) {
     // where the heap grows, as without it). Else it stays where the
     // tracer is.
     lower_own_ = !cpus.empty() && !place_thread(thread_, cpus, true);
-    placed_ = true;
-    wake_.notify_one();
   }
   if (end == wanted_) return;
   wanted_ = end;
@@ -89,8 +87,7 @@ uint64_t HeapPrefaulter::populated_end() const {
 void HeapPrefaulter::run() {
   (void)pthread_setname_np(pthread_self(), kThreadName);  // told apart from the packing workers
   {
-    std::unique_lock lock(mutex_);
-    wake_.wait(lock, [&] { return placed_; });
+    std::lock_guard lock(mutex_);  // once ahead() placed it
     if (lower_own_) lower_own_priority();
   }
   const uint64_t start = heap_start();

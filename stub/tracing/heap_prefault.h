@@ -47,7 +47,6 @@ class HeapPrefaulter {
   std::condition_variable idle_;
   uint64_t populated_ = 0;  // [heap start, populated_) faulted in
   uint64_t wanted_ = 0;     // the heap's end at the last ahead()
-  bool placed_ = false;     // ahead() put the thread on its CPUs, at its priority
   bool lower_own_ = false;  // SCHED_IDLE was refused: the thread lowers its own
   bool ended_ = false;      // the thread is done (no heap, or stopped)
   bool stop_ = false;       // asked to end (the destructor)
