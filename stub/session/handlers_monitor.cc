@@ -51,7 +51,14 @@ std::string record_status(Session& s, TraceBackend& backend) {
       << describe_config(backend.config()) << "; a thread's trace holds at most "
       << decoder::BlockTrace::kMemoryCap << " bytes.\n";
   if (std::string problem = backend.problem(); !problem.empty()) out << "Last failure: " << problem << "\n";
-  if (Process* process = s.process()) {
+  // The program's threads, whichever process the client selected last: a
+  // fork child gdb keeps (detach-on-fork off) is never recorded (the
+  // tracer follows the program alone), and is said so.
+  if (Process* selected = s.process(); selected != nullptr && selected != s.program()) {
+    out << "  process " << selected->pid()
+        << ": not recorded (btstub records only the program it started or attached to)\n";
+  }
+  if (Process* process = s.program()) {
     for (pid_t tid : process->threads()) {
       out << "  thread " << tid << ": ";
       const decoder::BlockTrace* trace = backend.trace(tid);

@@ -7,7 +7,9 @@ parent_wait (after the fork; the child is kept, stopped), then
 `reverse-step`, `tbreak main` and `reverse-continue` to the start of main,
 reading `$pc` at each point before and after `maint flush register-cache`
 (the stop reply's registers against the `g` packet's), `info line *$pc`
-and `monitor replay status`. The same session with the child let go
+and `monitor replay status`; with the child kept, `monitor record status`
+with the child selected says it is not recorded, and with the program
+selected shows its thread's branches. The same session with the child let go
 (detach-on-fork on) is the reference: each point's frame line and pc must
 be the same.
 
@@ -39,7 +41,14 @@ def commands(keep_child):
         "tbreak main", "reverse-continue",                                 # 8-9
         "p/x $pc", "maint flush register-cache", "p/x $pc", "info line *$pc",   # 10-13
         "monitor replay status",                                           # 14
-    ]
+    ] + ([
+        # The kept child selected: the status says it is not recorded (it
+        # said "recording from its next resume", which never comes) and
+        # still shows the program's thread, as with inferior 1 selected in
+        # gdb (which need not select it at the server).
+        "inferior 2", "p/x $pc", "monitor record status",                  # 15-17
+        "inferior 1", "p/x $pc", "monitor record status",                  # 18-20
+    ] if keep_child else [])
 
 
 def pc_of(text):
@@ -82,6 +91,13 @@ def main(args, c):
             c.equal("%s: %s: the stop reply's pc is the registers' pc" % (tag, name), read_pc, stop_pc, context)
         c.contains("%s: btstub replays where gdb shows" % tag, result.of(14),
                    "(pc %s)" % pc_of(result.of(12)), context)
+    c.matches("child kept, child selected: the record status says it is not recorded", sub.of(17),
+              r"process \d+: not recorded \(btstub records only the program", ctx)
+    c.not_contains("child kept, child selected: no thread listed as recording later", sub.of(17),
+                   "recording from its next resume", ctx)
+    for i, tag in ((17, "child selected"), (20, "program selected")):
+        c.matches("child kept, %s: the record status has the program's thread's branches" % tag, sub.of(i),
+                  r"thread \d+: \d+ of \d+ branches", ctx)
     for name, point in points(ref).items():
         c.equal("child kept: %s: the point equals the one with the child let go" % name, point,
                 points(sub)[name], ctx)
