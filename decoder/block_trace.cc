@@ -659,8 +659,9 @@ std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches, 
     const std::size_t before_seal = open_.size() < kChunkBranches ? kChunkBranches - open_.size() : 0;
     const std::size_t run = std::min({branches.size() - done, before_seal, capacity_});
     if (run > 0 && make_room_for_run(run, false)) {  // nothing to seal, nothing (more) to drop
-      // A translating tracer's log is read from memory (its non-temporal
-      // stores): prefetched ahead, as BranchChunkWriter::add does. This
+      // A translating tracer's log was written on another core (from
+      // memory or that core's cache): prefetched ahead, as
+      // BranchChunkWriter::add does. This
       // copy of a log's last part was a sixth of the tracer's thread.
       const StackedBranch* const part = branches.data() + done;
       for (std::size_t i = 0; i < run; ++i) {

@@ -160,7 +160,8 @@ constexpr unsigned kRbp = 5;
 // then the stubs of its direct exits.
 class BlockWriter {
  public:
-  BlockWriter(csh handle, Translation& out) : handle_(handle), out_(out), w_(out.cache_address) {}
+  BlockWriter(csh handle, Translation& out, LogStores stores)
+      : handle_(handle), out_(out), w_(out.cache_address), non_temporal_(stores == LogStores::NonTemporal) {}
 
   // The code written from here on stands for `original`.
   void at(uint64_t original) {
@@ -209,10 +210,16 @@ class BlockWriter {
   // rsp and rbp as before the branch (rax borrowed).
   void log_stack(int32_t rsp_adjust) {
     w_.rsp_into_rax(rsp_adjust);
-    w_.store_rax_at_rcx(16);
-    w_.store_at_rcx(kRbp, 24);
+    store_field(0, 16);
+    store_field(kRbp, 24);
   }
   btstub::Expected<void> load_target(const cs_insn& insn);
+  // A field of the record at rcx from register `reg`.
+  void store_field(unsigned reg, int8_t disp) { w_.store_at_rcx(reg, disp, non_temporal_); }
+  // The first thing a record's writing does, with rcx at the free record.
+  void prepare_record() {
+    if (!non_temporal_) w_.prefetchw_at_rcx(kLogPrefetchAhead);
+  }
   void fault_point(bool rax_saved, bool rcx_saved) {
     out_.fault_points.push_back({static_cast<uint32_t>(w_.offset()), rax_saved, rcx_saved});
   }
@@ -245,6 +252,7 @@ class BlockWriter {
   std::vector<PendingStub> stubs_;
   bool reached_ = true;  // every rel8 reached its label
   int32_t rcx_adjust_ = 0;  // while a loop's taken branch is logged
+  bool non_temporal_;       // how records are written (LogStores)
 };
 
 btstub::Expected<void> BlockWriter::copy(const cs_insn& insn) {
@@ -317,12 +325,13 @@ btstub::Expected<void> BlockWriter::conditional(const cs_insn& insn, uint64_t to
 void BlockWriter::log_direct(uint64_t from, uint64_t to, int32_t rsp_adjust, uint64_t return_address) {
   w_.load_slot(Scratch::Rcx, kSlotLogCursor);
   const std::size_t full = w_.jrcxz_rel8();
+  prepare_record();
   w_.store_slot(Scratch::Rax, kSlotSavedRax);
   if (return_address != 0) push_return(return_address);
   w_.movabs(Scratch::Rax, from);
-  w_.store_rax_at_rcx(0);
+  store_field(0, 0);
   w_.movabs(Scratch::Rax, to);
-  w_.store_rax_at_rcx(8);
+  store_field(0, 8);
   log_stack(rsp_adjust);
   w_.add_to_rcx(static_cast<int8_t>(kLogRecordSize));
   w_.store_slot(Scratch::Rcx, kSlotLogCursor);
@@ -342,10 +351,11 @@ void BlockWriter::log_direct(uint64_t from, uint64_t to, int32_t rsp_adjust, uin
 void BlockWriter::log_indirect(uint64_t from, int32_t rsp_adjust, uint64_t return_address) {
   w_.load_slot(Scratch::Rcx, kSlotLogCursor);
   const std::size_t full = w_.jrcxz_rel8();
-  w_.store_rax_at_rcx(8);
+  prepare_record();
+  store_field(0, 8);
   if (return_address != 0) push_return(return_address);
   w_.movabs(Scratch::Rax, from);
-  w_.store_rax_at_rcx(0);
+  store_field(0, 0);
   log_stack(rsp_adjust);
   w_.add_to_rcx(static_cast<int8_t>(kLogRecordSize));
   w_.store_slot(Scratch::Rcx, kSlotLogCursor);
@@ -566,7 +576,7 @@ btstub::Expected<Translation> translate_block(uint64_t address, std::span<const 
   out.address = address;
   out.end = address;
   out.cache_address = cache_address;
-  BlockWriter writer(cs.handle, out);
+  BlockWriter writer(cs.handle, out, options.log_stores);
   if (auto done = translate_into(writer, cs, code, options, out); !done) return done.error();
   if (auto done = writer.finish(); !done) return done.error();
   return out;

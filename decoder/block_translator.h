@@ -40,14 +40,28 @@
 // logs (call, callee) and pushes the ORIGINAL return address; a ret logs
 // (ret, return address).
 //
-// Log stores. A record's fields are written with movnti (non-temporal):
-// the log is mostly read on another core (a lent log), and plain stores
-// first fetched each line back from there or from memory (recording Lua,
-// the continue took 1.27x as long). They are weakly ordered, even against
-// the cursor's plain store: the log is read only while the thread is
-// stopped, and every way to a stop (a trap, a signal, preemption) enters
-// the kernel, whose locked instructions drain them first. A thread reads
-// its own non-temporal stores back as any other.
+// Log stores (TranslateOptions::log_stores). The log is mostly read on
+// another core (a lent log), and a plain store first fetches its line,
+// from that core's caches or from memory, before writing it. Two ways
+// around that:
+//   NonTemporal       the fields are written with movnti, which writes
+//                     whole lines to memory without reading them; the
+//                     reader then reads them from memory. On an AMD EPYC
+//                     VM, plain stores alone made recording Lua take
+//                     1.27x as long.
+//   CachedPrefetched  plain stores, and each record first asks for the
+//                     line kLogPrefetchAhead bytes on for writing
+//                     (prefetchw, which never faults, even past the log):
+//                     the line is the writer's by the time it is written,
+//                     and the reader finds the records in a cache, not in
+//                     memory. On an Intel Xeon VM the program ran as fast
+//                     as with movnti and btstub's encoding of its logs
+//                     took a tenth less CPU (docs/performance.md).
+// Non-temporal stores are weakly ordered, even against the cursor's plain
+// store: the log is read only while the thread is stopped, and every way
+// to a stop (a trap, a signal, preemption) enters the kernel, whose locked
+// instructions drain them first. A thread reads its own non-temporal
+// stores back as any other.
 //
 // Exits. Every way out of a translation is an int3, reached with every
 // register and flag as the program had them, and with the original target
@@ -176,6 +190,13 @@ struct FaultPoint {
 };
 
 // What else ends a block before an instruction.
+// How translations write their log records ("Log stores" above).
+enum class LogStores { NonTemporal, CachedPrefetched };
+// How far ahead of the record being written CachedPrefetched asks for a
+// line: 128 records, far enough for the line to arrive from the other
+// core or memory in time (1, 4, 8 and 16 KiB measured alike).
+inline constexpr int32_t kLogPrefetchAhead = 4096;
+
 struct TranslateOptions {
   // A `syscall` ends the block (a direct exit to it) instead of running
   // inside: for a tracer that checkpoints at system calls.
@@ -183,6 +204,7 @@ struct TranslateOptions {
   // Addresses a block must end before (user breakpoints, which the cache
   // would otherwise run past): called for each instruction's address.
   std::function<bool(uint64_t)> stop_before;
+  LogStores log_stores = LogStores::NonTemporal;
 };
 
 // From offset `offset` on (to the next entry's), the cache code stands for

@@ -229,11 +229,12 @@ void BranchChunkWriter::add(std::span<const StackedBranch> branches) {
   if (capacity_ < need) grow(need);
   WriterState state{bytes_.get() + size_, predictor_->entries.data(), predictor_->generation,
                     previous_to_,         previous_stack_,                 predicted_run_};
-  // A tracer's log comes from memory, not a cache: the translated code
-  // writes it with non-temporal stores (decoder/block_translator.h). The
+  // A tracer's log comes from memory or another core's cache: the
+  // translated code writes it on the program's core, with non-temporal
+  // stores or prefetched plain ones (decoder/block_translator.h). The
   // hardware's prefetch of the stream ran short of it, and waiting for the
-  // log's lines was half the encoding (recording Lua: the continue took
-  // 1.3-1.4x as long without this).
+  // log's lines was half the encoding (recording Lua with non-temporal
+  // stores: the continue took 1.3-1.4x as long without this).
   const StackedBranch* const log = branches.data();
   const std::size_t n = branches.size();
   if (with_stacks_) {

@@ -43,13 +43,26 @@ void CacheCodeWriter::movabs(unsigned reg, uint64_t value) {
   u64(value);
 }
 
-void CacheCodeWriter::store_at_rcx(unsigned reg, int8_t disp) {
+// 65 48 0f c3 /r (movnti) or 65 48 89 /r (mov); ModRM 00 reg 001 (rcx),
+// or 01 reg 001 with a disp8.
+void CacheCodeWriter::store_at_rcx(unsigned reg, int8_t disp, bool non_temporal) {
   const uint8_t r = static_cast<uint8_t>((reg & 7) << 3);
-  if (disp == 0) {
-    bytes({kGs, kRexW, 0x0f, 0xc3, static_cast<uint8_t>(0x01 | r)});
+  if (non_temporal) {
+    bytes({kGs, kRexW, 0x0f, 0xc3});
   } else {
-    bytes({kGs, kRexW, 0x0f, 0xc3, static_cast<uint8_t>(0x41 | r), static_cast<uint8_t>(disp)});
+    bytes({kGs, kRexW, 0x89});
   }
+  if (disp == 0) {
+    bytes({static_cast<uint8_t>(0x01 | r)});
+  } else {
+    bytes({static_cast<uint8_t>(0x41 | r), static_cast<uint8_t>(disp)});
+  }
+}
+
+// 65 0f 0d /1, ModRM 10 001 001: disp32(%rcx).
+void CacheCodeWriter::prefetchw_at_rcx(int32_t disp) {
+  bytes({kGs, 0x0f, 0x0d, 0x89});
+  u32(static_cast<uint32_t>(disp));
 }
 
 // 48 8d 84 24 disp32: lea disp32(%rsp), %rax (a SIB byte: rsp as base).

@@ -35,13 +35,12 @@ class CacheCodeWriter {
   // movabs $value, %reg for any general register (0 = rax ... 15 = r15).
   void movabs(unsigned reg, uint64_t value);
   void movabs(Scratch reg, uint64_t value) { movabs(static_cast<unsigned>(reg), value); }
-  // movnti %reg, %gs:disp(%rcx): a field of the record the cursor points
-  // at (reg: 0 = rax ... 7 = rdi). Non-temporal: a log is read on
-  // another core (a lent log, block_translator.h "Log stores"), and a
-  // plain mov first took each line back from that core's caches or from
-  // memory; these write whole lines without reading them.
-  void store_at_rcx(unsigned reg, int8_t disp);
-  void store_rax_at_rcx(int8_t disp) { store_at_rcx(0, disp); }
+  // A field of the record the cursor points at (reg: 0 = rax ... 7 =
+  // rdi): movnti %reg, %gs:disp(%rcx) when `non_temporal`, else
+  // mov %reg, %gs:disp(%rcx) (block_translator.h "Log stores").
+  void store_at_rcx(unsigned reg, int8_t disp, bool non_temporal);
+  // prefetchw %gs:disp(%rcx): the line there asked for, to be written.
+  void prefetchw_at_rcx(int32_t disp);
   // lea disp(%rsp), %rax: rsp as it was before the branch moved it.
   void rsp_into_rax(int32_t disp);
   // lea disp(%rcx), %rcx

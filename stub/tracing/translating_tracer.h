@@ -400,6 +400,11 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   std::map<std::string, Refusals> refusals_;
   // What the translations were made under.
   std::vector<uint64_t> breakpoints_;
+  // How they write their logs: plain stores with a prefetchw ahead where
+  // that was measured faster (Intel) and the CPU has prefetchw, movnti
+  // elsewhere (decoder/block_translator.h "Log stores").
+  const decoder::LogStores log_stores_ = log_stores_for_this_cpu();
+  static decoder::LogStores log_stores_for_this_cpu();
   std::optional<TranslatableCode> code_;
   bool code_stale_ = true;  // re-read the maps before the next entry
   bool code_written_ = false;  // a system call may have changed translated code

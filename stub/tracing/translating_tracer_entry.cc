@@ -1,5 +1,7 @@
 // TranslatingTracer: putting a thread into the code cache, translating the
 // blocks it needs and mapping the memory they live in.
+#include <cpuid.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -165,9 +167,23 @@ const decoder::Translation* TranslatingTracer::translation_and_ahead(TracedThrea
   return t;
 }
 
+decoder::LogStores TranslatingTracer::log_stores_for_this_cpu() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d) == 0) return decoder::LogStores::NonTemporal;
+  char vendor[13] = {};
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  constexpr unsigned kPrefetchwBit = 1u << 8;  // cpuid 0x80000001 ecx: PREFETCHW (3DNowPrefetch)
+  const bool prefetchw = __get_cpuid(0x80000001, &a, &b, &c, &d) != 0 && (c & kPrefetchwBit) != 0;
+  return std::strcmp(vendor, "GenuineIntel") == 0 && prefetchw ? decoder::LogStores::CachedPrefetched
+                                                               : decoder::LogStores::NonTemporal;
+}
+
 decoder::TranslateOptions TranslatingTracer::translate_options() const {
   decoder::TranslateOptions options;
   options.syscalls_exit = true;  // the ptrace tracer checkpoints there
+  options.log_stores = log_stores_;
   options.stop_before = [this](uint64_t a) { return std::binary_search(breakpoints_.begin(), breakpoints_.end(), a); };
   return options;
 }

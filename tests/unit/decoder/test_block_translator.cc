@@ -141,12 +141,16 @@ struct Tracer {
   std::string failure;  // what went wrong in the handler
   sigjmp_buf bail;
 
-  explicit Tracer(std::size_t capacity = 1024) : area(capacity) {}
+  explicit Tracer(std::size_t capacity = 1024, decoder::LogStores stores = decoder::LogStores::NonTemporal)
+      : area(capacity) {
+    options.log_stores = stores;
+  }
+  decoder::TranslateOptions options;
 
   // The cache address of the translation of `original` (0 on failure).
   uint64_t entry(uint64_t original) {
     if (auto it = blocks.find(original); it != blocks.end()) return it->second.cache_address;
-    auto t = translate_block(original, code_at(original), cache.next());
+    auto t = translate_block(original, code_at(original), cache.next(), options);
     if (!t) {
       failure = t.error().message;
       return 0;
@@ -285,9 +289,11 @@ std::vector<LogRecord> loop_branches(long n) {
 }  // namespace
 
 TEST_CASE("straight-line RIP-relative loads, stores and lea run from the cache", "[block_translator]") {
+  // Every run under both ways of writing the log (block_translator.h).
+  const auto stores = GENERATE(decoder::LogStores::NonTemporal, decoder::LogStores::CachedPrefetched);
   const long native = bttest_straight(2);
   REQUIRE(native == 2 * 42 + 1);
-  Tracer tracer;
+  Tracer tracer(1024, stores);
   CHECK(tracer.run(reinterpret_cast<const void*>(bttest_straight), 2) == native);
   CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_straight_ret), kCaller}});
   CHECK(tracer.indirect_exits == 1);
@@ -316,16 +322,18 @@ TEST_CASE("straight-line RIP-relative loads, stores and lea run from the cache",
 }
 
 TEST_CASE("jcc logs exactly the taken branches and keeps flags, registers and the red zone", "[block_translator]") {
+  // Every run under both ways of writing the log (block_translator.h).
+  const auto stores = GENERATE(decoder::LogStores::NonTemporal, decoder::LogStores::CachedPrefetched);
   for (long n : {1, 2, 5}) {
     CAPTURE(n);
-    Tracer tracer;
+    Tracer tracer(1024, stores);
     CHECK(tracer.run(reinterpret_cast<const void*>(bttest_loop), n) == bttest_loop(n));
     CHECK(normalized(tracer.log) == loop_branches(n));
   }
   constexpr uint64_t kStatusFlags = 0x8d5;  // CF PF AF ZF SF OF
   for (long rdi : {-3, 4, 5, 6}) {
     CAPTURE(rdi);
-    Tracer tracer;
+    Tracer tracer(1024, stores);
     const uint64_t flags = static_cast<uint64_t>(tracer.run(reinterpret_cast<const void*>(bttest_flags), rdi));
     CHECK((flags & kStatusFlags) == (static_cast<uint64_t>(bttest_flags(rdi)) & kStatusFlags));
     std::vector<LogRecord> expected;
@@ -337,11 +345,13 @@ TEST_CASE("jcc logs exactly the taken branches and keeps flags, registers and th
 }
 
 TEST_CASE("loop, jrcxz and rel32 jcc branch as the original does", "[block_translator]") {
+  // Every run under both ways of writing the log (block_translator.h).
+  const auto stores = GENERATE(decoder::LogStores::NonTemporal, decoder::LogStores::CachedPrefetched);
   REQUIRE(bttest_forms_je32[0] == 0x0f);  // the rel32 form
   for (long n : {1, 3}) {
     CAPTURE(n);
     REQUIRE(bttest_forms(n) == n + 100);
-    Tracer tracer;
+    Tracer tracer(1024, stores);
     CHECK(tracer.run(reinterpret_cast<const void*>(bttest_forms), n) == n + 100);
     std::vector<LogRecord> expected(static_cast<std::size_t>(n - 1), {addr(bttest_forms_loop), addr(bttest_forms_top)});
     expected.push_back({addr(bttest_forms_jrcxz), addr(bttest_forms_zero)});
@@ -352,8 +362,10 @@ TEST_CASE("loop, jrcxz and rel32 jcc branch as the original does", "[block_trans
 }
 
 TEST_CASE("a call pushes the original return address and ret logs its target", "[block_translator]") {
+  // Every run under both ways of writing the log (block_translator.h).
+  const auto stores = GENERATE(decoder::LogStores::NonTemporal, decoder::LogStores::CachedPrefetched);
   REQUIRE(bttest_call(41) == 42);
-  Tracer tracer;
+  Tracer tracer(1024, stores);
   CHECK(tracer.run(reinterpret_cast<const void*>(bttest_call), 41) == 42);
   CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_call_site), addr(bttest_callee)},
                                                          {addr(bttest_callee_ret), addr(bttest_call_ret)},
@@ -370,24 +382,26 @@ TEST_CASE("a call pushes the original return address and ret logs its target", "
 }
 
 TEST_CASE("a log-full exit owes the same record the log would have held", "[block_translator]") {
+  // Every run under both ways of writing the log (block_translator.h).
+  const auto stores = GENERATE(decoder::LogStores::NonTemporal, decoder::LogStores::CachedPrefetched);
   for (long arg : {0L, 1L}) {
     CAPTURE(arg);
-    Tracer roomy;
+    Tracer roomy(1024, stores);
     const long native = roomy.run(reinterpret_cast<const void*>(bttest_indirect), arg);
     for (std::size_t capacity : {1, 2}) {
       CAPTURE(capacity);
-      Tracer cramped(capacity);
+      Tracer cramped(capacity, stores);
       CHECK(cramped.run(reinterpret_cast<const void*>(bttest_indirect), arg) == native);
       CHECK(cramped.full_exits > 0);
       CHECK(normalized(cramped.log, true) == normalized(roomy.log, true));
     }
   }
   for (const void* function : {reinterpret_cast<const void*>(bttest_retimm), reinterpret_cast<const void*>(bttest_below)}) {
-    Tracer roomy;
+    Tracer roomy(1024, stores);
     const long native = roomy.run(function, 6);
     for (std::size_t capacity : {1, 2}) {
       CAPTURE(capacity);
-      Tracer cramped(capacity);
+      Tracer cramped(capacity, stores);
       CHECK(cramped.run(function, 6) == native);
       CHECK(cramped.full_exits > 0);
       CHECK(normalized(cramped.log, true) == normalized(roomy.log, true));
@@ -403,6 +417,8 @@ TEST_CASE("a log-full exit owes the same record the log would have held", "[bloc
 // give the registers the branch had, or running it again goes wrong (a
 // loop counted twice, a call's push or a ret's pop done twice).
 TEST_CASE("a thread put back before a log-full exit's branch runs it again as the original", "[block_translator]") {
+  // Every run under both ways of writing the log (block_translator.h).
+  const auto stores = GENERATE(decoder::LogStores::NonTemporal, decoder::LogStores::CachedPrefetched);
   struct Case {
     const void* function;
     long arg;
@@ -414,9 +430,9 @@ TEST_CASE("a thread put back before a log-full exit's branch runs it again as th
                         Case{reinterpret_cast<const void*>(bttest_loop), 40},
                         Case{reinterpret_cast<const void*>(bttest_below), 10}}) {
     CAPTURE(c.arg);
-    Tracer roomy;
+    Tracer roomy(1024, stores);
     const long native = roomy.run(c.function, c.arg);
-    Tracer cramped(2);
+    Tracer cramped(2, stores);
     cramped.back_at_full = true;
     CHECK(cramped.run(c.function, c.arg) == native);
     CHECK(cramped.full_exits > 0);
@@ -442,6 +458,35 @@ TEST_CASE("a thread put back before a log-full exit's branch runs it again as th
   auto ecx_loop = translate_block(0x401000, std::vector<uint8_t>{0x67, 0xe2, 0xfe}, 0x402000);
   REQUIRE_FALSE(ecx_loop);
   CHECK(ecx_loop.error().message.find("loop on ecx") != std::string::npos);
+}
+
+// Both ways run alike in every test above; here, that each writes its
+// records as it says: movnti, or mov after a prefetchw of the line
+// decoder::kLogPrefetchAhead bytes on (a direct and an indirect branch).
+TEST_CASE("log stores: movnti, or plain stores after a prefetchw ahead", "[block_translator]") {
+  const uint64_t near = addr(bttest_end) + 0x1000;
+  auto count = [](const std::vector<uint8_t>& code, std::vector<uint8_t> pattern) {
+    int n = 0;
+    for (auto it = code.begin(); (it = std::search(it, code.end(), pattern.begin(), pattern.end())) != code.end(); ++it) ++n;
+    return n;
+  };
+  std::vector<uint8_t> prefetchw = {0x65, 0x0f, 0x0d, 0x89};
+  const int32_t ahead = decoder::kLogPrefetchAhead;
+  for (int i = 0; i < 4; ++i) prefetchw.push_back(static_cast<uint8_t>(ahead >> (8 * i)));
+  const std::vector<uint8_t> movnti = {0x65, 0x48, 0x0f, 0xc3};
+  for (uint64_t block : {addr(bttest_call), addr(bttest_call_ret)}) {
+    CAPTURE(block);
+    decoder::TranslateOptions cached;
+    cached.log_stores = decoder::LogStores::CachedPrefetched;
+    auto plain = translate_block(block, code_at(block), near);
+    auto prefetched = translate_block(block, code_at(block), near, cached);
+    REQUIRE(plain);
+    REQUIRE(prefetched);
+    CHECK(count(plain->code, movnti) == 4);  // from, to, rsp, rbp
+    CHECK(count(plain->code, prefetchw) == 0);
+    CHECK(count(prefetched->code, movnti) == 0);
+    CHECK(count(prefetched->code, prefetchw) == 1);
+  }
 }
 
 TEST_CASE("a block ending in a call names where the call returns to", "[block_translator]") {
@@ -551,11 +596,13 @@ TEST_CASE("options end blocks before system calls and named addresses", "[block_
 }
 
 TEST_CASE("an indirect target in the table is reached without an exit", "[block_translator]") {
+  // Every run under both ways of writing the log (block_translator.h).
+  const auto stores = GENERATE(decoder::LogStores::NonTemporal, decoder::LogStores::CachedPrefetched);
   for (long arg : {0L, 1L}) {
     CAPTURE(arg);
-    Tracer plain;
+    Tracer plain(1024, stores);
     const long native = plain.run(reinterpret_cast<const void*>(bttest_indirect), arg);
-    Tracer tabled;
+    Tracer tabled(1024, stores);
     tabled.table = true;
     CHECK(tabled.run(reinterpret_cast<const void*>(bttest_indirect), arg) == native);
     const int first_exits = tabled.indirect_exits;
@@ -568,7 +615,7 @@ TEST_CASE("an indirect target in the table is reached without an exit", "[block_
     CHECK(normalized(tabled.log, true) == normalized(plain.log, true));
   }
   // A colliding entry (the same index, another address) is a miss.
-  Tracer collided;
+  Tracer collided(1024, stores);
   collided.table = true;
   collided.run(reinterpret_cast<const void*>(bttest_call), 1);
   const int exits = collided.indirect_exits;
@@ -608,8 +655,10 @@ TEST_CASE("no indirect target matches an empty table entry, a null one included"
 }
 
 TEST_CASE("ret imm16 pops its bytes", "[block_translator]") {
+  // Every run under both ways of writing the log (block_translator.h).
+  const auto stores = GENERATE(decoder::LogStores::NonTemporal, decoder::LogStores::CachedPrefetched);
   REQUIRE(bttest_retimm(6) == 7);
-  Tracer tracer;
+  Tracer tracer(1024, stores);
   CHECK(tracer.run(reinterpret_cast<const void*>(bttest_retimm), 6) == 7);
   CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_retimm_site), addr(bttest_retimm_callee)},
                                                          {addr(bttest_retimm_ret), addr(bttest_retimm_back)},
@@ -617,9 +666,11 @@ TEST_CASE("ret imm16 pops its bytes", "[block_translator]") {
 }
 
 TEST_CASE("indirect jmp and call through registers and memory are logged", "[block_translator]") {
+  // Every run under both ways of writing the log (block_translator.h).
+  const auto stores = GENERATE(decoder::LogStores::NonTemporal, decoder::LogStores::CachedPrefetched);
   REQUIRE(bttest_indirect(0) == 11);
   REQUIRE(bttest_indirect(1) == 21);
-  Tracer tracer;
+  Tracer tracer(1024, stores);
   CHECK(tracer.run(reinterpret_cast<const void*>(bttest_indirect), 0) == 11);
   CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_ind_jmp_reg), addr(bttest_ind_a)},
                                                          {addr(bttest_ind_jmp_mem), addr(bttest_ind_b0)},
@@ -637,22 +688,26 @@ TEST_CASE("indirect jmp and call through registers and memory are logged", "[blo
 }
 
 TEST_CASE("a full log exits, and draining it keeps every branch in order", "[block_translator]") {
+  // Every run under both ways of writing the log (block_translator.h).
+  const auto stores = GENERATE(decoder::LogStores::NonTemporal, decoder::LogStores::CachedPrefetched);
   for (std::size_t capacity : {1, 2, 3}) {
     CAPTURE(capacity);
-    Tracer tracer(capacity);
+    Tracer tracer(capacity, stores);
     CHECK(tracer.run(reinterpret_cast<const void*>(bttest_loop), 5) == bttest_loop(5));
     CHECK(normalized(tracer.log) == loop_branches(5));
     CHECK(tracer.full_exits >= static_cast<int>(loop_branches(5).size() / (capacity + 1)));
   }
   // Full at an indirect branch too.
-  Tracer tracer(1);
+  Tracer tracer(1, stores);
   CHECK(tracer.run(reinterpret_cast<const void*>(bttest_call), 1) == 2);
   CHECK(normalized(tracer.log).size() == 3);
   CHECK(tracer.full_exits > 0);
 }
 
 TEST_CASE("a direct exit linked to another translation runs through both", "[block_translator]") {
-  Tracer tracer;
+  // Every run under both ways of writing the log (block_translator.h).
+  const auto stores = GENERATE(decoder::LogStores::NonTemporal, decoder::LogStores::CachedPrefetched);
+  Tracer tracer(1024, stores);
   tracer.link = false;
   CHECK(tracer.run(reinterpret_cast<const void*>(bttest_link), 0) == 3);
   CHECK(tracer.direct_exits == 1);  // unlinked: through the stub
@@ -682,12 +737,16 @@ TEST_CASE("a direct exit linked to another translation runs through both", "[blo
 }
 
 TEST_CASE("a system call runs inside a translation", "[block_translator]") {
-  Tracer tracer;
+  // Every run under both ways of writing the log (block_translator.h).
+  const auto stores = GENERATE(decoder::LogStores::NonTemporal, decoder::LogStores::CachedPrefetched);
+  Tracer tracer(1024, stores);
   CHECK(tracer.run(reinterpret_cast<const void*>(bttest_syscall), 0) == ::getpid());
   CHECK(normalized(tracer.log) == std::vector<LogRecord>{{addr(bttest_syscall_ret), kCaller}});
 }
 
 TEST_CASE("VEX and EVEX forms Capstone does not know are copied, a RIP-relative one retargeted", "[block_translator]") {
+  // Every run under both ways of writing the log (block_translator.h).
+  const auto stores = GENERATE(decoder::LogStores::NonTemporal, decoder::LogStores::CachedPrefetched);
   // Translated for a cache 256 MiB away, so that a copied disp32 would
   // miss the text: it must be made to reach it from there.
   const uint64_t cache = addr(bttest_end) + (uint64_t{256} << 20);
@@ -719,7 +778,7 @@ TEST_CASE("VEX and EVEX forms Capstone does not know are copied, a RIP-relative 
   REQUIRE(bttest_evex('z') == -1);
   for (long byte : {'a', 'n', 'z'}) {
     CAPTURE(byte);
-    Tracer tracer;
+    Tracer tracer(1024, stores);
     CHECK(tracer.run(reinterpret_cast<const void*>(bttest_evex), byte) == bttest_evex(byte));
     std::vector<LogRecord> expected;
     if (byte == 'z') expected.push_back({addr(bttest_evex_jz), addr(bttest_evex_none)});
