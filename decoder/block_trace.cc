@@ -296,6 +296,18 @@ void BlockTrace::return_borrowed() {
   borrowed_.clear();
 }
 
+void BlockTrace::return_borrowed(const void* lender) {
+  for (auto it = borrowed_.begin(); it != borrowed_.end();) {
+    if (it->second.lent->owner.get() != lender) {
+      ++it;
+      continue;
+    }
+    settle_lent(*it->second.lent);
+    put_borrowed(it->first, *it->second.lent);
+    it = borrowed_.erase(it);
+  }
+}
+
 void BlockTrace::lend_batch() {
   if (batch_.chunks == 0) return;
   auto lent = std::make_shared<LentRun>();

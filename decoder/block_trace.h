@@ -87,6 +87,8 @@ class BlockTrace {
   // runs are the lender's again. What the packer has not begun yet is
   // encoded here.
   void return_borrowed();
+  // The same for the runs lent with `lender` (append_stacked's) alone.
+  void return_borrowed(const void* lender);
   // Runs borrowed and not returned yet (for tests).
   std::size_t borrowed_runs() const { return borrowed_.size(); }
   bool has_stacks() const { return with_stacks_; }

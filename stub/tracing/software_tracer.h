@@ -135,8 +135,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // return_lent_memory (decoder::BlockTrace::append_stacked).
   std::size_t store_lent_branches(pid_t tid, std::span<const decoder::StackedBranch> branches,
                                   const std::shared_ptr<const void>& lender = nullptr);
-  // Until `tid`'s trace no longer reads memory store_lent_branches lent it.
-  void return_lent_memory(pid_t tid);
+  // Until `tid`'s trace no longer reads memory store_lent_branches lent it
+  // (with `lender`: lent with that lender).
+  void return_lent_memory(pid_t tid, const void* lender = nullptr);
   // Branches `tid`'s trace surely still takes under --trace-full=stop (by
   // count and by the memory cap: BlockTrace::room); none: it never stops.
   std::optional<std::size_t> room_for_lent(pid_t tid) const;

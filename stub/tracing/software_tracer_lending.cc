@@ -87,8 +87,14 @@ std::size_t SoftwareTracer::store_lent_branches(pid_t tid, std::span<const decod
   return stored;
 }
 
-void SoftwareTracer::return_lent_memory(pid_t tid) {
-  if (ThreadState* t = state(tid); t != nullptr && t->trace) t->trace->return_borrowed();
+void SoftwareTracer::return_lent_memory(pid_t tid, const void* lender) {
+  if (ThreadState* t = state(tid); t == nullptr || !t->trace) {
+    return;
+  } else if (lender != nullptr) {
+    t->trace->return_borrowed(lender);
+  } else {
+    t->trace->return_borrowed();
+  }
 }
 
 bool SoftwareTracer::checkpoint_wanted(pid_t tid) const {

@@ -59,8 +59,9 @@ std::string TranslatingTracer::activity() const {
   for (const auto& [tid, th] : threads_) {
     out += "  thread " + std::to_string(tid) + ": " + std::to_string(th.logged) + " branches logged by translated code" +
            (th.area.base == 0 ? "" : th.area.shared ? " (log shared with btstub)" : " (log read from the program)") +
-           (th.other.base == 0 ? ""
-                               : "; two logs, switched " + std::to_string(th.switches) + " times") +
+           (th.others.empty() ? ""
+                              : "; " + std::to_string(1 + th.others.size()) + " logs, switched " +
+                                    std::to_string(th.switches) + " times") +
            "\n";
   }
   if (s.lost_logs != 0) {
@@ -177,7 +178,7 @@ void TranslatingTracer::on_thread_exited(pid_t tid) {
   // another's exit_group or a SIGKILL, takes the branches its log held
   // since its last stop with it.)
   if (Thread* th = thread(tid); th != nullptr && th->area.base != 0) {
-    free_areas_.push_back(FreeArea{std::move(th->area), std::move(th->other), std::move(th->table_entries)});
+    free_areas_.push_back(FreeArea{std::move(th->area), std::move(th->others), std::move(th->table_entries)});
   }
   threads_.erase(tid);
   // The program's last thread: its memory is gone, and with it what the

@@ -108,25 +108,32 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // whole-program recording with checkpoints the log holds one checkpoint
   // interval, so that a full log stops the thread where the ptrace tracer
   // would take its next copy (reverse execution then re-runs no further).
-  // 256 Ki records (8 MiB a log, two a thread, shared: only what a thread
+  // 256 Ki records (8 MiB a log, three a thread, shared: only what a thread
   // writes is resident): each full log is a ptrace stop (and, with a spare
-  // CPU, a switch to the other log), about 70 us of the program's CPU and
+  // CPU, a switch to another log), about 70 us of the program's CPU and
   // btstub's thread; at 16 Ki those were two thirds of Lua's stops, and
   // 64 Ki against 256 Ki still left Lua's recording 1.15x as long
   // (docs/performance.md).
   static constexpr uint64_t kLogCapacity = 256 * 1024;
-  // With many threads their logs (two a thread, each resident as far as
+  // Logs a thread has besides the one it writes, where a CPU is spare:
+  // two, so that the program fills a log while the one before it is
+  // still encoded (with one, btstub's thread, on the program's CPU,
+  // encoded what the worker had not reached while the program waited:
+  // docs/performance.md "A third log").
+  static constexpr std::size_t kSpareAreas = 2;
+  // With many threads their logs (three a thread, each resident as far as
   // it was ever written, and kept for the next thread when one ends)
   // share kLogBudgetBytes, down to kMinLogRecords a log: up to four
   // threads' areas get kLogCapacity, sixteen and more the 64 Ki records
-  // every thread had before (200 busy threads: 800 MiB, not 3.2 GiB). Set
+  // every thread had before (200 busy threads: 1.2 GiB, not 4.8 GiB). Set
   // at each reset of the cursor by the areas mapped then (mapped_areas),
   // once the thread has filled a log of kMinLogRecords
   // (Thread::filled_log).
-  static constexpr uint64_t kLogBudgetBytes = uint64_t{64} << 20;
+  static constexpr uint64_t kLogBudgetBytes = uint64_t{96} << 20;
   static constexpr uint64_t kMinLogRecords = 64 * 1024;
   static constexpr uint64_t log_records_for(std::size_t areas) {
-    const uint64_t share = kLogBudgetBytes / (2 * decoder::kLogRecordSize * std::max<std::size_t>(areas, 1));
+    const uint64_t share =
+        kLogBudgetBytes / ((1 + kSpareAreas) * decoder::kLogRecordSize * std::max<std::size_t>(areas, 1));
     return std::clamp(share, kMinLogRecords, kLogCapacity);
   }
   // Enough code for the longest block the translator makes
@@ -224,12 +231,14 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     std::set<uint64_t> table_entries;  // offsets of the indirect-table entries filled
     int repair_steps = 0;        // steps taken towards a clean point
     uint64_t logged = 0;         // branches its translated code logged
-    // A second area, its table kept the same as the first's, when both are
-    // shared and a CPU is spare: an exit switches the thread to the other
-    // area (its gs base), and the log it filled is encoded on the spare
-    // CPU straight from there while the program fills the other
-    // (SoftwareTracer::store_lent_branches with a lender). None: base 0.
-    Area other;
+    // Up to kSpareAreas more areas, their tables kept the same as the
+    // first's, when all are shared and a CPU is spare: a log-full exit
+    // lends the log filled, to be encoded on the spare CPU straight from
+    // there (SoftwareTracer::store_lent_branches with a lender), and
+    // switches the thread to the first of these (its gs base), the one
+    // lent longest ago, once the trace has it back; the log filled goes
+    // last. None: the one area serves alone.
+    std::vector<Area> others;
     uint64_t switches = 0;       // exits that switched its area
   };
   // The per-thread area's slots, as read at a stop.
@@ -358,9 +367,9 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   static bool write_area(TracedThreadControl& control, const process::SharedMapping* shared, uint64_t address,
                          const std::vector<uint8_t>& bytes);
   // Writes an indirect-table entry at `offset` into a thread's area and
-  // its other (when it has one). False when either write failed.
-  static bool write_table(TracedThreadControl& control, const Area& area, const Area& other, uint64_t offset,
-                          const std::vector<uint8_t>& bytes);
+  // its others. False when any write failed.
+  static bool write_table(TracedThreadControl& control, const Area& area, const std::vector<Area>& others,
+                          uint64_t offset, const std::vector<uint8_t>& bytes);
   // Maps a new area for `tid`, its table empty; nullopt when it cannot.
   // `shared_only`: none unless btstub shares it.
   std::optional<Area> map_area(TracedThreadControl& control, pid_t tid, bool shared_only);
@@ -418,7 +427,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // areas than it ever had threads at once.
   struct FreeArea {
     Area area;
-    Area other;
+    std::vector<Area> others;
     std::set<uint64_t> table_entries;
   };
   std::vector<FreeArea> free_areas_;

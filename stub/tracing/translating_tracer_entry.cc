@@ -98,7 +98,7 @@ void TranslatingTracer::flush(TracedThreadControl& control) {
   pending_links_.clear();
   for (auto& [tid, th] : threads_) {
     for (uint64_t offset : th.table_entries) {
-      (void)write_table(control, th.area, th.other, offset, decoder::empty_indirect_entry(offset));
+      (void)write_table(control, th.area, th.others, offset, decoder::empty_indirect_entry(offset));
     }
     th.table_entries.clear();
   }
@@ -112,8 +112,8 @@ void TranslatingTracer::enter_indirect(TracedThreadControl& control, Thread& th,
   const std::vector<uint8_t> to = le64(t.cache_address);
   entry.insert(entry.end(), to.begin(), to.end());
   // Noted even where a write failed: one area may hold it (the next
-  // flush clears both).
-  (void)write_table(control, th.area, th.other, offset, entry);
+  // flush clears them all).
+  (void)write_table(control, th.area, th.others, offset, entry);
   th.table_entries.insert(offset);
 }
 
@@ -222,7 +222,7 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
     free_areas_.pop_back();
     for (auto entry = free.table_entries.begin(); entry != free.table_entries.end();) {
       const uint64_t offset = *entry;
-      if (!write_table(control, free.area, free.other, offset, decoder::empty_indirect_entry(offset))) {
+      if (!write_table(control, free.area, free.others, offset, decoder::empty_indirect_entry(offset))) {
         free_areas_.push_back(std::move(free));  // the entries left are cleared at the next try
         return false;
       }
@@ -241,14 +241,15 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
       return false;
     }
   }
-  // The second log, where its chunks can be encoded on a spare CPU while
-  // the program runs (else the first serves alone, as before).
-  if (free.area.shared && free.other.base == 0 && !ptrace_->packer_placement().cpus.empty()) {
-    if (std::optional<Area> other = map_area(control, tid, true);
-        other && write_area(control, other->shared.get(), other->base + zero_entry,
-                            decoder::empty_indirect_entry(zero_entry))) {
-      free.other = std::move(*other);
+  // The other logs, where their chunks can be encoded on a spare CPU
+  // while the program runs (else the first serves alone, as before).
+  while (free.area.shared && free.others.size() < kSpareAreas && !ptrace_->packer_placement().cpus.empty()) {
+    std::optional<Area> other = map_area(control, tid, true);
+    if (!other ||
+        !write_area(control, other->shared.get(), other->base + zero_entry, decoder::empty_indirect_entry(zero_entry))) {
+      break;
     }
+    free.others.push_back(std::move(*other));
   }
   // The mmap's waits may have seen the thread end (a SIGKILL meanwhile):
   // the area, mapped in the program, serves the next thread.
@@ -258,7 +259,7 @@ bool TranslatingTracer::ensure_area(TracedThreadControl& control, pid_t tid) {
     return false;
   }
   th->area = std::move(free.area);
-  th->other = std::move(free.other);
+  th->others = std::move(free.others);
   th->log_capacity = kLogCapacity;
   if (const Checkpoints* checkpoints = ptrace_->checkpoints(); checkpoints && ptrace_->all_enabled()) {
     th->log_capacity = std::clamp<uint64_t>(checkpoints->limits().every_branches, 1, kLogCapacity);
@@ -288,10 +289,11 @@ bool TranslatingTracer::write_area(TracedThreadControl& control, const process::
   return true;
 }
 
-bool TranslatingTracer::write_table(TracedThreadControl& control, const Area& area, const Area& other,
+bool TranslatingTracer::write_table(TracedThreadControl& control, const Area& area, const std::vector<Area>& others,
                                     uint64_t offset, const std::vector<uint8_t>& bytes) {
-  const bool first = write_area(control, area.shared.get(), area.base + offset, bytes);
-  return (other.base == 0 || write_area(control, other.shared.get(), other.base + offset, bytes)) && first;
+  bool all = write_area(control, area.shared.get(), area.base + offset, bytes);
+  for (const Area& other : others) all = write_area(control, other.shared.get(), other.base + offset, bytes) && all;
+  return all;
 }
 
 void TranslatingTracer::apply_links(TracedThreadControl& control) {

@@ -79,14 +79,17 @@ bool TranslatingTracer::drain(TracedThreadControl& control, pid_t tid, Thread& t
     uint8_t* log = th.area.shared->at(log_begin, static_cast<uint64_t>(used));
     if (log == nullptr) return lose_log(control, tid, th, resume, lost, "a log outside its area");
     const std::span run(reinterpret_cast<const decoder::StackedBranch*>(log), records);
-    if (switch_log && th.other.base != 0) {
-      // The other log's chunks, encoded meanwhile (mostly done by now),
-      // are the trace's own: the thread goes on there while this one's
-      // are encoded on the spare CPU. Writing each of a Lua run's logs
-      // took the program about as long as encoding it took btstub.
-      ptrace_->return_lent_memory(tid);
+    if (switch_log && !th.others.empty()) {
+      // The chunks of the log lent longest ago, encoded meanwhile (mostly
+      // done by now), are the trace's own: the thread goes on there while
+      // this one's are encoded on the spare CPU. Writing each of a Lua
+      // run's logs took the program about as long as encoding it took
+      // btstub.
+      ptrace_->return_lent_memory(tid, th.others.front().shared.get());
       room = store_run(tid, th, run, th.area.shared);
-      std::swap(th.area, th.other);
+      th.others.push_back(std::move(th.area));
+      th.area = std::move(th.others.front());
+      th.others.erase(th.others.begin());
       ++th.switches;
       return reset_cursor(control, tid, th) && room;
     }

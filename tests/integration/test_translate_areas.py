@@ -53,11 +53,11 @@ def main(args, c):
             c.equal("%s: the main thread's log is shared" % opt, [SHARED], [m for _, m in THREAD_LOG.findall(status)],
                     ctx)
             # With a CPU to spare (the packing worker's), a thread logs into
-            # two areas in turn, switching at every exit.
-            switched = [int(n) for n in re.findall(r"two logs, switched (\d+) times", status)]
+            # three areas in turn, switching at every exit.
+            switched = [(int(n), int(k)) for n, k in re.findall(r"(\d+) logs, switched (\d+) times", status)]
             if len(os.sched_getaffinity(0)) >= 2:
-                c.true("%s: the main thread has two logs and switched between them (%s)" % (opt, switched),
-                       len(switched) == 1 and switched[0] > 0, ctx)
+                c.true("%s: the main thread has three logs and switched between them (%s)" % (opt, switched),
+                       len(switched) == 1 and switched[0][0] == 3 and switched[0][1] > 0, ctx)
             else:
                 c.equal("%s: one CPU: one log a thread" % opt, [], switched, ctx)
             before = memfd_mappings(server.proc.pid)
