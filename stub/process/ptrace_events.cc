@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "stub/process/ptrace_internal.h"
@@ -680,13 +681,16 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
   thread.stepping = false;
 
   uint64_t dr6 = from_kernel ? take_dr6(tid, thread) : 0;
-  if (!was_stepping && have_regs && code == TRAP_BRKPT && (dr6 & 0xf) == 0 && thread.written.dr7 != 0) {
+  const bool debug_trap = code == TRAP_BRKPT || code == TRAP_HWBKPT;
+  if (!was_stepping && have_regs && debug_trap && (dr6 & 0xf) == 0 && thread.written.dr7 != 0) {
     // A #DB whose DR6 came with no reason: the kernel takes it for an
     // int1 (icebp), sends TRAP_BRKPT and leaves the virtual DR6 empty. On
     // some VMs an execution breakpoint's hit arrives so now and then (its
     // B0-B3 bit lost, more often under load): the thread stands on an
     // armed execute address, with no int1 before it. Taken for that hit,
     // with RF set as the kernel sets it for one (hw_breakpoint_handler).
+    // So is TRAP_HWBKPT with an empty virtual DR6: the CPU's DR6 named a
+    // slot whose breakpoint the kernel did not count as hit.
     dr6 |= execute_hits_at(thread.written.dr7, thread.written.address, gregs.rip);
     if ((dr6 & 0xf) != 0) {
       std::vector<uint8_t> before = raw_read(gregs.rip - 1, 1);
@@ -741,6 +745,17 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
       trace_hit = trace;
       thread.hit_retired_int3 = retired;
     }
+  }
+  if (from_kernel && debug_trap && thread.trace_stop && !trace_hit && !event.software_breakpoint && !event.hw_stop) {
+    // A debug trap while the tracer's debug register is armed that is no
+    // hit of it: reported to the client as a SIGTRAP. Said, so that a rare
+    // one (seen under load on VMs) can be told apart.
+    std::fprintf(stderr,
+                 "btstub: thread %d: a debug trap at 0x%llx (si_code %d, DR6 0x%llx, DR7 0x%llx, the tracer's "
+                 "stop at 0x%llx) is no trace stop: reported as SIGTRAP\n",
+                 static_cast<int>(tid), static_cast<unsigned long long>(gregs.rip), code,
+                 static_cast<unsigned long long>(dr6), static_cast<unsigned long long>(thread.written.dr7),
+                 static_cast<unsigned long long>(*thread.trace_stop));
   }
   return event;
 }
