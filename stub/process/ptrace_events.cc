@@ -728,6 +728,14 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
     trace_hit = trace_int3s_.count(int3_at) != 0;
     return event;
   }
+  if (was_stepping && have_regs && code == SI_KERNEL && trace_int3s_.count(int3_at) == 0 && !was_trace_int3(int3_at) &&
+      client_int3s_.count(int3_at) == 0) {
+    // The step ran the program's own int3 (or int $3): its SIGTRAP, as a
+    // continue would have had it, not a step done. (Taken for the step, it
+    // vanished under --record, whose tracers step such code: the program's
+    // handler never ran, gdb never stopped.)
+    return event;
+  }
   if (was_stepping && from_kernel) {
     // A step reports TRAP_TRACE, or TRAP_BRKPT after a syscall instruction.
     event.single_stepped = true;

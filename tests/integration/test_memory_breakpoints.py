@@ -18,6 +18,7 @@ gdbserver's.
     python3 test_memory_breakpoints.py [--server gdbserver] [-v]
 """
 
+import re
 import shlex
 
 from harness import normalise, program, run_gdb, run_test, server_path, unified_diff
@@ -58,6 +59,7 @@ def main(args, c):
 
     if args.server == "btstub":
         check_recording(c)
+        check_own_int3_recorded(c)
 
 
 def check_recording(c):
@@ -74,6 +76,26 @@ def check_recording(c):
                "Breakpoint 2, add_one", r.transcript())
     c.not_contains("--record: the program never faults", r.output, "SIGSEGV", r.transcript())
     c.contains("--record: and ends with its exit code", r.output, "exited with code 07", r.transcript())
+
+
+def check_own_int3_recorded(c):
+    """The program's own int3 under recording is its SIGTRAP, as under
+    gdbserver (above): the tracers step such code, and the step's trap was
+    taken for a step done, so the signal vanished (gdb never stopped, a
+    SIGTRAP handler of the program's never ran)."""
+    for mode in ("translate", "int3"):
+        for opt in ("O0", "O2"):
+            prog = program("own_int3", opt)
+            target = "| " + shlex.join([server_path("btstub"), "--record", "--trace-stops=" + mode, "-", prog])
+            r = run_gdb(["continue", "bt 1", "continue", "bt 1", "continue"], prog, target, timeout=60)
+            label = "--record --trace-stops=%s, %s" % (mode, opt)
+            for k, v in ((0, 4), (1, 15)):
+                c.contains("%s: the program's int3 stops it with SIGTRAP (%d)" % (label, k + 1), r.of_command("continue", k),
+                           "Program received signal SIGTRAP", r.transcript())
+                c.true("%s: in trap_here (v=%d)" % (label, v),
+                       re.search(r"trap_here \(v=(v@entry=)?%d\)" % v, r.of_command("bt 1", k) or "") is not None,
+                       r.transcript())
+            c.not_contains("%s: no third SIGTRAP" % label, r.of_command("continue", 2), "SIGTRAP", r.transcript())
 
 
 if __name__ == "__main__":
