@@ -91,7 +91,7 @@ PROGRAMS = [
     ("xbegin_abort", []),  # RTM: its block is left to int3s
     ("basic", []),
     ("exit_paths", []),
-    ("own_int3", []),  # the program's own int3s, SIGTRAP handled
+    ("own_int3", []),  # the program's own int3s: SIGTRAP stops, not passed back
     ("segv_steps", []),  # faults recovered by a handler
     ("stepper", []),
 ]

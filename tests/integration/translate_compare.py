@@ -26,6 +26,7 @@ depend on which thread came first, whichever tracer records).
 """
 
 import re
+import signal
 import subprocess
 
 from harness import HarnessError, Server, load_base
@@ -130,15 +131,16 @@ def _record_session(server):
         c.handshake(features="multiprocess+;swbreak+;hwbreak+;vContSupported+;exec-events+")
         stops = []
         reply = c.request("vCont;c", timeout=TIMEOUT)
-        # Signals go back to the program; signal 0 is the stop before
-        # the exit (where a recorded program is held); an exec goes on as
-        # gdb goes on from it.
+        # Signals go back to the program, but SIGTRAP, which gdb keeps
+        # (own_int3.c's int3s, which would kill it); signal 0 is the stop
+        # before the exit (where a recorded program is held); an exec goes
+        # on as gdb goes on from it.
         while len(stops) < 20:
             stops.append(reply)
             sig = stop_signal(reply)
             if sig is None or sig == 0:
                 break
-            reply = c.request("vCont;c" if ";exec:" in reply else "C%02x" % sig, timeout=TIMEOUT)
+            reply = c.request("vCont;c" if ";exec:" in reply or sig == signal.SIGTRAP else "C%02x" % sig, timeout=TIMEOUT)
         thread = re.search(r"thread:([0-9a-fp.]+);", stops[-1])
         if thread:
             c.request("Hg" + thread.group(1))
