@@ -288,17 +288,9 @@ void BlockTrace::settle_lent(LentRun& lent) {
   while (lent.done.load(std::memory_order_acquire) < lent.chunks()) std::this_thread::yield();
 }
 
-void BlockTrace::return_borrowed() {
-  for (auto& [first_sequence, borrowed] : borrowed_) {
-    settle_lent(*borrowed.lent);
-    put_borrowed(first_sequence, *borrowed.lent);
-  }
-  borrowed_.clear();
-}
-
 void BlockTrace::return_borrowed(const void* lender) {
   for (auto it = borrowed_.begin(); it != borrowed_.end();) {
-    if (it->second.lent->owner.get() != lender) {
+    if (lender != nullptr && it->second.lent->owner.get() != lender) {
       ++it;
       continue;
     }
@@ -673,8 +665,8 @@ std::size_t BlockTrace::append_stacked(std::span<const StackedBranch> branches, 
     if (run > 0 && make_room_for_run(run, false)) {  // nothing to seal, nothing (more) to drop
       // A translating tracer's log was written on another core (from
       // memory or that core's cache): prefetched ahead, as
-      // BranchChunkWriter::add does. This
-      // copy of a log's last part was a sixth of the tracer's thread.
+      // BranchChunkWriter::add does. This copy of a log's last part was a
+      // sixth of the tracer's thread.
       const StackedBranch* const part = branches.data() + done;
       for (std::size_t i = 0; i < run; ++i) {
         prefetch_log_ahead(part, i, run);

@@ -86,9 +86,8 @@ class BlockTrace {
   // Until every chunk encoded from borrowed memory is encoded, and in: the
   // runs are the lender's again. What the packer has not begun yet is
   // encoded here.
-  void return_borrowed();
-  // The same for the runs lent with `lender` (append_stacked's) alone.
-  void return_borrowed(const void* lender);
+  // With a `lender`: the runs lent with it (append_stacked's) alone.
+  void return_borrowed(const void* lender = nullptr);
   // Runs borrowed and not returned yet (for tests).
   std::size_t borrowed_runs() const { return borrowed_.size(); }
   bool has_stacks() const { return with_stacks_; }

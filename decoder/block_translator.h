@@ -189,7 +189,6 @@ struct FaultPoint {
   bool rcx_saved = false;  // rcx is in kSlotSavedRcx (and borrowed)
 };
 
-// What else ends a block before an instruction.
 // How translations write their log records ("Log stores" above).
 enum class LogStores { NonTemporal, CachedPrefetched };
 // How far ahead of the record being written CachedPrefetched asks for a
@@ -197,6 +196,7 @@ enum class LogStores { NonTemporal, CachedPrefetched };
 // core or memory in time (1, 4, 8 and 16 KiB measured alike).
 inline constexpr int32_t kLogPrefetchAhead = 4096;
 
+// What else ends a block before an instruction.
 struct TranslateOptions {
   // A `syscall` ends the block (a direct exit to it) instead of running
   // inside: for a tracer that checkpoints at system calls.

@@ -47,8 +47,9 @@ namespace decoder {
 // How far ahead of the record being read a tracer's log (StackedBranch
 // records, written on another core: from memory after non-temporal
 // stores, from that core's cache after prefetched plain ones,
-// decoder/block_translator.h "Log stores") is prefetched: 12 KiB (recording Lua, 160 records gave a third
-// less of the gain, 1,024 no more).
+// decoder/block_translator.h "Log stores") is prefetched: 12 KiB
+// (recording Lua, 160 records gave a third less of the gain, 1,024 no
+// more).
 inline constexpr std::size_t kLogPrefetchRecords = 384;
 // Called for each record `i` of a log of `n` read in order: prefetches a
 // line (two records) kLogPrefetchRecords ahead every other record.

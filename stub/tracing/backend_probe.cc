@@ -9,6 +9,14 @@ namespace stub::tracing {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
+std::string cpu_vendor(const std::array<uint32_t, 4>& leaf0) {
+  char vendor[13] = {};
+  std::memcpy(vendor, &leaf0[1], 4);
+  std::memcpy(vendor + 4, &leaf0[3], 4);
+  std::memcpy(vendor + 8, &leaf0[2], 4);
+  return vendor;
+}
+
 namespace {
 
 std::optional<int64_t> read_integer(PerfSeam& seam, const std::string& path) {
@@ -23,11 +31,7 @@ std::optional<int64_t> read_integer(PerfSeam& seam, const std::string& path) {
 
 void probe_cpu(PerfSeam& seam, ProbeFindings& f) {
   auto leaf0 = seam.cpuid(0, 0);
-  char vendor[13] = {};
-  std::memcpy(vendor, &leaf0[1], 4);
-  std::memcpy(vendor + 4, &leaf0[3], 4);
-  std::memcpy(vendor + 8, &leaf0[2], 4);
-  f.vendor = vendor;
+  f.vendor = cpu_vendor(leaf0);
   if (leaf0[0] < 1) return;
   auto leaf1 = seam.cpuid(1, 0);
   unsigned base_family = (leaf1[0] >> 8) & 0xf;

@@ -15,6 +15,9 @@ namespace stub::tracing {
 inline constexpr const char* kIntelBtsPmuDir = "/sys/bus/event_source/devices/intel_bts";
 inline constexpr const char* kIntelPtPmuDir = "/sys/bus/event_source/devices/intel_pt";
 
+// The vendor string of cpuid leaf 0 (eax, ebx, ecx, edx): "GenuineIntel", ...
+std::string cpu_vendor(const std::array<uint32_t, 4>& leaf0);
+
 struct ProbeFindings {
   std::string vendor;       // cpuid leaf 0: "GenuineIntel", "AuthenticAMD", ...
   unsigned family = 0;      // display family and model (cpuid leaf 1)

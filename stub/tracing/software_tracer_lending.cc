@@ -88,13 +88,7 @@ std::size_t SoftwareTracer::store_lent_branches(pid_t tid, std::span<const decod
 }
 
 void SoftwareTracer::return_lent_memory(pid_t tid, const void* lender) {
-  if (ThreadState* t = state(tid); t == nullptr || !t->trace) {
-    return;
-  } else if (lender != nullptr) {
-    t->trace->return_borrowed(lender);
-  } else {
-    t->trace->return_borrowed();
-  }
+  if (ThreadState* t = state(tid); t != nullptr && t->trace) t->trace->return_borrowed(lender);
 }
 
 bool SoftwareTracer::checkpoint_wanted(pid_t tid) const {
