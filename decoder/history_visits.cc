@@ -15,6 +15,13 @@ std::optional<Block> history_block(const BlockTrace& trace, uint64_t sequence, u
 
 namespace {
 
+// Whether [low, high], the part of a block a re-run passes, is unknown:
+// where the trace lost branches (a gap: a block that ends at, or begins
+// after, kGapAddress, or ends below its start) nothing says which pcs ran,
+// nor how often. Counting it as no visits sent copies to an earlier visit
+// of the pc than the history's (a program that rewrote its code).
+bool unknown(uint64_t low, uint64_t high) { return low == kGapAddress || high == kGapAddress || low > high; }
+
 // The passes over a stretch of history, written once over where its blocks
 // come from: `block_at(seq)` is block `seq`, or nullopt where the source
 // holds none (the trace's retained history, or a HistoryStretch).
@@ -29,7 +36,7 @@ std::optional<uint64_t> count_visits(const BlockAt& block_at, HistoryPoint from,
     if (!block) return std::nullopt;
     const uint64_t low = seq == from.sequence ? from.pc : block->begin;
     const uint64_t high = seq == to.sequence ? to.pc : block->end;
-    if (low > high) continue;
+    if (unknown(low, high)) return std::nullopt;
     if (avoid.first < avoid.second && low < avoid.second && high >= avoid.first) return std::nullopt;
     if (to.pc >= low && to.pc <= high) ++count;
   }
@@ -41,7 +48,7 @@ bool any_enters_inside(const BlockAt& block_at, HistoryPoint from, HistoryPoint 
   if (to < from) return true;
   for (uint64_t seq = from.sequence + 1; seq <= to.sequence; ++seq) {
     const std::optional<Block> block = block_at(seq);
-    if (!block || (block->begin >= low && block->begin < high)) return true;
+    if (!block || unknown(block->begin, block->end) || (block->begin >= low && block->begin < high)) return true;
   }
   return false;
 }
@@ -53,6 +60,7 @@ std::optional<HistoryPoint> find_nth_visit(const BlockAt& block_at, HistoryPoint
     const std::optional<Block> block = block_at(seq);
     if (!block) return std::nullopt;
     const uint64_t low = seq == from.sequence ? from.pc : block->begin;
+    if (unknown(low, block->end)) return std::nullopt;
     if (pc >= low && pc <= block->end && --n == 0) return HistoryPoint{seq, pc};
   }
 }
@@ -126,7 +134,7 @@ bool HistoryStretch::touches(HistoryPoint to, std::pair<uint64_t, uint64_t> avoi
   if (!holds(to)) return true;
   for (std::size_t i = 0; i <= to.sequence - from_.sequence; ++i) {
     auto [low, high] = span(i, from_, to);
-    if (low <= high && low < avoid.second && high >= avoid.first) return true;
+    if (unknown(low, high) || (low < avoid.second && high >= avoid.first)) return true;
   }
   return false;
 }
@@ -150,7 +158,12 @@ std::vector<HistoryStretch::VisitedPoint> HistoryStretch::fewest_visited(uint64_
   for (const auto& entry : latest) points.push_back(entry.second);
   std::sort(points.begin(), points.end(), fewer);
   if (points.size() > 2 * most) points.resize(2 * most);
-  for (VisitedPoint& point : points) point.visits = visits(point.at).value_or(UINT64_MAX);
+  // A point past a gap has no known count: no re-run goes there.
+  std::erase_if(points, [this](VisitedPoint& point) {
+    const std::optional<uint64_t> counted = visits(point.at);
+    point.visits = counted.value_or(0);
+    return !counted;
+  });
   std::sort(points.begin(), points.end(), fewer);
   if (points.size() > most) points.resize(most);
   return points;

@@ -173,3 +173,47 @@ TEST_CASE("a stretch answers from any point in it as the passes over the history
   CHECK(stretch->enters_inside({0, 0x100}, {1, 0x200}, 0x1000, 0x1001));
   CHECK_FALSE(stretch->nth_visit({0, 0x100}, 0x200, 1));
 }
+
+TEST_CASE("a gap between two points makes what ran there unknown", "[history_visits]") {
+  // The loop of loop_trace twice, a gap (branches lost: how often 0x110
+  // ran there is unknown), then the loop twice more; live block [0x108, 0x110].
+  for (const decoder::Branch gap : {decoder::Branch{decoder::kGapAddress, 0x108},
+                                    decoder::Branch{decoder::kGapAddress, decoder::kGapAddress}}) {
+    BlockTrace trace(0x100, 64);
+    trace.append(0x120, 0x108);
+    trace.append(0x120, 0x108);
+    trace.append(gap.from, gap.to);  // branch 2: block 2 ends in the gap
+    if (gap.to == decoder::kGapAddress) trace.append(decoder::kGapAddress, 0x108);  // block 3 begins unknown
+    const uint64_t after = trace.end_sequence();  // the first block known again
+    trace.append(0x120, 0x108);
+    trace.append(0x120, 0x108);
+    const uint64_t live = 0x110;
+    const HistoryPoint start{0, 0x100};
+    const HistoryPoint end{trace.end_sequence(), 0x110};
+    INFO("gap to 0x" << std::hex << gap.to);
+    // Before the gap, and after it, counts are known.
+    CHECK(visits_between(trace, live, start, {1, 0x110}) == 2u);
+    CHECK(visits_between(trace, live, {after, 0x108}, end) == 3u);
+    // Across it they are not: counting it as no visits would send a copy
+    // to an earlier pass than the history's.
+    CHECK_FALSE(visits_between(trace, live, start, end));
+    CHECK_FALSE(decoder::nth_visit(trace, live, start, 0x110, 4));
+    CHECK(decoder::nth_visit(trace, live, start, 0x110, 2) == HistoryPoint{1, 0x110});
+    // Where a re-run across it may jump is unknown too.
+    CHECK(decoder::enters_inside(trace, live, start, end, 0x400, 0x500));
+    CHECK_FALSE(decoder::enters_inside(trace, live, {after, 0x108}, end, 0x400, 0x500));
+
+    auto stretch = decoder::HistoryStretch::read(trace, live, start, end.sequence);
+    REQUIRE(stretch);
+    CHECK_FALSE(stretch->visits(end));
+    CHECK(stretch->visits({1, 0x110}) == 2u);
+    CHECK(stretch->touches(end, {0x400, 0x500}));
+    CHECK_FALSE(stretch->touches({1, 0x110}, {0x400, 0x500}));
+    // Points a re-run could stop at: only those before the gap.
+    for (const auto& point : stretch->fewest_visited(0, 8)) {
+      CHECK(point.at.sequence < 2);
+      CHECK(stretch->visits(point.at) == point.visits);
+    }
+    CHECK(stretch->fewest_visited(after, 8).empty());
+  }
+}
