@@ -73,8 +73,8 @@ std::size_t BlockTrace::memory_bytes() const {
   return bytes;
 }
 
-void BlockTrace::set_code(std::shared_ptr<CodeReader> code) {
-  codec_ = code ? std::make_shared<PtChunkCodec>(std::move(code)) : nullptr;
+void BlockTrace::set_code(std::shared_ptr<CodeReader> code, std::shared_ptr<CodeReader> pack_code) {
+  codec_ = code ? std::make_shared<PtChunkCodec>(std::move(code), std::move(pack_code)) : nullptr;
   forget_unpacked();  // PT chunks read through the new reader from now on
 }
 

@@ -117,7 +117,8 @@ class BlockTrace {
   // stored as PT segments where they can be. Reading a PT chunk walks the
   // code again; if it changed under the chunk, its branches read as gaps
   // (from kGapAddress). Null: the explicit format only.
-  void set_code(std::shared_ptr<CodeReader> code);
+  // `pack_code`: what packing reads instead (PtChunkCodec).
+  void set_code(std::shared_ptr<CodeReader> code, std::shared_ptr<CodeReader> pack_code = nullptr);
   // Packing off the caller's path (decoder/chunk_packer.h): chunks sealed
   // from now on stay in the explicit format until `packer` has packed
   // them and collect_packed() puts the segments in. Null: packed where

@@ -71,13 +71,13 @@ std::optional<PackedPtSegment> PtChunkCodec::pack(uint64_t previous_to, const st
     if (!created) return std::nullopt;
     packer_ = std::make_unique<SegmentPacker>(std::move(*created));
   }
-  return packer_->pack(*code_, previous_to, branches);
+  return packer_->pack(*pack_code_, previous_to, branches);
 }
 
 std::optional<PackedPtSegment> PtChunkCodec::adopt(uint64_t previous_to, std::span<const uint8_t> packets,
                                                    const std::vector<Branch>& branches) {
   if (!code_ || branches.empty() || packets.empty()) return std::nullopt;
-  PageView view(*code_);
+  PageView view(*pack_code_);
   auto decoded = decode_pt_segment(packets.data(), packets.size(), previous_to, branches.back().to, view);
   if (!decoded || decoded->branches != branches) return std::nullopt;
   return PackedPtSegment{std::vector<uint8_t>(packets.begin(), packets.end()), decoded->code_hash};

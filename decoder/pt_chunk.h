@@ -62,7 +62,11 @@ class SegmentPacker {
 
 class PtChunkCodec {
  public:
-  explicit PtChunkCodec(std::shared_ptr<CodeReader> code) : code_(std::move(code)) {}
+  // Packing reads through `pack_code` (else `code`): code that may change
+  // later can be kept out of segments there, whose branches then stay in
+  // the explicit format instead of reading as a gap once it changed.
+  explicit PtChunkCodec(std::shared_ptr<CodeReader> code, std::shared_ptr<CodeReader> pack_code = nullptr)
+      : code_(std::move(code)), pack_code_(pack_code ? std::move(pack_code) : code_) {}
 
   // The segment of `branches` (the first block begins at `previous_to`),
   // or nullopt when it would not give them back exactly.
@@ -76,10 +80,11 @@ class PtChunkCodec {
   std::optional<std::vector<Branch>> unpack(const uint8_t* bytes, std::size_t size, uint64_t code_hash,
                                             uint64_t previous_to, uint64_t end_to, std::size_t count);
   // The reader packing goes through (for a snapshot of the code to pack elsewhere).
-  CodeReader& code() { return *code_; }
+  CodeReader& code() { return *pack_code_; }
 
  private:
   std::shared_ptr<CodeReader> code_;
+  std::shared_ptr<CodeReader> pack_code_;
   std::unique_ptr<SegmentPacker> packer_;  // made at the first pack
 };
 

@@ -200,11 +200,14 @@ std::optional<bool> page_holds_file_bytes(pid_t pid, uint64_t addr) {
   return (entry & kPresent) == 0 || (entry & kFilePage) != 0;
 }
 
-std::vector<MemoryMapping> read_maps(pid_t pid) {
+std::vector<MemoryMapping> read_maps(pid_t pid) { return parse_maps(read_maps_text(pid).value_or("")); }
+
+std::optional<std::string> read_maps_text(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
   std::stringstream text;
   text << in.rdbuf();
-  return parse_maps(text.str());
+  if (text.str().empty()) return std::nullopt;
+  return text.str();
 }
 
 }  // namespace stub::process

@@ -34,6 +34,9 @@ std::optional<uint64_t> free_page_near(const std::vector<MemoryMapping>& maps, u
                                        uint64_t page_size);
 // The maps of `pid`; empty when they cannot be read.
 std::vector<MemoryMapping> read_maps(pid_t pid);
+// Their text; nullopt when it cannot be read (every live process maps
+// something).
+std::optional<std::string> read_maps_text(pid_t pid);
 // Only the shared ones (MAP_SHARED, 's' in the maps), without their names:
 // asked of the kernel one at a time (PROCMAP_QUERY, Linux 6.11) where it
 // can, which is much cheaper than the text of every mapping (a checkpoint

@@ -153,6 +153,7 @@ Expected<void> PtraceProcess::add_trace_int3(uint64_t addr) {
 void PtraceProcess::drop_trace_int3(uint64_t addr) {
   auto it = trace_int3s_.find(addr);
   if (it == trace_int3s_.end() || it->second.refs == 0 || --it->second.refs > 0) return;
+  if (it->second.lift_on_drop) return lift_trace_int3(addr);
   if (keep_trace_int3s_) return;
   const uint8_t original = it->second.original;
   trace_int3s_.edit().erase(it);
@@ -183,6 +184,28 @@ void PtraceProcess::code_changed(uint64_t begin, uint64_t end) {
     trace_int3s_.edit()[addr].original = byte;
     (void)raw_write(addr, {kInt3});
   }
+}
+
+void PtraceProcess::lift_trace_breakpoints(uint64_t begin, uint64_t end) {
+  std::vector<uint64_t> lifted;
+  for (auto it = trace_int3s_.lower_bound(begin); it != trace_int3s_.end() && it->first < end; ++it) {
+    if (it->second.refs == 0) {
+      lifted.push_back(it->first);
+    } else if (!it->second.lift_on_drop) {
+      trace_int3s_.edit()[it->first].lift_on_drop = true;
+    }
+  }
+  for (uint64_t addr : lifted) lift_trace_int3(addr);
+}
+
+void PtraceProcess::lift_trace_int3(uint64_t addr) {
+  auto it = trace_int3s_.find(addr);
+  if (it == trace_int3s_.end()) return;
+  const uint8_t original = it->second.original;
+  trace_int3s_.edit().erase(it);
+  if (breakpoints_.count(addr) != 0 || !alive_ || vfork_parent_ != 0) return;
+  const std::vector<uint8_t> byte = raw_read(addr, 1);
+  if (!byte.empty() && byte[0] == kInt3) (void)raw_write(addr, {original});
 }
 
 void PtraceProcess::keep_trace_breakpoints(bool keep) {

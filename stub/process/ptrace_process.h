@@ -139,6 +139,8 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   bool has_trace_breakpoint(uint64_t addr) const { return trace_int3s_.count(addr) != 0; }
   void keep_trace_breakpoints(bool keep) override;
   void code_changed(uint64_t begin, uint64_t end) override;
+  void lift_trace_breakpoints(uint64_t begin, uint64_t end) override;
+  std::optional<std::string> maps_text(pid_t tid) override { return read_maps_text(tid); }
   Expected<std::unique_ptr<ProcessCopy>> fork_copy(pid_t tid, const std::vector<pid_t>& idle = {}) override;  // ptrace_copy_program.cc
   Expected<uint64_t> map_program_memory(pid_t tid, uint64_t near, uint64_t reach, uint64_t size,
                                         bool executable) override;  // ptrace_map_program.cc
@@ -227,7 +229,13 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     // without trace_int3s_.edit() (the tracer takes and lets go of int3s
     // at every stop; inserted_int3s() need not be rebuilt for that).
     mutable int refs = 0;
+    // In code the program stores into (lift_trace_breakpoints): lifted
+    // when the last reference goes, kept or not.
+    bool lift_on_drop = false;
   };
+  // Writes back the original byte of the trace int3 at `addr` unless the
+  // program wrote another there (or gdb's own int3 holds it), and forgets it.
+  void lift_trace_int3(uint64_t addr);
 
   PtraceProcess(pid_t pid, bool attached);
 

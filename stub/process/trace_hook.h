@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "protocol/expected.h"
@@ -80,6 +81,18 @@ class TracedThreadControl {
   // no thread waits at is forgotten (it could fall inside a new
   // instruction).
   virtual void code_changed(uint64_t begin, uint64_t end) { (void)begin, (void)end; }
+  // The program can store into the code of [begin, end) with no system
+  // call (a writable mapping): an int3 there may be overwritten unseen, and
+  // lifting it then would write back a stale byte. Kept int3s there are
+  // lifted now, ones a thread waits at when the last lets go (even while
+  // int3s are kept); the tracer arms none there any more.
+  virtual void lift_trace_breakpoints(uint64_t begin, uint64_t end) { (void)begin, (void)end; }
+  // The text of the program's /proc/PID/maps, read through thread `tid`
+  // (nullopt: not known here).
+  virtual std::optional<std::string> maps_text(pid_t tid) {
+    (void)tid;
+    return std::nullopt;
+  }
   // The general registers, rip and eflags (and fs/gs bases) only: all a
   // tracer reads at each stop, without the cost of the FPU/XSAVE state.
   virtual Expected<protocol::RegisterFile> read_general_registers(pid_t tid) { return read_registers(tid); }

@@ -17,7 +17,8 @@ constexpr int64_t kWrite = 1, kMmap = 9, kMprotect = 10, kMunmap = 11, kBrk = 12
                   kMremap = 25, kMadvise = 28, kShmat = 30, kShmdt = 67, kRemapFilePages = 216,
                   kMapShadowStack = 453, kMseal = 462, kSendfile = 40, kFtruncate = 77, kSplice = 275, kFallocate = 285,
                   kPwritev = 296, kProcessVmWritev = 311, kCopyFileRange = 326, kPwritev2 = 328, kPkeyMprotect = 329;
-constexpr uint64_t kMapFixed = 0x10, kMapFixedNoreplace = 0x100000, kMapAnonymous = 0x20, kProtExec = 0x4;
+constexpr uint64_t kMapFixed = 0x10, kMapFixedNoreplace = 0x100000, kMapAnonymous = 0x20, kProtExec = 0x4,
+                   kProtWrite = 0x2, kMapShared = 0x1;
 
 CodeWrite range(uint64_t begin, uint64_t length) {
   return {CodeWrite::Kind::Range, begin, begin + length < begin ? UINT64_MAX : begin + length, -1, std::nullopt};
@@ -103,6 +104,24 @@ bool changes_code(const CodeWrite& write, const TranslatableCode& code) {
   }
   if (write.fd < 0) return false;  // the call failed with EBADF
   return writes_process_memory(write) || code.maps_file(*write.file);
+}
+
+bool may_map_changeable_code(const SystemCall& call) {
+  const auto& a = call.args;
+  switch (call.number) {
+    case kMmap: {
+      // Executable memory; or a file mapped shared and writable, whose
+      // other, executable mappings a store then changes.
+      // (MAP_SHARED_VALIDATE holds MAP_SHARED's bit; MAP_PRIVATE is 2.)
+      return (a[2] & kProtExec) != 0 || ((a[3] & kMapShared) != 0 && (a[2] & kProtWrite) != 0);
+    }
+    case kMprotect:
+    case kPkeyMprotect: return (a[2] & kProtExec) != 0;
+    case kMremap:
+    case kShmat:
+    case kRemapFilePages: return true;
+    default: return false;
+  }
 }
 
 bool changes_memory_map(const SystemCall& call) {

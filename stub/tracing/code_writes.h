@@ -58,6 +58,12 @@ bool writes_process_memory(const CodeWrite& write);
 // a process's memory file, one of its files, or anything unresolvable.
 bool changes_code(const CodeWrite& write, const TranslatableCode& code);
 
+// Whether the call may have made code a plain store changes, or code that
+// may change at all (translatable_code.h writable_code, changeable_code):
+// mapped executable memory or a file shared and writable, made memory
+// executable, or moved a mapping.
+bool may_map_changeable_code(const SystemCall& call);
+
 // Whether the call may have changed the memory map (the text of
 // /proc/PID/maps): the translating tracer re-reads the maps only then.
 bool changes_memory_map(const SystemCall& call);

@@ -35,6 +35,7 @@ SoftwareTracer::SoftwareTracer(BlockCache blocks, const TraceConfig& config, boo
 
 StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, StepKind requested,
                                        int signal) {
+  ensure_code_map(control, tid);
   const StepKind kind = plan_resume(control, tid, requested, signal);
   note_resumed(control, tid, kind, signal);
   return kind;
@@ -42,6 +43,7 @@ StepKind SoftwareTracer::before_resume(TracedThreadControl& control, pid_t tid, 
 
 TraceVerdict SoftwareTracer::on_stop(TracedThreadControl& control, const TracedStop& stop) {
   note_stopped(stop.tid);
+  ensure_code_map(control, stop.tid);
   const TraceVerdict verdict = judge_stop(control, stop);
   note_verdict(control, stop.tid, verdict);
   return verdict;
@@ -482,6 +484,9 @@ bool SoftwareTracer::arm(TracedThreadControl& control, ThreadState& t, pid_t tid
 bool SoftwareTracer::arm_all(TracedThreadControl& control, ThreadState& t, pid_t tid,
                              const std::vector<uint64_t>& addrs) {
   if (t.armed == addrs) return true;
+  for (uint64_t addr : addrs) {
+    if (meets(writable_code_, addr, addr + 1)) return false;  // stepped instead
+  }
   Expected<void> set;
   if (stops_ == TraceStops::Breakpoint) {
     set = control.set_trace_breakpoints(tid, addrs);
@@ -507,6 +512,10 @@ void SoftwareTracer::after_system_call(TracedThreadControl& control, pid_t tid, 
   const CodeWrite write = code_write_in(tid, call);
   note_map_changes(tid, call, regs.get_u64(protocol::Amd64Reg::rax), write);
   if (system_call_observer_) system_call_observer_(call, write);
+  if (may_map_changeable_code(call)) {
+    code_map_stale_ = true;
+    ensure_code_map(control, tid);
+  }
   uint64_t begin = 0;
   uint64_t end = UINT64_MAX;
   switch (write.kind) {
@@ -555,6 +564,20 @@ void SoftwareTracer::client_wrote_registers(pid_t tid, uint64_t pc_before, const
   if (t == nullptr || !t->trace) return;
   t->client_wrote = true;
   if (!t->moved_from) t->moved_from.emplace(pc_before, stack_before);
+}
+
+void SoftwareTracer::ensure_code_map(TracedThreadControl& control, pid_t tid) {
+  if (!code_map_stale_) return;
+  const std::optional<std::string> maps = control.maps_text(tid);
+  if (!maps) return;  // not readable now: again at the next stop
+  code_map_stale_ = false;
+  changeable_code_ = changeable_code(*maps);
+  AddressRanges now = writable_code(*maps);
+  if (now == writable_code_) return;
+  writable_code_ = std::move(now);
+  forget_code();  // plans and blocks decoded from bytes that may change now
+  blocks_.set_uncached(writable_code_);
+  for (const auto& [begin, end] : writable_code_) control.lift_trace_breakpoints(begin, end);
 }
 
 void SoftwareTracer::forget_code() {

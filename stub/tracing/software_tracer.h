@@ -298,6 +298,15 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // is armed on (TracedThreadControl::keep_trace_breakpoints).
   void update_kept_int3s(TracedThreadControl& control) const;
   void forget_code();
+  // Code the program changes with plain stores (translatable_code.h
+  // writable_code: an RWX page a JIT writes, .text made writable) gets no
+  // trace stop (an int3 there is overwritten unseen, a debug-register stop
+  // missed when the block changes before it) and nothing decoded there is
+  // kept: its instructions are stepped. Code that may change at all
+  // (changeable_code) stays out of PT chunks (start_trace). Both read
+  // again before the next plan after a system call that may map such code,
+  // an exec, a new process.
+  void ensure_code_map(TracedThreadControl& control, pid_t tid);
   // At the stop after a system call the tracer stepped: the int3s and
   // cached blocks in code the call may have stored into
   // (stub/tracing/code_writes.h) are made right.
@@ -358,6 +367,9 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   void settle_lookahead(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
 
   BlockCache blocks_;
+  AddressRanges writable_code_;    // see ensure_code_map
+  AddressRanges changeable_code_;  // read by the traces' packing (LiveCode)
+  bool code_map_stale_ = true;
   TraceStops stops_;
   TraceConfig config_;
   bool all_enabled_ = false;

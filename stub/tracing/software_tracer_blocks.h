@@ -3,7 +3,8 @@
 // this at every taken branch, so the answers are cached by start address.
 // A cached answer stays valid until the code changes: exec, or a system
 // call that may store into code (SoftwareTracer::after_system_call);
-// invalidate() drops them all.
+// invalidate() drops them all. Code a plain store changes (set_uncached)
+// is never cached: it is decoded again at every ask.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "decoder/code_reader.h"
 #include "decoder/instruction.h"
 #include "decoder/instruction_decoder.h"
+#include "stub/tracing/translatable_code.h"
 
 namespace stub::tracing {
 
@@ -52,7 +54,7 @@ class BlockCache {
   explicit BlockCache(decoder::InstructionDecoder decoder) : decoder_(std::move(decoder)) {}
 
   // The end of the block starting at `start`, reading code through `code`.
-  const BlockEnd& block_end(uint64_t start, decoder::CodeReader& code);
+  BlockEnd block_end(uint64_t start, decoder::CodeReader& code);
   // The instruction at `addr` (cached).
   std::optional<decoder::Instruction> instruction_at(uint64_t addr, decoder::CodeReader& code);
 
@@ -61,6 +63,10 @@ class BlockCache {
     transfers_.clear();
   }
   std::size_t size() const { return ends_.size(); }
+  // Code the program changes with plain stores (writable_code): answers
+  // that read it are dropped, and from now on neither kept nor taken from
+  // the cache.
+  void set_uncached(AddressRanges ranges);
   // Whether a cached answer read code in [begin, end) (a block or an
   // instruction starting there, or a block ending there).
   bool read_code_in(uint64_t begin, uint64_t end) const;
@@ -71,6 +77,7 @@ class BlockCache {
   decoder::InstructionDecoder decoder_;
   std::unordered_map<uint64_t, BlockEnd> ends_;                   // by block start
   std::unordered_map<uint64_t, decoder::Instruction> transfers_;  // by address (not only transfers)
+  AddressRanges uncached_;
 };
 
 }  // namespace stub::tracing

@@ -105,6 +105,7 @@ TraceVerdict SoftwareTracer::take_back(TracedThreadControl& control, pid_t tid) 
   if (t->stopped_full) return TraceVerdict::Report;
   if (t->frozen) return TraceVerdict::Continue;  // full and resumed anyway: runs on untraced
   if (t->trace) t->trace->collect_packed();
+  ensure_code_map(control, tid);
   auto regs = control.read_general_registers(tid);
   if (!regs) return TraceVerdict::Report;
   checkpoint_if_due(control, *t, tid, pc_of(*regs));

@@ -63,6 +63,8 @@ int SoftwareTracer::add_hops(Lookahead& plan, uint64_t start, int parent, bool t
   if (end.kind != BlockEnd::Kind::Transfer || contains(used, end.address) || (needs_rsp && !end.rsp_delta)) {
     return -1;
   }
+  // Code a store changes is stepped (ensure_code_map), never run past.
+  if (meets(writable_code_, start, end.address + decoder::kMaxInstructionSize)) return -1;
   const int index = static_cast<int>(plan.hops.size());
   plan.hops.push_back(Hop{start, end.address, parent, taken_edge, end.insn.kind == decoder::ControlKind::Call, true,
                           end.rsp_delta.value_or(0)});
@@ -120,6 +122,7 @@ std::shared_ptr<const SoftwareTracer::Lookahead> SoftwareTracer::plan_past(const
 bool SoftwareTracer::arm_past(TracedThreadControl& control, ThreadState& t, pid_t tid,
                               const decoder::Instruction& entry) {
   if (stops_ != TraceStops::Breakpoint || !t.trace) return false;
+  if (meets(writable_code_, entry.address, entry.next_address())) return false;
   // Under the stop policy the branches must fit before they run: they are
   // stored only at the next stop, with no chance to stop the thread before.
   if (t.trace->policy() == decoder::OverflowPolicy::Stop && !t.trace->has_room(kMaxHops + 2)) {

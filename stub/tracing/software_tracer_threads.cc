@@ -59,7 +59,8 @@ void SoftwareTracer::start_trace(ThreadState& t, pid_t tid, bool stopped) {
   if (checkpoints_) checkpoints_->forget(tid);
   t.trace = std::make_unique<decoder::BlockTrace>(0, decoder::bts_records_for_bytes(config_.buffer_bytes),
                                                   config_.overflow);
-  t.trace->set_code(std::make_shared<LiveCode>(&control_));  // PT chunks
+  // PT chunks, but over code that may change (ensure_code_map).
+  t.trace->set_code(std::make_shared<LiveCode>(&control_), std::make_shared<LiveCode>(&control_, &changeable_code_));
   if (!packer_) packer_ = std::make_shared<BackgroundPacker>(packer_placement_);
   t.trace->set_packer(packer_);  // ... packed off the tracer's path
   if (stopped && control_ != nullptr) {
@@ -164,6 +165,7 @@ void SoftwareTracer::forget_process() {
   threads_.clear();
   if (checkpoints_) checkpoints_->clear();
   forget_code();
+  code_map_stale_ = true;
 }
 
 void SoftwareTracer::on_thread_created(pid_t tid, pid_t /*parent*/) {
@@ -199,6 +201,7 @@ void SoftwareTracer::on_exec(pid_t tid) {
   // the surviving thread's trace start over (sequence numbers go on, so a
   // reader sees the loss). exec also clears ptrace's debug registers.
   forget_code();
+  code_map_stale_ = true;
   forget_brk();  // a new program, a new heap
   heap_shared_ = false;
   if (checkpoints_) checkpoints_->clear();

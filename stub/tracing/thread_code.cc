@@ -13,6 +13,8 @@ std::vector<uint8_t> ThreadCode::fetch_page(uint64_t page) {
 std::size_t LiveCode::read(uint64_t addr, uint8_t* out, std::size_t len) {
   process::TracedThreadControl* control = *control_;
   if (control == nullptr) return 0;
+  if (refused_ != nullptr) len = static_cast<std::size_t>(first_met(*refused_, addr, addr + len) - addr);
+  if (len == 0) return 0;
   auto bytes = control->read_memory(addr, len);
   if (!bytes) return 0;
   const std::size_t n = std::min(len, bytes->size());

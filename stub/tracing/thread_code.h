@@ -9,6 +9,7 @@
 
 #include "decoder/code_reader.h"
 #include "stub/process/trace_hook.h"
+#include "stub/tracing/translatable_code.h"
 
 namespace stub::tracing {
 
@@ -27,13 +28,18 @@ class ThreadCode final : public decoder::PageCachedReader {
 // backend's control (`*control`, which the backend may replace or clear):
 // what a thread's BlockTrace reads its PT chunks with
 // (decoder::BlockTrace::set_code); the trace caches per pack and unpack.
+// With `refused` (which its owner may change between reads), reads stop
+// short where those ranges begin: what packing reads, keeping code that
+// may change out of PT chunks.
 class LiveCode final : public decoder::CodeReader {
  public:
-  explicit LiveCode(process::TracedThreadControl* const* control) : control_(control) {}
+  explicit LiveCode(process::TracedThreadControl* const* control, const AddressRanges* refused = nullptr)
+      : control_(control), refused_(refused) {}
   std::size_t read(uint64_t addr, uint8_t* out, std::size_t len) override;
 
  private:
   process::TracedThreadControl* const* control_;
+  const AddressRanges* refused_;
 };
 
 }  // namespace stub::tracing

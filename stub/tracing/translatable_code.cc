@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <set>
 #include <sstream>
+
+#include "stub/process/proc_maps.h"
 
 namespace stub::tracing {
 
@@ -47,11 +48,9 @@ bool translatable(const MapsLine& line) {
 
 bool shared_writable(const MapsLine& line) { return line.perms[1] == 'w' && line.perms[3] == 's'; }
 
-}  // namespace
-
-TranslatableCode TranslatableCode::parse(const std::string& maps_text) {
+// The lines of a maps text, and the files some mapping stores to, shared.
+std::vector<MapsLine> parse_lines(const std::string& maps_text, std::set<std::string>& written_files) {
   std::vector<MapsLine> lines;
-  std::set<std::string> written_files;  // files some mapping can store to, shared
   std::istringstream in(maps_text);
   for (std::string text; std::getline(in, text);) {
     MapsLine line;
@@ -59,6 +58,54 @@ TranslatableCode TranslatableCode::parse(const std::string& maps_text) {
     if (shared_writable(line) && !line.file_id.empty()) written_files.insert(line.file_id);
     lines.push_back(std::move(line));
   }
+  return lines;
+}
+
+// The executable mappings of `maps_text` that `pick(line, written)` picks
+// (`written`: a file some mapping stores to shared), adjacent ones joined.
+template <typename Pick>
+AddressRanges executable_ranges(const std::string& maps_text, const Pick& pick) {
+  std::set<std::string> written_files;
+  AddressRanges ranges;
+  for (const MapsLine& line : parse_lines(maps_text, written_files)) {
+    if (line.perms[2] != 'x' || line.begin >= line.end) continue;
+    if (!pick(line, written_files.count(line.file_id) != 0)) continue;
+    if (!ranges.empty() && ranges.back().second == line.begin) {
+      ranges.back().second = line.end;
+    } else {
+      ranges.emplace_back(line.begin, line.end);
+    }
+  }
+  return ranges;
+}
+
+}  // namespace
+
+AddressRanges writable_code(const std::string& maps_text) {
+  return executable_ranges(maps_text, [](const MapsLine& line, bool written) {
+    return line.perms[1] == 'w' || line.perms[3] == 's' || written;
+  });
+}
+
+AddressRanges changeable_code(const std::string& maps_text) {
+  return executable_ranges(maps_text, [](const MapsLine& line, bool written) {
+    if (line.path == "[vdso]" || line.path == "[vsyscall]") return false;
+    return !translatable(line) || line.perms[3] != 'p' || written;
+  });
+}
+
+uint64_t first_met(const AddressRanges& ranges, uint64_t begin, uint64_t end) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), begin,
+                             [](uint64_t a, const std::pair<uint64_t, uint64_t>& r) { return a < r.second; });
+  if (it == ranges.end() || it->first >= end) return end;
+  return std::max(it->first, begin);
+}
+
+bool meets(const AddressRanges& ranges, uint64_t begin, uint64_t end) { return first_met(ranges, begin, end) < end; }
+
+TranslatableCode TranslatableCode::parse(const std::string& maps_text) {
+  std::set<std::string> written_files;  // files some mapping can store to, shared
+  const std::vector<MapsLine> lines = parse_lines(maps_text, written_files);
   TranslatableCode code;
   for (const MapsLine& line : lines) {
     if (!translatable(line) || written_files.count(line.file_id) != 0) continue;
@@ -73,12 +120,7 @@ TranslatableCode TranslatableCode::parse(const std::string& maps_text) {
   return code;
 }
 
-TranslatableCode TranslatableCode::read(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse(text.str());
-}
+TranslatableCode TranslatableCode::read(pid_t pid) { return parse(process::read_maps_text(pid).value_or("")); }
 
 bool TranslatableCode::keeps(const TranslatableCode& older) const {
   return std::includes(lines_.begin(), lines_.end(), older.lines_.begin(), older.lines_.end());

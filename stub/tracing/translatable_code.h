@@ -12,7 +12,9 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace stub::tracing {
@@ -23,6 +25,27 @@ struct CodeRegion {
   std::string path;    // the mapped file, as /proc/PID/maps names it
   bool operator==(const CodeRegion&) const = default;
 };
+
+// [begin, end) ranges, ascending, apart.
+using AddressRanges = std::vector<std::pair<uint64_t, uint64_t>>;
+
+// The program's executable mappings whose bytes a plain store of the
+// program changes, no system call made: writable ones, shared ones (another
+// mapping or process may write the object) and those of a file some mapping
+// stores to shared. A tracer's int3 there can be overwritten (the branch
+// under it then runs unseen, and lifting it writes back a stale byte), and
+// code decoded there can go stale at any instruction.
+AddressRanges writable_code(const std::string& maps_text);
+// The program's executable mappings whose code may change at all, by a
+// store or a system call: all but private mappings of named files no
+// mapping stores to shared (the code the translating tracer copies, below)
+// and the vDSO. A PT chunk's packets over such code would read as a gap
+// once it changed; its branches are kept in the explicit format instead.
+AddressRanges changeable_code(const std::string& maps_text);
+// Whether [begin, end) meets any of `ranges`.
+bool meets(const AddressRanges& ranges, uint64_t begin, uint64_t end);
+// The lowest address of [begin, end) in `ranges` (`end` when none is).
+uint64_t first_met(const AddressRanges& ranges, uint64_t begin, uint64_t end);
 
 class TranslatableCode {
  public:

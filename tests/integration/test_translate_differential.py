@@ -113,14 +113,15 @@ THREADED = [
 ]
 LOG_MODES = {"no_memfd": [SHARED, READ]}
 
-# What code_rewrite prints natively for the ways of rewriting code that
-# both tracers keep: the translating tracer must drop its stale
-# translations there (a write to /proc/self/mem leaves the maps as they
-# were), and the ptrace tracer must put back the int3s the program wrote
-# over. The first two ways (a file's shared writable twin mapping, write(2)
-# to the file) are lost under both tracers: an int3 makes the page the
-# program's own copy (docs/backends.md).
-CODE_REWRITE_LINES = ["first: 1", "/proc/self/mem: 4", "mprotect and store: 5"]
+# What code_rewrite prints natively, under both tracers: the translating
+# tracer must drop its stale translations (a write to /proc/self/mem
+# leaves the maps as they were), and the ptrace tracer must put back the
+# int3s the program wrote over, and put none in a private mapping of a
+# file mapped shared and writable too (an int3 there made the page the
+# program's own copy, blind to the twin mapping's store and to write(2)
+# to the file: "shared mapping" and "pwrite" printed the first value).
+CODE_REWRITE_LINES = ["first: 1", "shared mapping: 2", "pwrite to the file: 3", "/proc/self/mem: 4",
+                      "mprotect and store: 5", "stale answers: 0"]
 
 
 def check_code_rewrite(c, label, ref, got):

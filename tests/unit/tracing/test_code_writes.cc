@@ -97,3 +97,27 @@ TEST_CASE("only calls that change the memory map make the maps be read again", "
     CHECK_FALSE(changes_memory_map(call(number)));
   }
 }
+
+TEST_CASE("calls that may make code a store changes make it be looked for again", "[code_writes]") {
+  using stub::tracing::may_map_changeable_code;
+  constexpr uint64_t kRead = 1, kWrite = 2, kExec = 4, kShared = 1, kPrivate = 2, kSharedValidate = 3,
+                     kAnonymous = 0x20;
+  // mmap(addr, length, prot, flags, fd, offset)
+  CHECK(may_map_changeable_code(call(9, {0, 4096, kRead | kWrite | kExec, kPrivate | kAnonymous})));
+  CHECK(may_map_changeable_code(call(9, {0, 4096, kRead | kExec, kPrivate, 3})));
+  CHECK(may_map_changeable_code(call(9, {0, 4096, kRead | kWrite, kShared, 3})));  // a file's other view
+  CHECK(may_map_changeable_code(call(9, {0, 4096, kRead | kWrite, kSharedValidate, 3})));
+  CHECK_FALSE(may_map_changeable_code(call(9, {0, 4096, kRead | kWrite, kPrivate | kAnonymous})));  // malloc's
+  CHECK_FALSE(may_map_changeable_code(call(9, {0, 4096, kRead, kShared, 3})));
+  // mprotect(addr, length, prot)
+  CHECK(may_map_changeable_code(call(10, {0x1000, 4096, kRead | kWrite | kExec})));
+  CHECK(may_map_changeable_code(call(10, {0x1000, 4096, kRead | kExec})));  // maybe of a shared mapping
+  CHECK_FALSE(may_map_changeable_code(call(10, {0x1000, 4096, kRead | kWrite})));
+  CHECK(may_map_changeable_code(call(329, {0x1000, 4096, kRead | kExec, 1})));  // pkey_mprotect
+  CHECK(may_map_changeable_code(call(25)));   // mremap
+  CHECK(may_map_changeable_code(call(30)));   // shmat
+  CHECK(may_map_changeable_code(call(216)));  // remap_file_pages
+  CHECK_FALSE(may_map_changeable_code(call(11, {0x1000, 4096})));  // munmap
+  CHECK_FALSE(may_map_changeable_code(call(12)));                  // brk
+  CHECK_FALSE(may_map_changeable_code(call(1, {5, 0x1000, 10})));
+}

@@ -101,3 +101,61 @@ TEST_CASE("regions know their files and the ranges they cover", "[translatable_c
   CHECK_FALSE(code.overlaps(0x555555556000, 0x555555557000));
   CHECK_FALSE(code.overlaps(0x555555554000, 0x555555555000));
 }
+
+TEST_CASE("code a plain store changes: writable, shared, or of a file stored to shared", "[translatable_code]") {
+  const char* maps =
+      "555555554000-555555555000 r--p 00000000 08:01 1234 /usr/bin/prog\n"
+      "555555555000-555555556000 r-xp 00001000 08:01 1234 /usr/bin/prog\n"
+      "555555556000-555555557000 rwxp 00002000 08:01 1234 /usr/bin/prog\n"  // its .text made writable
+      "555555557000-555555558000 rw-p 00003000 08:01 1234 /usr/bin/prog\n"
+      "7ffff7a00000-7ffff7a10000 rwxp 00000000 00:00 0 \n"
+      "7ffff7a10000-7ffff7a20000 rwxp 00000000 00:00 0 \n"
+      "7ffff7b00000-7ffff7b10000 r-xp 00000000 00:00 0 \n"  // anonymous, stored to only after an mprotect
+      "7ffff7c00000-7ffff7c10000 r-xs 00000000 00:01 77 /memfd:jit (deleted)\n"
+      "7ffff7c10000-7ffff7c20000 rw-s 00000000 00:01 77 /memfd:jit (deleted)\n"
+      "7ffff7d00000-7ffff7d10000 r-xp 00000000 08:01 88 /tmp/code\n"  // private, but...
+      "7ffff7d10000-7ffff7d20000 rw-s 00000000 08:01 88 /tmp/code\n"  // ... written shared here
+      "7ffff7dc0000-7ffff7f50000 r-xp 00028000 08:01 4321 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+      "7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0 [stack]\n";
+  const stub::tracing::AddressRanges ranges = stub::tracing::writable_code(maps);
+  const stub::tracing::AddressRanges expected{{0x555555556000, 0x555555557000},
+                                              {0x7ffff7a00000, 0x7ffff7a20000},  // adjacent: one range
+                                              {0x7ffff7c00000, 0x7ffff7c10000},
+                                              {0x7ffff7d00000, 0x7ffff7d10000}};
+  CHECK(ranges == expected);
+  using stub::tracing::meets;
+  CHECK(meets(ranges, 0x555555556ff0, 0x555555557010));
+  CHECK(meets(ranges, 0x555555555ff0, 0x555555556001));
+  CHECK_FALSE(meets(ranges, 0x555555555000, 0x555555556000));  // ends where the range begins
+  CHECK_FALSE(meets(ranges, 0x555555557000, 0x555555557010));
+  CHECK(meets(ranges, 0x7ffff7a1fff0, 0x7ffff7a1fff1));
+  CHECK_FALSE(meets(ranges, 0x7ffff7b00000, 0x7ffff7b10000));
+  CHECK_FALSE(meets(ranges, 0x7ffff7dc1234, 0x7ffff7dc1240));
+  CHECK_FALSE(meets(ranges, 0x0, 0x1000));
+  CHECK_FALSE(meets(ranges, 0x7ffff7f50000, UINT64_MAX));
+  CHECK(meets(ranges, 0x0, UINT64_MAX));
+  CHECK(stub::tracing::writable_code("").empty());
+}
+
+TEST_CASE("code that may change at all: all but unwritten private file code and the vDSO", "[translatable_code]") {
+  const char* maps =
+      "555555555000-555555556000 r-xp 00001000 08:01 1234 /usr/bin/prog\n"
+      "555555556000-555555557000 rwxp 00002000 08:01 1234 /usr/bin/prog\n"
+      "7ffff7a00000-7ffff7a10000 rwxp 00000000 00:00 0 \n"
+      "7ffff7b00000-7ffff7b10000 r-xp 00000000 00:00 0 \n"  // anonymous: mprotect, store, mprotect
+      "7ffff7c00000-7ffff7c10000 r-xs 00000000 00:01 77 /memfd:jit (deleted)\n"
+      "7ffff7d00000-7ffff7d10000 r-xp 00000000 08:01 99 /tmp/old.so (deleted)\n"
+      "7ffff7d10000-7ffff7d20000 r-xs 00000000 08:01 98 /tmp/shared.so\n"  // another process may write it
+      "7ffff7dc0000-7ffff7f50000 r-xp 00028000 08:01 4321 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+      "7ffff7fc1000-7ffff7fc3000 r-xp 00000000 00:00 0 [vdso]\n"
+      "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n";
+  const stub::tracing::AddressRanges expected{{0x555555556000, 0x555555557000},
+                                              {0x7ffff7a00000, 0x7ffff7a10000},
+                                              {0x7ffff7b00000, 0x7ffff7b10000},
+                                              {0x7ffff7c00000, 0x7ffff7c10000},
+                                              {0x7ffff7d00000, 0x7ffff7d20000}};
+  CHECK(stub::tracing::changeable_code(maps) == expected);
+  CHECK(stub::tracing::first_met(expected, 0x7ffff7b0fff0, 0x7ffff7b20000) == 0x7ffff7b0fff0);
+  CHECK(stub::tracing::first_met(expected, 0x7ffff7b10000, 0x7ffff7c00010) == 0x7ffff7c00000);
+  CHECK(stub::tracing::first_met(expected, 0x7ffff7b10000, 0x7ffff7c00000) == 0x7ffff7c00000);  // none: end
+}

@@ -1,0 +1,77 @@
+// Code the program writes and runs with no system call between a write
+// and the calls that run it (tests/integration/test_rewritten_code.py):
+//   1. an anonymous page mapped read-write-execute, rewritten between
+//      rounds of calls (a JIT's way);
+//   2. an anonymous page made writable, written and made executable
+//      again between two rounds (W^X: a system call around each write);
+//   3. the program's own code made writable once, an immediate of
+//      patched() then stored over between rounds of calls.
+// An int3 a tracer put there is overwritten by the program's next store
+// (the branch under it then runs unseen), and code decoded there before a
+// store is stale after it. Natively it prints "jit round R: R" and
+// "wx round R: 10R", "patch K: 200" / "patch K: 400" as the immediate says.
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+typedef int (*answer_fn)(int);
+
+enum { kRounds = 5, kCalls = 200 };
+
+// mov eax, imm32; ret
+static void emit_answer(unsigned char* code, int32_t value) {
+  code[0] = 0xb8;
+  memcpy(code + 1, &value, 4);
+  code[5] = 0xc3;
+}
+
+static int __attribute__((noipa)) call_often(answer_fn f) {
+  int sum = 0;
+  for (int i = 0; i < kCalls; ++i) sum += f(i);
+  return sum / kCalls;
+}
+
+// At a page's start, its immediate found and rewritten by main.
+__attribute__((noipa, aligned(4096))) int patched(int x) { return x * 0 + 0x11111111; }
+
+static int __attribute__((noipa)) call_patched(void) {
+  int count = 0;
+  for (int i = 0; i < kCalls; ++i) count += patched(i) == 0x11111111 ? 1 : 2;
+  return count;
+}
+
+int main(void) {
+  const long page = sysconf(_SC_PAGESIZE);
+  unsigned char* jit = mmap(NULL, page, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  unsigned char* wx = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (jit == MAP_FAILED || wx == MAP_FAILED) return 100;
+  printf("jit %p wx %p patched %p\n", (void*)jit, (void*)wx, (void*)patched);
+  for (int round = 1; round <= kRounds; ++round) {
+    emit_answer(jit, round);
+    printf("jit round %d: %d\n", round, call_often((answer_fn)jit));
+  }
+  for (int round = 1; round <= 2; ++round) {
+    if (mprotect(wx, page, PROT_READ | PROT_WRITE) != 0) return 103;
+    emit_answer(wx, 10 * round);
+    if (mprotect(wx, page, PROT_READ | PROT_EXEC) != 0) return 104;
+    printf("wx round %d: %d\n", round, call_often((answer_fn)wx));
+  }
+  unsigned char* code = (unsigned char*)patched;
+  const uintptr_t code_page = (uintptr_t)code & ~(uintptr_t)(page - 1);
+  if (mprotect((void*)code_page, page, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return 101;
+  unsigned char* imm = NULL;
+  for (int i = 0; i < 64 && imm == NULL; ++i) {
+    if (memcmp(code + i, "\x11\x11\x11\x11", 4) == 0) imm = code + i;
+  }
+  if (imm == NULL) return 102;
+  printf("patch 0: %d\n", call_patched());
+  for (int k = 0; k < 4; ++k) {
+    const int32_t value = k & 1 ? 0x11111111 : 0x22222222;
+    memcpy(imm, &value, 4);
+    printf("patch %d: %d\n", k + 1, call_patched());  // MARK: patched_call
+  }
+  return 0;
+}
