@@ -1,6 +1,7 @@
 #include "decoder/block_cache.h"
 
 #include "decoder/instruction_history.h"
+#include "decoder/pt_decoder.h"
 
 #include <algorithm>
 
@@ -67,12 +68,14 @@ std::optional<ReplayInstruction> BlockCache::instruction_at(uint64_t addr) {
 // transfer that can fall through may sit inside a block, and VEX/EVEX
 // encodings Capstone 4 does not know (glibc's AVX-512 string functions)
 // still decode, as ordinary instructions.
-DecodedBlock BlockCache::decode(const Block& block) {
+DecodedBlock BlockCache::decode(const Block& block) { return decode_block(decoder_, *code_, block); }
+
+DecodedBlock decode_block(InstructionDecoder& decoder, CodeReader& code, const Block& block) {
   DecodedBlock out;
   if (block.end < block.begin || block.end - block.begin > kMaxBlockBytes) return out;
   uint64_t addr = block.begin;
   for (;;) {
-    auto insn = decode_with_fallback(decoder_, addr, *code_);
+    auto insn = decode_with_fallback(decoder, addr, code);
     if (!insn) return out;
     out.instructions.push_back(reduce(*insn));
     if (addr == block.end) {
@@ -83,6 +86,23 @@ DecodedBlock BlockCache::decode(const Block& block) {
     addr = insn->next_address();
     if (addr > block.end || addr < block.begin) return out;
   }
+}
+
+std::optional<uint64_t> layout_hash(const DecodedBlock& block) {
+  if (!block.complete || block.instructions.empty()) return std::nullopt;
+  uint64_t hash = kCodeHashStart;
+  auto mix = [&hash](uint64_t value) { hash = code_hash(hash, reinterpret_cast<const uint8_t*>(&value), 8); };
+  for (const ReplayInstruction& insn : block.instructions) {
+    const StackEffect& s = insn.stack;
+    mix(insn.address);
+    mix(uint64_t{insn.size} | uint64_t{static_cast<uint8_t>(insn.kind)} << 8 | uint64_t{insn.target.has_value()} << 16 |
+        uint64_t{static_cast<uint8_t>(s.op)} << 24 | uint64_t{s.pushes_rbp} << 32 | uint64_t{s.clobbers_rsp} << 33 |
+        uint64_t{s.clobbers_rbp} << 34 | uint64_t{s.pushed_value.has_value()} << 35);
+    mix(insn.target.value_or(0));
+    mix(static_cast<uint64_t>(s.value));
+    mix(s.pushed_value.value_or(0));
+  }
+  return hash;
 }
 
 }  // namespace decoder

@@ -33,6 +33,14 @@ struct DecodedBlock {
   bool complete = false;
 };
 
+// `block` decoded from `code`: the rules BlockCache::get keeps.
+DecodedBlock decode_block(InstructionDecoder& decoder, CodeReader& code, const Block& block);
+
+// A hash of what replay takes from a block's instructions (addresses,
+// sizes, kinds, targets, stack effects, pushed immediates): equal where
+// two decodings of it would replay the same. nullopt for an incomplete one.
+std::optional<uint64_t> layout_hash(const DecodedBlock& block);
+
 class BlockCache {
  public:
   // Both must outlive the cache (or `code` until use_reader() names
@@ -42,6 +50,8 @@ class BlockCache {
 
   // The decoded block; the reference stays valid until clear() or use_reader().
   const DecodedBlock& get(const Block& block);
+  // layout_hash of `block` as it decodes now.
+  std::optional<uint64_t> layout_hash_of(const Block& block) { return layout_hash(get(block)); }
   // One instruction (e.g. a branch whose block is not needed otherwise).
   std::optional<ReplayInstruction> instruction_at(uint64_t addr);
 

@@ -64,8 +64,21 @@ std::size_t BlockTrace::room() const {
   return std::min(by_count, by_memory);
 }
 
+void BlockTrace::note_block_code(uint64_t seq, uint64_t hash) {
+  while (!block_codes_.empty() && block_codes_.front().first < first_sequence_) block_codes_.pop_front();
+  if (!block_codes_.empty() && block_codes_.back().first >= seq) return;  // out of order: a caller bug
+  block_codes_.emplace_back(seq, hash);
+}
+
+std::optional<uint64_t> BlockTrace::block_code(uint64_t seq) const {
+  if (block_codes_.empty() || seq < first_sequence_) return std::nullopt;
+  auto it = std::lower_bound(block_codes_.begin(), block_codes_.end(), std::pair<uint64_t, uint64_t>{seq, 0});
+  if (it == block_codes_.end() || it->first != seq) return std::nullopt;
+  return it->second;
+}
+
 std::size_t BlockTrace::memory_bytes() const {
-  std::size_t bytes = chunk_bytes_ + chunks_.size() * sizeof(Chunk);
+  std::size_t bytes = chunk_bytes_ + chunks_.size() * sizeof(Chunk) + block_codes_.size() * 16;
   bytes += open_.capacity() * sizeof(Branch) + open_stacks_.capacity() * sizeof(StackSnapshot);
   for (const Unpacked& u : unpacked_) {
     bytes += u.branches.capacity() * sizeof(Branch) + u.stacks.capacity() * sizeof(StackSnapshot);

@@ -216,6 +216,16 @@ class BlockTrace {
   // Where the oldest retained block begins: the target of the newest dropped
   // branch, or the origin when nothing was dropped.
   uint64_t oldest_begin() const;
+  // Where the block that the next branch appended ends begins.
+  uint64_t open_block_begin() const { return size() == 0 ? oldest_begin() : at(next_sequence_ - 1).to; }
+
+  // The layout_hash (decoder/block_cache.h) of block `seq` as it ran,
+  // noted by the tracer where its code may change later (a JIT's): replay
+  // takes the block for a gap where today's code decodes to another
+  // layout (instructions moved, another kind or stack effect), rather than
+  // replaying today's instructions for it. Noted in ascending `seq`.
+  void note_block_code(uint64_t seq, uint64_t hash);
+  std::optional<uint64_t> block_code(uint64_t seq) const;
 
   // Blocks for branches [from_seq, end_sequence()), oldest first; the last
   // block ends at `current_pc`. The first block begins at the target of
@@ -383,7 +393,8 @@ class BlockTrace {
   std::size_t capacity_;
   std::size_t memory_cap_;
   uint64_t open_previous_to_ = 0;       // where open_'s first block begins
-  uint64_t first_sequence_ = 0;         // the oldest retained branch
+  uint64_t first_sequence_ = 0;
+  std::deque<std::pair<uint64_t, uint64_t>> block_codes_;  // (seq, hash), ascending         // the oldest retained branch
   uint64_t next_sequence_ = 0;
   std::optional<uint64_t> hold_;        // hold_open()
   std::map<std::pair<uint64_t, uint64_t>, int> signals_;  // (sequence, pc) -> signal

@@ -57,7 +57,17 @@ Block ReplayCursor::block(uint64_t seq) const {
 }
 
 const DecodedBlock& ReplayCursor::decoded(uint64_t seq) {
-  return seq == end_seq_ ? live_block_ : cache_.get(block(seq));
+  if (seq == end_seq_) return live_block_;
+  const Block span = block(seq);
+  const DecodedBlock& now = cache_.get(span);
+  // Today's instructions are not the ones that ran there: a gap, never a guess.
+  static const DecodedBlock kRewritten;
+  return rewritten(seq, span, now) ? kRewritten : now;
+}
+
+bool ReplayCursor::rewritten(uint64_t seq, const Block& span, const DecodedBlock& now) {
+  const std::optional<uint64_t> ran = trace_.block_code(seq);
+  return ran && now.complete && cache_.layout_hash_of(span) != ran;
 }
 
 bool ReplayCursor::enter_older() {
@@ -247,10 +257,12 @@ ReplayStop ReplayCursor::continue_forward(const std::vector<uint64_t>& breakpoin
 StackState ReplayCursor::start_state(uint64_t seq) {
   if (seq == first_seq_ || !trace_.has_stacks()) return {};
   const Branch branch = trace_.at(seq - 1);
-  const DecodedBlock& prev = cache_.get(block(seq - 1));
+  const DecodedBlock& prev = decoded(seq - 1);
   std::optional<ReplayInstruction> from;
   if (prev.complete && !prev.instructions.empty()) {
     from = prev.instructions.back();
+  } else if (trace_.block_code(seq - 1)) {
+    return {};  // its code was rewritten since: the branch instruction is not known
   } else {
     from = cache_.instruction_at(branch.from);
   }

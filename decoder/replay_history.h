@@ -124,6 +124,9 @@ class ReplayCursor {
  private:
   Block block(uint64_t seq) const;
   const DecodedBlock& decoded(uint64_t seq);
+  // Whether block `seq` (`span`, decoded now as `now`) ran other bytes than
+  // the code holds now (BlockTrace::block_code).
+  bool rewritten(uint64_t seq, const Block& span, const DecodedBlock& now);
   // Moves to the last instruction of block seq_-1 when it is part of the
   // history; false at the start of history.
   bool enter_older();

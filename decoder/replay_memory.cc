@@ -68,8 +68,9 @@ const RunSummary& ReplayCursor::summary(uint64_t run) {
     // A whole run ends before the live end: every block of it ends at a
     // recorded branch.
     const Branch branch = trace_.at(k);
-    const DecodedBlock& block = cache_.get(Block{begin, branch.from});
-    if (!block.complete || block.instructions.empty()) {
+    const Block span{begin, branch.from};
+    const DecodedBlock& block = cache_.get(span);
+    if (!block.complete || block.instructions.empty() || rewritten(k, span, block)) {
       s.passable = false;
       break;
     }

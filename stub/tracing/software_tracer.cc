@@ -312,6 +312,8 @@ std::string SoftwareTracer::activity() const {
 }
 
 bool SoftwareTracer::store(ThreadState& t, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack) {
+  const uint64_t seq = t.trace->end_sequence();
+  const std::optional<uint64_t> ran = code_ran(t, from);
   if (!t.trace->append(from, to, stack)) {
     t.frozen = true;
     any_frozen_ = true;
@@ -319,8 +321,19 @@ bool SoftwareTracer::store(ThreadState& t, uint64_t from, uint64_t to, const dec
     return false;
   }
   ++stats_.branches;
+  if (ran) t.trace->note_block_code(seq, *ran);
   if (checkpoints_ && checkpoints_->leaves_vdso(from, to)) t.checkpoint_due = true;
   return true;
+}
+
+std::optional<uint64_t> SoftwareTracer::code_ran(const ThreadState& t, uint64_t from) {
+  const uint64_t begin = t.trace->open_block_begin();
+  if (from == decoder::kGapAddress || begin == decoder::kGapAddress || from < begin ||
+      !meets(changeable_code_, begin, from + 1) || control_ == nullptr) {
+    return std::nullopt;
+  }
+  ControlMemory code(*control_);
+  return blocks_.layout_hash({begin, from}, code);
 }
 
 bool SoftwareTracer::refuses_more(const ThreadState& t) const {

@@ -275,6 +275,10 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   void settle(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc, bool step_completed);
   void settle_abort(TracedThreadControl& control, ThreadState& t, const Step& s, uint64_t pc);
   bool store(ThreadState& t, uint64_t from, uint64_t to, const decoder::StackSnapshot& stack);
+  // For a block in code that may change (changeable_code_), ending at
+  // `from`: the layout it ran, as the trace keeps it
+  // (decoder::BlockTrace::note_block_code); nullopt elsewhere.
+  std::optional<uint64_t> code_ran(const ThreadState& t, uint64_t from);
   bool refuses_more(const ThreadState& t) const;
 
   Next continue_from(TracedThreadControl& control, ThreadState& t, pid_t tid);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "decoder/block_cache.h"
 #include "decoder/code_reader.h"
 #include "decoder/instruction.h"
 #include "decoder/instruction_decoder.h"
@@ -63,6 +64,10 @@ class BlockCache {
     transfers_.clear();
   }
   std::size_t size() const { return ends_.size(); }
+  // decoder::layout_hash of `block` as `code` holds it now (never cached).
+  std::optional<uint64_t> layout_hash(const decoder::Block& block, decoder::CodeReader& code) {
+    return decoder::layout_hash(decoder::decode_block(decoder_, code, block));
+  }
   // Code the program changes with plain stores (writable_code): answers
   // that read it are dropped, and from now on neither kept nor taken from
   // the cache.

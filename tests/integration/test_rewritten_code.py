@@ -23,6 +23,10 @@ tracer leaves such code to the ptrace tracer):
   run of a program like this one a copy re-ran across a gap and stopped
   at an earlier pass of the pc, the frame of an earlier printf; where the
   gaps fall depends on timing: test_history_visits has the counting.)
+  And `reverse-continue` from there walks back to the first instruction:
+  the rewrites changed immediates, not the layout of the blocks that ran
+  (test_replay_cursor: a block that ran another layout is where history
+  begins).
 
     python3 test_rewritten_code.py [-v]
 """
@@ -70,7 +74,8 @@ def check_past(c, label, prog, mode):
                 "reverse-step", "reverse-step", "reverse-step", "reverse-step",
                 "reverse-finish", "bt",                                   # 9-10
                 "frame function main", "print k", "print value",          # 11-13
-                "monitor replay status"]                                  # 14
+                "monitor replay status",                                  # 14
+                "delete", "reverse-continue", "info registers rip"]       # 15-17
     result, server = run_gdb_tcp("btstub", prog, [], commands,
                                  options=("--once", "--record", "--trace-stops=" + mode))
     ctx = result.transcript() + "\n--- server stderr ---\n" + server.stderr[-3000:]
@@ -83,6 +88,10 @@ def check_past(c, label, prog, mode):
         c.equal("%s: %s in the past as live" % (label, name), value.split("=", 1)[-1].strip(),
                 result.of(past).strip().split("=", 1)[-1].strip(), ctx)
     c.contains("%s: the values come from a copy of the program" % label, result.of(14), "from a copy", ctx)
+    # The rewrites kept each block's layout (an immediate changed): replay
+    # walks back over the old rounds to the program's first instruction.
+    c.contains("%s: back to the start of history" % label, result.of(16), "No more reverse-execution history", ctx)
+    c.contains("%s: ... the program's first instruction" % label, result.of(17), "<_start>", ctx)
 
 
 def main(args, c):

@@ -584,3 +584,69 @@ TEST_CASE("a long continue calls its turn every kTurnBlocks blocks and stops whe
     CHECK(cursor.at_live_end());
   }
 }
+
+TEST_CASE("a block whose code was rewritten since it ran is the start of history") {
+  replay_test::Fixture f;
+  // Each block's layout as it ran, noted as the tracer notes it for code
+  // that may change (a JIT's); block 5 (f's second run) is noted as having
+  // run another layout than the code holds now.
+  auto noted = [&](std::optional<uint64_t> rewritten) {
+    decoder::BlockTrace trace = replay_test::trace(true);
+    for (uint64_t seq = trace.first_sequence(); seq < trace.end_sequence(); ++seq) {
+      const decoder::Block block{seq == 0 ? trace.oldest_begin() : trace.at(seq - 1).to, trace.at(seq).from};
+      const std::optional<uint64_t> layout = f.cache.layout_hash_of(block);
+      REQUIRE(layout);
+      trace.note_block_code(seq, rewritten == seq ? *layout ^ 1 : *layout);
+    }
+    return trace;
+  };
+  auto walk_back = [&](const decoder::BlockTrace& trace) {
+    ReplayCursor cursor(trace, replay_test::live(), f.cache);
+    std::vector<uint64_t> pcs;
+    do pcs.push_back(cursor.pc());
+    while (cursor.step_back() == ReplayStop::Moved);
+    return pcs;
+  };
+  // Unchanged: the whole run, as without notes.
+  const decoder::BlockTrace same = noted(std::nullopt);
+  REQUIRE(same.block_code(5));
+  CHECK(walk_back(same).size() == replay_test::oracle().size());
+  // Rewritten: today's instructions are not what ran there; history
+  // begins after it, at f's second return (0x401012).
+  const decoder::BlockTrace changed = noted(5);
+  const std::vector<uint64_t> pcs = walk_back(changed);
+  CHECK(pcs.size() == 13);
+  CHECK(pcs.back() == 0x401012);
+  // A note for a branch no longer held is not kept.
+  decoder::BlockTrace ring(0x401030, 2);
+  ring.append(0x401030, 0x401000);
+  ring.note_block_code(0, 7);
+  ring.append(0x40100d, 0x401020);
+  ring.append(0x401028, 0x401012);
+  CHECK_FALSE(ring.block_code(0));
+  ring.note_block_code(2, 9);
+  CHECK(ring.block_code(2) == 9u);
+  CHECK_FALSE(ring.block_code(1));
+}
+
+TEST_CASE("a block's layout: equal for equal decodings, another for moved instructions or pushed values") {
+  replay_test::Fixture f;
+  const decoder::Block f_run{0x401020, 0x401028};
+  const std::optional<uint64_t> ran = f.cache.layout_hash_of(f_run);
+  REQUIRE(ran);
+  CHECK(f.cache.layout_hash_of(f_run) == ran);
+  auto layout_with = [&](std::vector<uint8_t> f_bytes) {
+    std::vector<uint8_t> code = replay_test::code();
+    std::copy(f_bytes.begin(), f_bytes.end(), code.begin() + 0x20);
+    decoder::BufferReader reader(replay_test::kBase, code.data(), code.size());
+    decoder::BlockCache cache(f.decoder, reader);
+    return cache.layout_hash_of(f_run);
+  };
+  // push 0x2a -> push 0x2b: a pushed value replay would show.
+  CHECK(layout_with({0x55, 0x48, 0x89, 0xe5, 0x6a, 0x2b, 0x58, 0x5d, 0xc3}) != ran);
+  // mov rbp, rsp; push 0x2a -> push 0x2a (2 bytes) and a 3-byte nop: the
+  // same end, instructions moved.
+  CHECK(layout_with({0x55, 0x6a, 0x2a, 0x0f, 0x1f, 0x00, 0x58, 0x5d, 0xc3}) != ran);
+  // The same instructions: the same layout.
+  CHECK(layout_with({0x55, 0x48, 0x89, 0xe5, 0x6a, 0x2a, 0x58, 0x5d, 0xc3}) == ran);
+}
