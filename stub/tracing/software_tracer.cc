@@ -327,11 +327,13 @@ bool SoftwareTracer::store(ThreadState& t, uint64_t from, uint64_t to, const dec
 }
 
 std::optional<uint64_t> SoftwareTracer::code_ran(const ThreadState& t, uint64_t from) {
-  const uint64_t begin = t.trace->open_block_begin();
-  if (from == decoder::kGapAddress || begin == decoder::kGapAddress || from < begin ||
-      !meets(changeable_code_, begin, from + 1) || control_ == nullptr) {
+  // Told by where the block ends (a block runs within one mapping): the
+  // branches of other code pay one search.
+  if (from == decoder::kGapAddress || !meets(changeable_code_, from, from + 1) || control_ == nullptr) {
     return std::nullopt;
   }
+  const uint64_t begin = t.trace->open_block_begin();
+  if (begin == decoder::kGapAddress || from < begin) return std::nullopt;
   ControlMemory code(*control_);
   return blocks_.layout_hash({begin, from}, code);
 }
