@@ -78,7 +78,8 @@ std::optional<uint64_t> BlockTrace::block_code(uint64_t seq) const {
 }
 
 std::size_t BlockTrace::memory_bytes() const {
-  std::size_t bytes = chunk_bytes_ + chunks_.size() * sizeof(Chunk) + block_codes_.size() * 16;
+  std::size_t bytes = chunk_bytes_ + chunks_.size() * sizeof(Chunk) +
+                      block_codes_.size() * sizeof(decltype(block_codes_)::value_type);
   bytes += open_.capacity() * sizeof(Branch) + open_stacks_.capacity() * sizeof(StackSnapshot);
   for (const Unpacked& u : unpacked_) {
     bytes += u.branches.capacity() * sizeof(Branch) + u.stacks.capacity() * sizeof(StackSnapshot);

@@ -393,9 +393,9 @@ class BlockTrace {
   std::size_t capacity_;
   std::size_t memory_cap_;
   uint64_t open_previous_to_ = 0;       // where open_'s first block begins
-  uint64_t first_sequence_ = 0;
-  std::deque<std::pair<uint64_t, uint64_t>> block_codes_;  // (seq, hash), ascending         // the oldest retained branch
+  uint64_t first_sequence_ = 0;         // the oldest retained branch
   uint64_t next_sequence_ = 0;
+  std::deque<std::pair<uint64_t, uint64_t>> block_codes_;  // note_block_code's (seq, hash), ascending
   std::optional<uint64_t> hold_;        // hold_open()
   std::map<std::pair<uint64_t, uint64_t>, int> signals_;  // (sequence, pc) -> signal
   bool with_stacks_ = false;  // set by the first append after construction or clear()

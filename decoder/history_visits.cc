@@ -159,11 +159,14 @@ std::vector<HistoryStretch::VisitedPoint> HistoryStretch::fewest_visited(uint64_
   std::sort(points.begin(), points.end(), fewer);
   if (points.size() > 2 * most) points.resize(2 * most);
   // A point past a gap has no known count: no re-run goes there.
-  std::erase_if(points, [this](VisitedPoint& point) {
-    const std::optional<uint64_t> counted = visits(point.at);
-    point.visits = counted.value_or(0);
-    return !counted;
-  });
+  std::vector<VisitedPoint> counted;
+  for (VisitedPoint point : points) {
+    if (const std::optional<uint64_t> visited = visits(point.at)) {
+      point.visits = *visited;
+      counted.push_back(point);
+    }
+  }
+  points = std::move(counted);
   std::sort(points.begin(), points.end(), fewer);
   if (points.size() > most) points.resize(most);
   return points;

@@ -206,8 +206,9 @@ std::optional<std::string> read_maps_text(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
   std::stringstream text;
   text << in.rdbuf();
-  if (text.str().empty()) return std::nullopt;
-  return text.str();
+  std::string maps = std::move(text).str();
+  if (maps.empty()) return std::nullopt;
+  return maps;
 }
 
 }  // namespace stub::process

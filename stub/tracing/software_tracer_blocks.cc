@@ -71,8 +71,7 @@ BlockEnd BlockCache::block_end(uint64_t start, decoder::CodeReader& code) {
   auto it = ends_.find(start);
   if (it != ends_.end()) return it->second;
   BlockEnd end = scan(start, code);
-  // The bytes read: through the last instruction (any of its lengths).
-  if (meets(uncached_, start, end.address + decoder::kMaxInstructionSize)) return end;
+  if (reads_uncached(start, end.address)) return end;
   if (end.kind != BlockEnd::Kind::Undecodable) transfers_.emplace(end.address, end.insn);
   return ends_.emplace(start, std::move(end)).first->second;
 }
@@ -82,18 +81,14 @@ std::optional<decoder::Instruction> BlockCache::instruction_at(uint64_t addr, de
   if (it != transfers_.end()) return it->second;
   auto insn = decoder::decode_with_fallback(decoder_, addr, code);
   // Stepping (TraceStops::SingleStep) asks for every instruction: keep them.
-  if (insn && !meets(uncached_, addr, addr + decoder::kMaxInstructionSize)) transfers_.emplace(addr, *insn);
+  if (insn && !reads_uncached(addr, addr)) transfers_.emplace(addr, *insn);
   return insn;
 }
 
 void BlockCache::set_uncached(AddressRanges ranges) {
   uncached_ = std::move(ranges);
-  std::erase_if(ends_, [&](const auto& entry) {
-    return meets(uncached_, entry.first, entry.second.address + decoder::kMaxInstructionSize);
-  });
-  std::erase_if(transfers_, [&](const auto& entry) {
-    return meets(uncached_, entry.first, entry.first + decoder::kMaxInstructionSize);
-  });
+  std::erase_if(ends_, [&](const auto& entry) { return reads_uncached(entry.first, entry.second.address); });
+  std::erase_if(transfers_, [&](const auto& entry) { return reads_uncached(entry.first, entry.first); });
 }
 
 bool BlockCache::read_code_in(uint64_t begin, uint64_t end) const {

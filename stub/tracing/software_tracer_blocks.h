@@ -78,6 +78,11 @@ class BlockCache {
 
  private:
   BlockEnd scan(uint64_t start, decoder::CodeReader& code);
+  // Whether decoding from `begin` through the instruction at `last` (any
+  // of its lengths) read code set_uncached named.
+  bool reads_uncached(uint64_t begin, uint64_t last) const {
+    return meets(uncached_, begin, last + decoder::kMaxInstructionSize);
+  }
 
   decoder::InstructionDecoder decoder_;
   std::unordered_map<uint64_t, BlockEnd> ends_;                   // by block start
