@@ -37,10 +37,13 @@ bool parse_line(const std::string& line, MapsLine& out) {
   return first.ec == std::errc() && second.ec == std::errc() && out.perms.size() >= 4;
 }
 
-bool translatable(const MapsLine& line) {
+// Code that changes only through a system call (translatable_code.h):
+// `written`, a file some mapping stores to shared.
+bool fixed_code(const MapsLine& line, bool written) {
   const std::string& perms = line.perms;
   const std::string& path = line.path;
-  if (perms[0] != 'r' || perms[1] != '-' || perms[2] != 'x') return false;
+  // Shared ('s'): another process may write the object mapped.
+  if (written || perms[0] != 'r' || perms[1] != '-' || perms[2] != 'x' || perms[3] != 'p') return false;
   if (path.empty() || path[0] != '/' || path.rfind("/memfd:", 0) == 0) return false;
   if (path.size() >= 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0) return false;
   return line.begin < line.end;
@@ -90,7 +93,7 @@ AddressRanges writable_code(const std::string& maps_text) {
 AddressRanges changeable_code(const std::string& maps_text) {
   return executable_ranges(maps_text, [](const MapsLine& line, bool written) {
     if (line.path == "[vdso]" || line.path == "[vsyscall]") return false;
-    return !translatable(line) || line.perms[3] != 'p' || written;
+    return !fixed_code(line, written);
   });
 }
 
@@ -108,7 +111,7 @@ TranslatableCode TranslatableCode::parse(const std::string& maps_text) {
   const std::vector<MapsLine> lines = parse_lines(maps_text, written_files);
   TranslatableCode code;
   for (const MapsLine& line : lines) {
-    if (!translatable(line) || written_files.count(line.file_id) != 0) continue;
+    if (!fixed_code(line, written_files.count(line.file_id) != 0)) continue;
     code.regions_.push_back({line.begin, line.end, line.path});
     code.source_ += line.text;
     code.source_ += '\n';

@@ -2,8 +2,9 @@
 // Which of the program's code the translating tracer may copy into its
 // cache: code that can change only through a system call the tracer sees
 // (it runs every system call under the ptrace tracer, and re-reads this
-// after). That is code in a mapping of a named file that is not writable:
-// not anonymous memory (a JIT writes and runs that), not a writable
+// after). That is code in a private mapping of a named file that is not
+// writable: not a shared one (another process may write the file), not
+// anonymous memory (a JIT writes and runs that), not a writable
 // mapping (code written then run), not a memfd or deleted file (often
 // mapped a second time, writable), not a file that is also mapped shared
 // and writable anywhere in the program (a store there changes the code

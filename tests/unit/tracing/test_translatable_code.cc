@@ -14,6 +14,7 @@ TEST_CASE("only non-writable code of named files is translatable", "[translatabl
       "7ffff7b00000-7ffff7b10000 r-xp 00000000 00:00 0 \n"
       "7ffff7c00000-7ffff7c10000 r-xs 00000000 00:01 77 /memfd:jit (deleted)\n"
       "7ffff7d00000-7ffff7d10000 r-xp 00000000 08:01 99 /tmp/old.so (deleted)\n"
+      "7ffff7d10000-7ffff7d20000 r-xs 00000000 08:01 98 /tmp/shared.so\n"
       "7ffff7dc0000-7ffff7f50000 r-xp 00028000 08:01 4321 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
       "7ffff7fc1000-7ffff7fc3000 r-xp 00000000 00:00 0 [vdso]\n"
       "7ffff7fc5000-7ffff7fef000 r-xp 00001000 08:01 555 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\n"
@@ -28,6 +29,9 @@ TEST_CASE("only non-writable code of named files is translatable", "[translatabl
   CHECK(code.region_of(0x7ffff7b00010) == nullptr);  // anonymous
   CHECK(code.region_of(0x7ffff7c00010) == nullptr);  // memfd
   CHECK(code.region_of(0x7ffff7d00010) == nullptr);  // deleted
+  // A shared file mapping: another process may write the file, no system
+  // call of the program's in between.
+  CHECK(code.region_of(0x7ffff7d10010) == nullptr);
   CHECK(code.region_of(0x7ffff7dc1234) != nullptr);  // libc
   // vDSO: no branch of a drained log leaves it, so SoftwareTracer::
   // store_lent_branches looks for no return from it to checkpoint after.
