@@ -21,17 +21,20 @@ std::vector<MemoryMapping> parse_maps(const std::string& text) {
   std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
-    unsigned long long begin = 0, end = 0, inode = 0;
+    unsigned long long begin = 0, end = 0, inode = 0, offset = 0;
+    unsigned major = 0, minor = 0;
     char perms[5] = {};
     int name_at = 0;
     // Fields: range perms offset dev inode [name]; the name may hold spaces.
-    if (std::sscanf(line.c_str(), "%llx-%llx %4s %*s %*s %llu %n", &begin, &end, perms, &inode, &name_at) != 4 ||
+    if (std::sscanf(line.c_str(), "%llx-%llx %4s %llx %x:%x %llu %n", &begin, &end, perms, &offset, &major, &minor,
+                    &inode, &name_at) != 7 ||
         begin >= end) {
       continue;
     }
     std::string name = name_at > 0 ? line.substr(static_cast<std::size_t>(name_at)) : std::string();
     out.push_back({begin, end, perms[0] == 'r', perms[1] == 'w', perms[2] == 'x', perms[3] == 's',
-                   line.find("[stack]") != std::string::npos, std::move(name), inode});
+                   line.find("[stack]") != std::string::npos, std::move(name), inode, offset,
+                   uint64_t{major} << 32 | minor});
   }
   return out;
 }
@@ -109,7 +112,8 @@ std::optional<std::vector<MemoryMapping>> query_shared(int fd) {
     }
     if (q.vma_end <= from) return std::nullopt;  // not moving on: not trusted
     out.push_back({q.vma_start, q.vma_end, (q.vma_flags & kQueryReadable) != 0, (q.vma_flags & kQueryWritable) != 0,
-                   (q.vma_flags & kQueryExecutable) != 0, (q.vma_flags & kQueryShared) != 0, false, {}, q.inode});
+                   (q.vma_flags & kQueryExecutable) != 0, (q.vma_flags & kQueryShared) != 0, false, {}, q.inode,
+                   q.vma_offset, uint64_t{q.dev_major} << 32 | q.dev_minor});
     from = q.vma_end;
   }
 }

@@ -22,6 +22,11 @@ struct MemoryMapping {
   bool stack = false;   // [stack]: grows down into the gap below it
   std::string name;     // the file mapped, or [stack], [heap], [vdso]...; empty for anonymous memory
   uint64_t inode = 0;   // of the file mapped (0: anonymous)
+  // Where in the file (or shared memory object) the mapping starts, and
+  // the device of the file: with `inode`, two mappings of one object (a
+  // memfd mapped twice) are told apart from two objects.
+  uint64_t offset = 0;
+  uint64_t device = 0;  // major << 32 | minor
 };
 
 // One entry per well-formed line, in the file's order (ascending).

@@ -80,9 +80,23 @@ class ProcessCopy {
   // The shared mappings the checkpoint holds private snapshots of, and the
   // digest of the program's bytes there when it was taken
   // (shared_memory_digest.h). Copies forked from it hold the same.
+  // One object (a memfd, a SysV segment, a file) the program mapped
+  // shared at more than one place: the copy maps each of those places from
+  // one object of its own (copy_shared_memory.h).
+  struct SharedViews {
+    struct View {
+      uint64_t begin = 0;  // [begin, end) in the copy, mapped with `prot`
+      uint64_t end = 0;
+      uint64_t at = 0;  // where in the object
+      uint64_t prot = 0;
+    };
+    uint64_t size = 0;
+    std::vector<View> views;
+  };
   struct SharedSnapshot {
     SharedRanges ranges;
     uint64_t digest = 0;
+    std::vector<SharedViews> aliased;
   };
   void note_shared_snapshot(SharedSnapshot snapshot) {
     shared_snapshot_ = std::make_shared<const SharedSnapshot>(std::move(snapshot));

@@ -24,6 +24,7 @@
 #include <set>
 #include <string>
 
+#include "stub/process/copy_shared_memory.h"
 #include "stub/process/process_copy.h"
 
 #include <algorithm>
@@ -446,6 +447,9 @@ Expected<std::unique_ptr<ProcessCopy>> ProcessCopy::fork() {
   if (!injected->signals_met.empty()) {
     usable_ = false;
     return make_error(ErrorCode::Internal, "A signal reached a copy of the program");
+  }
+  if (shared_snapshot_ && !shared_snapshot_->aliased.empty()) {
+    if (auto r = separate_shared_views(copy->pid(), shared_snapshot_->aliased); !r) return r.error();
   }
   return copy;
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <system_error>
 
+#include "stub/process/copy_shared_memory.h"
 #include "stub/process/proc_maps.h"
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/ptrace_process.h"
@@ -28,93 +29,6 @@ using btstub::ErrorCode;
 using btstub::make_error;
 
 namespace {
-
-constexpr uint64_t kPage = 4096;
-// The bytes of shared mappings one copy holds a private snapshot of: every
-// checkpoint (one each 700 branches and at each system call) reads and
-// writes them all, and holds them as its own memory. A shared mapping past
-// this bound is unmapped in the copy: unknown in the past, and a re-run
-// that touches it faults instead of reaching the program's present.
-constexpr uint64_t kMaxSharedSnapshotBytes = 8ull << 20;
-constexpr uint64_t kSnapshotChunk = 1ull << 20;
-
-Expected<void> copy_syscall(pid_t copy, long number, std::vector<uint64_t> args, const char* what,
-                            uint64_t expect) {
-  auto call = inject_syscall(copy, number, std::move(args));
-  if (!call) return call.error();
-  if (!call->signals_met.empty() || static_cast<uint64_t>(call->result) != expect) {
-    return make_error(ErrorCode::Internal, std::string("Cannot ") + what + " in the copy of the program");
-  }
-  return {};
-}
-
-Expected<void> unmap_in_copy(pid_t copy, uint64_t begin, uint64_t end) {
-  return copy_syscall(copy, SYS_munmap, {begin, end - begin}, "unmap shared memory", 0);
-}
-
-// Fills the copy's private mapping at `m` with the program's bytes, chunk
-// by chunk (the program is stopped: they are what it holds now), and adds
-// them to `digest` as shared_memory_digest would read them. Pages that
-// cannot be read (a file mapping past the file's end) are unmapped.
-Expected<void> fill_from_program(pid_t program, pid_t copy, const MemoryMapping& m, SharedDigest& digest) {
-  digest.range(m.begin, m.end);
-  for (uint64_t at = m.begin; at < m.end;) {
-    const uint64_t len = std::min(kSnapshotChunk, m.end - at);
-    std::vector<uint8_t> bytes = read_tracee_memory(program, at, len);
-    const uint64_t got = bytes.size() & ~(kPage - 1);
-    bytes.resize(got);
-    if (got > 0 && !write_tracee_memory(copy, at, bytes)) {
-      return make_error(ErrorCode::MemoryFault, "Cannot write the copy's snapshot of shared memory at " + hex(at));
-    }
-    digest.bytes(bytes);
-    if (got < len) {
-      // The first unreadable page: unknown in the copy; go on after it.
-      const uint64_t hole = at + got;
-      digest.hole(hole);
-      if (auto r = unmap_in_copy(copy, hole, hole + kPage); !r) return r;
-      at = hole + kPage;
-      continue;
-    }
-    at += len;
-  }
-  return {};
-}
-
-// Mappings shared with other processes (MAP_SHARED: anonymous, files,
-// memfd, SysV shm) stay shared through the injected clone: a copy re-run
-// in the past would write into the program's present, into files the
-// kernel writes back and into other processes, and read the present as the
-// past. In the copy each becomes private and anonymous, at the same place
-// with the same protection, holding what the program held at this stop
-// (within kMaxSharedSnapshotBytes: the rest is unmapped). Copies forked
-// from this one inherit the private pages. The mappings made private, and
-// the digest of the program's bytes there.
-Expected<ProcessCopy::SharedSnapshot> privatize_shared_mappings(pid_t program, pid_t copy,
-                                                                const std::vector<MemoryMapping>& maps) {
-  uint64_t budget = kMaxSharedSnapshotBytes;
-  ProcessCopy::SharedSnapshot kept;
-  SharedDigest digest;
-  for (const MemoryMapping& m : maps) {
-    if (!m.shared) continue;
-    const uint64_t len = m.end - m.begin;
-    if (!m.readable || len > budget) {
-      if (auto r = unmap_in_copy(copy, m.begin, m.end); !r) return r.error();
-      continue;
-    }
-    budget -= len;
-    const uint64_t prot = PROT_READ | (m.writable ? PROT_WRITE : 0) | (m.executable ? PROT_EXEC : 0);
-    if (auto r = copy_syscall(copy, SYS_mmap,
-                              {m.begin, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, ~uint64_t{0}, 0},
-                              "make shared memory private", m.begin);
-        !r) {
-      return r.error();
-    }
-    if (auto r = fill_from_program(program, copy, m, digest); !r) return r.error();
-    kept.ranges.emplace_back(m.begin, m.end);
-  }
-  kept.digest = digest.value();
-  return kept;
-}
 
 // The copy's file descriptors are the program's (a fork's table): files,
 // pipes, sockets and locks the program closes would stay open in every

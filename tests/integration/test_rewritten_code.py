@@ -28,6 +28,17 @@ tracer leaves such code to the ptrace tracer):
   (test_replay_cursor: a block that ran another layout is where history
   begins).
 
+- the past of a memfd mapped three times (code stored through a writable
+  view and run through an executable one, a count read through a
+  read-only view): stopped live at round 3's printf, `next` and
+  `reverse-next`: the result, the count and the round as live, read from a
+  copy. Before, a copy held each view as memory of its own: its re-run
+  stored the code into one and ran stale code in the other, and the
+  values were refused ("another process wrote memory the program shares").
+  And a copy forked from a checkpoint to re-run holds views of its own
+  (else the check's re-run would have counted in the checkpoint, and the
+  read's re-run seen 4).
+
     python3 test_rewritten_code.py [-v]
 """
 
@@ -37,9 +48,11 @@ from harness import marker_line, program, run_gdb_tcp, run_test
 from translate_compare import record
 
 ROUNDS, CALLS = 5, 200
+MEMFD_ROUNDS = 3
 NATIVE = (["jit round %d: %d" % (r, r) for r in range(1, ROUNDS + 1)] +
           ["wx round %d: %d" % (r, 10 * r) for r in (1, 2)] +
-          ["patch %d: %d" % (k, 200 if k % 2 == 0 else 400) for k in range(5)])
+          ["patch %d: %d" % (k, 200 if k % 2 == 0 else 400) for k in range(5)] +
+          ["memfd round %d: %d seen %d" % (r, 100 * r, r) for r in range(1, MEMFD_ROUNDS + 1)])
 
 
 def check_history(c, label, run):
@@ -62,6 +75,15 @@ def check_history(c, label, run):
             len(patched_calls))
     c.true("%s: each ends at one ret" % label, len(set(patched_calls)) == 1,
            sorted(set(hex(e) for e in patched_calls))[:5])
+    found = re.search(r"memfd rw (0x[0-9a-f]+) rx (0x[0-9a-f]+)", out)
+    c.true("%s: the program says where the memfd's views are" % label, found is not None, out)
+    if found:
+        rx = int(found.group(2), 16)
+        calls = [end for begin, end in blocks if begin == rx]
+        c.equal("%s: every call into the memfd's executable view is in the history" % label, MEMFD_ROUNDS,
+                len(calls))
+        c.true("%s: each ends at its ret" % label, all(end == rx + 5 for end in calls),
+               sorted(set(hex(e) for e in calls)))
     gaps = [(hex(b), hex(e)) for b, e in blocks if b == 0 or e == 0 or e < b]
     c.true("%s: no gap in the history (%d blocks)" % (label, len(blocks)), not gaps, gaps[:5])
 
@@ -94,6 +116,24 @@ def check_past(c, label, prog, mode):
     c.contains("%s: ... the program's first instruction" % label, result.of(17), "<_start>", ctx)
 
 
+def check_memfd_past(c, label, prog, mode):
+    line = marker_line("rewritten_code.c", "memfd_print")
+    commands = ["break %d if memfd_round == 3" % line, "continue",             # 0-1: live, round 3's printf
+                "print memfd_got", "print *memfd_seen", "print memfd_round",   # 2-4
+                "next", "reverse-next", "info line *$pc",                      # 5-7
+                "print memfd_got", "print *memfd_seen", "print memfd_round",   # 8-10
+                "monitor replay status"]                                       # 11
+    result, server = run_gdb_tcp("btstub", prog, [], commands,
+                                 options=("--once", "--record", "--trace-stops=" + mode))
+    ctx = result.transcript() + "\n--- server stderr ---\n" + server.stderr[-3000:]
+    c.contains("%s: stopped live at round 3's printf" % label, result.of(1), "rewritten_code.c:%d" % line, ctx)
+    c.contains("%s: back at that line in the past" % label, result.of(7), "Line %d" % line, ctx)
+    for live, past, name, value in ((2, 8, "memfd_got", "300"), (3, 9, "*memfd_seen", "3"), (4, 10, "memfd_round", "3")):
+        c.equal("%s: %s read live" % (label, name), value, result.of(live).strip().split("= ", 1)[-1], ctx)
+        c.equal("%s: %s in the past as live" % (label, name), value, result.of(past).strip().split("= ", 1)[-1], ctx)
+    c.contains("%s: the values come from a copy of the program" % label, result.of(11), "from a copy", ctx)
+
+
 def main(args, c):
     if args.server != "btstub":
         c.true("only btstub records with --record (skipped for %s)" % args.server, True)
@@ -104,6 +144,7 @@ def main(args, c):
             label = "%s, --trace-stops=%s" % (opt, mode)
             check_history(c, label, record(prog, [], mode))
             check_past(c, label, prog, mode)
+            check_memfd_past(c, label, prog, mode)
 
 
 if __name__ == "__main__":

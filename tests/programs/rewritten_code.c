@@ -5,11 +5,16 @@
 //   2. an anonymous page made writable, written and made executable
 //      again between two rounds (W^X: a system call around each write);
 //   3. the program's own code made writable once, an immediate of
-//      patched() then stored over between rounds of calls.
+//      patched() then stored over between rounds of calls;
+//   4. one memfd mapped three times (a W^X JIT's two views and more): code
+//      stored through a writable view of its two pages and run through an
+//      executable view of the first, a count kept in the second and read
+//      through a read-only view of it.
 // An int3 a tracer put there is overwritten by the program's next store
 // (the branch under it then runs unseen), and code decoded there before a
 // store is stale after it. Natively it prints "jit round R: R" and
-// "wx round R: 10R", "patch K: 200" / "patch K: 400" as the immediate says.
+// "wx round R: 10R", "patch K: 200" / "patch K: 400" as the immediate says,
+// "memfd round R: 100R seen R".
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +48,29 @@ static int __attribute__((noipa)) call_patched(void) {
   return count;
 }
 
+// Part 4's, where a debugger reads them at any optimization.
+static volatile int memfd_round, memfd_got;
+static volatile int* volatile memfd_seen;
+
+static int memfd_views(long page) {
+  const int fd = memfd_create("rewritten_code", 0);
+  if (fd < 0 || ftruncate(fd, 2 * page) != 0) return 105;
+  unsigned char* rw = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  unsigned char* rx = mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
+  void* seen = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, page);
+  if (rw == MAP_FAILED || rx == MAP_FAILED || seen == MAP_FAILED) return 106;
+  memfd_seen = seen;
+  printf("memfd rw %p rx %p\n", (void*)rw, (void*)rx);
+  for (int round = 1; round <= 3; ++round) {
+    memfd_round = round;
+    emit_answer(rw, 100 * round);
+    ++*(volatile int*)(rw + page);
+    memfd_got = ((answer_fn)rx)(round);
+    printf("memfd round %d: %d seen %d\n", memfd_round, memfd_got, *memfd_seen);  // MARK: memfd_print
+  }
+  return 0;
+}
+
 int main(void) {
   const long page = sysconf(_SC_PAGESIZE);
   unsigned char* jit = mmap(NULL, page, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -73,5 +101,5 @@ int main(void) {
     memcpy(imm, &value, 4);
     printf("patch %d: %d\n", k + 1, call_patched());  // MARK: patched_call
   }
-  return 0;
+  return memfd_views(page);
 }

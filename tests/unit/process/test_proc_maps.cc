@@ -43,6 +43,20 @@ TEST_CASE("maps keep the inode of what is mapped, and names with spaces", "[proc
   CHECK(maps[2].name.empty());
 }
 
+TEST_CASE("maps keep the offset and device that tell one object mapped twice", "[proc_maps]") {
+  auto maps = parse_maps(
+      "7f0000000000-7f0000002000 rw-s 00000000 00:01 2051 /memfd:jit (deleted)\n"
+      "7f0000010000-7f0000011000 r-xs 00001000 00:01 2051 /memfd:jit (deleted)\n"
+      "7ffff7dd0000-7ffff7f00000 r-xp 0001a000 fd:1c 77 /libc.so\n");
+  REQUIRE(maps.size() == 3);
+  CHECK(maps[0].offset == 0u);
+  CHECK(maps[1].offset == 0x1000u);
+  CHECK(maps[0].device == maps[1].device);
+  CHECK(maps[0].device == 1u);
+  CHECK(maps[2].offset == 0x1a000u);
+  CHECK(maps[2].device == (0xfdull << 32 | 0x1c));
+}
+
 TEST_CASE("a free page is the nearest one in reach, never below the stack", "[proc_maps]") {
   auto maps = parse_maps(kMaps);
   const uint64_t reach = (1ull << 31) - 2 * 4096;
