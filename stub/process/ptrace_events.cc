@@ -599,8 +599,12 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
       return here;
     }
     if (verdict != TraceVerdict::Report) {
-      // Kept stopped (all-stop) after an emulated transfer: see start_thread.
-      if (auto pc = read_pc(tid); stopping_all_ && pc && *pc != stop.pc) thread.pc_moved_unrun = true;
+      // Moved by an emulated transfer (or out of the code cache): unrun
+      // there, kept stopped (all-stop) or resumed. Resumed, our all-stop
+      // SIGSTOP may still stop it before it runs anything (unrun_at_resume;
+      // a hit of a user breakpoint there was lost to a step off it,
+      // test_thread_marks): see start_thread.
+      if (auto pc = read_pc(tid); pc && *pc != stop.pc) thread.pc_moved_unrun = true;
       StepKind kind = verdict == TraceVerdict::SingleStep ? StepKind::SingleStep : StepKind::Continue;
       if (!stopping_all_) (void)raw_resume(tid, thread, kind, 0);
       return std::nullopt;

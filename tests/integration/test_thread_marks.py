@@ -17,6 +17,10 @@ mark's address (out of its code cache) while every thread was being
 stopped, restarted later with the all-stop's SIGSTOP still queued, stood
 there again, unrun, and its next start stepped off the breakpoint as if
 it had hit it (hits per thread 3,3,2,4,4,5,5,5 where 4,4,4,4,4,5,5,5).
+And so did one the tracer had moved onto mark's address and resumed at
+once (no all-stop under way yet), stopped by the all-stop's SIGSTOP
+before it ran anything: about every second run lost one to five hits on
+an AMD EPYC VM, where a ptrace stop is slower.
 
     python3 test_thread_marks.py [-v]
 """
