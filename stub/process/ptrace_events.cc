@@ -155,6 +155,7 @@ Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepK
 }
 
 Expected<void> PtraceProcess::raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal) {
+  keep_trap_handler(tid, thread, signal);
   bool step = kind == StepKind::SingleStep;
   if (step && !trace_int3s_.empty()) {
     // Stepping an int3 would run the int3: the real instruction is stepped
@@ -571,6 +572,13 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
   bool trace_hit = false;
   if (signal == SIGTRAP) {
     event = handle_sigtrap(tid, thread, trace_hit);
+    if (thread.ignored_trap) {
+      // Sent while the program ignores SIGTRAP (ptrace_trap_guard.cc): the
+      // thread goes on as it went, without it.
+      thread.ignored_trap = false;
+      if (!stopping_all_) (void)raw_resume(tid, thread, thread.last_kind, 0);
+      return std::nullopt;
+    }
     if (thread.hit_retired_int3) {
       // Stale: gdbserver discards such a stop. The original instruction
       // is back under the rewound pc; the thread runs on as it ran.
@@ -658,6 +666,7 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
   // Read once for the stop (do_ptrace caches them until the thread runs).
   user_regs_struct gregs{};
   const bool have_regs = do_ptrace(PTRACE_GETREGS, tid, 0, &gregs).ok();
+  if (have_regs) note_trap_calls(thread, gregs);
   const uint64_t int3_at = gregs.rip - 1;
   // Back onto the int3 just run; deferred, as the tracer usually moves rip
   // again at once.
@@ -679,6 +688,7 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
   int code = do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info) ? info.si_code : 0;
   // si_code <= 0: SIGTRAP sent by kill/tkill/sigqueue, not by the CPU.
   bool from_kernel = code > 0;
+  thread.ignored_trap = !from_kernel && trap_ignored_;
   // ptrace_notify(SIGTRAP), the stop after a step into a signal handler.
   thread.drops_injected_signal = code == SIGTRAP;
   bool was_stepping = thread.stepping;
@@ -824,6 +834,7 @@ void PtraceProcess::handle_exec() {
   vfork_parent_ = 0;  // the vfork parent was another thread: gone with the old memory
   tracer_shared_.clear();
   tracer_mappings_.clear();  // gone with the old memory
+  trap_handler_.reset();     // an exec sets handled signals to SIG_DFL (ignored ones stay)
   WaitRoutes::instance().forget_unclaimed_of(this);
   open_memory();
 }

@@ -22,8 +22,8 @@
 // so nothing else in the stub may reap children with waitpid(-1).
 #include <sys/types.h>
 
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <set>
@@ -222,6 +222,15 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     // resumed, listed or detached again; kept for the process's exit status.
     bool exited = false;
     bool exit_events = false;  // PTRACE_O_TRACEEXIT set (sync_exit_events)
+    // Its signal mask at its last resume, while the program has a SIGTRAP
+    // handler (ptrace_trap_guard.cc), and whether its last stop came right
+    // after a system call that sets the mask (or its last resume delivered
+    // a signal).
+    std::optional<uint64_t> mask_at_resume;
+    bool after_mask_call = false;
+    // Its stop is a SIGTRAP sent to it (kill, raise) while the program
+    // ignores SIGTRAP: dropped, as the kernel would have dropped it.
+    bool ignored_trap = false;
   };
   struct TraceInt3 {
     uint8_t original = 0;
@@ -271,6 +280,11 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   std::optional<ProcessEvent> thread_gone(pid_t tid, int status);
   std::optional<ProcessEvent> no_resumed_left(pid_t gone);
   Expected<void> raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal);
+  // The program's SIGTRAP handler kept through our traps (ptrace_trap_guard.cc):
+  // at a trap stop after a system call (`regs`), what it set; before each
+  // resume, the handler and the mask put back where a trap of ours reset them.
+  void note_trap_calls(ThreadState& thread, const user_regs_struct& regs);
+  void keep_trap_handler(pid_t tid, ThreadState& thread, int signal);
   Expected<void> start_thread(pid_t tid, ThreadState& thread, StepKind kind, int signal);
   void handle_clone(pid_t parent);
   // ptrace_thread_ends.cc: holding the program's end (ProcessEvent::exit_held).
@@ -408,6 +422,14 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   // The whole process ended while its threads were being stopped for
   // another's event (all-stop): reported by the next poll, not lost.
   std::optional<ProcessEvent> ended_while_stopping_;
+  // SIGTRAP's handler as the program set it (the kernel's struct
+  // sigaction: handler, flags, restorer, mask); nullopt while it has none
+  // (default, ignored, or one that resets itself), or none is known.
+  std::optional<std::array<uint64_t, 4>> trap_handler_;
+  // The program set SIGTRAP to SIG_IGN (and left it so): our traps reset
+  // the kernel's to SIG_DFL, so a SIGTRAP sent to it is dropped here, and
+  // rt_sigaction tells the program SIG_IGN.
+  bool trap_ignored_ = false;
 };
 
 }  // namespace stub::process

@@ -24,6 +24,8 @@ std::optional<ThreadSignalMasks> read_thread_signal_masks(pid_t tid) {
     uint64_t* field = name == "SigPnd"   ? &masks.thread_pending
                       : name == "ShdPnd" ? &masks.shared_pending
                       : name == "SigBlk" ? &masks.blocked
+                      : name == "SigIgn" ? &masks.ignored
+                      : name == "SigCgt" ? &masks.caught
                                          : nullptr;
     if (field == nullptr) continue;
     std::string_view value = line.substr(colon + 1);
@@ -32,7 +34,7 @@ std::optional<ThreadSignalMasks> read_thread_signal_masks(pid_t tid) {
     if (ec != std::errc{} || ptr == value.data()) return std::nullopt;
     ++found;
   }
-  if (found != 3) return std::nullopt;
+  if (found != 5) return std::nullopt;
   return masks;
 }
 

@@ -18,7 +18,7 @@ namespace {
 constexpr uint64_t bit(int signal) { return uint64_t{1} << (signal - 1); }
 }  // namespace
 
-TEST_CASE("read_thread_signal_masks tells a thread's own pending signals from its process's") {
+TEST_CASE("read_thread_signal_masks tells a thread's own pending signals from its process's, and its dispositions") {
   int ready[2];
   REQUIRE(::pipe(ready) == 0);
   const pid_t child = ::fork();
@@ -29,6 +29,8 @@ TEST_CASE("read_thread_signal_masks tells a thread's own pending signals from it
     sigaddset(&set, SIGUSR1);
     sigaddset(&set, SIGUSR2);
     sigprocmask(SIG_BLOCK, &set, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);
+    ::signal(SIGTRAP, [](int) {});
     ::syscall(SYS_tgkill, ::getpid(), ::getpid(), SIGUSR1);  // to this thread alone
     ::kill(::getpid(), SIGUSR2);                             // to the process
     const char byte = 1;
@@ -46,6 +48,9 @@ TEST_CASE("read_thread_signal_masks tells a thread's own pending signals from it
   CHECK(masks->shared_pending == bit(SIGUSR2));
   CHECK((masks->blocked & (bit(SIGUSR1) | bit(SIGUSR2))) == (bit(SIGUSR1) | bit(SIGUSR2)));
   CHECK(masks->unblocked_pending() == 0);  // both blocked
+  // Its process's dispositions: ignored, and caught by a handler.
+  CHECK((masks->ignored & (bit(SIGPIPE) | bit(SIGTRAP))) == bit(SIGPIPE));
+  CHECK((masks->caught & (bit(SIGPIPE) | bit(SIGTRAP))) == bit(SIGTRAP));
   CHECK(stub::process::ThreadSignalMasks::holds(masks->thread_pending, SIGUSR1));
   CHECK_FALSE(stub::process::ThreadSignalMasks::holds(masks->thread_pending, SIGUSR2));
   CHECK_FALSE(stub::process::ThreadSignalMasks::holds(~uint64_t{0}, 0));
