@@ -25,12 +25,12 @@ btstub::Expected<void> copy_syscall(pid_t copy, long number, std::vector<uint64_
 // past. In the copy each becomes memory of the copy's own, at the same
 // place with the same protection, holding what the program held at this
 // stop (within a budget: the rest is unmapped): private and anonymous,
-// except where the program maps one object at more than one place (a JIT
-// storing through a writable view of a memfd and running an executable
-// one): those views become views of one shared anonymous object of the
-// copy's, so that a re-run's stores are seen through the others as the
-// program saw them. The mappings so made, the views kept aliased, and the
-// digest of the program's bytes there.
+// except where the program maps one stretch of an object at more than one
+// place (a JIT storing through a writable view of a memfd and running an
+// executable one): those views become views of one shared anonymous
+// object of the copy's, so that a re-run's stores are seen through the
+// others as the program saw them. The mappings so made, the views kept
+// aliased, and the digest of the program's bytes there.
 btstub::Expected<ProcessCopy::SharedSnapshot> privatize_shared_mappings(pid_t program, pid_t copy,
                                                                         const std::vector<MemoryMapping>& maps);
 

@@ -119,8 +119,7 @@ Expected<void> copy_syscall(pid_t copy, long number, std::vector<uint64_t> args,
 
 Expected<ProcessCopy::SharedSnapshot> privatize_shared_mappings(pid_t program, pid_t copy,
                                                                 const std::vector<MemoryMapping>& maps) {
-  // Which mappings are kept, and the span of each object mapped more than
-  // once among them.
+  // Which mappings are kept, by the object they map.
   uint64_t budget = kMaxSharedSnapshotBytes;
   std::vector<const MemoryMapping*> kept_maps;
   std::map<ObjectKey, std::vector<const MemoryMapping*>> by_object;
@@ -135,25 +134,37 @@ Expected<ProcessCopy::SharedSnapshot> privatize_shared_mappings(pid_t program, p
     kept_maps.push_back(&m);
     if (m.inode != 0) by_object[{m.device, m.inode}].push_back(&m);
   }
+  // Views alias where their stretches of the object overlap: each run of
+  // overlapping ones (by offset) is one object of the copy's, no larger
+  // than they are (a file mapped at its start and a gigabyte further on
+  // is two snapshots, as apart as they are in the program).
   struct Object {
     uint64_t address = 0;  // of its first mapping in the copy
     uint64_t base = 0;     // the lowest offset any view maps
     ProcessCopy::SharedViews views;
   };
-  std::map<ObjectKey, Object> objects;
-  for (const auto& [key, views] : by_object) {
-    if (views.size() < 2) continue;
-    Object object;
-    object.base = (*std::min_element(views.begin(), views.end(), [](auto* a, auto* b) {
-                    return a->offset < b->offset;
-                  }))->offset;
-    for (const MemoryMapping* m : views) {
-      object.views.size = std::max(object.views.size, m->offset - object.base + (m->end - m->begin));
+  std::vector<Object> objects;
+  std::map<const MemoryMapping*, std::size_t> object_of;
+  for (auto& [key, views] : by_object) {
+    std::sort(views.begin(), views.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+    for (std::size_t first = 0; first < views.size();) {
+      uint64_t end = views[first]->offset + (views[first]->end - views[first]->begin);
+      std::size_t past = first + 1;
+      for (; past < views.size() && views[past]->offset < end; ++past) {
+        end = std::max(end, views[past]->offset + (views[past]->end - views[past]->begin));
+      }
+      if (past - first >= 2) {
+        Object object;
+        object.base = views[first]->offset;
+        object.views.size = end - object.base;
+        auto address = make_shared_object(copy, object.views.size);
+        if (!address) return address.error();
+        object.address = *address;
+        for (std::size_t i = first; i < past; ++i) object_of[views[i]] = objects.size();
+        objects.push_back(std::move(object));
+      }
+      first = past;
     }
-    auto address = make_shared_object(copy, object.views.size);
-    if (!address) return address.error();
-    object.address = *address;
-    objects.emplace(key, std::move(object));
   }
 
   ProcessCopy::SharedSnapshot snapshot;
@@ -162,9 +173,10 @@ Expected<ProcessCopy::SharedSnapshot> privatize_shared_mappings(pid_t program, p
     // A view is filled through its own address while it is still writable
     // (the kernel forces no write into a shared read-only mapping); a
     // private one takes forced writes under any protection.
-    auto object = m->inode != 0 ? objects.find({m->device, m->inode}) : objects.end();
-    if (object != objects.end()) {
-      if (auto r = map_view(copy, object->second.address, m->offset - object->second.base, m->begin, m->end); !r) {
+    auto found = object_of.find(m);
+    Object* object = found != object_of.end() ? &objects[found->second] : nullptr;
+    if (object != nullptr) {
+      if (auto r = map_view(copy, object->address, m->offset - object->base, m->begin, m->end); !r) {
         return r.error();
       }
     } else if (auto r = copy_syscall(copy, SYS_mmap,
@@ -176,15 +188,14 @@ Expected<ProcessCopy::SharedSnapshot> privatize_shared_mappings(pid_t program, p
     }
     SharedRanges filled;
     if (auto r = fill_from_program(program, copy, *m, digest, filled); !r) return r.error();
-    if (object != objects.end()) {
+    if (object != nullptr) {
       for (const auto& [begin, end] : filled) {
-        object->second.views.views.push_back(
-            {begin, end, m->offset - object->second.base + (begin - m->begin), protection(*m)});
+        object->views.views.push_back({begin, end, m->offset - object->base + (begin - m->begin), protection(*m)});
       }
     }
     snapshot.ranges.emplace_back(m->begin, m->end);
   }
-  for (auto& [key, object] : objects) {
+  for (Object& object : objects) {
     if (auto r = finish_views(copy, object.address, object.views); !r) return r.error();
     snapshot.aliased.push_back(std::move(object.views));
   }
