@@ -572,13 +572,6 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
   bool trace_hit = false;
   if (signal == SIGTRAP) {
     event = handle_sigtrap(tid, thread, trace_hit);
-    if (thread.ignored_trap) {
-      // Sent while the program ignores SIGTRAP (ptrace_trap_guard.cc): the
-      // thread goes on as it went, without it.
-      thread.ignored_trap = false;
-      if (!stopping_all_) (void)raw_resume(tid, thread, thread.last_kind, 0);
-      return std::nullopt;
-    }
     if (thread.hit_retired_int3) {
       // Stale: gdbserver discards such a stop. The original instruction
       // is back under the rewound pc; the thread runs on as it ran.
@@ -617,6 +610,14 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
       if (!stopping_all_) (void)raw_resume(tid, thread, kind, 0);
       return std::nullopt;
     }
+  }
+  if (thread.ignored_trap) {
+    // Sent while the program ignores SIGTRAP (ptrace_trap_guard.cc): after
+    // the tracer's say (it may have stepped a system call the signal came
+    // with), the thread goes on as the client had it go, without it.
+    thread.ignored_trap = false;
+    if (stopping_all_) return std::nullopt;
+    if (start_thread(tid, thread, thread.requested, 0)) return std::nullopt;
   }
   if (signal != SIGTRAP) {
     // Read after the tracer's say: it may have moved the thread (out of
@@ -660,6 +661,7 @@ bool PtraceProcess::still_in_stop(pid_t tid) {
 }
 
 ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool& trace_hit) {
+  thread.ignored_trap = false;
   ProcessEvent event;
   event.tid = tid;
   event.signal = SIGTRAP;

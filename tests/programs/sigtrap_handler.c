@@ -57,7 +57,7 @@ int main(void) {
   for (int i = 1; i <= 3; ++i) {
     raise(SIGTRAP);
     sink = churn(sink);
-    printf("ignored %d\n", i);
+    printf("ignored %d\n", i);  // MARK: ignored_print
   }
   struct sigaction now;
   sigaction(SIGTRAP, NULL, &now);
