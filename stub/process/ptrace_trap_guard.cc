@@ -66,14 +66,16 @@ void PtraceProcess::note_trap_calls(ThreadState& thread, const user_regs_struct&
   if (trap_ignored_ && regs.rdx != 0) {
     // The old action it asked for: SIG_IGN, as it set it (the kernel's
     // was reset to SIG_DFL by a trap of ours).
-    const std::vector<uint8_t> old = raw_read(regs.rdx, sizeof(uint64_t));
     uint64_t handler = 0;
-    if (old.size() == sizeof handler) std::memcpy(&handler, old.data(), sizeof handler);
-    if (old.size() == sizeof handler && handler == reinterpret_cast<uint64_t>(SIG_DFL)) {
-      const uint64_t ignore = reinterpret_cast<uint64_t>(SIG_IGN);
-      std::vector<uint8_t> bytes(sizeof ignore);
-      std::memcpy(bytes.data(), &ignore, sizeof ignore);
-      (void)raw_write(regs.rdx, bytes);
+    const std::vector<uint8_t> old = raw_read(regs.rdx, sizeof handler);
+    if (old.size() == sizeof handler) {  // unreadable: left as the kernel wrote it
+      std::memcpy(&handler, old.data(), sizeof handler);
+      if (handler == reinterpret_cast<uint64_t>(SIG_DFL)) {
+        const uint64_t ignore = reinterpret_cast<uint64_t>(SIG_IGN);
+        std::vector<uint8_t> bytes(sizeof ignore);
+        std::memcpy(bytes.data(), &ignore, sizeof ignore);
+        (void)raw_write(regs.rdx, bytes);
+      }
     }
   }
   if (regs.rsi == 0) return;  // a question only
