@@ -37,7 +37,10 @@ tracer leaves such code to the ptrace tracer):
   values were refused ("another process wrote memory the program shares").
   And a copy forked from a checkpoint to re-run holds views of its own
   (else the check's re-run would have counted in the checkpoint, and the
-  read's re-run seen 4).
+  read's re-run seen 4). A third count lives in a page of the memfd
+  64 GiB further on, mapped on its own: in the past it reads as live (3);
+  a copy that made one object of both stretches could not map it (no
+  overcommit past RAM here) and had no copy at all.
 
     python3 test_rewritten_code.py [-v]
 """
@@ -122,7 +125,7 @@ def check_memfd_past(c, label, prog, mode):
                 "print memfd_got", "print *memfd_seen", "print memfd_round",   # 2-4
                 "next", "reverse-next", "info line *$pc",                      # 5-7
                 "print memfd_got", "print *memfd_seen", "print memfd_round",   # 8-10
-                "monitor replay status"]                                       # 11
+                "monitor replay status", "print *memfd_far"]                   # 11-12
     result, server = run_gdb_tcp("btstub", prog, [], commands,
                                  options=("--once", "--record", "--trace-stops=" + mode))
     ctx = result.transcript() + "\n--- server stderr ---\n" + server.stderr[-3000:]
@@ -132,6 +135,9 @@ def check_memfd_past(c, label, prog, mode):
         c.equal("%s: %s read live" % (label, name), value, result.of(live).strip().split("= ", 1)[-1], ctx)
         c.equal("%s: %s in the past as live" % (label, name), value, result.of(past).strip().split("= ", 1)[-1], ctx)
     c.contains("%s: the values come from a copy of the program" % label, result.of(11), "from a copy", ctx)
+    # The page 64 GiB into the memfd, mapped on its own: its own object in
+    # a copy (one spanning both could not be mapped: no copy at all).
+    c.equal("%s: *memfd_far in the past as live" % label, "3", result.of(12).strip().split("= ", 1)[-1], ctx)
 
 
 def main(args, c):

@@ -9,7 +9,8 @@
 //   4. one memfd mapped three times (a W^X JIT's two views and more): code
 //      stored through a writable view of its two pages and run through an
 //      executable view of the first, a count kept in the second and read
-//      through a read-only view of it.
+//      through a read-only view of it, and a third count in a page of the
+//      memfd 64 GiB further on (sparse), mapped on its own.
 // An int3 a tracer put there is overwritten by the program's next store
 // (the branch under it then runs unseen), and code decoded there before a
 // store is stale after it. Natively it prints "jit round R: R" and
@@ -51,20 +52,29 @@ static int __attribute__((noipa)) call_patched(void) {
 // Part 4's, where a debugger reads them at any optimization.
 static volatile int memfd_round, memfd_got;
 static volatile int* volatile memfd_seen;
+static volatile int* volatile memfd_far;
+
+// Far enough that one object spanning it and the first pages could not be
+// mapped on this machine (no overcommit past RAM): views that do not
+// overlap are not one object.
+static const off_t kFarOffset = (off_t)1 << 36;
 
 static int memfd_views(long page) {
   const int fd = memfd_create("rewritten_code", 0);
-  if (fd < 0 || ftruncate(fd, 2 * page) != 0) return 105;
+  if (fd < 0 || ftruncate(fd, kFarOffset + page) != 0) return 105;
   unsigned char* rw = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   unsigned char* rx = mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
   void* seen = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, page);
-  if (rw == MAP_FAILED || rx == MAP_FAILED || seen == MAP_FAILED) return 106;
+  void* far = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, kFarOffset);
+  if (rw == MAP_FAILED || rx == MAP_FAILED || seen == MAP_FAILED || far == MAP_FAILED) return 106;
   memfd_seen = seen;
+  memfd_far = far;
   printf("memfd rw %p rx %p\n", (void*)rw, (void*)rx);
   for (int round = 1; round <= 3; ++round) {
     memfd_round = round;
     emit_answer(rw, 100 * round);
     ++*(volatile int*)(rw + page);
+    ++*memfd_far;
     memfd_got = ((answer_fn)rx)(round);
     printf("memfd round %d: %d seen %d\n", memfd_round, memfd_got, *memfd_seen);  // MARK: memfd_print
   }
