@@ -27,10 +27,10 @@ from harness import (Server, kill_session, marker_line, pid_alive, program, run_
 from translate_compare import read_maps
 
 
-def attach_session(kind, pid, commands, program_path, options=("--once", "--attach")):
+def attach_session(kind, pid, commands, program_path, options=("--once", "--attach"), extra_init=()):
     server = Server(kind, [str(pid)], options=options)
     try:
-        result = run_gdb(commands, program_path, server.address, timeout=60)
+        result = run_gdb(commands, program_path, server.address, timeout=60, extra_init=extra_init)
         server.wait_exit(10)
     finally:
         server.stop()
@@ -76,7 +76,9 @@ def run_attach_checks(kind, c, prog, spin, marker):
     c.true("program no longer traced", wait_until(
         lambda: tracer_of(pid) == 0, 5), "TracerPid %r" % tracer_of(pid))
 
-    result, server = attach_session(kind, pid, ["bt", "detach"], None)
+    # gdb's default sysroot (target:): the file and its libraries read
+    # through vFile, as a gdb on another machine reads them.
+    result, server = attach_session(kind, pid, ["bt", "detach"], None, extra_init=("set sysroot target:",))
     ctx = result.transcript() + "\n--- server stderr ---\n" + server.stderr
     c.matches("attach without a local file: bt shows main", result.of(0),
               r"^#\d+  (?:0x[0-9a-f]+ in )?main \(argc=3, argv=0x[0-9a-f]+\) at "
