@@ -493,6 +493,18 @@ def opt_levels(i, levels=("O0", "O2")):
     return (levels[i % len(levels)],)
 
 
+def case_modes(modes, i):
+    """The tracer modes the i-th case of a heavy test runs under: all of
+    them, but under the sanitizers only the first (the default tracer) and
+    one other, turn about with i, so that CI's sanitizer stage stays within
+    its time while every mode still runs there (each case runs under every
+    mode in the normal build)."""
+    modes = tuple(modes)
+    if not sanitized() or len(modes) < 3:
+        return modes
+    return (modes[0], modes[1 + i % (len(modes) - 1)])
+
+
 def run_gdb(commands, program_path=None, target=None, timeout=GDB_TIMEOUT,
             extra_init=(), markers=True, raw=False):
     """Runs gdb -batch: prelude, `target ...`, then commands.

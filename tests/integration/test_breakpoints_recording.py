@@ -181,22 +181,12 @@ def check_program(c, prog, modes, scenario_names=None):
             reference = run("gdbserver", prog, [], with_recording(commands, None))
             c.equal("%s, %s: btstub without recording stops as gdbserver" % (name, scenario),
                     stops_of(reference), expected, plain.transcript()[-3000:])
-        for mode in modes_of_scenario(modes, i):
+        for mode in harness.case_modes(modes, i):
             options = ["--trace-stops=" + mode] + (["--record"] if from_start else [])
             r = run("btstub", prog, options, with_recording(commands, "monitor record start"))
             c.equal("%s, %s, --trace-stops=%s: same stops as without recording"
                     % (name, scenario, mode), expected, stops_of(r), r.transcript()[-4000:])
     return targets, n_continue
-
-
-def modes_of_scenario(modes, i):
-    """Every mode; under the sanitizers (their btstub two to three times
-    slower) the first (the default tracer) and one other, turn about, so
-    that the sanitizer stage of CI stays within its time and still runs
-    every mode."""
-    if not harness.sanitized() or len(modes) < 3:
-        return modes
-    return [modes[0], modes[1 + i % (len(modes) - 1)]]
 
 
 def check_record_btrace(c, prog, targets, n_continue):

@@ -17,6 +17,8 @@ and against `btstub --record --trace-stops=MODE`:
    equals gdbserver's, gdb's vfork notices ("[Detaching after vfork from
    child process N]") are the same, and the program exits normally (under
    --record after the stop before exit_group).
+   (Under the sanitizers, here and in 3., the translating tracer and one
+   other mode per case: harness.case_modes.)
    The same under int3 with gdb not offering vfork-events+ (`set remote
    vfork-event-feature-packet off`): btstub lets each child go at once and
    holds the other thread itself until the parent's vforkdone.
@@ -45,7 +47,7 @@ and against `btstub --record --trace-stops=MODE`:
 
 import re
 
-from harness import (Server, debug_registers_trap, marker_line, normalise, program, run_gdb, run_gdb_tcp,
+from harness import (Server, case_modes, debug_registers_trap, marker_line, normalise, program, run_gdb, run_gdb_tcp,
                      run_test, source_line, unified_diff, wait_until)
 
 ALL_MODES = ("translate", "int3", "debugreg", "step")
@@ -84,11 +86,15 @@ def notices(result):
 
 
 def plain_runs(c, kind, prog):
-    for mode in modes():
-        for args, expected in (([], OUTPUT), (["x"], THREADED_OUTPUT)):
+    # Recorded: the stop before exit_group, the held end, the exit.
+    commands = ["continue"] * 3
+    for i, (args, expected) in enumerate((([], OUTPUT), (["x"], THREADED_OUTPUT))):
+        # gdbserver's run, once for every mode: what it prints and gdb's
+        # notices do not depend on btstub's tracer.
+        ref, ref_server = run_gdb_tcp("gdbserver", prog, args, commands, timeout=120)
+        for mode in case_modes(modes(), i):
             label = "--trace-stops=%s%s" % (mode, ", two threads" if args else "")
-            # Recorded: the stop before exit_group, the held end, the exit.
-            (ref, ref_server), (test, server) = both(kind, mode, prog, args, ["continue"] * 3)
+            test, server = run_gdb_tcp(kind, prog, args, commands, options=options(kind, mode), timeout=120)
             ctx = context(test, server)
             c.equal("%s: the program's output (children and statuses) as under gdbserver" % label,
                     ref_server.stdout, server.stdout, ctx)
@@ -143,7 +149,7 @@ def history(c, kind, prog):
     commands = ["break %d" % after, "continue", "reverse-next", "reverse-next", "next", "next", "print r",
                 "delete", "continue", "continue", "continue"]
     system_line = source_line("spawner.c", "system_call")
-    for mode in modes():
+    for mode in case_modes(modes(), 2):
         if kind != "btstub":
             c.true("--trace-stops=%s: btstub's own recording (skipped for %s)" % (mode, kind), True)
             continue
