@@ -39,8 +39,10 @@ struct Comparison {
 
 // Instruction for instruction, except inside the vDSO: its time functions
 // take timing-dependent paths (e.g. clock_gettime's cycle-delta check; a
-// single-stepped run is slow), so when the runs part ways there, both are
-// followed to where they leave the vDSO and must agree again from there.
+// single-stepped run is slow), and the reference runs over each call into
+// it without stepping (reference_tracer.cc run_over_vdso), so when the
+// runs part ways right after an instruction of the vDSO both are
+// followed to where they leave it and must agree again from there.
 Comparison compare(const std::vector<uint64_t>& ref, const std::vector<uint64_t>& sw, uint64_t vdso_begin,
                    uint64_t vdso_end) {
   auto in_vdso = [&](uint64_t pc) { return pc >= vdso_begin && pc < vdso_end; };
@@ -51,7 +53,9 @@ Comparison compare(const std::vector<uint64_t>& ref, const std::vector<uint64_t>
       ++i, ++j;
       continue;
     }
-    if (vdso_end == 0 || !in_vdso(ref[i]) || !in_vdso(sw[j])) break;
+    // Parted after an instruction of the vDSO (ref[i - 1] == sw[j - 1]),
+    // and one of them is still in it.
+    if (vdso_end == 0 || i == 0 || !in_vdso(ref[i - 1]) || (!in_vdso(ref[i]) && !in_vdso(sw[j]))) break;
     while (i < ref.size() && in_vdso(ref[i])) ++i;
     while (j < sw.size() && in_vdso(sw[j])) ++j;
     ++c.vdso_resyncs;
