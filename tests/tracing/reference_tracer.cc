@@ -222,8 +222,21 @@ uint64_t skipped_after_cpuid(stub::process::Process& process, decoder::Instructi
   return insn->next_address();
 }
 
-// Runs a thread that has just entered the vDSO (at `entry`, by a call or a
-// tail jump: its return address on top of the stack) to where it leaves,
+// Runs `tid` on from a stop with a breakpoint at `at` until its next event;
+// the breakpoint is taken out again if the thread stopped.
+Expected<stub::process::ProcessEvent> run_to_breakpoint(stub::process::Process& p, pid_t tid, uint64_t at) {
+  if (auto r = p.insert_breakpoint(at); !r) return r.error();
+  auto event = p.resume(tid, stub::process::StepKind::Continue, 0)
+                   ? p.wait_event()
+                   : Expected<stub::process::ProcessEvent>(make_error(ErrorCode::Internal, "cannot resume"));
+  if (event && event->kind == stub::process::ProcessEvent::Kind::Stopped) {
+    if (auto r = p.remove_breakpoint(at); !r) return r.error();
+  }
+  return event;
+}
+
+// Runs a thread that has just entered the vDSO (by a call or a tail jump:
+// its return address at `rsp`, on top of the stack) to where it leaves,
 // instead of stepping through it. Its time functions retry their read
 // while the clock's data changes under them, and single-stepped (a stop
 // per instruction) they kept missing: one run stepped 3.1 million
@@ -237,15 +250,7 @@ Expected<stub::process::ProcessEvent> run_over_vdso(stub::process::Process& p, p
   if (!slot || slot->size() != 8) return make_error(ErrorCode::Internal, "cannot read the vDSO call's return address");
   uint64_t return_address = 0;
   std::memcpy(&return_address, slot->data(), 8);
-  if (auto r = p.insert_breakpoint(return_address); !r) return r.error();
-  auto resumed = p.resume(tid, stub::process::StepKind::Continue, 0);
-  auto event = resumed ? p.wait_event()
-                       : Expected<stub::process::ProcessEvent>(make_error(ErrorCode::Internal, "cannot resume"));
-  const bool alive = event && event->kind == stub::process::ProcessEvent::Kind::Stopped;
-  if (alive) {
-    if (auto r = p.remove_breakpoint(return_address); !r) return r.error();
-  }
-  return event;
+  return run_to_breakpoint(p, tid, return_address);
 }
 
 // A signal stop that is not a trap is handed back with the next resume, as a
@@ -255,16 +260,12 @@ int signal_to_deliver(const stub::process::ProcessEvent& event) { return event.s
 // Runs the fresh program to `base + offset` (a user breakpoint), if nonzero.
 Expected<void> run_to_start(stub::process::Process& p, uint64_t offset) {
   if (offset == 0) return {};
-  const uint64_t at = load_base(p.pid()) + offset;
-  if (auto r = p.insert_breakpoint(at); !r) return r;
-  auto event = p.resume(p.pid(), stub::process::StepKind::Continue, 0)
-                   ? p.wait_event()
-                   : Expected<stub::process::ProcessEvent>(make_error(ErrorCode::Internal, "cannot resume"));
+  auto event = run_to_breakpoint(p, p.pid(), load_base(p.pid()) + offset);
   if (!event) return event.error();
   if (event->kind != stub::process::ProcessEvent::Kind::Stopped || !event->software_breakpoint) {
     return make_error(ErrorCode::Internal, "the program did not reach the start address");
   }
-  return p.remove_breakpoint(at);
+  return {};
 }
 
 }  // namespace
