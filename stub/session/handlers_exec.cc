@@ -145,7 +145,8 @@ static std::optional<Reply> answer_from_step_ahead(Session& s, const Resume& req
   if (!s.step_ahead.active() || program == nullptr) return std::nullopt;
   const pid_t tid = s.step_ahead.tid();
   const ThreadAction* action = action_for(req, program->pid(), tid);
-  bool same_step = req.direction == Direction::Forward && !req.resume_addr && action != nullptr &&
+  // An owed interrupt is the program's to report: it runs for real.
+  bool same_step = !s.interrupt_owed() && req.direction == Direction::Forward && !req.resume_addr && action != nullptr &&
                    action->action == ResumeAction::Step && action->signal == 0;
   auto event = same_step ? s.step_ahead.take(*program, tid) : std::nullopt;
   if (!event) {
@@ -207,6 +208,7 @@ Reply handle(Session& s, const Resume& raw) {
   }
   s.last_stop.reset();
   s.mark_running();
+  if (s.take_owed_interrupt()) s.on_interrupt();
   return Reply::later();
 }
 

@@ -113,6 +113,8 @@ Reply reverse(Session& s, const Resume& req) {
                                     "Reverse execution needs a recorded history (btstub --record, or "
                                     "'monitor record start' before running)"));
   }
+  // Ctrl-C sent while the program was stopped: the stop is here.
+  if (s.take_owed_interrupt()) return replay_stop_reply(s, tid, ReplayStop::Interrupted);
   engine->set_scan_turn(s.replay_turn);
   // gdb waits for a resume's stop reply without a timeout: the history not
   // summed up in the idle time since the stop is summed up now, before a
@@ -134,6 +136,7 @@ std::optional<Reply> replay_resume(Session& s, const Resume& req) {
     s.go_live();
     return std::nullopt;
   }
+  if (s.take_owed_interrupt()) return replay_stop_reply(s, tid, ReplayStop::Interrupted);
   ReplayEngine* engine = s.replay();
   engine->set_scan_turn(s.replay_turn);
   auto moved = steps(req, tid) ? engine->step_forward(tid) : engine->continue_forward(tid, breakpoint_addresses(s));

@@ -97,6 +97,7 @@ void Session::mark_process_gone() {
   step_ahead.forget();
   thread_libraries.clear();
   inferiors_.reset(nullptr);
+  interrupt_owed_ = false;
   replay_.reset();
   drop_checkpoints();
 }
@@ -485,7 +486,11 @@ void Session::sum_up_past() {
 // One SIGINT is enough: its stop stops every other process too. It goes
 // to a process that runs (gdb may have resumed only the fork child).
 void Session::on_interrupt() {
-  if (!running() || !has_process()) return;
+  if (!has_process()) return;
+  if (!running()) {
+    if (!non_stop) interrupt_owed_ = true;
+    return;
+  }
   Process* target = inferiors_.first();
   if (inferiors_.live().size() > 1) {
     for (Process* process : inferiors_.live()) {

@@ -132,8 +132,14 @@ class Session {
   // A process event while the program runs: the stop reply to send, or
   // nullopt when the event was absorbed (e.g. a passed signal).
   std::optional<std::string> on_process_event(const ProcessEvent& event);
-  // Ctrl-C from the client (or vCtrlC).
+  // Ctrl-C from the client (or vCtrlC). One that comes while the program
+  // is stopped (gdb sends it while it handles a stop, e.g. reading a
+  // shared library's symbols) is owed to the next resume, which stops at
+  // once with SIGINT: gdbserver queues a SIGINT in the stopped process,
+  // and gdb, having sent its interrupt, waits for that stop.
   void on_interrupt();
+  bool interrupt_owed() const { return interrupt_owed_; }
+  bool take_owed_interrupt() { return std::exchange(interrupt_owed_, false); }
   // Once the client has a stop reply for a single step: runs the next step
   // ahead (stub/session/step_ahead.h) when nothing else could see it early.
   void run_ahead();
@@ -390,6 +396,7 @@ class Session {
   Process* program_;  // see program()
   ProcessGroup inferiors_;
   bool running_ = false;
+  bool interrupt_owed_ = false;  // see on_interrupt()
   std::unique_ptr<ReplayEngine> replay_;
   bool run_ahead_due_ = false;  // the last reply was a bare single step's stop
   bool sum_up_due_ = false;     // history recorded before a stop may need summing up

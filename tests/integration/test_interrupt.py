@@ -7,7 +7,11 @@ interactively on a pseudo-terminal:
   variables can be read; it can be continued and interrupted again (its
   counter keeps growing);
 - the `interrupt` command after `continue &` does the same;
-- over TCP and over stdio (`target remote | SERVER - prog`).
+- over TCP and over stdio (`target remote | SERVER - prog`);
+- a Ctrl-C byte that comes while the program is stopped (gdb sends it
+  while it handles a stop, e.g. reading a library's symbols, and then waits
+  for the SIGINT stop) stops the next resume with SIGINT, as gdbserver's
+  does (checked with a raw client, gdbserver beside).
 
     python3 test_interrupt.py [--server gdbserver] [-v]
 """
@@ -18,6 +22,7 @@ import time
 import harness
 from harness import Server, program, run_test, server_path
 from pty_gdb import PtyGdb
+from rsp_client import RspClient, RspTimeout
 
 SIGINT_STOP = r"Program received signal SIGINT, Interrupt\.\n"
 PROMPT = r"^\(gdb\) "
@@ -77,8 +82,26 @@ def session(c, gdb, label):
         print(gdb.log)
 
 
+def interrupt_while_stopped(c, kind, prog):
+    with Server(kind, [prog, "60"]) as server, RspClient.connect(server.port) as client:
+        client.handshake()
+        first = client.request("?")
+        client.send_raw(b"\x03")
+        time.sleep(0.3)
+        client.send_packet("vCont;c")
+        try:
+            stop = client.read_packet(timeout=10)
+        except RspTimeout:
+            stop = "(no stop in 10 s)"
+        c.matches("%s: Ctrl-C while stopped stops the next resume with SIGINT" % kind, stop,
+                  r"^T02.*thread:", "first stop: %s\nafter the resume: %s" % (first, stop))
+
+
 def main(args, c):
     prog = program("spin")
+    servers = [args.server] + (["gdbserver"] if args.server != "gdbserver" else [])
+    for kind in servers:
+        interrupt_while_stopped(c, kind, prog)
     with Server(args.server, [prog, "60"]) as server, \
             PtyGdb(prog, ["target remote " + server.address]) as gdb:
         session(c, gdb, "tcp: ")

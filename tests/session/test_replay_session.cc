@@ -199,6 +199,24 @@ TEST_CASE("forward s/c/vCont move through the history, then the program runs liv
   CHECK(f.resumes() == 1);
 }
 
+// gdb's Ctrl-C while the program stood in the past (or at the present
+// before a reverse resume): the next resume stops at once with SIGINT,
+// where the thread is, as a live program's queued SIGINT stops it.
+TEST_CASE("an interrupt while stopped stops the next replay where it is", "[replay]") {
+  Fixture f;
+  f.session.on_interrupt();
+  std::string live = f.ask("bc");
+  CHECK(live.rfind("T02", 0) == 0);
+  CHECK(contains(live, pc_field(0x401017)));
+  CHECK(contains(f.ask("bs"), pc_field(0x401016)));  // owed once only
+  f.session.on_interrupt();
+  std::string past = f.ask("c");
+  CHECK(past.rfind("T02", 0) == 0);
+  CHECK(contains(past, pc_field(0x401016)));
+  CHECK(contains(f.ask("s"), pc_field(0x401017)));
+  CHECK(f.resumes() == 0);
+}
+
 TEST_CASE("each thread replays on its own; a thread without history is at its beginning", "[replay]") {
   Fixture f;
   f.process.threads_.push_back(101);

@@ -249,13 +249,45 @@ TEST_CASE("no resumed thread left gives N to a client offering no-resumed+", "[s
   CHECK(g.session.running());
 }
 
-TEST_CASE("interrupt reaches the process only while it runs", "[session]") {
+TEST_CASE("interrupt reaches the process while it runs", "[session]") {
   Fixture f;
-  f.session.on_interrupt();
-  CHECK(f.process.log.empty());
   (void)f.session.handle_packet("c");
+  REQUIRE(f.session.running());
   f.session.on_interrupt();
   CHECK(f.process.log.back() == "interrupt");
+  CHECK_FALSE(f.session.interrupt_owed());
+}
+
+// gdb sends Ctrl-C while it handles a stop too (reading a library's
+// symbols) and then waits for a SIGINT stop: gdbserver queues the signal.
+TEST_CASE("an interrupt while stopped is owed to the next resume", "[session]") {
+  Fixture f;
+  f.session.on_interrupt();
+  CHECK(f.process.log.empty());  // nothing to stop yet
+  CHECK(f.session.interrupt_owed());
+  (void)f.session.handle_packet("c");
+  REQUIRE(f.process.log.size() == 2);
+  CHECK(f.process.log[0].rfind("resume", 0) == 0);
+  CHECK(f.process.log[1] == "interrupt");
+  CHECK_FALSE(f.session.interrupt_owed());
+  // Only once.
+  stub::process::ProcessEvent sigint;
+  sigint.tid = 100;
+  sigint.signal = SIGINT;
+  auto stop = f.session.on_process_event(sigint);
+  REQUIRE(stop.has_value());
+  CHECK(stop->rfind("T02", 0) == 0);
+  f.process.log.clear();
+  (void)f.session.handle_packet("c");
+  CHECK(f.process.log.size() == 1);
+}
+
+TEST_CASE("an owed interrupt dies with the program", "[session]") {
+  Fixture f;
+  f.session.on_interrupt();
+  REQUIRE(f.session.interrupt_owed());
+  CHECK(f.ask("vKill;64") == "OK");
+  CHECK_FALSE(f.session.interrupt_owed());
 }
 
 TEST_CASE("unknown packets get the empty reply, malformed ones an error", "[session]") {

@@ -202,6 +202,21 @@ TEST_CASE("a different resume undoes the step ahead first", "[step-ahead]") {
   CHECK(f.process.log.back() == "resume 100 cont 0");
 }
 
+// The client's Ctrl-C while stopped is the program's to report: the step
+// runs for real and is interrupted.
+TEST_CASE("an owed interrupt undoes the step ahead and runs the step", "[step-ahead]") {
+  Fixture f;
+  f.step();
+  REQUIRE(f.process.pc() == 0x401008);
+  f.session.on_interrupt();
+  auto reply = f.session.handle_packet("vCont;s:p64.64");
+  CHECK_FALSE(reply.payload.has_value());
+  CHECK(f.process.steps() == 3);  // undone, then stepped again for real
+  REQUIRE(f.process.log.size() >= 2);
+  CHECK(f.process.log[f.process.log.size() - 2] == "resume 100 step 0");
+  CHECK(f.process.log.back() == "interrupt");
+}
+
 TEST_CASE("no step runs ahead where it could be seen or not undone", "[step-ahead]") {
   SECTION("turned off") {
     Fixture f(false);
