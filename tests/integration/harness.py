@@ -232,7 +232,7 @@ def wait_until(predicate, timeout, interval=0.05):
         time.sleep(interval)
 
 
-class _LineCollector:
+class LineCollector:
     """Reads a pipe on a thread, keeping every line; lets callers wait for one."""
 
     def __init__(self, stream):
@@ -295,8 +295,8 @@ class Server:
         self.proc = subprocess.Popen(
             self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, start_new_session=True)
-        self._out = _LineCollector(self.proc.stdout)
-        self._err = _LineCollector(self.proc.stderr)
+        self._out = LineCollector(self.proc.stdout)
+        self._err = LineCollector(self.proc.stderr)
         self._counted = False
         self.port = None
         self.inferior_pid = None
