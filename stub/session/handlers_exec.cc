@@ -208,7 +208,7 @@ Reply handle(Session& s, const Resume& raw) {
   }
   s.last_stop.reset();
   s.mark_running();
-  if (s.take_owed_interrupt()) s.on_interrupt();
+  s.deliver_owed_interrupt();
   return Reply::later();
 }
 
@@ -235,6 +235,14 @@ Reply handle(Session& s, const Kill& req) {
   Reply reply;
   if (req.pid) {
     if (!s.has_process()) return after_process_gone(s, Reply::now(reply_ok()));
+    // Without multiprocess gdb names its fake pid (42000): gdbserver's
+    // handle_v_kill then kills the program, whatever the pid.
+    if (!s.client_features.multiprocess) {
+      Process* program = s.program() != nullptr ? s.program() : s.inferiors().first();
+      (void)program->kill();
+      s.forget_process(program);
+      return after_process_gone(s, Reply::now(reply_ok()));
+    }
     // gdb kills a fork child it has not followed yet by its pid too.
     (void)s.adopt_fork_child(static_cast<pid_t>(*req.pid));
     auto process = named_process(s, *req.pid);

@@ -159,6 +159,7 @@ Reply non_stop_resume(Session& s, const Resume& req) {
     }
   }
   if (failure && !acted) return Reply::now(reply_error(*failure));
+  s.deliver_owed_interrupt();  // a vCtrlC that came while every thread stood
   return Reply::now(reply_ok());
 }
 

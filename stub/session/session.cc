@@ -488,7 +488,7 @@ void Session::sum_up_past() {
 void Session::on_interrupt() {
   if (!has_process()) return;
   if (!running()) {
-    if (!non_stop) interrupt_owed_ = true;
+    interrupt_owed_ = true;
     return;
   }
   Process* target = inferiors_.first();
@@ -501,6 +501,10 @@ void Session::on_interrupt() {
     }
   }
   (void)target->interrupt();
+}
+
+void Session::deliver_owed_interrupt() {
+  if (running() && std::exchange(interrupt_owed_, false)) on_interrupt();
 }
 
 }  // namespace stub::session

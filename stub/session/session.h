@@ -133,13 +133,16 @@ class Session {
   // nullopt when the event was absorbed (e.g. a passed signal).
   std::optional<std::string> on_process_event(const ProcessEvent& event);
   // Ctrl-C from the client (or vCtrlC). One that comes while the program
-  // is stopped (gdb sends it while it handles a stop, e.g. reading a
-  // shared library's symbols) is owed to the next resume, which stops at
-  // once with SIGINT: gdbserver queues a SIGINT in the stopped process,
-  // and gdb, having sent its interrupt, waits for that stop.
+  // is stopped (gdb sends it whenever it believes the program runs, also
+  // when the stop reply is already on its way) is owed to the next
+  // resume, which stops with SIGINT: gdbserver queues a SIGINT in the
+  // stopped process, and gdb, having sent its interrupt, waits for that
+  // stop. A live resume delivers it once the program runs; a resume in
+  // the past takes it and stops where the thread is.
   void on_interrupt();
   bool interrupt_owed() const { return interrupt_owed_; }
   bool take_owed_interrupt() { return std::exchange(interrupt_owed_, false); }
+  void deliver_owed_interrupt();
   // Once the client has a stop reply for a single step: runs the next step
   // ahead (stub/session/step_ahead.h) when nothing else could see it early.
   void run_ahead();

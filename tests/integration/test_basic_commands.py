@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Everyday gdb commands over TCP on tests/programs/basic.c (see
 basic_session.py for the session and the expected values), plus a short
-session on the -O2 build.
+session on the -O2 build, and `kill` from a gdb without the multiprocess
+feature (it sends vKill with its fake pid 42000: gdbserver kills the
+program; btstub answered "Can't kill process" before).
 
     python3 test_basic_commands.py [--server gdbserver] [-v]
 """
 
 import basic_session
-from harness import program, run_gdb_tcp, run_test
+from harness import Server, pid_alive, program, run_gdb, run_gdb_tcp, run_test, wait_until
 
 
 def check_o0(args, c):
@@ -45,9 +47,20 @@ def check_o2(args, c):
     c.contains("O2: program output", server.stdout, "result=")
 
 
+def check_kill_without_multiprocess(args, c):
+    prog = program("basic")
+    with Server(args.server, [prog] + list(basic_session.ARGS)) as server:
+        pid = server.inferior_pid
+        result = run_gdb(["kill"], prog, server.address, extra_init=["set remote multiprocess-feature-packet off"])
+        ctx = result.transcript()
+        c.matches("no multiprocess: kill", result.of(0), r"^\[Inferior 1 \(Remote target\) killed\]$", ctx)
+        c.true("no multiprocess: the program is gone", wait_until(lambda: not pid_alive(pid), 10.0), ctx)
+
+
 def main(args, c):
     check_o0(args, c)
     check_o2(args, c)
+    check_kill_without_multiprocess(args, c)
 
 
 if __name__ == "__main__":

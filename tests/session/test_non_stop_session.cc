@@ -175,6 +175,18 @@ TEST_CASE("non-stop: a resume of every thread leaves one with an unacknowledged 
   CHECK(f.process.log == std::vector<std::string>{"resume 100 cont 0"});
 }
 
+// gdbserver's vCtrlC queues a SIGINT whether or not a thread runs: the
+// next resume takes it.
+TEST_CASE("non-stop: vCtrlC while every thread stands is owed to the next resume", "[session][nonstop]") {
+  Fixture f;
+  f.start();
+  CHECK(f.ask("vCtrlC") == "OK");
+  CHECK(f.process.log.back() == "non-stop");  // nothing sent yet
+  CHECK(f.ask("vCont;c:p64.65") == "OK");
+  CHECK(f.process.log.back() == "interrupt");
+  CHECK_FALSE(f.session.interrupt_owed());
+}
+
 TEST_CASE("non-stop: the process's exit is a W notification", "[session][nonstop]") {
   Fixture f;
   f.start();

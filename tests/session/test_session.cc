@@ -282,6 +282,20 @@ TEST_CASE("an interrupt while stopped is owed to the next resume", "[session]") 
   CHECK(f.process.log.size() == 1);
 }
 
+// gdb without the multiprocess feature names its fake pid 42000 (0xa410).
+TEST_CASE("vKill without multiprocess kills the program whatever the pid", "[session]") {
+  Fixture f;
+  f.ask("qSupported:swbreak+");
+  CHECK(f.ask("vKill;a410") == "OK");
+  CHECK(f.process.log.back() == "kill");
+  CHECK_FALSE(f.session.has_process());
+
+  Fixture g;
+  g.negotiate();  // multiprocess: a pid not ours is refused
+  CHECK(g.ask("vKill;a410").rfind("E", 0) == 0);
+  CHECK(g.session.has_process());
+}
+
 TEST_CASE("an owed interrupt dies with the program", "[session]") {
   Fixture f;
   f.session.on_interrupt();
