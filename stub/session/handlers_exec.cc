@@ -237,15 +237,11 @@ Reply handle(Session& s, const Kill& req) {
     if (!s.has_process()) return after_process_gone(s, Reply::now(reply_ok()));
     // Without multiprocess gdb names its fake pid (42000): gdbserver's
     // handle_v_kill then kills the program, whatever the pid.
-    if (!s.client_features.multiprocess) {
-      Process* program = s.program() != nullptr ? s.program() : s.inferiors().first();
-      (void)program->kill();
-      s.forget_process(program);
-      return after_process_gone(s, Reply::now(reply_ok()));
-    }
+    const Process* program = s.program() != nullptr ? s.program() : s.inferiors().first();
+    const int64_t pid = s.client_features.multiprocess ? *req.pid : program->pid();
     // gdb kills a fork child it has not followed yet by its pid too.
-    (void)s.adopt_fork_child(static_cast<pid_t>(*req.pid));
-    auto process = named_process(s, *req.pid);
+    (void)s.adopt_fork_child(static_cast<pid_t>(pid));
+    auto process = named_process(s, pid);
     if (!process) return error(process.error());
     (void)(*process)->kill();
     s.forget_process(*process);
