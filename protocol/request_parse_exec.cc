@@ -1,6 +1,7 @@
 // Execution-control requests: c/C/s/S, vCont, bc/bs, Z/z, k/vKill, D, and the
 // dispatch of the other 'v' packets.
 #include "protocol/parse_util.h"
+#include "protocol/replies.h"
 #include "protocol/request_parsers.h"
 
 namespace protocol::detail {
@@ -38,6 +39,9 @@ Expected<ThreadAction> parse_vcont_action(std::string_view text) {
   if (with_signal) {
     auto sig = parse_signal(verb.substr(1));
     if (!sig) return bad_packet("vCont: bad signal in action");
+    // A signal this host does not have (gdb's SIGEMT, its "unknown"):
+    // gdbserver's handle_v_cont answers E rather than resume without it.
+    if (*sig != 0 && gdb_signal_to_host(*sig) == 0) return bad_packet("vCont: the signal has no number on this host");
     action.signal = *sig;
   } else if (verb.size() != 1) {
     return bad_packet("vCont: unexpected data after action '" + std::string(1, verb.front()) + "'");

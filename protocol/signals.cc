@@ -12,14 +12,18 @@ namespace {
 
 constexpr int kGdbSignalUnknown = 143;
 
-// {host, gdb} for the non-realtime signals gdb knows.
-constexpr std::array<std::pair<int, int>, 30> kClassic = {{
+// {host, gdb} for the non-realtime signals gdb knows. A host signal maps
+// to its first entry: SIGPOLL is SIGIO on Linux, reported as gdb's IO
+// (23), while gdb's POLL (33, which `signal SIGPOLL` sends) is SIGIO too,
+// as gdbserver's gdb_signal_to_host has it.
+constexpr std::array<std::pair<int, int>, 31> kClassic = {{
     {SIGHUP, 1},   {SIGINT, 2},     {SIGQUIT, 3},   {SIGILL, 4},    {SIGTRAP, 5},
     {SIGABRT, 6},  {SIGFPE, 8},     {SIGKILL, 9},   {SIGBUS, 10},   {SIGSEGV, 11},
     {SIGSYS, 12},  {SIGPIPE, 13},   {SIGALRM, 14},  {SIGTERM, 15},  {SIGURG, 16},
     {SIGSTOP, 17}, {SIGTSTP, 18},   {SIGCONT, 19},  {SIGCHLD, 20},  {SIGTTIN, 21},
     {SIGTTOU, 22}, {SIGIO, 23},     {SIGXCPU, 24},  {SIGXFSZ, 25},  {SIGVTALRM, 26},
     {SIGPROF, 27}, {SIGWINCH, 28},  {SIGUSR1, 30},  {SIGUSR2, 31},  {SIGPWR, 32},
+    {SIGPOLL, 33},
 }};
 
 // Linux realtime signals are 32..64 in the kernel's numbering (glibc hides

@@ -3,7 +3,9 @@
 basic_session.py for the session and the expected values), plus a short
 session on the -O2 build, and `kill` from a gdb without the multiprocess
 feature (it sends vKill with its fake pid 42000: gdbserver kills the
-program; btstub answered "Can't kill process" before).
+program; btstub answered "Can't kill process" before), and gdb's `signal
+SIGPOLL` (gdb's POLL, 33, is SIGIO on Linux: gdbserver delivers it and
+the program dies of it; btstub resumed without a signal before).
 
     python3 test_basic_commands.py [--server gdbserver] [-v]
 """
@@ -57,10 +59,18 @@ def check_kill_without_multiprocess(args, c):
         c.true("no multiprocess: the program is gone", wait_until(lambda: not pid_alive(pid), 10.0), ctx)
 
 
+def check_signal_poll(args, c):
+    result, _ = run_gdb_tcp(args.server, program("basic"), list(basic_session.ARGS),
+                            ["break main", "continue", "signal SIGPOLL"])
+    c.matches("signal SIGPOLL: the program dies of SIGIO", result.of(2),
+              r"^Program terminated with signal SIGIO, I/O possible\.$", result.transcript())
+
+
 def main(args, c):
     check_o0(args, c)
     check_o2(args, c)
     check_kill_without_multiprocess(args, c)
+    check_signal_poll(args, c)
 
 
 if __name__ == "__main__":

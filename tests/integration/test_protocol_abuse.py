@@ -381,6 +381,9 @@ def resume_cases(t):
         ("C05;zz", error_or_empty), ("szz", error_or_empty),
         ("Sxx", error_or_empty), ("vCont;x", error_or_empty),
         ("vCont;c:zz", error_or_empty), ("vCont;Czz", error_or_empty),
+        # Signals this host does not have (gdb's SIGEMT, its "unknown"):
+        # refused, as gdbserver's handle_v_cont does, not resumed without.
+        ("vCont;C07", is_error), ("vCont;S8f", is_error),
         ("vCont;s:p99999999.99999999", error_or_empty),
         ("vCont", error_or_empty), ("vCont;", error_or_empty),
         ("bsxyz", error_or_empty), ("bc1234", error_or_empty),

@@ -295,6 +295,8 @@ TEST_CASE("signal translation follows gdb's numbering", "[replies]") {
   CHECK(host_signal_to_gdb(SIGSTKFLT) == 143);
   CHECK(host_signal_to_gdb(200) == 143);
   CHECK(gdb_signal_to_host(7) == 0);    // SIGEMT: none on Linux
+  CHECK(gdb_signal_to_host(33) == SIGPOLL);  // gdb's POLL: SIGIO here, as gdbserver maps it
+  CHECK(host_signal_to_gdb(SIGPOLL) == 23);  // reported as gdb's IO
   CHECK(gdb_signal_to_host(143) == 0);
   for (int host = 1; host <= 64; ++host) {
     int gdb = host_signal_to_gdb(host);

@@ -134,6 +134,13 @@ TEST_CASE("vCont actions", "[requests]") {
                           "vCont;Czz", "vCont;c:", "vCont;c:zz", "vCont;r1000,2000", "vCont:c",
                           "vCont;s:p1.2;;c"})
     require_bad(bad);
+  // A signal with no host number is refused, as gdbserver does; C00 and
+  // gdb's POLL (SIGIO here) are not.
+  for (const char* no_host : {"vCont;C07", "vCont;S8f", "vCont;c:p1.2;C07:p1.3"}) require_bad(no_host);
+  CHECK(parse_as<Resume>("vCont;C00").actions.at(0).signal == 0);
+  CHECK(parse_as<Resume>("vCont;C21").actions.at(0).signal == 0x21);
+  // Legacy C keeps gdbserver's way there: the signal is dropped, not refused.
+  CHECK(parse_as<Resume>("C07").actions.at(0).signal == 7);
 }
 
 TEST_CASE("bc and bs resume in reverse", "[requests]") {
