@@ -4,9 +4,9 @@
 
 namespace protocol {
 
-std::optional<std::string> StopNotifications::push(std::string stop, int64_t thread) {
+std::optional<std::string> StopNotifications::push(std::string stop, int64_t thread, int64_t process) {
   const bool first = queue_.empty();
-  queue_.push_back({std::move(stop), thread});
+  queue_.push_back({std::move(stop), thread, process});
   if (!first) return std::nullopt;
   return std::string(kName) + ":" + queue_.front().stop;
 }
@@ -23,8 +23,11 @@ bool StopNotifications::holds(int64_t thread) const {
          std::any_of(queue_.begin(), queue_.end(), [thread](const Entry& entry) { return entry.thread == thread; });
 }
 
-void StopNotifications::discard_unsent() {
-  if (queue_.size() > 1) queue_.erase(queue_.begin() + 1, queue_.end());
+void StopNotifications::discard_unsent(std::optional<int64_t> process) {
+  if (queue_.size() <= 1) return;
+  queue_.erase(std::remove_if(queue_.begin() + 1, queue_.end(),
+                              [process](const Entry& entry) { return !process || entry.process == *process; }),
+               queue_.end());
 }
 
 }  // namespace protocol

@@ -24,10 +24,13 @@ class StopNotifications {
   // Queues a stop reply payload ("T05...", "W00", "N"); returns the
   // notification payload ("Stop:T05...") to send now when the queue was
   // empty, nullopt when the client is still draining earlier ones.
-  // `thread`: the thread it is about (0: none), for holds().
-  std::optional<std::string> push(std::string stop, int64_t thread = 0);
+  // `thread`: the thread it is about (0: none), for holds(); `process`:
+  // its process (0: none), for discard_unsent().
+  std::optional<std::string> push(std::string stop, int64_t thread = 0, int64_t process = 0);
   // Queues without notifying (`?` in non-stop mode).
-  void enqueue(std::string stop, int64_t thread = 0) { queue_.push_back({std::move(stop), thread}); }
+  void enqueue(std::string stop, int64_t thread = 0, int64_t process = 0) {
+    queue_.push_back({std::move(stop), thread, process});
+  }
   // Whether a stop of `thread` is queued that the client has not
   // acknowledged: a resume of every thread leaves it stopped (gdbserver's
   // in_queued_stop_replies), since the client does not know it stopped.
@@ -36,9 +39,11 @@ class StopNotifications {
   std::string acknowledge();
   // The head again, or OK when empty (the reply to `?`).
   std::string head_or_ok() const;
-  // Drops every queued stop but the head, which the client has been sent
-  // and will acknowledge (a kill or detach discards the rest).
-  void discard_unsent();
+  // Drops the queued stops of `process` (every one: nullopt) but the
+  // head, which the client has been sent and will acknowledge. A kill or
+  // detach of one process leaves the others' stops to be told, as
+  // gdbserver's discard_queued_stop_replies (ptid_t (pid)) does.
+  void discard_unsent(std::optional<int64_t> process = std::nullopt);
   bool empty() const { return queue_.empty(); }
   std::size_t size() const { return queue_.size(); }
 
@@ -46,6 +51,7 @@ class StopNotifications {
   struct Entry {
     std::string stop;
     int64_t thread = 0;
+    int64_t process = 0;
   };
   std::deque<Entry> queue_;
 };

@@ -219,12 +219,14 @@ static Expected<Process*> named_process(Session& s, int64_t pid) {
   return btstub::make_error(btstub::ErrorCode::NoProcess, "No such process");
 }
 
-// After a kill or detach: outside extended mode the connection ends with
-// the last process, and its stop is no longer anybody's.
-static Reply after_process_gone(Session& s, Reply reply) {
+// After a kill or detach of `pid` (nullopt: every process): outside
+// extended mode the connection ends with the last process, and its stop is
+// no longer anybody's.
+static Reply after_process_gone(Session& s, Reply reply, std::optional<pid_t> pid) {
   // Non-stop: what the client was not told yet of a process it killed or
-  // let go is no longer news (gdbserver's discard_queued_stop_replies).
-  s.stop_notifications.discard_unsent();
+  // let go is no longer news (gdbserver's discard_queued_stop_replies);
+  // the other processes' stops still are.
+  s.stop_notifications.discard_unsent(pid);
   reply.close_connection = !s.extended && !s.has_process();
   if (s.extended || s.has_process()) s.last_stop.reset();
   return reply;
@@ -234,7 +236,7 @@ Reply handle(Session& s, const Kill& req) {
   // gdb reads no reply to `k`; vKill wants OK.
   Reply reply;
   if (req.pid) {
-    if (!s.has_process()) return after_process_gone(s, Reply::now(reply_ok()));
+    if (!s.has_process()) return after_process_gone(s, Reply::now(reply_ok()), std::nullopt);
     // Without multiprocess gdb names its fake pid (42000): gdbserver's
     // handle_v_kill then kills the program, whatever the pid.
     const Process* program = s.program() != nullptr ? s.program() : s.inferiors().first();
@@ -243,9 +245,10 @@ Reply handle(Session& s, const Kill& req) {
     (void)s.adopt_fork_child(static_cast<pid_t>(pid));
     auto process = named_process(s, pid);
     if (!process) return error(process.error());
+    const pid_t killed = (*process)->pid();
     (void)(*process)->kill();
     s.forget_process(*process);
-    return after_process_gone(s, Reply::now(reply_ok()));
+    return after_process_gone(s, Reply::now(reply_ok()), killed);
   }
   // `k` kills everything (gdb's `kill` sends vKill;PID per inferior),
   // fork children still held included.
@@ -255,7 +258,7 @@ Reply handle(Session& s, const Kill& req) {
   s.mark_process_gone();
   // LLDB waits for the program's end (lldb-server: "X09").
   if (s.lldb.client) reply = Reply::now("X09");
-  return after_process_gone(s, reply);
+  return after_process_gone(s, reply, std::nullopt);
 }
 
 // D;PID of a held fork child lets it go; D of the parent while a child is
@@ -278,21 +281,25 @@ static Reply detach_with_fork_child(Session& s, const Detach& req, Process& pare
   return Reply::now(reply_ok());
 }
 
+// The thread and host signal of a reported stop by a signal (none for a
+// breakpoint, watchpoint or other event stop).
+static std::optional<std::pair<pid_t, int>> stop_signal(const StopReply& stop) {
+  if (stop.kind != StopReply::Kind::Signal || !stop.thread || stop.thread->tid <= 0 || stop.reason != StopReason::None) {
+    return std::nullopt;
+  }
+  const int host = gdb_signal_to_host(stop.signal);
+  if (host == 0) return std::nullopt;
+  return std::pair{static_cast<pid_t>(stop.thread->tid), host};
+}
+
+std::optional<std::pair<pid_t, int>> last_stop_signal(const Session& s) {
+  return s.last_stop ? stop_signal(*s.last_stop) : std::nullopt;
+}
+
 // gdbserver gives a thread it lets go the signal the client last saw stop
 // it, if the client passes that signal to the program (QProgramSignals;
 // without that list, anything but SIGTRAP and SIGINT): a SIGUSR1 reported
 // and then `detach` still reaches the program's handler.
-std::optional<std::pair<pid_t, int>> last_stop_signal(const Session& s) {
-  const auto& stop = s.last_stop;
-  if (!stop || stop->kind != StopReply::Kind::Signal || !stop->thread || stop->thread->tid <= 0 ||
-      stop->reason != StopReason::None) {
-    return std::nullopt;
-  }
-  const int host = gdb_signal_to_host(stop->signal);
-  if (host == 0) return std::nullopt;
-  return std::pair{static_cast<pid_t>(stop->thread->tid), host};
-}
-
 static void pass_last_signal_on_detach(Session& s, Process& process) {
   bool owed = false;  // the live stop's, when the client went back since
   for (const auto& [tid, host] : s.owed_live_signals) {
@@ -301,6 +308,17 @@ static void pass_last_signal_on_detach(Session& s, Process& process) {
     if (s.program_gets(host)) process.deliver_on_detach(tid, host);
   }
   if (owed) return;
+  if (s.non_stop) {
+    // Each stopped thread has its own last reported stop (gdbserver's
+    // get_detach_signal reads every thread's last status): all of them,
+    // not only the stop reported last.
+    for (const auto& [tid, stop] : s.thread_stops) {
+      const auto signal = stop_signal(stop);
+      if (!signal || s.inferiors().owner_of(tid) != &process) continue;
+      if (s.program_gets(signal->second)) process.deliver_on_detach(tid, signal->second);
+    }
+    return;
+  }
   const auto signal = last_stop_signal(s);
   if (!signal) return;
   const auto [tid, host] = *signal;
@@ -317,9 +335,10 @@ Reply handle(Session& s, const Detach& req) {
     if (!process) return error(process.error());
     if (pid_t child = (*process)->fork_child(); child != 0) return detach_with_fork_child(s, req, **process, child);
     pass_last_signal_on_detach(s, **process);
+    const pid_t detached = (*process)->pid();
     if (auto ok = (*process)->detach(); !ok) return error(ok.error());
     s.forget_process(*process);
-    return after_process_gone(s, Reply::now(reply_ok()));
+    return after_process_gone(s, Reply::now(reply_ok()), detached);
   }
   // Plain D: everything goes free, held fork children too (without the
   // int3s they inherited). One failure must not keep the others traced,
@@ -341,8 +360,8 @@ Reply handle(Session& s, const Detach& req) {
   }
   s.general_fork_child = 0;
   s.mark_process_gone();
-  if (failure) return after_process_gone(s, error(*failure));
-  return after_process_gone(s, Reply::now(reply_ok()));
+  if (failure) return after_process_gone(s, error(*failure), std::nullopt);
+  return after_process_gone(s, Reply::now(reply_ok()), std::nullopt);
 }
 
 Reply handle(Session& s, const SetPassSignals& req) {

@@ -92,7 +92,9 @@ Reply non_stop_stop_reasons(Session& s) {
   for (Process* process : s.inferiors().live()) {
     for (pid_t tid : process->threads()) {
       if (process->thread_running(tid)) continue;
-      if (auto stop = listed_stop(s, *process, tid)) s.stop_notifications.enqueue(s.stop_reply_payload(*stop), tid);
+      if (auto stop = listed_stop(s, *process, tid)) {
+        s.stop_notifications.enqueue(s.stop_reply_payload(*stop), tid, process->pid());
+      }
     }
   }
   return Reply::now(s.stop_notifications.head_or_ok());

@@ -28,7 +28,8 @@ std::optional<std::string> Session::take_notification() {
 
 void Session::queue_stop(const protocol::StopReply& stop) {
   const int64_t thread = stop.thread ? stop.thread->tid : 0;
-  if (auto notification = stop_notifications.push(stop_reply_payload(stop), thread)) {
+  const int64_t process = stop.thread ? stop.thread->pid : stop.process.value_or(0);
+  if (auto notification = stop_notifications.push(stop_reply_payload(stop), thread, process)) {
     notifications_.push_back(std::move(*notification));
   }
 }

@@ -30,6 +30,10 @@ gdb's transcript and the program's output must be gdbserver's.
    gdb calls a function in its thread (`print probe()`), although the
    call moved the thread's pc: a sent SIGTRAP is no breakpoint stop that
    a pc change voids.
+7. Non-stop (`set non-stop on`): the worker stops with a SIGUSR1 while
+   main runs on, then `detach`: the worker gets its signal (gdbserver
+   gives each stopped thread its own last stop's signal; btstub gave
+   only the stop reported last, which main's resume had cleared).
 
     python3 test_signal_delivery.py [--server gdbserver] [-v]
 """
@@ -141,6 +145,39 @@ def main(args, c):
             c.true("%s: transcript of %s is gdbserver's" % (name, run_name), lines == ref_lines,
                    unified_diff(ref_lines, lines, ref_name, run_name))
             c.equal("%s: program output of %s is gdbserver's" % (name, run_name), ref_server.stdout, server.stdout)
+    check_non_stop_detach(args, c)
+
+
+SEND_TO_THREAD = ("python import ctypes, signal; libc = ctypes.CDLL(None); "
+                  "t = [t for t in gdb.selected_inferior().threads() if t.num == %d][0]; "
+                  "libc.syscall(234, t.ptid[0], t.ptid[1], signal.%s)")  # 234: tgkill
+# The worker stops with SIGUSR1; main, continued with a SIGUSR2 pending,
+# stops with it at once: both stand with a signal, main's reported last.
+NON_STOP_DETACH = ["break spin", "continue", "delete", SEND_TO_THREAD % (2, "SIGUSR1"), "shell sleep 0.5",
+                   SEND_TO_THREAD % (1, "SIGUSR2"), "continue", "shell sleep 0.5", "info threads", "detach",
+                   "shell sleep 1"]
+
+
+def check_non_stop_detach(args, c):
+    outputs = {}
+    for kind in ("gdbserver", args.server):
+        server = Server(kind, [program("siginfo_signals"), "threads"], options=("--once",))
+        try:
+            result = run_gdb(NON_STOP_DETACH, program("siginfo_signals"), server.address,
+                             extra_init=["set non-stop on"])
+            server.wait_exit(10)
+            pid = server.inferior_pid
+            if pid is not None:
+                wait_until(lambda: not pid_alive(pid), 10)
+        finally:
+            server.stop()
+        outputs[kind] = (result, server.stdout)
+    result, stdout = outputs[args.server]
+    ctx = result.transcript() + "\nprogram output:\n" + stdout
+    c.contains("non-stop detach: the worker's SIGUSR1 was reported", result.output,
+               'Thread 2 "siginfo_signals" received signal SIGUSR1', ctx)
+    c.contains("non-stop detach: the worker got its SIGUSR1", stdout, "worker usr1: count=1 ", ctx)
+    c.equal("non-stop detach: program output is gdbserver's", outputs["gdbserver"][1], stdout)
 
 
 if __name__ == "__main__":

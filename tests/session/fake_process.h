@@ -109,6 +109,9 @@ class FakeProcess : public stub::process::Process {
     return {};
   }
   bool fail_detach = false;
+  void deliver_on_detach(pid_t tid, int signal) override {
+    log.push_back("deliver on detach " + std::to_string(tid) + " " + std::to_string(signal));
+  }
   btstub::Expected<void> detach() override {
     log.push_back("detach");
     if (fail_detach) return btstub::make_error(btstub::ErrorCode::NoProcess, "cannot detach " + std::to_string(pid_));

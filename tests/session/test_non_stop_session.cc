@@ -202,6 +202,23 @@ TEST_CASE("non-stop: the process's exit is a W notification", "[session][nonstop
   CHECK(f.ask("vStopped") == "OK");
 }
 
+// gdbserver's get_detach_signal reads each thread's own last status: two
+// threads stopped by two signals both get theirs back at the detach.
+TEST_CASE("non-stop: detach gives each stopped thread the signal it was reported with", "[session][nonstop]") {
+  Fixture f;
+  f.start();
+  CHECK(f.ask("vCont;c") == "OK");
+  f.process.stops(100, SIGUSR1);
+  f.process.stops(101, SIGUSR2);
+  CHECK(f.deliver().size() == 1);
+  CHECK(f.ask("vStopped") != "OK");
+  CHECK(f.ask("vStopped") == "OK");
+  f.process.log.clear();
+  CHECK(f.ask("D") == "OK");
+  CHECK(f.process.log == std::vector<std::string>{"deliver on detach 100 " + std::to_string(SIGUSR1),
+                                                  "deliver on detach 101 " + std::to_string(SIGUSR2), "detach"});
+}
+
 TEST_CASE("non-stop: btstub's history features are refused with a reason", "[session][nonstop]") {
   Fixture f;
   test::FakeTraceBackend backend;

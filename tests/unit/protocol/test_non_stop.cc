@@ -76,6 +76,22 @@ TEST_CASE("`?` queues without notifying; a kill keeps only the stop already sent
   CHECK(queue.acknowledge() == "OK");
 }
 
+// gdbserver's discard_queued_stop_replies (ptid_t (pid)): a vKill or D of
+// one process drops its own unsent stops only.
+TEST_CASE("a kill of one process drops that process's unsent stops, not the others'", "[nonstop]") {
+  StopNotifications queue;
+  CHECK(queue.push("T05thread:p1.1;", 1, 1).has_value());  // sent: stays for its vStopped
+  (void)queue.push("T00thread:p1.2;", 2, 1);
+  (void)queue.push("T05thread:p7.7;", 7, 7);
+  (void)queue.push("W00;process:1", 0, 1);
+  (void)queue.push("N");
+  queue.discard_unsent(1);
+  CHECK(queue.head_or_ok() == "T05thread:p1.1;");
+  CHECK(queue.acknowledge() == "T05thread:p7.7;");
+  CHECK(queue.acknowledge() == "N");
+  CHECK(queue.acknowledge() == "OK");
+}
+
 TEST_CASE("the queue knows which threads have a stop the client has not acknowledged", "[nonstop]") {
   StopNotifications queue;
   (void)queue.push("T05thread:p1.1;", 1);
