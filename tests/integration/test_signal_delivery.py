@@ -85,13 +85,13 @@ UNORDERED = {"SIGUSR1 to two threads, continued": (4, 5),
              "SIGTRAP to two threads, then a call in the kept one": (5, 6)}
 
 
-def run(kind, args, commands, options):
+def run(kind, args, commands, options, extra_init=()):
     """gdb's transcript and the program's output; the program (detached, or
     not) has ended before the server's session is cleaned up."""
     prog = program("siginfo_signals")
     server = Server(kind, [prog] + args, options=options)
     try:
-        result = run_gdb(commands, prog, server.address)
+        result = run_gdb(commands, prog, server.address, extra_init=extra_init)
         server.wait_exit(10)
         pid = server.inferior_pid
         if pid is not None:
@@ -161,16 +161,7 @@ NON_STOP_DETACH = ["break spin", "continue", "delete", SEND_TO_THREAD % (2, "SIG
 def check_non_stop_detach(args, c):
     outputs = {}
     for kind in ("gdbserver", args.server):
-        server = Server(kind, [program("siginfo_signals"), "threads"], options=("--once",))
-        try:
-            result = run_gdb(NON_STOP_DETACH, program("siginfo_signals"), server.address,
-                             extra_init=["set non-stop on"])
-            server.wait_exit(10)
-            pid = server.inferior_pid
-            if pid is not None:
-                wait_until(lambda: not pid_alive(pid), 10)
-        finally:
-            server.stop()
+        result, server = run(kind, ["threads"], NON_STOP_DETACH, ("--once",), extra_init=["set non-stop on"])
         outputs[kind] = (result, server.stdout)
     result, stdout = outputs[args.server]
     ctx = result.transcript() + "\nprogram output:\n" + stdout
