@@ -99,7 +99,9 @@ Expected<Request> parse_legacy_resume(std::string_view payload) {
     auto semi = rest.find(';');
     auto sig = parse_signal(rest.substr(0, semi));
     if (!sig) return bad_packet(std::string(1, letter) + ": bad signal number");
-    action.signal = *sig;
+    // A signal this host does not have is dropped: gdbserver's C and S
+    // resume without it (vCont's are refused, parse_vcont_action).
+    action.signal = gdb_signal_to_host(*sig) != 0 ? *sig : 0;
     addr_text = semi == std::string_view::npos ? std::string_view{} : rest.substr(semi + 1);
     if (semi != std::string_view::npos && addr_text.empty())
       return bad_packet(std::string(1, letter) + ": missing address after ';'");

@@ -41,6 +41,17 @@ TEST_CASE("a packet after an abandoned oversize one survives any read split", "[
   }
 }
 
+// fuzz_requests: legacy `Sbc` (a signal this host does not have) parsed
+// with its signal, and its canonical form `vCont;Sbc` is refused.
+TEST_CASE("a legacy step with a signal the host lacks has a canonical form that parses", "[requests][fuzz]") {
+  auto request = protocol::parse_request("Sbc");
+  REQUIRE(request);
+  const auto& resume = std::get<protocol::Resume>(*request);
+  REQUIRE(resume.actions.size() == 1);
+  CHECK(resume.actions[0].signal == 0);
+  CHECK(protocol::parse_request("vCont;s"));
+}
+
 // fuzz_requests: a vCont action that is not an action letter was quoted
 // whole in the error, so a packet-sized request got an error reply over
 // PacketSize, which the client cannot receive.

@@ -139,8 +139,11 @@ TEST_CASE("vCont actions", "[requests]") {
   for (const char* no_host : {"vCont;C07", "vCont;S8f", "vCont;c:p1.2;C07:p1.3"}) require_bad(no_host);
   CHECK(parse_as<Resume>("vCont;C00").actions.at(0).signal == 0);
   CHECK(parse_as<Resume>("vCont;C21").actions.at(0).signal == 0x21);
-  // Legacy C keeps gdbserver's way there: the signal is dropped, not refused.
-  CHECK(parse_as<Resume>("C07").actions.at(0).signal == 7);
+  // Legacy C and S keep gdbserver's way there: the signal is dropped, not
+  // refused (so their canonical vCont form parses too; fuzz_requests).
+  CHECK(parse_as<Resume>("C07").actions.at(0).signal == 0);
+  CHECK(parse_as<Resume>("Sbc").actions.at(0).signal == 0);
+  CHECK(parse_as<Resume>("C0a").actions.at(0).signal == 0xa);
 }
 
 TEST_CASE("bc and bs resume in reverse", "[requests]") {
