@@ -111,7 +111,8 @@ std::size_t amd64_register_size(unsigned regnum) {
   return regnum < kAmd64RegisterCount ? kAmd64Registers[regnum].bitsize / 8 : 0;
 }
 
-std::size_t amd64_register_buffer_size() { return kOffsets[kAmd64RegisterCount]; }
+static_assert(kOffsets[kAmd64RegisterCount] == kAmd64RegisterBufferSize);
+std::size_t amd64_register_buffer_size() { return kAmd64RegisterBufferSize; }
 
 std::optional<unsigned> amd64_register_number(std::string_view name) {
   for (unsigned i = 0; i < kAmd64RegisterCount; ++i)

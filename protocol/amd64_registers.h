@@ -87,7 +87,8 @@ bool has_register(const Amd64Features& features, unsigned regnum);
 std::size_t amd64_register_offset(unsigned regnum);
 // Size in bytes of register `regnum`.
 std::size_t amd64_register_size(unsigned regnum);
-// Total size of a register file in bytes.
+// Total size of a register file in bytes (the table's; checked there).
+inline constexpr std::size_t kAmd64RegisterBufferSize = 2500;
 std::size_t amd64_register_buffer_size();
 // Number of a register by name, if it exists.
 std::optional<unsigned> amd64_register_number(std::string_view name);

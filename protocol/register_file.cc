@@ -4,8 +4,7 @@
 
 namespace protocol {
 
-RegisterFile::RegisterFile()
-    : raw_(amd64_register_buffer_size(), 0), available_(kAmd64RegisterCount, false) {}
+RegisterFile::RegisterFile() = default;
 
 uint64_t RegisterFile::get_u64(Amd64Reg reg) const {
   auto regnum = static_cast<unsigned>(reg);
@@ -27,6 +26,12 @@ void RegisterFile::set_u64(Amd64Reg reg, uint64_t value) {
 const uint8_t* RegisterFile::bytes(unsigned regnum) const { return raw_.data() + amd64_register_offset(regnum); }
 uint8_t* RegisterFile::bytes(unsigned regnum) { return raw_.data() + amd64_register_offset(regnum); }
 
-void RegisterFile::set_all_available(bool yes) { std::fill(available_.begin(), available_.end(), yes); }
+void RegisterFile::set_all_available(bool yes) {
+  if (yes) {
+    available_.set();
+  } else {
+    available_.reset();
+  }
+}
 
 }  // namespace protocol

@@ -2,13 +2,18 @@
 // Register values in the wire layout of amd64_registers.h, little-endian,
 // with a per-register availability flag: an unavailable register is sent as
 // `xx` bytes so gdb shows <unavailable> rather than a wrong value.
+#include <array>
+#include <bitset>
 #include <cstdint>
-#include <vector>
 
 #include "protocol/amd64_registers.h"
 
 namespace protocol {
 
+// The bytes live in the object, not on the heap: a ptrace stop reads
+// registers into a fresh file, and its two heap blocks (2.5 KB zero-filled,
+// a bit vector) were most of btstub's allocations, under ASan most of its
+// memory (its quarantine holds freed blocks back) and page faults.
 class RegisterFile {
  public:
   RegisterFile();
@@ -24,12 +29,13 @@ class RegisterFile {
   void set_available(unsigned regnum, bool yes) { available_[regnum] = yes; }
   void set_all_available(bool yes);
 
-  const std::vector<uint8_t>& raw() const { return raw_; }
-  std::vector<uint8_t>& raw() { return raw_; }
+  using Bytes = std::array<uint8_t, kAmd64RegisterBufferSize>;
+  const Bytes& raw() const { return raw_; }
+  Bytes& raw() { return raw_; }
 
  private:
-  std::vector<uint8_t> raw_;
-  std::vector<bool> available_;
+  Bytes raw_{};
+  std::bitset<kAmd64RegisterCount> available_;
 };
 
 }  // namespace protocol
