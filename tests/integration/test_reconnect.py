@@ -23,11 +23,16 @@ out here: gdb 2's `info record` shows the recording with the two
 instructions gdb 1 stepped, and reverse-stepi goes back through them.
 Against gdbserver that part says SKIP.
 
+And `kill` without --once: gdbserver exits; btstub (deliberately, unlike
+gdbserver) kills and reaps the program, starts a fresh copy and serves it
+to the next gdb, which runs it to its end.
+
     python3 test_reconnect.py [--server gdbserver] [-v]
 """
 
 import harness
-from harness import Server, normalise, program, run_gdb, run_test, source_line, unified_diff
+from harness import (Server, normalise, pid_alive, program, run_gdb, run_test, source_line,
+                     unified_diff, wait_until)
 
 FIRST = ["break work", "continue", "thread", "disconnect"]
 SECOND = ["thread", "info threads", "bt 1", "info record", "continue"]
@@ -104,10 +109,40 @@ def check_recording_kept(kind, prog, c):
                r2.of_command("continue"), "exited normally", r2.transcript())
 
 
+def check_kill_then_next_client(kind, prog, c):
+    """`kill` under plain `target remote` without --once. gdbserver exits
+    (server.cc: 'k' sets exit_requested; after vKill, captured_main exits
+    once the client is gone and no program is left). btstub, deliberately
+    (stub/server/server.cc), kills and reaps the program and starts a fresh
+    copy for the next client, which runs it to its end."""
+    with Server(kind, [prog], options=()) as server:
+        first_pid = server.inferior_pid
+        r1 = run_gdb(["break work", "continue", "kill"], prog, server.address)
+        if kind == "gdbserver":
+            c.equal("gdbserver exits after kill (the reference's way)", 0,
+                    server.wait_exit(10.0), server.stderr)
+            return
+        created = server.wait_stderr(r"^Process .* created; pid = (?!%d$)(\d+)$" % first_pid)
+        c.true("killed program is gone", wait_until(lambda: not pid_alive(first_pid), 5),
+               r1.transcript())
+        c.true("btstub starts a fresh copy of the program after kill", created is not None,
+               server.stderr)
+        if created is None:
+            return
+        second_pid = int(created.group(1))
+        r2 = run_gdb(["info inferiors", "continue"], prog, server.address)
+        c.contains("the next client has the fresh copy", r2.of_command("info inferiors"),
+                   "process %d" % second_pid, r2.transcript())
+        c.contains("the fresh copy runs to its end", r2.of_command("continue"),
+                   "exited normally", r2.transcript())
+        c.equal("btstub still serves (no --once)", None, server.wait_exit(0.5), server.stderr)
+
+
 def main(args, c):
     prog = program("threads")
     check_selected_thread(args.server, prog, c)
     check_recording_kept(args.server, prog, c)
+    check_kill_then_next_client(args.server, prog, c)
 
 
 if __name__ == "__main__":
