@@ -12,8 +12,9 @@ namespace protocol {
 
 // The bytes live in the object, not on the heap: a ptrace stop reads
 // registers into a fresh file, and its two heap blocks (2.5 KB zero-filled,
-// a bit vector) were most of btstub's allocations, under ASan most of its
-// memory (its quarantine holds freed blocks back) and page faults.
+// a bit vector) were most of the bytes btstub allocated (a sixth of its
+// allocations), under ASan most of its memory (its quarantine holds freed
+// blocks back) and page faults.
 class RegisterFile {
  public:
   RegisterFile();
