@@ -10,6 +10,7 @@
 #include "decoder/cache_code_writer.h"
 #include "decoder/capstone_detail.h"
 #include "decoder/instruction_history.h"
+#include "protocol/hex_text.h"
 
 namespace decoder {
 namespace {
@@ -17,20 +18,10 @@ namespace {
 using btstub::ErrorCode;
 using btstub::make_error;
 
-std::string hex(uint64_t value) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
-  return text;
-}
+using protocol::hex;
 
 btstub::Error refuse(uint64_t address, const std::string& why) {
   return make_error(ErrorCode::NotSupported, "cannot translate the instruction at " + hex(address) + ": " + why);
-}
-
-std::optional<int32_t> rel32(uint64_t next, uint64_t to) {
-  const int64_t delta = static_cast<int64_t>(to - next);
-  if (delta < INT32_MIN || delta > INT32_MAX) return std::nullopt;
-  return static_cast<int32_t>(delta);
 }
 
 // The encoding number (0 = rax ... 15 = r15) of a 64-bit general register.

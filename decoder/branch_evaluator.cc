@@ -1,4 +1,5 @@
 #include "decoder/branch_evaluator.h"
+#include "protocol/hex_text.h"
 
 #include <array>
 #include <cstdio>
@@ -11,20 +12,11 @@ using btstub::ErrorCode;
 using btstub::Expected;
 using btstub::make_error;
 
-uint64_t mask_to(uint64_t value, uint8_t bytes) {
-  return bytes >= 8 ? value : value & ((uint64_t{1} << (8 * bytes)) - 1);
-}
-
 uint64_t read_ref(const RegisterRef& ref, const RegisterSource& regs) {
   return mask_to(regs.get(ref.reg), ref.width);
 }
 
-std::string hex(uint64_t value) {
-  char buffer[24];
-  std::snprintf(buffer, sizeof buffer, "0x%llx",
-                static_cast<unsigned long long>(value));
-  return buffer;
-}
+using protocol::hex;
 
 btstub::Error unsupported(const Instruction& insn, const char* why) {
   return make_error(ErrorCode::NotSupported,

@@ -111,10 +111,6 @@ std::optional<ControlKind> fixed_kind(unsigned id) {
   }
 }
 
-uint64_t mask_to(uint64_t value, uint8_t bytes) {
-  return bytes >= 8 ? value : value & ((uint64_t{1} << (8 * bytes)) - 1);
-}
-
 }  // namespace
 
 IndirectOperand convert_memory(const cs_x86& x86, const x86_op_mem& mem,

@@ -5,6 +5,7 @@
 #include <capstone/capstone.h>
 
 #include <cstdint>
+#include <optional>
 
 #include "protocol/expected.h"
 
@@ -53,6 +54,13 @@ inline int rip_disp_offset(const cs_insn& insn, const cs_x86_op& mem) {
   };
   const int said = insn.detail->x86.encoding.disp_offset;
   return said != 0 && holds_disp(said) ? said : -1;
+}
+
+// The rel32 from the end of an instruction at `next` to `to`, when it fits.
+inline std::optional<int32_t> rel32(uint64_t next, uint64_t to) {
+  const int64_t delta = static_cast<int64_t>(to - next);
+  if (delta < INT32_MIN || delta > INT32_MAX) return std::nullopt;
+  return static_cast<int32_t>(delta);
 }
 
 }  // namespace decoder

@@ -22,13 +22,6 @@ constexpr uint64_t kCodeOffset = 64;
 
 btstub::Error refuse(const std::string& why) { return make_error(ErrorCode::NotSupported, why); }
 
-// The rel32 from the end of an instruction at `next` to `to`, when it fits.
-std::optional<int32_t> rel32(uint64_t next, uint64_t to) {
-  const int64_t delta = static_cast<int64_t>(to - next);
-  if (delta < INT32_MIN || delta > INT32_MAX) return std::nullopt;
-  return static_cast<int32_t>(delta);
-}
-
 void put32(std::vector<uint8_t>& out, int32_t value) {
   uint8_t bytes[4];
   std::memcpy(bytes, &value, 4);

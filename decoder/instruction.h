@@ -11,6 +11,12 @@
 
 namespace decoder {
 
+// The low `bytes` bytes of `value`: an operand, register or address of that
+// width (8 or more: all of it).
+inline uint64_t mask_to(uint64_t value, uint8_t bytes) {
+  return bytes >= 8 ? value : value & ((uint64_t{1} << (8 * bytes)) - 1);
+}
+
 enum class ControlKind {
   None,            // not a control transfer (includes endbr64, nops, rep movs)
   ConditionalJump, // jcc rel8/rel32

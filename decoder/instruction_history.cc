@@ -1,4 +1,5 @@
 #include "decoder/instruction_history.h"
+#include "protocol/hex_text.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -10,11 +11,7 @@ namespace {
 using btstub::ErrorCode;
 using btstub::make_error;
 
-std::string hex(uint64_t value) {
-  char buffer[24];
-  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(value));
-  return buffer;
-}
+using protocol::hex;
 
 btstub::Error block_error(const Block& block, const std::string& why) {
   return make_error(ErrorCode::InvalidArgument,

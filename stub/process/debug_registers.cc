@@ -1,4 +1,5 @@
 // x86 debug-register allocation (bookkeeping only; no ptrace here).
+#include "protocol/hex_text.h"
 #include "stub/process/debug_registers.h"
 
 #include <cstdio>
@@ -28,11 +29,7 @@ struct Piece {
   uint64_t len = 0;
 };
 
-std::string hex(uint64_t value) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
-  return buf;
-}
+using protocol::hex;
 
 // DR7 LEN encoding: 00 = 1 byte, 01 = 2, 11 = 4, 10 = 8 (8 is 64-bit only).
 uint64_t len_bits(uint64_t len) {

@@ -1,5 +1,6 @@
 #include "stub/process/libraries_svr4.h"
 
+#include "protocol/hex_text.h"
 #include "protocol/replies.h"
 
 #include <cstdio>
@@ -28,11 +29,7 @@ uint64_t load_u64(const uint8_t* p) {
 
 uint32_t load_u32(const uint8_t* p) { return static_cast<uint32_t>(load_u64(p) & 0xffffffffu); }
 
-std::string hex(uint64_t value) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
-  return buf;
-}
+using protocol::hex;
 
 // Reads exactly `len` bytes or fails.
 Expected<std::vector<uint8_t>> read_exact(Process& process, uint64_t addr, std::size_t len) {

@@ -203,12 +203,6 @@ int first_status_of_new_tracee(pid_t tid) {
   return wait_retry(tid, &status, __WALL) == tid ? status : 0;
 }
 
-std::string hex(uint64_t value) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
-  return buf;
-}
-
 std::vector<std::string> thread_stat_fields(pid_t pid, pid_t tid) {
   std::string text =
       read_proc_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat").value_or("");

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "stub/process/copy_shared_memory.h"
+#include "stub/process/page_size.h"
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/shared_memory_digest.h"
 
@@ -20,7 +21,6 @@ using btstub::make_error;
 
 namespace {
 
-constexpr uint64_t kPage = 4096;
 // The bytes of shared mappings one copy holds a snapshot of: every
 // checkpoint (one each 700 branches and at each system call) reads and
 // writes them all, and holds them as its own memory. A shared mapping past
@@ -49,7 +49,7 @@ Expected<void> fill_from_program(pid_t program, pid_t copy, const MemoryMapping&
   for (uint64_t at = m.begin; at < m.end;) {
     const uint64_t len = std::min(kSnapshotChunk, m.end - at);
     std::vector<uint8_t> bytes = read_tracee_memory(program, at, len);
-    const uint64_t got = bytes.size() & ~(kPage - 1);
+    const uint64_t got = bytes.size() & ~(kPageSize - 1);
     bytes.resize(got);
     if (got > 0 && !write_tracee_memory(copy, at, bytes)) {
       return make_error(ErrorCode::MemoryFault, "Cannot write the copy's snapshot of shared memory at " + hex(at));
@@ -59,10 +59,10 @@ Expected<void> fill_from_program(pid_t program, pid_t copy, const MemoryMapping&
       // The first unreadable page: unknown in the copy; go on after it.
       const uint64_t hole = at + got;
       digest.hole(hole);
-      if (auto r = unmap_in_copy(copy, hole, hole + kPage); !r) return r;
+      if (auto r = unmap_in_copy(copy, hole, hole + kPageSize); !r) return r;
       if (hole > kept_from) kept.emplace_back(kept_from, hole);
-      kept_from = hole + kPage;
-      at = hole + kPage;
+      kept_from = hole + kPageSize;
+      at = hole + kPageSize;
       continue;
     }
     at += len;

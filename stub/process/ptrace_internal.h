@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "protocol/expected.h"
+#include "protocol/hex_text.h"
 #include "protocol/register_file.h"
 
 struct user_regs_struct;
@@ -43,7 +44,7 @@ pid_t wait_with_limit(pid_t pid, int* status, int flags, std::chrono::millisecon
 // cannot be had.
 int first_status_of_new_tracee(pid_t tid);
 
-std::string hex(uint64_t value);
+using protocol::hex;
 
 // Every register of a stopped thread (general, x87/SSE, bases), in the wire
 // layout.

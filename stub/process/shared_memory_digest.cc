@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "stub/process/page_size.h"
+
 namespace stub::process {
 namespace {
 
-constexpr uint64_t kPage = 4096;
 // Read at most this much at once (the live program's shared memory is
 // bounded by what a checkpoint copies, 8 MiB).
 constexpr uint64_t kReadChunk = uint64_t{1} << 20;
@@ -47,7 +48,7 @@ uint64_t shared_memory_digest(const SharedRanges& ranges, const MemoryRead& read
         // Skip to the next page: what a copy unmapped and what the program
         // cannot read are both holes there.
         digest.hole(at);
-        at = (at & ~(kPage - 1)) + kPage;
+        at = (at & ~(kPageSize - 1)) + kPageSize;
         continue;
       }
       const std::size_t got = std::min<std::size_t>(bytes->size(), len);

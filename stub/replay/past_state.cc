@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "protocol/amd64_registers.h"
+#include "protocol/hex_text.h"
 
 namespace stub::replay {
 
@@ -12,11 +13,7 @@ using btstub::make_error;
 
 namespace {
 
-std::string hex(uint64_t value) {
-  char buffer[24];
-  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(value));
-  return buffer;
-}
+using protocol::hex;
 
 // A run that arrived without making every system call the recording
 // made on the way (process/repeated_call.h) went another way.

@@ -1,4 +1,5 @@
 #include "stub/replay/replay_engine.h"
+#include "protocol/hex_text.h"
 #include "stub/process/proc_maps.h"
 #include "stub/tracing/map_changes.h"
 
@@ -20,11 +21,7 @@ using btstub::ErrorCode;
 using btstub::make_error;
 using decoder::ReplayStop;
 
-std::string hex(uint64_t value) {
-  char buffer[24];
-  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(value));
-  return buffer;
-}
+using protocol::hex;
 
 // Code, or a file's bytes: anonymous data ([vvar], the heap, a page the
 // program mprotected) may have changed before it became read-only.

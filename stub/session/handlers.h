@@ -15,6 +15,7 @@
 //   handlers_non_stop.cc  QNonStop, vStopped, vCtrlC; `?` and resumes in non-stop mode
 //   handlers_lldb.cc      LLDB's own: qHostInfo, qProcessInfo, qThreadStopInfo,
 //                         jThreadsInfo, qMemoryRegionInfo, x, _M/_m, ...
+#include "protocol/replies.h"
 #include "protocol/requests.h"
 #include "protocol/rsp_link.h"
 #include "stub/session/session.h"
@@ -22,6 +23,14 @@
 namespace stub::session {
 
 using namespace protocol;
+
+// A handler's error reply: "E." and the message, which gdb prints.
+inline Reply error(const btstub::Error& e) { return Reply::now(reply_error(e)); }
+inline Reply error(btstub::ErrorCode code, std::string message) {
+  return error(btstub::make_error(code, std::move(message)));
+}
+// gdb's memory packets expect a numeric error; E.text would be read as data.
+inline constexpr uint8_t kMemoryErrorCode = 0x01;
 
 // handlers_query.cc
 Reply handle(Session&, const QSupported&);

@@ -14,12 +14,6 @@ namespace stub::session {
 using process::StepKind;
 using process::kHasReadOnlyWatchpoints;
 
-namespace {
-
-Reply error(const btstub::Error& e) { return Reply::now(reply_error(e)); }
-
-}  // namespace
-
 const ThreadAction* action_for(const Resume& req, pid_t pid, pid_t tid) {
   for (const auto& action : req.actions) {
     if (!action.thread) return &action;

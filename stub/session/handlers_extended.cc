@@ -10,10 +10,6 @@ namespace stub::session {
 
 namespace {
 
-Reply error(btstub::ErrorCode code, std::string message) {
-  return Reply::now(reply_error(btstub::make_error(code, std::move(message))));
-}
-
 // Outside extended mode gdb may still run or attach when nothing is being
 // debugged (gdbserver allows it too); with a live program it must not.
 std::optional<Reply> refuse_start(Session& s, const char* what) {

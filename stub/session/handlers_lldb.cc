@@ -12,11 +12,7 @@ namespace stub::session {
 
 namespace {
 
-constexpr uint8_t kMemoryErrorCode = 0x01;
 constexpr std::string_view kTriple = "x86_64-pc-linux-gnu";
-
-Reply error(const btstub::Error& e) { return Reply::now(reply_error(e)); }
-Reply error(btstub::ErrorCode code, std::string message) { return error(btstub::make_error(code, std::move(message))); }
 
 // What LLDB calls a thread's stop reason: a breakpoint or watchpoint hit,
 // or a signal; empty when the signal (SIGTRAP) says it (lldb then looks

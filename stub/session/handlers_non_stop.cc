@@ -16,10 +16,6 @@ using process::StepKind;
 
 namespace {
 
-Reply error(btstub::ErrorCode code, const std::string& text) {
-  return Reply::now(reply_error(btstub::make_error(code, text)));
-}
-
 // Why non-stop mode cannot be had now; nullopt when it can.
 std::optional<std::string> non_stop_refusal(Session& s) {
   if (s.any_replaying()) {

@@ -13,8 +13,6 @@ namespace {
 
 using decoder::ReplayStop;
 
-Reply error(const btstub::Error& e) { return Reply::now(reply_error(e)); }
-
 std::vector<uint64_t> breakpoint_addresses(const Session& s) {
   std::vector<uint64_t> out(s.software_breakpoints.begin(), s.software_breakpoints.end());
   out.insert(out.end(), s.hardware_breakpoints.begin(), s.hardware_breakpoints.end());

@@ -7,11 +7,6 @@ namespace stub::session {
 
 namespace {
 
-// gdb's memory packets expect a numeric error; E.text would be read as data.
-constexpr uint8_t kMemoryErrorCode = 0x01;
-
-Reply error(const btstub::Error& e) { return Reply::now(reply_error(e)); }
-
 Reply running_error() {
   return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "The program is running"));
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "stub/process/page_size.h"
 #include "stub/tracing/background_packer.h"
 
 namespace stub::tracing {
@@ -18,10 +19,8 @@ namespace {
 // costs at most a step's failure.
 constexpr uint64_t kStep = uint64_t{2} << 20;
 
-constexpr uint64_t kPage = 4096;
-
 // The break, on a page (madvise wants whole pages).
-uint64_t heap_end() { return reinterpret_cast<uint64_t>(sbrk(0)) & ~(kPage - 1); }
+uint64_t heap_end() { return reinterpret_cast<uint64_t>(sbrk(0)) & ~(kPageSize - 1); }
 
 // Where the main heap begins ([heap] in /proc/self/maps), or 0.
 uint64_t heap_start() {

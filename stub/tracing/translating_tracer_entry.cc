@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "protocol/amd64_registers.h"
+#include "stub/process/page_size.h"
 #include "stub/tracing/backend_probe.h"
 #include "stub/tracing/software_tracer_internal.h"
 #include "stub/tracing/translating_tracer.h"
@@ -16,9 +17,6 @@ using protocol::Amd64Reg;
 
 namespace {
 
-// Enough for the longest block the translator makes (kMaxBlockInstructions
-// instructions of at most 15 bytes).
-constexpr uint64_t kPage = 4096;
 // btstub's mappings keep out of the program's way: the kernel places the
 // program's mmaps top-down under the libraries, and its heap grows up from
 // its executable, so memory taken right beside either would move the
@@ -188,7 +186,7 @@ decoder::TranslateOptions TranslatingTracer::translate_options() const {
 std::optional<TranslatingTracer::Area> TranslatingTracer::map_area(TracedThreadControl& control, pid_t tid,
                                                                    bool shared_only) {
   const uint64_t log_bytes = kLogCapacity * decoder::kLogRecordSize;
-  const uint64_t size = (log_bytes + decoder::kThreadAreaAboveBase + kPage - 1) / kPage * kPage;
+  const uint64_t size = (log_bytes + decoder::kThreadAreaAboveBase + kPageSize - 1) / kPageSize * kPageSize;
   // Shared, the log is drained in place; where the program cannot make
   // a memfd (a seccomp filter, no /proc), read through the process layer.
   Area area;
