@@ -16,6 +16,8 @@
 #include "fake_trace_backend.h"
 #include "stub/session/session.h"
 
+namespace test_btrace_large_read {  // this file's own names, apart in a unity build
+
 // AddressSanitizer holds freed memory in its quarantine (256 MB by
 // default): under it the peak resident set tells nothing of what btstub
 // keeps, and is not bounded here (the plain build's run bounds it).
@@ -118,3 +120,5 @@ TEST_CASE("a 12-million-branch BTS trace: the first chunk at once, the whole rea
   CHECK(first_reply < 1.0);  // gdb's remote timeout is 2 s
   if (peak_known) CHECK(growth_kib < 64 * 1024);
 }
+
+}  // namespace test_btrace_large_read

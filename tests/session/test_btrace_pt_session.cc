@@ -18,6 +18,8 @@
 #include "stub/session/session.h"
 #include "tests/common/pt_packets.h"
 
+namespace test_btrace_pt_session {  // this file's own names, apart in a unity build
+
 namespace {
 
 using pt_packets::raw_of;
@@ -259,3 +261,5 @@ TEST_CASE("pt: the first chunk of a 12-million-branch trace comes at once", "[bt
   CHECK(first_reply < 1.0);  // gdb's remote timeout is 2 s
   CHECK(document.substr(document.size() - kPtTail.size()) == kPtTail);
 }
+
+}  // namespace test_btrace_pt_session

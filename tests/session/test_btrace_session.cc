@@ -12,6 +12,8 @@
 #include "stub/session/handlers.h"
 #include "stub/session/session.h"
 
+namespace test_btrace_session {  // this file's own names, apart in a unity build
+
 namespace {
 
 const std::string kHead = "<!DOCTYPE btrace SYSTEM \"btrace.dtd\">\n<btrace version=\"1.0\">\n";
@@ -426,3 +428,5 @@ TEST_CASE("a new session takes over the last stop's thread and the recording thr
   REQUIRE(next.handle_packet("Hg64").payload == "OK");
   CHECK(next.handle_packet("qXfer:btrace-conf:read::0,fff").payload == "E.Btrace not enabled.");
 }
+
+}  // namespace test_btrace_session

@@ -13,6 +13,8 @@
 #include "stub/process/os_processes.h"
 #include "stub/session/session.h"
 
+namespace test_extended {  // this file's own names, apart in a unity build
+
 namespace {
 
 // Hands out FakeProcesses with increasing pids and records what it was asked.
@@ -321,3 +323,5 @@ TEST_CASE("os processes: command from cmdline, kernel threads in brackets", "[os
   CHECK(list[1].user == stub::process::user_name(geteuid()));
   CHECK(list[1].cores == std::vector<int>{0, 1});
 }
+
+}  // namespace test_extended

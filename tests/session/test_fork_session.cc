@@ -11,6 +11,8 @@
 #include "fake_trace_backend.h"
 #include "stub/session/session.h"
 
+namespace test_fork_session {  // this file's own names, apart in a unity build
+
 namespace {
 
 // A fork child debugged beside its parent; the session owns it and drops it
@@ -411,3 +413,5 @@ TEST_CASE("detach-on-fork off: plain D detaches every process even when one fail
     CHECK(reply.close_connection);
   }
 }
+
+}  // namespace test_fork_session

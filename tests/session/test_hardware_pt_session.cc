@@ -20,6 +20,8 @@
 #include "tests/unit/decoder/pt_program.h"
 #include "tests/unit/tracing/fake_perf_seam.h"
 
+namespace test_hardware_pt_session {  // this file's own names, apart in a unity build
+
 namespace {
 
 using pt_program::B;
@@ -236,3 +238,5 @@ TEST_CASE("pt over intel-pt: segments a stop read in the middle of still reach g
   check_segments_after_first(raw, cpu_bytes, psbs);
   CHECK(instructions(raw) == instructions(cpu_bytes));
 }
+
+}  // namespace test_hardware_pt_session

@@ -8,6 +8,8 @@
 #include "stub/session/session.h"
 #include "stub/tracing/software_tracer.h"
 
+namespace test_monitor_record {  // this file's own names, apart in a unity build
+
 namespace {
 
 struct Fixture {
@@ -143,3 +145,5 @@ TEST_CASE("monitor record start and stop before there is a program", "[session][
   CHECK(contains(stop.console, "stopped"));
   CHECK_FALSE(tracer->all_enabled());
 }
+
+}  // namespace test_monitor_record

@@ -11,6 +11,8 @@
 #include "protocol/replies.h"
 #include "stub/session/session.h"
 
+namespace test_non_stop_session {  // this file's own names, apart in a unity build
+
 namespace {
 
 using stub::process::ProcessEvent;
@@ -248,3 +250,5 @@ TEST_CASE("non-stop: vCont;t of a thread stopped but never reported tells its st
   CHECK(f.ask("vCont;t:p64.65") == "OK");
   CHECK(f.deliver().empty());
 }
+
+}  // namespace test_non_stop_session

@@ -7,6 +7,8 @@
 #include "fake_process.h"
 #include "stub/process/process_group.h"
 
+namespace test_process_group {  // this file's own names, apart in a unity build
+
 namespace {
 
 // A FakeProcess that logs stop_all and can claim a kept event.
@@ -101,3 +103,5 @@ TEST_CASE("removing or resetting drops the fork children the group owns, never t
   CHECK(log == std::vector<std::string>{"destroyed 200", "destroyed 300"});
   CHECK(group.empty());
 }
+
+}  // namespace test_process_group

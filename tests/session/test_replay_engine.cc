@@ -9,6 +9,8 @@
 #include "stub/replay/replay_engine.h"
 #include "tests/unit/decoder/replay_fixture.h"
 
+namespace test_replay_engine {  // this file's own names, apart in a unity build
+
 using decoder::ReplayStop;
 using protocol::Amd64Reg;
 using replay_test::kB0;
@@ -180,3 +182,5 @@ TEST_CASE("read-only ranges come from /proc/PID/maps text, shared mappings and a
   CHECK(ranges[1] == std::pair<uint64_t, uint64_t>{0x401000, 0x402000});
   CHECK(ranges[2] == std::pair<uint64_t, uint64_t>{0x7ffff7fc8000, 0x7ffff7fca000});
 }
+
+}  // namespace test_replay_engine

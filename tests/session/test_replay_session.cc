@@ -15,6 +15,8 @@
 #include "stub/session/session.h"
 #include "tests/unit/decoder/replay_fixture.h"
 
+namespace test_replay_session {  // this file's own names, apart in a unity build
+
 using protocol::Amd64Reg;
 using replay_test::kB0;
 using replay_test::kR0;
@@ -300,3 +302,5 @@ TEST_CASE("qGetTLSAddr in the past: from the present where the past lacks libthr
   CHECK(f.session.replaying(100));
   CHECK(f.resumes() == 0);
 }
+
+}  // namespace test_replay_session

@@ -8,6 +8,8 @@
 #include "protocol/replies.h"
 #include "stub/session/session.h"
 
+namespace test_session {  // this file's own names, apart in a unity build
+
 namespace {
 
 struct Fixture {
@@ -438,3 +440,5 @@ TEST_CASE("qXfer serves target.xml and the exec file in chunks", "[session]") {
   CHECK(f.ask("qXfer:frobs:read::0,10") == "");
   CHECK(f.ask("qXfer:features:read:other.xml:0,10").rfind("E.", 0) == 0);
 }
+
+}  // namespace test_session

@@ -8,6 +8,8 @@
 #include "fake_process.h"
 #include "stub/session/session.h"
 
+namespace test_step_ahead_session {  // this file's own names, apart in a unity build
+
 namespace {
 
 using protocol::Amd64Reg;
@@ -364,3 +366,5 @@ TEST_CASE("a signal queued while the client looks at a stop is met by a real ste
   CHECK(g.process.pc() == 0x401008);
   CHECK(g.process.steps() == 3);
 }
+
+}  // namespace test_step_ahead_session

@@ -8,6 +8,8 @@
 #include "protocol/replies.h"
 #include "stub/session/session.h"
 
+namespace test_thread_db_session {  // this file's own names, apart in a unity build
+
 namespace {
 
 using stub::process::ThreadDb;
@@ -135,3 +137,5 @@ TEST_CASE("libthread_db comes from the client's search path only where it may st
     CHECK(paths == std::vector<std::string>{refuse ? "$sdir" : "/tmp/mine:$sdir"});
   }
 }
+
+}  // namespace test_thread_db_session

@@ -17,6 +17,8 @@
 #include "stub/process/ptrace_process.h"
 #include "stub/process/wait_routes.h"
 
+namespace test_fork_processes {  // this file's own names, apart in a unity build
+
 namespace {
 
 using stub::process::ProcessEvent;
@@ -170,3 +172,5 @@ TEST_CASE("unclaimed statuses go with the only owner, and stay while another cou
   routes.leave(&other);
   routes.leave(&only);
 }
+
+}  // namespace test_fork_processes

@@ -10,6 +10,8 @@
 
 #include "stub/process/proc_maps.h"
 
+namespace test_proc_maps_query {  // this file's own names, apart in a unity build
+
 using stub::process::MemoryMapping;
 
 namespace {
@@ -78,3 +80,5 @@ TEST_CASE("the shared mappings queried are the ones the maps mark shared", "[pro
   ::munmap(none, page);
   ::munmap(priv, page);
 }
+
+}  // namespace test_proc_maps_query

@@ -10,6 +10,8 @@
 
 #include "stub/process/ptrace_process.h"
 
+namespace test_ptrace_non_stop {  // this file's own names, apart in a unity build
+
 using stub::process::LaunchOptions;
 using stub::process::ProcessEvent;
 using stub::process::PtraceProcess;
@@ -148,3 +150,5 @@ TEST_CASE("non-stop: a trap on a breakpoint removed before it was reaped is no s
   CHECK(hit->software_breakpoint);
   CHECK(process.kill().ok());
 }
+
+}  // namespace test_ptrace_non_stop

@@ -19,6 +19,8 @@
 #include "stub/process/ptrace_process.h"
 #include "stub/session/step_ahead.h"
 
+namespace test_ptrace_process {  // this file's own names, apart in a unity build
+
 using protocol::Amd64Reg;
 using stub::process::LaunchOptions;
 using stub::process::ProcessEvent;
@@ -727,3 +729,5 @@ TEST_CASE("a copy's rdtsc faults, from its first run on and in copies forked fro
   REQUIRE((*child)->write_memory(pc, rdtsc));
   CHECK_FALSE((*child)->run_to(pc + 2, 1).ok());
 }
+
+}  // namespace test_ptrace_process

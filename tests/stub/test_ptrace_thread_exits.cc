@@ -13,6 +13,8 @@
 
 #include "stub/process/ptrace_process.h"
 
+namespace test_ptrace_thread_exits {  // this file's own names, apart in a unity build
+
 using stub::process::LaunchOptions;
 using stub::process::ProcessEvent;
 using stub::process::PtraceProcess;
@@ -91,3 +93,5 @@ TEST_CASE("a thread that ended behind its leader's streak of stops is not listed
   CHECK(end->kind == ProcessEvent::Kind::Exited);
   CHECK(end->exit_code == 0);
 }
+
+}  // namespace test_ptrace_thread_exits

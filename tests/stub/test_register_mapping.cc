@@ -4,6 +4,8 @@
 
 #include "stub/process/register_mapping.h"
 
+namespace test_register_mapping {  // this file's own names, apart in a unity build
+
 using protocol::Amd64Reg;
 
 namespace {
@@ -233,3 +235,5 @@ TEST_CASE("XSAVE mapping follows XCR0 and the buffer's size") {
   CHECK(features_of(0x3) == protocol::Amd64Features{});
   CHECK(features_of(0x67) == protocol::Amd64Features{.avx = true});  // opmask alone is no AVX-512
 }
+
+}  // namespace test_register_mapping

@@ -12,6 +12,8 @@
 #include "stub/process/restart_codes.h"
 #include "stub/process/thread_signal_masks.h"
 
+namespace test_thread_signal_masks {  // this file's own names, apart in a unity build
+
 using stub::process::read_thread_signal_masks;
 
 namespace {
@@ -70,3 +72,5 @@ TEST_CASE("is_restart_code: ERESTARTSYS, ERESTARTNOINTR, ERESTARTNOHAND, ERESTAR
   CHECK(in_restarted_system_call(rax(230), rax(-516)));
   CHECK_FALSE(in_restarted_system_call(rax(-1), rax(-516)));  // outside any system call
 }
+
+}  // namespace test_thread_signal_masks

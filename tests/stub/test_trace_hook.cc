@@ -13,6 +13,8 @@
 
 #include "stub/process/ptrace_process.h"
 
+namespace test_trace_hook {  // this file's own names, apart in a unity build
+
 using protocol::Amd64Reg;
 using stub::process::ProcessEvent;
 using stub::process::PtraceProcess;
@@ -344,3 +346,5 @@ TEST_CASE("an untraced thread on the tracer's int3 is stepped past it", "[ptrace
   CHECK(hook.passes == 5);
   CHECK(hook.hits == 0);  // never shown to the hook as its own
 }
+
+}  // namespace test_trace_hook

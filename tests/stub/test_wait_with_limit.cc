@@ -11,6 +11,8 @@
 
 #include "stub/process/ptrace_internal.h"
 
+namespace test_wait_with_limit {  // this file's own names, apart in a unity build
+
 using stub::process::ptrace_detail::wait_with_limit;
 
 TEST_CASE("wait_with_limit kills a child that does not change state in time") {
@@ -48,3 +50,5 @@ TEST_CASE("wait_with_limit reaps a child that ends in time, and its timer is off
   ::usleep(300000);
   CHECK(std::chrono::steady_clock::now() - began >= std::chrono::milliseconds(300));
 }
+
+}  // namespace test_wait_with_limit

@@ -5,6 +5,8 @@
 
 #include "decoder/block_trace.h"
 
+namespace test_block_trace {  // this file's own names, apart in a unity build
+
 using decoder::Block;
 using decoder::BlockTrace;
 using decoder::OverflowPolicy;
@@ -236,3 +238,5 @@ TEST_CASE("BlockTrace stores a run of branches as it stores them one by one") {
     }
   }
 }
+
+}  // namespace test_block_trace

@@ -23,6 +23,8 @@
 #include "decoder/block_translator.h"
 #include "tests/unit/decoder/block_translator_code.h"
 
+namespace test_block_translator {  // this file's own names, apart in a unity build
+
 using decoder::BlockExit;
 using decoder::ExitKind;
 using decoder::LogRecord;
@@ -834,3 +836,5 @@ TEST_CASE("blocks end before what they cannot run, and untranslatable code is an
   CHECK_FALSE(decoder::link_exit(*ret, 0, near));
   CHECK_FALSE(decoder::link_exit(*ret, 7, near));
 }
+
+}  // namespace test_block_translator

@@ -4,6 +4,8 @@
 
 #include "decoder/branch_chunk.h"
 
+namespace test_branch_chunk {  // this file's own names, apart in a unity build
+
 using decoder::Branch;
 using decoder::BranchChunkWriter;
 using decoder::StackSnapshot;
@@ -147,3 +149,5 @@ TEST_CASE("A loop that calls a function costs a count in a chunk: the stack's mo
   REQUIRE(branches == s.branches);
   REQUIRE(stacks == s.stacks);
 }
+
+}  // namespace test_branch_chunk

@@ -6,6 +6,8 @@
 #include "decoder/block_trace.h"
 #include "decoder/bts_document.h"
 
+namespace test_bts_document {  // this file's own names, apart in a unity build
+
 using decoder::BlockTrace;
 using decoder::BtsDocument;
 using protocol::BtraceRead;
@@ -111,3 +113,5 @@ TEST_CASE("a BTS document stays what it was when the trace grows, and refuses a 
   REQUIRE(of_one.read(one, 0, 64));
   CHECK_FALSE(of_one.read(other, 64, 64));
 }
+
+}  // namespace test_bts_document

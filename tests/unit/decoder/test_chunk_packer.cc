@@ -23,6 +23,8 @@
 #include "pt_program.h"
 #include "stub/tracing/background_packer.h"
 
+namespace test_chunk_packer {  // this file's own names, apart in a unity build
+
 using decoder::BlockTrace;
 using decoder::Branch;
 using decoder::StackSnapshot;
@@ -788,3 +790,5 @@ TEST_CASE("chunk packer: room() is stored in full under the stop policy, lent ch
     }
   }
 }
+
+}  // namespace test_chunk_packer

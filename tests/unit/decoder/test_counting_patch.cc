@@ -11,6 +11,8 @@
 
 #include "decoder/counting_patch.h"
 
+namespace test_counting_patch {  // this file's own names, apart in a unity build
+
 using decoder::build_counting_patch;
 using decoder::CountingPatch;
 
@@ -162,3 +164,5 @@ TEST_CASE("code that cannot be moved is refused", "[counting_patch]") {
   CHECK_FALSE(build_counting_patch(s.address(kATarget), s.code_at(kATarget), s.page() + 8, 3));
   CHECK_FALSE(build_counting_patch(s.address(kATarget), {0x48}, s.page(), 3));  // truncated
 }
+
+}  // namespace test_counting_patch

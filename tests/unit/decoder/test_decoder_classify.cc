@@ -11,6 +11,8 @@
 #include "decoder/code_reader.h"
 #include "decoder/instruction_decoder.h"
 
+namespace test_decoder_classify {  // this file's own names, apart in a unity build
+
 using decoder::Condition;
 using decoder::ControlKind;
 using decoder::Instruction;
@@ -399,3 +401,5 @@ TEST_CASE("decoder: InstructionDecoder is movable", "[decoder]") {
   third = std::move(second);
   CHECK(third.decode(kBase, ret, 1).has_value());
 }
+
+}  // namespace test_decoder_classify

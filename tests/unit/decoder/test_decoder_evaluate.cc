@@ -11,6 +11,8 @@
 #include "decoder/branch_evaluator.h"
 #include "decoder/instruction_decoder.h"
 
+namespace test_decoder_evaluate {  // this file's own names, apart in a unity build
+
 using btstub::ErrorCode;
 using decoder::Condition;
 using decoder::Instruction;
@@ -352,3 +354,5 @@ TEST_CASE("evaluator: non-branches fall through", "[decoder]") {
     CHECK(next.target == kBase + insn.size);
   }
 }
+
+}  // namespace test_decoder_evaluate

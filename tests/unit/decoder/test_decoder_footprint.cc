@@ -29,6 +29,8 @@ struct StringMaker<MemoryTouch> {
 };
 }  // namespace Catch
 
+namespace test_decoder_footprint {  // this file's own names, apart in a unity build
+
 namespace {
 
 constexpr uint64_t kBase = 0x401000;
@@ -222,3 +224,5 @@ TEST_CASE("footprint: refused instructions", "[decoder][footprint]") {
     CHECK_FALSE(footprint(bytes).has_value());
   }
 }
+
+}  // namespace test_decoder_footprint

@@ -3,6 +3,8 @@
 
 #include "decoder/history_visits.h"
 
+namespace test_history_visits {  // this file's own names, apart in a unity build
+
 using decoder::BlockTrace;
 using decoder::HistoryPoint;
 using decoder::visits_between;
@@ -217,3 +219,5 @@ TEST_CASE("a gap between two points makes what ran there unknown", "[history_vis
     CHECK(stretch->fewest_visited(after, 8).empty());
   }
 }
+
+}  // namespace test_history_visits

@@ -4,6 +4,8 @@
 
 #include "decoder/instruction_history.h"
 
+namespace test_instruction_history {  // this file's own names, apart in a unity build
+
 using decoder::Block;
 
 namespace {
@@ -116,3 +118,5 @@ TEST_CASE("hint-space NOPs Capstone 4 does not know (rdsspq) get their length") 
   REQUIRE(insn->size == 5);
   REQUIRE_FALSE(insn->is_control_transfer());
 }
+
+}  // namespace test_instruction_history

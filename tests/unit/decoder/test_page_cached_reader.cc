@@ -6,6 +6,8 @@
 
 #include "decoder/code_reader.h"
 
+namespace test_page_cached_reader {  // this file's own names, apart in a unity build
+
 namespace {
 
 // Pages 0x1000 and 0x2000 whole, 0x3000 only 16 bytes (the mapping ends);
@@ -56,3 +58,5 @@ TEST_CASE("a page-cached reader reads the page read last again after clear(), as
   CHECK(pages.fetches[0x2000] == 2);
   CHECK(out[0] == 0x09);
 }
+
+}  // namespace test_page_cached_reader

@@ -15,6 +15,8 @@
 #include "decoder/pt_encoder.h"
 #include "pt_program.h"
 
+namespace test_pt_chunk {  // this file's own names, apart in a unity build
+
 using decoder::Block;
 using decoder::BlockTrace;
 using decoder::Branch;
@@ -511,3 +513,5 @@ TEST_CASE("BlockCache: after use_reader a block is decoded again where the bytes
   cache.use_reader(nothing);
   CHECK_FALSE(cache.get(block).complete);
 }
+
+}  // namespace test_pt_chunk

@@ -28,6 +28,8 @@ struct StringMaker<decoder::PtItem> {
 };
 }  // namespace Catch
 
+namespace test_pt_decoder {  // this file's own names, apart in a unity build
+
 using decoder::Block;
 using decoder::Branch;
 using decoder::PtItem;
@@ -377,3 +379,5 @@ TEST_CASE("PT decode: an open segment that never meets its next PSB is given up 
   CHECK(dec.decode({PtPiece{false, p.bytes}, PtPiece{false, pads}}, f.code) == std::vector<PtItem>{{true, {0, 0}}});
   CHECK(dec.pending_bytes() == 0);
 }
+
+}  // namespace test_pt_decoder

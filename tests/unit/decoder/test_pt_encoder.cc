@@ -11,6 +11,8 @@
 #include "decoder/pt_encoder.h"
 #include "pt_program.h"
 
+namespace test_pt_encoder {  // this file's own names, apart in a unity build
+
 using decoder::Block;
 using pt_program::B;
 using pt_program::blocks;
@@ -252,3 +254,5 @@ TEST_CASE("PT: blocks through VEX/EVEX code Capstone 4 does not know are walked"
   CHECK(d.errors == 0);
   CHECK(d.ips == std::vector<uint64_t>{0x500000, 0x500004, 0x500006, 0x500000, 0x500004, 0x500006});
 }
+
+}  // namespace test_pt_encoder

@@ -5,6 +5,8 @@
 #include "decoder/replay_history.h"
 #include "replay_fixture.h"
 
+namespace test_replay_cursor {  // this file's own names, apart in a unity build
+
 using decoder::ReplayCursor;
 using decoder::ReplayStop;
 using replay_test::kB0;
@@ -650,3 +652,5 @@ TEST_CASE("a block's layout: equal for equal decodings, another for moved instru
   // The same instructions: the same layout.
   CHECK(layout_with({0x55, 0x48, 0x89, 0xe5, 0x6a, 0x2a, 0x58, 0x5d, 0xc3}) == ran);
 }
+
+}  // namespace test_replay_cursor

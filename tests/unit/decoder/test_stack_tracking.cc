@@ -6,6 +6,8 @@
 #include "decoder/stack_tracking.h"
 #include "replay_fixture.h"
 
+namespace test_stack_tracking {  // this file's own names, apart in a unity build
+
 using decoder::StackEffect;
 using decoder::StackOp;
 using decoder::StackState;
@@ -158,3 +160,5 @@ TEST_CASE("forward and backward passes agree on every instruction where both are
     CHECK((fwd.rsp || back.rsp));
   }
 }
+
+}  // namespace test_stack_tracking

@@ -5,6 +5,8 @@
 
 #include "decoder/text_window.h"
 
+namespace test_text_window {  // this file's own names, apart in a unity build
+
 using decoder::TextWindow;
 
 namespace {
@@ -58,3 +60,5 @@ TEST_CASE("TextWindow passes on the writer's error") {
   REQUIRE_FALSE(text);
   CHECK(text.error().message == "Cannot read code at 0x1000");
 }
+
+}  // namespace test_text_window

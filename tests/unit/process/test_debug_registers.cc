@@ -4,6 +4,8 @@
 
 #include "stub/process/debug_registers.h"
 
+namespace test_debug_registers {  // this file's own names, apart in a unity build
+
 using stub::process::DebugHit;
 using stub::process::DebugRegisterState;
 using stub::process::WatchKind;
@@ -345,3 +347,5 @@ TEST_CASE("execute_hits_at: the enabled execute slots at a pc, as DR6 would say"
   // An address left in a disabled slot is no hit.
   CHECK(stub::process::execute_hits_at(state.dr7(), address, 0x401000) == 0x1);
 }
+
+}  // namespace test_debug_registers

@@ -4,6 +4,8 @@
 
 #include "stub/process/os_system.h"
 
+namespace test_os_tables {  // this file's own names, apart in a unity build
+
 using namespace stub::process;
 
 TEST_CASE("cpuinfo: one cpu per processor line, values as gdbserver keeps them", "[osdata]") {
@@ -65,3 +67,5 @@ TEST_CASE("sockets: /proc/net lines to numeric addresses and ports", "[osdata]")
   CHECK(socket.state == 7);
   CHECK_FALSE(socket.stream);
 }
+
+}  // namespace test_os_tables

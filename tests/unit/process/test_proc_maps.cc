@@ -4,6 +4,8 @@
 
 #include "stub/process/proc_maps.h"
 
+namespace test_proc_maps {  // this file's own names, apart in a unity build
+
 using stub::process::free_page_near;
 using stub::process::parse_maps;
 
@@ -79,3 +81,5 @@ TEST_CASE("an address in a gap is its own nearest free page", "[proc_maps]") {
   CHECK(free_page_near(maps, 0x7fffb7e11512, reach, 4096) == 0x7fffb7e11000u);
   CHECK(free_page_near(maps, 0x7fffb7e11512, reach, 1 << 22) == 0x7fffb7c00000u);
 }
+
+}  // namespace test_proc_maps

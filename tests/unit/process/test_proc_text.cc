@@ -14,6 +14,8 @@
 #include "stub/process/proc_file.h"
 #include "stub/process/process_identity.h"
 
+namespace test_proc_text {  // this file's own names, apart in a unity build
+
 using namespace stub::process;
 namespace fs = std::filesystem;
 
@@ -84,3 +86,5 @@ TEST_CASE("process identity: parent and ids from /proc/PID/status, unknown when 
   REQUIRE(self);
   CHECK(self->parent == std::optional<uint64_t>(static_cast<uint64_t>(::getppid())));
 }
+
+}  // namespace test_proc_text

@@ -9,6 +9,8 @@
 
 #include "stub/process/repeated_call.h"
 
+namespace test_repeated_call {  // this file's own names, apart in a unity build
+
 using stub::process::repeatable_call;
 using stub::process::repeated_args;
 
@@ -58,3 +60,5 @@ TEST_CASE("an mmap the kernel placed goes where the program's went, and nowhere 
   REQUIRE(brk);
   CHECK(repeated_args(*brk) == brk->args);
 }
+
+}  // namespace test_repeated_call

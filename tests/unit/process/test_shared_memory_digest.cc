@@ -7,6 +7,8 @@
 
 #include "stub/process/shared_memory_digest.h"
 
+namespace test_shared_memory_digest {  // this file's own names, apart in a unity build
+
 using stub::process::MemoryRead;
 using stub::process::SharedRanges;
 using stub::process::shared_memory_digest;
@@ -87,3 +89,5 @@ TEST_CASE("built piece by piece, as a checkpoint fills its snapshot, the digest 
   pieces.bytes(memory.pages[0x12000]);
   CHECK(pieces.value() == shared_memory_digest({{0x10000, 0x13000}}, memory.reader()));
 }
+
+}  // namespace test_shared_memory_digest

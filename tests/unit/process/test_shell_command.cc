@@ -4,6 +4,8 @@
 
 #include "stub/process/shell_command.h"
 
+namespace test_shell_command {  // this file's own names, apart in a unity build
+
 using stub::process::shell_argv;
 using stub::process::shell_quote;
 
@@ -21,3 +23,5 @@ TEST_CASE("shell_argv execs the wrapper and program words through the shell") {
   CHECK(argv[1] == "-c");
   CHECK(argv[2] == "exec '/usr/bin/env' 'X=1' '--' '/tmp/prog' 'a b'");
 }
+
+}  // namespace test_shell_command

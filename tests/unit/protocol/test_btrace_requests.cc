@@ -4,6 +4,8 @@
 #include "parse_helpers.h"
 #include "protocol/requests.h"
 
+namespace test_btrace_requests {  // this file's own names, apart in a unity build
+
 using namespace protocol;
 
 TEST_CASE("Qbtrace parses bts, pt and off", "[requests][btrace]") {
@@ -68,3 +70,5 @@ TEST_CASE("qXfer btrace objects parse as generic reads with their annex", "[requ
   CHECK(conf.annex.empty());
   CHECK(conf.offset == 0x1a);
 }
+
+}  // namespace test_btrace_requests

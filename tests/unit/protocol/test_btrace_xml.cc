@@ -4,6 +4,8 @@
 
 #include "protocol/btrace_xml.h"
 
+namespace test_btrace_xml {  // this file's own names, apart in a unity build
+
 using namespace protocol;
 
 namespace {
@@ -83,3 +85,5 @@ TEST_CASE("btrace-conf names the pt buffer size in hex", "[btrace_xml]") {
         "<!DOCTYPE btrace-conf SYSTEM \"btrace-conf.dtd\">\n<btrace-conf version=\"1.0\">\n"
         "<pt size=\"0x4000\"/>\n</btrace-conf>\n");
 }
+
+}  // namespace test_btrace_xml

@@ -9,6 +9,8 @@
 #include "protocol/requests.h"
 #include "protocol/rsp_link.h"
 
+namespace test_fuzz_regressions {  // this file's own names, apart in a unity build
+
 namespace {
 
 // Every packet payload the link yields for `stream` read `read_size` bytes at
@@ -63,3 +65,5 @@ TEST_CASE("the error for a packet-sized vCont fits PacketSize", "[requests][fuzz
   CHECK(request.error().message.size() < 100);
   CHECK(protocol::reply_error(request.error()).size() <= protocol::RspLink::kMaxPayload);
 }
+
+}  // namespace test_fuzz_regressions

@@ -7,6 +7,8 @@
 #include "protocol/rsp_link.h"
 #include "protocol/stop_notifications.h"
 
+namespace test_non_stop {  // this file's own names, apart in a unity build
+
 using namespace protocol;
 
 using test::parse_as;
@@ -104,3 +106,5 @@ TEST_CASE("the queue knows which threads have a stop the client has not acknowle
   CHECK_FALSE(queue.holds(1));
   CHECK(queue.holds(2));
 }
+
+}  // namespace test_non_stop

@@ -5,6 +5,8 @@
 
 #include "protocol/osdata_xml.h"
 
+namespace test_osdata_xml {  // this file's own names, apart in a unity build
+
 using namespace protocol;
 
 TEST_CASE("osdata processes document", "[osdata][xml]") {
@@ -167,3 +169,5 @@ TEST_CASE("osdata msg", "[osdata][xml]") {
         "</item></osdata>\n");
   CHECK(osdata_msg_xml({}) == "<osdata type=\"message queues\">\n</osdata>\n");
 }
+
+}  // namespace test_osdata_xml

@@ -7,6 +7,8 @@
 #include "protocol/amd64_registers.h"
 #include "protocol/register_file.h"
 
+namespace test_registers {  // this file's own names, apart in a unity build
+
 using namespace protocol;
 
 namespace {
@@ -250,3 +252,5 @@ TEST_CASE("target.xml carries the avx, avx512 and pkeys features gdb expects", "
   CHECK(count_of(xml, "<reg name=\"ymm15h\" bitsize=\"128\" type=\"uint128\" regnum=\"75\"") == 1);
   CHECK(count_of(xml, "<reg name=\"pkru\" bitsize=\"32\" type=\"uint32\" regnum=\"76\"") == 1);
 }
+
+}  // namespace test_registers

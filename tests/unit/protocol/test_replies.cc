@@ -7,6 +7,8 @@
 #include "protocol/replies.h"
 #include "protocol/rsp_link.h"
 
+namespace test_replies {  // this file's own names, apart in a unity build
+
 using namespace protocol;
 
 namespace {
@@ -303,3 +305,5 @@ TEST_CASE("signal translation follows gdb's numbering", "[replies]") {
     if (gdb != 143) CHECK(gdb_signal_to_host(gdb) == host);
   }
 }
+
+}  // namespace test_replies

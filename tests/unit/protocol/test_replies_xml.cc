@@ -4,6 +4,8 @@
 
 #include "protocol/replies.h"
 
+namespace test_replies_xml {  // this file's own names, apart in a unity build
+
 using namespace protocol;
 
 TEST_CASE("xml_escape", "[replies][xml]") {
@@ -90,3 +92,5 @@ TEST_CASE("exec, create and thread-exit stop replies", "[replies][events]") {
   CHECK(reply_stop(exited, true) == "w2a;p1f.21");
   CHECK(reply_stop(exited, false) == "w2a;21");
 }
+
+}  // namespace test_replies_xml

@@ -5,6 +5,8 @@
 #include "parse_helpers.h"
 #include "protocol/requests.h"
 
+namespace test_requests_exec {  // this file's own names, apart in a unity build
+
 using namespace protocol;
 
 namespace {
@@ -228,3 +230,5 @@ TEST_CASE("vFile:unlink takes one hex path", "[requests]") {
                           "vFile:unlink:2f,0", "vFile:unlink:2f2g", "vFile:unlink:2f:"})
     require_bad(bad);
 }
+
+}  // namespace test_requests_exec

@@ -4,6 +4,8 @@
 #include "parse_helpers.h"
 #include "protocol/requests.h"
 
+namespace test_requests_extended {  // this file's own names, apart in a unity build
+
 using namespace protocol;
 
 namespace {
@@ -101,3 +103,5 @@ TEST_CASE("run settings parse into their values", "[requests][extended]") {
                           "QDisableRandomization", "QDisableRandomization:2", "QDisableRandomization:1;"})
     require_bad(bad);
 }
+
+}  // namespace test_requests_extended

@@ -6,6 +6,8 @@
 #include "protocol/replies.h"
 #include "protocol/requests.h"
 
+namespace test_requests_lldb {  // this file's own names, apart in a unity build
+
 using namespace protocol;
 using test::parse_as;
 using test::require_bad;
@@ -99,3 +101,5 @@ TEST_CASE("jThreadsInfo: one object per thread, escaped for the wire", "[replies
   CHECK(wire.find('}') != std::string::npos);         // only as escapes:
   CHECK(wire.find("}]") != std::string::npos);        // '}' itself goes out as "}]"
 }
+
+}  // namespace test_requests_lldb

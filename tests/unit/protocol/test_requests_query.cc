@@ -4,6 +4,8 @@
 #include "parse_helpers.h"
 #include "protocol/requests.h"
 
+namespace test_requests_query {  // this file's own names, apart in a unity build
+
 using namespace protocol;
 
 namespace {
@@ -220,3 +222,5 @@ TEST_CASE("parse_request never throws on arbitrary bytes", "[requests]") {
     CHECK_NOTHROW((void)packet_name(payload));
   }
 }
+
+}  // namespace test_requests_query

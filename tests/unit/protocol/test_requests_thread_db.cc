@@ -6,6 +6,8 @@
 #include "protocol/replies.h"
 #include "protocol/requests.h"
 
+namespace test_requests_thread_db {  // this file's own names, apart in a unity build
+
 using namespace protocol;
 using test::parse_as;
 using test::require_bad;
@@ -65,3 +67,5 @@ TEST_CASE("thread library packets keep their names for --disable-packet", "[requ
   CHECK(packet_name("qSymbol::") == "qSymbol");
   CHECK(packet_name("qGetTLSAddr:2a,10,20") == "qGetTLSAddr");
 }
+
+}  // namespace test_requests_thread_db

@@ -4,6 +4,8 @@
 
 #include "protocol/rsp_link.h"
 
+namespace test_rsp_link {  // this file's own names, apart in a unity build
+
 using protocol::frame;
 using protocol::Inbound;
 using protocol::InboundInterrupt;
@@ -245,3 +247,5 @@ TEST_CASE("packet_waiting tells a packet begun after the one taken", "[rsp_link]
   CHECK(payload_of(link.next()) == "g");
   CHECK_FALSE(link.packet_waiting());
 }
+
+}  // namespace test_rsp_link

@@ -3,6 +3,8 @@
 
 #include "stub/server/options.h"
 
+namespace test_command_line_options {  // this file's own names, apart in a unity build
+
 using stub::server::CommandLine;
 using stub::server::parse_command_line;
 using stub::tracing::TraceBackendChoice;
@@ -136,3 +138,5 @@ TEST_CASE("--selftest is answered as by a gdbserver built without self tests") {
   REQUIRE(parse_ok({"--selftest=foo"}).mode == stub::server::CommandLine::Mode::Selftest);
   REQUIRE(stub::server::usage_text().find("--selftest") != std::string::npos);
 }
+
+}  // namespace test_command_line_options

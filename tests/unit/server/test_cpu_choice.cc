@@ -4,6 +4,8 @@
 
 #include "stub/server/cpu_choice.h"
 
+namespace test_cpu_choice {  // this file's own names, apart in a unity build
+
 using stub::server::idle_ticks_by_cpu;
 using stub::server::quietest_cpu;
 
@@ -69,3 +71,5 @@ TEST_CASE("the packing workers go to the spare CPUs, one more at idle priority b
   CHECK(packer_placement(-1, {}, 64).workers == stub::server::kMaxPackers);
   CHECK_FALSE(packer_placement(-1, {}, 64).idle_worker);
 }
+
+}  // namespace test_cpu_choice

@@ -5,6 +5,8 @@
 
 #include "stub/server/malloc_restart.h"
 
+namespace test_malloc_restart {  // this file's own names, apart in a unity build
+
 using stub::server::given_environment;
 using stub::server::restart_environment;
 using Env = std::vector<std::string>;
@@ -48,3 +50,5 @@ TEST_CASE("no second start: already started, the user's own hugetlb or top_pad, 
   CHECK(given_environment(plain) == plain);
   CHECK(given_environment({}) == Env{});
 }
+
+}  // namespace test_malloc_restart

@@ -7,6 +7,8 @@
 
 #include "stub/tracing/checkpoints.h"
 
+namespace test_checkpoints {  // this file's own names, apart in a unity build
+
 using stub::tracing::Checkpoints;
 
 TEST_CASE("the newest checkpoint at or before the point, unless a barrier lies between", "[checkpoints]") {
@@ -259,3 +261,5 @@ TEST_CASE("a copy meets the repeated calls between where it stands and where it 
   checkpoints.drop_before(7, 5);
   CHECK(checkpoints.calls(7, {0, 0x100}, {10, 0x300}) == Calls{call(0x200, 3)});
 }
+
+}  // namespace test_checkpoints

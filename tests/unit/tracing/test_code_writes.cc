@@ -8,6 +8,8 @@
 
 #include "stub/tracing/code_writes.h"
 
+namespace test_code_writes {  // this file's own names, apart in a unity build
+
 using stub::tracing::changes_code;
 using stub::tracing::changes_memory_map;
 using stub::tracing::code_write_in;
@@ -121,3 +123,5 @@ TEST_CASE("calls that may make code a store changes make it be looked for again"
   CHECK_FALSE(may_map_changeable_code(call(12)));                  // brk
   CHECK_FALSE(may_map_changeable_code(call(1, {5, 0x1000, 10})));
 }
+
+}  // namespace test_code_writes

@@ -15,6 +15,8 @@
 #include "stub/tracing/background_packer.h"
 #include "stub/tracing/heap_prefault.h"
 
+namespace test_heap_prefault {  // this file's own names, apart in a unity build
+
 namespace {
 
 constexpr uint64_t kPage = 4096;
@@ -158,3 +160,5 @@ TEST_CASE("heap prefaulter and idle packing worker: started without waiting for 
   }
   let_run_anywhere();
 }
+
+}  // namespace test_heap_prefault

@@ -6,6 +6,8 @@
 #include "fake_perf_seam.h"
 #include "stub/tracing/intel_bts_reader.h"
 
+namespace test_intel_bts_reader {  // this file's own names, apart in a unity build
+
 using decoder::Branch;
 using fakeperf::concat;
 using fakeperf::items_of;
@@ -162,3 +164,5 @@ TEST_CASE("intel_bts: a corrupt data ring header does not loop or crash") {
   b.header.data_head = 8 + 1000;  // more than the ring holds
   REQUIRE(reader.read(v).front().gap);
 }
+
+}  // namespace test_intel_bts_reader

@@ -15,6 +15,8 @@
 #include "stub/tracing/perf_backend.h"
 #include "tests/common/pt_packets.h"
 
+namespace test_intel_pt_backend {  // this file's own names, apart in a unity build
+
 using decoder::Block;
 using pt_program::B;
 using pt_program::blocks;
@@ -391,3 +393,5 @@ TEST_CASE("intel-pt: segments the thread stopped in the middle of are still stor
     }
   }
 }
+
+}  // namespace test_intel_pt_backend

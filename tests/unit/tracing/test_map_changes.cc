@@ -14,6 +14,8 @@
 #include "stub/tracing/code_writes.h"
 #include "stub/tracing/map_changes.h"
 
+namespace test_map_changes {  // this file's own names, apart in a unity build
+
 using stub::tracing::code_write_in;
 using stub::tracing::CodeWrite;
 using stub::tracing::MapChanges;
@@ -144,3 +146,5 @@ TEST_CASE("a write while every thread stood still: each thread's points up to wh
   CHECK(changes.changed_after(11, 8, 0, kAll).empty());
   CHECK(changes.changed_after(12, 0, 0, kAll).empty());  // no history then
 }
+
+}  // namespace test_map_changes

@@ -8,6 +8,8 @@
 #include "stub/server/options.h"
 #include "stub/tracing/perf_backend.h"
 
+namespace test_perf_backend {  // this file's own names, apart in a unity build
+
 using decoder::Block;
 using fakeperf::FakePerfSeam;
 using fakeperf::known_branches;
@@ -324,3 +326,5 @@ TEST_CASE("perf-bts: a thread created under enable_all whose event cannot open i
   REQUIRE_FALSE(backend.enabled(kTid));
   REQUIRE(backend.problem() == "perf-bts: thread 4242: perf_event_open failed: Too many open files");
 }
+
+}  // namespace test_perf_backend

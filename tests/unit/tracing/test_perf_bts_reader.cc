@@ -5,6 +5,8 @@
 #include "fake_perf_seam.h"
 #include "stub/tracing/perf_bts_reader.h"
 
+namespace test_perf_bts_reader {  // this file's own names, apart in a unity build
+
 using decoder::Branch;
 using fakeperf::concat;
 using fakeperf::items_of;
@@ -198,3 +200,5 @@ TEST_CASE("perf ring: items feed a BlockTrace whose blocks equal the known seque
   REQUIRE(blocks[4] == decoder::Block{0x40105b, 0x40105b});
   REQUIRE(blocks[5] == decoder::Block{0x401060, 0x401062});
 }
+
+}  // namespace test_perf_bts_reader

@@ -14,6 +14,8 @@
 #include "decoder/instruction_history.h"
 #include "software_tracer_fake.h"
 
+namespace test_software_tracer {  // this file's own names, apart in a unity build
+
 using decoder::Block;
 using decoder::Branch;
 using fake::branches;
@@ -676,3 +678,5 @@ TEST_CASE("software tracer: a brk after a call not seen whole, or beside a memor
   CHECK(brk(0x30000) == after_exec + 2);
   CHECK(brk(0x38000) == after_exec + 3);
 }
+
+}  // namespace test_software_tracer

@@ -6,6 +6,8 @@
 
 #include "software_tracer_fake.h"
 
+namespace test_software_tracer_emulate {  // this file's own names, apart in a unity build
+
 using decoder::Branch;
 using fake::branches;
 using stub::process::StepKind;
@@ -252,3 +254,5 @@ TEST_CASE("int3 trace stops: an emulation landing on a hardware breakpoint ends 
   REQUIRE(f.run.trace_stop_at(kBack) == TraceVerdict::SingleStep);
   REQUIRE(branches(f.trace()) == std::vector<Branch>{{kRet, kBack}, {kBack, kTgt}});
 }
+
+}  // namespace test_software_tracer_emulate

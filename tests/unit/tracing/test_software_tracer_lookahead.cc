@@ -5,6 +5,8 @@
 
 #include "software_tracer_fake.h"
 
+namespace test_software_tracer_lookahead {  // this file's own names, apart in a unity build
+
 using decoder::Branch;
 using decoder::StackSnapshot;
 using fake::branches;
@@ -210,3 +212,5 @@ TEST_CASE("lookahead: through a conditional branch not taken, only the branches 
   REQUIRE(f.trace().stack_at(0) == StackSnapshot{kStack, kRbp});  // before push rax
   REQUIRE(f.trace().stack_at(1) == StackSnapshot{kStack - 8, kRbp});
 }
+
+}  // namespace test_software_tracer_lookahead

@@ -3,6 +3,8 @@
 
 #include "stub/tracing/translatable_code.h"
 
+namespace test_translatable_code {  // this file's own names, apart in a unity build
+
 using stub::tracing::TranslatableCode;
 
 TEST_CASE("only non-writable code of named files is translatable", "[translatable_code]") {
@@ -163,3 +165,5 @@ TEST_CASE("code that may change at all: all but unwritten private file code and 
   CHECK(stub::tracing::first_met(expected, 0x7ffff7b10000, 0x7ffff7c00010) == 0x7ffff7c00000);
   CHECK(stub::tracing::first_met(expected, 0x7ffff7b10000, 0x7ffff7c00000) == 0x7ffff7c00000);  // none: end
 }
+
+}  // namespace test_translatable_code

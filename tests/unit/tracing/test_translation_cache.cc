@@ -6,6 +6,8 @@
 
 #include "stub/tracing/translation_cache.h"
 
+namespace test_translation_cache {  // this file's own names, apart in a unity build
+
 using decoder::ExitKind;
 using decoder::Translation;
 using stub::tracing::TranslationCache;
@@ -113,3 +115,5 @@ TEST_CASE("a full region sends translations to the next", "[translation_cache]")
   REQUIRE(next);
   CHECK(*next == small + (uint64_t{1} << 24));
 }
+
+}  // namespace test_translation_cache
