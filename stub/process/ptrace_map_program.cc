@@ -7,12 +7,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <fstream>
 #include <optional>
 #include <string>
 
+#include "stub/process/page_size.h"
 #include "stub/process/proc_maps.h"
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/ptrace_process.h"
@@ -63,6 +65,27 @@ Expected<uint64_t> PtraceProcess::map_program_memory(pid_t tid, uint64_t near, u
   }
   tracer_mappings_.emplace_back(static_cast<uint64_t>(mapped->result), size);
   return static_cast<uint64_t>(mapped->result);
+}
+
+Expected<void> PtraceProcess::populate_program_memory(pid_t tid, uint64_t begin, uint64_t size) {
+  const bool aligned = begin % kPageSize == 0 && size % kPageSize == 0 && size != 0 && begin + size > begin;
+  const bool tracers = std::any_of(tracer_mappings_.begin(), tracer_mappings_.end(), [&](const auto& mapping) {
+    return begin >= mapping.first && begin + size <= mapping.first + mapping.second;
+  });
+  if (!aligned || !tracers) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "Not memory of btstub's in the program: " + hex(begin) + ", " + hex(size) + " bytes");
+  }
+  const std::vector<pid_t> held = hold_others(tid);  // as map_program_memory
+  auto made = inject_syscall(tid, SYS_madvise, {begin, size, MADV_POPULATE_WRITE});
+  release_held(held);
+  if (!made) return made.error();
+  give_back_signals_met(tid, made->signals_met);
+  if (made->result < 0) {
+    return make_error(ErrorCode::Internal, "The program's madvise(MADV_POPULATE_WRITE) of " + hex(size) +
+                                               " bytes failed (errno " + std::to_string(-made->result) + ")");
+  }
+  return {};
 }
 
 void PtraceProcess::unmap_tracer_memory() {

@@ -137,6 +137,15 @@ class TracedThreadControl {
     (void)tid, (void)near, (void)reach, (void)size;
     return btstub::make_error(btstub::ErrorCode::NotSupported, "Cannot share memory with the program here");
   }
+  // Backs [begin, begin + size) of memory the tracer mapped itself with
+  // pages in the program's page tables, bytes unchanged, by a madvise
+  // (MADV_POPULATE_WRITE) the stopped thread `tid` makes (every other
+  // thread held meanwhile): its first writes there then take no page fault
+  // each. Page-aligned; an error where the range is not all the tracer's.
+  virtual Expected<void> populate_program_memory(pid_t tid, uint64_t begin, uint64_t size) {
+    (void)tid, (void)begin, (void)size;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "Cannot populate the program's memory here");
+  }
   // Writes into memory the tracer mapped itself (map_program_memory): the
   // bytes as given, int3s included, none of them taken for the client's.
   virtual Expected<void> write_tracer_memory(uint64_t addr, const std::vector<uint8_t>& bytes) {

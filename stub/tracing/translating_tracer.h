@@ -208,6 +208,9 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
     // null: the program's alone, read and written through the process
     // layer. Shared with the trace while it encodes from the log there.
     std::shared_ptr<process::SharedMapping> shared;
+    // The lowest address from which up to the table's end the program's
+    // page tables hold its pages (populate_area); 0: none yet.
+    uint64_t populated_from = 0;
   };
   struct Thread {
     bool in_cache = false;
@@ -358,6 +361,15 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // kept for the next (free_areas_).
   std::size_t mapped_areas() const;
   bool reset_cursor(TracedThreadControl& control, pid_t tid, Thread& th);
+  // Backs the part of the thread's area its log takes now, and the slots
+  // and table above its base, with pages in the program's page tables, by
+  // one madvise the thread makes (process layer: populate_program_memory),
+  // once a thread has filled a log (an idle thread's areas stay unbacked).
+  // In a VM each page's first touch was a page fault of ~15-20 us: a busy
+  // thread's three areas took ~6,900 of them (docs/performance.md). Speed
+  // only: a refusal ends the tries. False when the thread ended meanwhile
+  // (the madvise's waits saw it go): its Thread is gone.
+  bool populate_area(TracedThreadControl& control, pid_t tid);
   // The cursor of an empty log of the thread's fill (records count up to 0).
   static int64_t empty_cursor(const Thread& th) {
     return -static_cast<int64_t>(th.log_fill * decoder::kLogRecordSize);
@@ -419,6 +431,7 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   bool code_written_ = false;  // a system call may have changed translated code
   // Translations to drop once no thread is in the cache (refresh_code).
   bool flush_pending_ = false;
+  bool populate_refused_ = false;  // populate_area failed once: not tried again
   // Direct exits to link (patch address -> rel32) once no other thread
   // runs in the cache: a rel32 rewritten under a running jump is unsafe.
   std::map<uint64_t, std::vector<uint8_t>> pending_links_;

@@ -275,6 +275,27 @@ bool TranslatingTracer::reset_cursor(TracedThreadControl& control, pid_t tid, Th
                     le64(static_cast<uint64_t>(empty_cursor(th))));
 }
 
+bool TranslatingTracer::populate_area(TracedThreadControl& control, pid_t tid) {
+  const Thread* th = thread(tid);
+  if (th == nullptr) return false;
+  if (populate_refused_ || !th->filled_log || th->log_fill == 0 || control.stopping_all()) return true;
+  const Area& area = th->area;
+  const uint64_t want = (area.base - th->log_fill * decoder::kLogRecordSize) / kPageSize * kPageSize;
+  if (area.populated_from != 0 && want >= area.populated_from) return true;
+  const uint64_t end = area.populated_from != 0
+                           ? area.populated_from
+                           : (area.base + decoder::kThreadAreaAboveBase + kPageSize - 1) / kPageSize * kPageSize;
+  const auto populated = control.populate_program_memory(tid, want, end - want);
+  Thread* still = thread(tid);
+  if (still == nullptr) return false;
+  if (!populated) {
+    populate_refused_ = true;
+    return true;
+  }
+  still->area.populated_from = want;
+  return true;
+}
+
 bool TranslatingTracer::write_area(TracedThreadControl& control, const process::SharedMapping* shared,
                                    uint64_t address, const std::vector<uint8_t>& bytes) {
   if (shared == nullptr) return control.write_tracer_memory(address, bytes).ok();
@@ -325,6 +346,7 @@ bool TranslatingTracer::enter(TracedThreadControl& control, pid_t tid, uint64_t 
     }
   }
   th.program_gs = regs->get_u64(Amd64Reg::gs_base);
+  if (!populate_area(control, tid)) return false;
   protocol::RegisterFile in;
   in.set_u64(Amd64Reg::rip, t->cache_address);
   in.set_u64(Amd64Reg::gs_base, th.area.base);

@@ -279,6 +279,7 @@ TraceVerdict TranslatingTracer::resume_in_cache(TracedThreadControl& control, Th
     if (still == nullptr) return TraceVerdict::Report;
     area_base = still->area.base;
   }
+  if (!populate_area(control, tid)) return TraceVerdict::Report;  // the thread is gone
   out.set_u64(Amd64Reg::rip, t.cache_address + offset);
   out.set_u64(Amd64Reg::gs_base, area_base);
   if (!control.write_registers(tid, out)) return TraceVerdict::Report;

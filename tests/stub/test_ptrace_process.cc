@@ -402,6 +402,57 @@ TEST_CASE("memory writes, partial reads and faults", "[ptrace]") {
   CHECK(tried);
 }
 
+// Kilobytes of `pid`'s mapping that starts at `start` resident in its page
+// tables (its smaps' Rss); -1 when no mapping starts there.
+long resident_kib(pid_t pid, uint64_t start) {
+  std::ifstream smaps("/proc/" + std::to_string(pid) + "/smaps");
+  std::string line;
+  bool in = false;
+  while (std::getline(smaps, line)) {
+    if (const auto dash = line.find('-'); dash != std::string::npos && line.find(' ') > dash &&
+                                          line.find_first_not_of("0123456789abcdef") == dash) {
+      in = std::stoull(line.substr(0, dash), nullptr, 16) == start;
+    } else if (in && line.rfind("Rss:", 0) == 0) {
+      return std::stol(line.substr(4));
+    }
+  }
+  return -1;
+}
+
+TEST_CASE("populating btstub's memory in the program backs its pages there, bytes kept, and nothing else", "[ptrace]") {
+  auto process = launch({"/bin/true"});
+  const pid_t pid = process->pid();
+  const uint64_t pc = pc_of(*process);
+  constexpr uint64_t kSize = 16 * 4096;
+  auto shared = process->map_shared_program_memory(pid, pc, uint64_t{1} << 31, kSize);
+  INFO((shared ? std::string() : shared.error().message));
+  REQUIRE(shared.ok());
+  const uint64_t at = shared->program_address();
+  shared->at(at + kSize - 8, 8)[0] = 0x5a;  // written by btstub: in the program's page tables it is not
+  CHECK(resident_kib(pid, at) == 0);
+
+  REQUIRE(process->populate_program_memory(pid, at + kSize / 2, kSize / 2).ok());
+  CHECK(resident_kib(pid, at) == static_cast<long>(kSize / 2 / 1024));
+  auto read = process->read_memory(at + kSize - 8, 1);
+  REQUIRE(read.ok());
+  CHECK((*read)[0] == 0x5a);
+  CHECK(pc_of(*process) == pc);
+
+  // Only what btstub mapped, whole pages: the program's own memory is
+  // never touched this way.
+  for (auto [begin, size] : {std::pair{pc & ~uint64_t{4095}, uint64_t{4096}}, std::pair{at + 1, uint64_t{4096}},
+                             std::pair{at, kSize + 4096}, std::pair{at, uint64_t{0}}}) {
+    auto refused = process->populate_program_memory(pid, begin, size);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == btstub::ErrorCode::InvalidArgument);
+  }
+  CHECK(resident_kib(pid, at) == static_cast<long>(kSize / 2 / 1024));
+  REQUIRE(process->resume(pid, StepKind::Continue, 0).ok());
+  auto event = wait_for(*process);
+  CHECK(event.kind == ProcessEvent::Kind::Exited);
+  CHECK(event.exit_code == 0);
+}
+
 TEST_CASE("interrupt stops a running program with SIGINT; kill leaves nothing", "[ptrace]") {
   auto process = launch({"/bin/sleep", "100"});
   pid_t pid = process->pid();
