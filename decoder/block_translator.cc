@@ -3,7 +3,6 @@
 #include <capstone/capstone.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <optional>
 

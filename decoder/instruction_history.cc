@@ -2,7 +2,6 @@
 #include "protocol/hex_text.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <string>
 
 namespace decoder {

@@ -2,7 +2,6 @@
 #include "protocol/replies.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "protocol/rsp_link.h"
 

@@ -3,7 +3,6 @@
 #include "protocol/hex_text.h"
 #include "protocol/replies.h"
 
-#include <cstdio>
 #include <cstring>
 #include <vector>
 

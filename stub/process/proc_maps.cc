@@ -14,6 +14,8 @@
 #include <iterator>
 #include <sstream>
 
+#include "stub/process/page_size.h"
+
 namespace stub::process {
 
 std::vector<MemoryMapping> parse_maps(const std::string& text) {
@@ -197,7 +199,7 @@ std::optional<bool> page_holds_file_bytes(pid_t pid, uint64_t addr) {
   const int fd = ::open(("/proc/" + std::to_string(pid) + "/pagemap").c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   uint64_t entry = 0;
-  const ssize_t got = ::pread(fd, &entry, sizeof entry, static_cast<off_t>((addr / 4096) * sizeof entry));
+  const ssize_t got = ::pread(fd, &entry, sizeof entry, static_cast<off_t>((addr / kPageSize) * sizeof entry));
   ::close(fd);
   if (got != static_cast<ssize_t>(sizeof entry)) return std::nullopt;
   if ((entry & kSwapped) != 0) return false;

@@ -1,7 +1,6 @@
 #include "stub/replay/past_state.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "protocol/amd64_registers.h"
 #include "protocol/hex_text.h"

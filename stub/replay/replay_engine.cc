@@ -4,7 +4,6 @@
 #include "stub/tracing/map_changes.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <set>
 #include <unordered_map>
 

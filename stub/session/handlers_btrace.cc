@@ -26,7 +26,7 @@ btstub::Error btrace_error(std::string text) {
   return btstub::make_error(btstub::ErrorCode::InvalidArgument, std::move(text));
 }
 
-Reply error_reply(std::string text) { return Reply::now(reply_error(btrace_error(std::move(text)))); }
+Reply error_reply(std::string text) { return error(btrace_error(std::move(text))); }
 
 // The thread a btrace packet acts on: the general thread (Hg). The session
 // keeps "any thread" as 0 and means the main thread by it, as every other
@@ -108,7 +108,7 @@ Reply enable(Session& s, pid_t tid, BtraceFormat format) {
   const bool adopted = backend.enabled(tid);
   if (!adopted || backend.trace(tid) == nullptr) {
     auto done = format == BtraceFormat::Pt && !adopted ? start_pt(s, tid) : backend.enable(tid);
-    if (!done) return Reply::now(reply_error(done.error()));
+    if (!done) return error(done.error());
   }
   if (adopted && format == BtraceFormat::Pt) reads.pt_sizes[tid] = adopted_pt_size(backend, tid);
   reads.client_enabled[tid] = format;
@@ -136,7 +136,7 @@ Reply disable(Session& s, pid_t tid) {
   if (!client_enabled(s, tid)) return error_reply("Branch tracing not enabled.");
   // Whole-program recording goes on for btstub's own replay.
   if (!backend.all_enabled() && backend.enabled(tid)) {
-    if (auto done = backend.disable(tid); !done) return Reply::now(reply_error(done.error()));
+    if (auto done = backend.disable(tid); !done) return error(done.error());
   }
   s.btrace_reads.client_enabled.erase(tid);
   s.btrace_reads.seen.erase(tid);
@@ -251,7 +251,7 @@ Reply handle(Session& s, const BtraceControl& req) {
   }
   s.go_live();
   auto tid = btrace_thread(s);
-  if (!tid) return Reply::now(reply_error(tid.error()));
+  if (!tid) return error(tid.error());
   switch (req.op) {
     case BtraceOp::Bts:
       return enable(s, *tid, BtraceFormat::Bts);
@@ -265,7 +265,7 @@ Reply handle(Session& s, const BtraceControl& req) {
 
 Reply handle(Session& s, const BtraceConfigure& req) {
   auto tid = btrace_thread(s);
-  if (!tid) return Reply::now(reply_error(tid.error()));
+  if (!tid) return error(tid.error());
   if (req.format == BtraceFormat::Pt) {
     s.btrace_reads.pt_size = req.size;  // for threads enabled with Qbtrace:pt from now on
     return Reply::now(reply_ok());
@@ -292,7 +292,7 @@ Reply document_chunk(Session& s, pid_t tid, const XferRead& req) {
   auto text = std::holds_alternative<decoder::BtsDocument>(document)
                   ? std::get<decoder::BtsDocument>(document).read(*trace, req.offset, req.length)
                   : std::get<PtDocument>(document).read(*s.process(), *trace, req.offset, req.length);
-  if (!text) return Reply::now(reply_error(text.error()));
+  if (!text) return error(text.error());
   return Reply::now(reply_xfer_chunk(*text, 0, req.length));
 }
 
@@ -303,7 +303,7 @@ Reply document_chunk(Session& s, pid_t tid, const XferRead& req) {
 // making it again for each chunk would hand gdb a different document.
 Reply handle_btrace_xfer(Session& s, const XferRead& req) {
   auto tid = btrace_thread(s);
-  if (!tid) return Reply::now(reply_error(tid.error()));
+  if (!tid) return error(tid.error());
   std::string key = req.object + ":" + req.annex + ":" + std::to_string(*tid);
   auto& reads = s.btrace_reads;
   if (req.offset != 0) {
@@ -313,7 +313,7 @@ Reply handle_btrace_xfer(Session& s, const XferRead& req) {
   reads.cached_key.clear();
   reads.cached.reset();
   auto document = btrace_document(s, *tid, req);
-  if (!document) return Reply::now(reply_error(document.error()));
+  if (!document) return error(document.error());
   reads.cached_key = std::move(key);
   reads.cached.emplace(std::move(*document));
   return document_chunk(s, *tid, req);

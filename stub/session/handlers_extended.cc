@@ -17,7 +17,7 @@ std::optional<Reply> refuse_start(Session& s, const char* what) {
     return error(btstub::ErrorCode::NotSupported, std::string(what) + " is not available on this connection");
   }
   if (auto allowed = s.process_factory->may_start_programs(); !allowed) {
-    return Reply::now(reply_error(allowed.error()));
+    return error(allowed.error());
   }
   if (s.has_process() && !s.extended) {
     return error(btstub::ErrorCode::InvalidArgument, "Already debugging a process");
@@ -65,7 +65,7 @@ Reply handle(Session& s, const ExtendedMode&) {
 Reply handle(Session& s, const RunProgram& req) {
   if (auto refused = refuse_start(s, "vRun")) return *refused;
   auto process = launch(s, req.argv);
-  if (!process) return Reply::now(reply_error(process.error()));
+  if (!process) return error(process.error());
   return initial_stop(s, *process);
 }
 
@@ -76,7 +76,7 @@ Reply handle(Session& s, const AttachProcess& req) {
   }
   s.set_process(nullptr);
   auto process = s.process_factory->attach(static_cast<pid_t>(req.pid));
-  if (!process) return Reply::now(reply_error(process.error()));
+  if (!process) return error(process.error());
   if (s.non_stop) {
     // As gdbserver: no stop reply; gdb stops each thread (vCont;t) and
     // hears of it by notification (non_stop_resume).

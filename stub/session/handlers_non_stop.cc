@@ -67,7 +67,7 @@ Reply handle(Session& s, const SetNonStop& req) {
   for (Process* process : s.inferiors().live()) {
     if (auto ok = process->set_non_stop(req.enable); !ok) {
       for (Process* back : switched) (void)back->set_non_stop(!req.enable);
-      return Reply::now(reply_error(ok.error()));
+      return error(ok.error());
     }
     switched.push_back(process);
   }
@@ -156,7 +156,7 @@ Reply non_stop_resume(Session& s, const Resume& req) {
       acted = acted || resumed.ok();
     }
   }
-  if (failure && !acted) return Reply::now(reply_error(*failure));
+  if (failure && !acted) return error(*failure);
   s.deliver_owed_interrupt();  // a vCtrlC that came while every thread stood
   return Reply::now(reply_ok());
 }

@@ -8,7 +8,7 @@
 namespace stub::session {
 
 Reply no_process_reply() {
-  return Reply::now(reply_error(btstub::make_error(btstub::ErrorCode::NoProcess, "No process")));
+  return error(btstub::ErrorCode::NoProcess, "No process");
 }
 
 Reply handle(Session& s, const QSupported& req) {
@@ -74,7 +74,7 @@ Reply handle(Session& s, const QueryAttached& req) {
   if (!s.has_process()) return no_process_reply();
   Process* process = req.pid ? s.inferiors().find(static_cast<pid_t>(*req.pid)) : s.process();
   if (process == nullptr) {  // as gdbserver: only ours are known
-    return Reply::now(reply_error(btstub::make_error(btstub::ErrorCode::NoProcess, "No such process")));
+    return error(btstub::ErrorCode::NoProcess, "No such process");
   }
   return Reply::now(reply_attached(process->attached()));
 }
@@ -121,7 +121,7 @@ Reply handle(Session& s, const SetThread& req) {
     }
   }
   auto tid = s.resolve_thread(req.thread);
-  if (!tid) return Reply::now(reply_error(tid.error()));
+  if (!tid) return error(tid.error());
   if (req.op == 'g') {
     // pPID.0 or pPID.-1: that process, by its main thread.
     s.general_thread = *tid == 0 && req.thread.pid > 0 ? static_cast<pid_t>(req.thread.pid) : *tid;

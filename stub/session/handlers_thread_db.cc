@@ -40,12 +40,12 @@ Reply handle(Session& s, const SymbolAnswer& req) {
 Reply handle(Session& s, const GetTlsAddress& req) {
   if (!s.has_process()) return no_process_reply();
   if (s.running()) {
-    return Reply::now(reply_error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "The program is running")));
+    return error(btstub::ErrorCode::InvalidArgument, "The program is running");
   }
   auto tid = s.resolve_thread(req.thread);
-  if (!tid) return Reply::now(reply_error(tid.error()));
+  if (!tid) return error(tid.error());
   if (*tid == 0) {
-    return Reply::now(reply_error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "qGetTLSAddr: name one thread")));
+    return error(btstub::ErrorCode::InvalidArgument, "qGetTLSAddr: name one thread");
   }
   Process* owner = s.inferiors().owner_of(*tid);
   if (owner == nullptr) return no_process_reply();
@@ -60,7 +60,7 @@ Reply handle(Session& s, const GetTlsAddress& req) {
     address = library.tls_address(*tid, req.offset, req.link_map);
     s.thread_db_reads_present = false;
   }
-  if (!address) return Reply::now(reply_error(address.error()));
+  if (!address) return error(address.error());
   return Reply::now(reply_tls_address(*address));
 }
 

@@ -129,7 +129,7 @@ Reply handle(Session& s, const XferRead& req) {
   auto it = xfer_sources().find(req.object);
   if (it == xfer_sources().end()) return Reply::now(reply_empty());
   auto document = it->second(s, req.annex);
-  if (!document) return Reply::now(reply_error(document.error()));
+  if (!document) return error(document.error());
   return Reply::now(reply_xfer_chunk(*document, req.offset, req.length));
 }
 
@@ -140,19 +140,18 @@ Reply handle(Session& s, const XferWrite& req) {
   if (req.object != "siginfo") return Reply::now(reply_empty());
   using btstub::ErrorCode;
   using btstub::make_error;
-  if (!s.has_process()) return Reply::now(reply_error(make_error(ErrorCode::NoProcess, "No process")));
+  if (!s.has_process()) return error(ErrorCode::NoProcess, "No process");
   const pid_t tid = s.current_thread();
   if (s.replaying(tid)) {
-    return Reply::now(reply_error(make_error(ErrorCode::InvalidArgument,
-                                             "Cannot write siginfo in the recorded past; go forward to the end first")));
+    return error(ErrorCode::InvalidArgument, "Cannot write siginfo in the recorded past; go forward to the end first");
   }
   auto info = s.process()->read_siginfo(tid);
-  if (!info) return Reply::now(reply_error(info.error()));
+  if (!info) return error(info.error());
   if (req.offset > info->size() || req.data.size() > info->size() - req.offset) {
-    return Reply::now(reply_error(make_error(ErrorCode::InvalidArgument, "Write past the end of siginfo")));
+    return error(ErrorCode::InvalidArgument, "Write past the end of siginfo");
   }
   std::copy(req.data.begin(), req.data.end(), info->begin() + static_cast<std::ptrdiff_t>(req.offset));
-  if (auto written = s.process()->write_siginfo(tid, *info); !written) return Reply::now(reply_error(written.error()));
+  if (auto written = s.process()->write_siginfo(tid, *info); !written) return error(written.error());
   return Reply::now(protocol::hex_number(req.data.size()));
 }
 

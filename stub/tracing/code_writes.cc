@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "protocol/amd64_registers.h"
+#include "stub/process/page_size.h"
 
 #include <optional>
 #include <regex>
@@ -147,12 +148,11 @@ bool changes_memory_map(const SystemCall& call) {
 
 std::vector<std::pair<uint64_t, uint64_t>> mapping_changes_of(const SystemCall& call, uint64_t result,
                                                               const CodeWrite& write) {
-  constexpr uint64_t kPage = 4096;
   std::vector<std::pair<uint64_t, uint64_t>> out;
   const auto add = [&](uint64_t begin, uint64_t length) {
-    const uint64_t first = begin & ~(kPage - 1);
+    const uint64_t first = begin & ~(kPageSize - 1);
     const uint64_t last = begin + length < begin ? UINT64_MAX : begin + length;
-    const uint64_t end = last > UINT64_MAX - (kPage - 1) ? UINT64_MAX : (last + kPage - 1) & ~(kPage - 1);
+    const uint64_t end = last > UINT64_MAX - (kPageSize - 1) ? UINT64_MAX : (last + kPageSize - 1) & ~(kPageSize - 1);
     if (first < end) out.emplace_back(first, end);
   };
   // -4095..-1: the call failed (nothing mapped at the result, nothing written).
