@@ -67,27 +67,6 @@ Expected<uint64_t> PtraceProcess::map_program_memory(pid_t tid, uint64_t near, u
   return static_cast<uint64_t>(mapped->result);
 }
 
-Expected<void> PtraceProcess::populate_program_memory(pid_t tid, uint64_t begin, uint64_t size) {
-  const bool aligned = begin % kPageSize == 0 && size % kPageSize == 0 && size != 0 && begin + size > begin;
-  const bool tracers = std::any_of(tracer_mappings_.begin(), tracer_mappings_.end(), [&](const auto& mapping) {
-    return begin >= mapping.first && begin + size <= mapping.first + mapping.second;
-  });
-  if (!aligned || !tracers) {
-    return make_error(ErrorCode::InvalidArgument,
-                      "Not memory of btstub's in the program: " + hex(begin) + ", " + hex(size) + " bytes");
-  }
-  const std::vector<pid_t> held = hold_others(tid);  // as map_program_memory
-  auto made = inject_syscall(tid, SYS_madvise, {begin, size, MADV_POPULATE_WRITE});
-  release_held(held);
-  if (!made) return made.error();
-  give_back_signals_met(tid, made->signals_met);
-  if (made->result < 0) {
-    return make_error(ErrorCode::Internal, "The program's madvise(MADV_POPULATE_WRITE) of " + hex(size) +
-                                               " bytes failed (errno " + std::to_string(-made->result) + ")");
-  }
-  return {};
-}
-
 void PtraceProcess::unmap_tracer_memory() {
   // By a thread, as they were mapped (detach has stopped them all: any
   // will do), unless the program is held at its end (no call can be made
@@ -137,6 +116,30 @@ bool under_seccomp(pid_t pid, pid_t tid) {
 }
 
 }  // namespace
+
+Expected<void> PtraceProcess::populate_program_memory(pid_t tid, uint64_t begin, uint64_t size) {
+  const bool aligned = begin % kPageSize == 0 && size % kPageSize == 0 && size != 0 && begin + size > begin;
+  const bool tracers = std::any_of(tracer_mappings_.begin(), tracer_mappings_.end(), [&](const auto& mapping) {
+    return begin >= mapping.first && begin + size <= mapping.first + mapping.second;
+  });
+  if (!aligned || !tracers) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "Not memory of btstub's in the program: " + hex(begin) + ", " + hex(size) + " bytes");
+  }
+  // A filter may kill the thread at a call it does not list (a program
+  // may enter seccomp after its areas were mapped).
+  if (under_seccomp(pid_, tid)) return make_error(ErrorCode::NotSupported, "The program runs under seccomp");
+  const std::vector<pid_t> held = hold_others(tid);  // as map_program_memory
+  auto made = inject_syscall(tid, SYS_madvise, {begin, size, MADV_POPULATE_WRITE});
+  release_held(held);
+  if (!made) return made.error();
+  give_back_signals_met(tid, made->signals_met);
+  if (made->result < 0) {
+    return make_error(ErrorCode::Internal, "The program's madvise(MADV_POPULATE_WRITE) of " + hex(size) +
+                                               " bytes failed (errno " + std::to_string(-made->result) + ")");
+  }
+  return {};
+}
 
 Expected<SharedMapping> PtraceProcess::map_shared_program_memory(pid_t tid, uint64_t near, uint64_t reach,
                                                                  uint64_t size) {

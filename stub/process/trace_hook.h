@@ -141,7 +141,8 @@ class TracedThreadControl {
   // pages in the program's page tables, bytes unchanged, by a madvise
   // (MADV_POPULATE_WRITE) the stopped thread `tid` makes (every other
   // thread held meanwhile): its first writes there then take no page fault
-  // each. Page-aligned; an error where the range is not all the tracer's.
+  // each. Page-aligned; an error where the range is not all the tracer's,
+  // and where the thread runs under seccomp (a filter may kill it there).
   virtual Expected<void> populate_program_memory(pid_t tid, uint64_t begin, uint64_t size) {
     (void)tid, (void)begin, (void)size;
     return btstub::make_error(btstub::ErrorCode::NotSupported, "Cannot populate the program's memory here");

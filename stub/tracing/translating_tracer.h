@@ -364,7 +364,8 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // Backs the part of the thread's area its log takes now, and the slots
   // and table above its base, with pages in the program's page tables, by
   // one madvise the thread makes (process layer: populate_program_memory),
-  // once a thread has filled a log (an idle thread's areas stay unbacked).
+  // once a thread has filled a log (an idle thread's areas stay unbacked),
+  // where the area is shared (not under seccomp: map_area).
   // In a VM each page's first touch was a page fault of ~15-20 us: a busy
   // thread's three areas took ~6,900 of them (docs/performance.md). Speed
   // only: a refusal ends the tries. False when the thread ended meanwhile

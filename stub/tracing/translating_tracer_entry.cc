@@ -278,8 +278,10 @@ bool TranslatingTracer::reset_cursor(TracedThreadControl& control, pid_t tid, Th
 bool TranslatingTracer::populate_area(TracedThreadControl& control, pid_t tid) {
   const Thread* th = thread(tid);
   if (th == nullptr) return false;
-  if (populate_refused_ || !th->filled_log || th->log_fill == 0 || control.stopping_all()) return true;
   const Area& area = th->area;
+  // Only a shared area: a private one is the fallback where the program
+  // runs under seccomp, whose filter may kill it at a call it does not list.
+  if (populate_refused_ || !area.shared || !th->filled_log || th->log_fill == 0 || control.stopping_all()) return true;
   const uint64_t want = (area.base - th->log_fill * decoder::kLogRecordSize) / kPageSize * kPageSize;
   if (area.populated_from != 0 && want >= area.populated_from) return true;
   const uint64_t end = area.populated_from != 0
