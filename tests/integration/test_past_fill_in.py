@@ -42,21 +42,13 @@ Four sessions:
 import re
 import shlex
 
+from bench_checkpoints_lcg import lcg_after
 from harness import program, run_gdb, run_test, server_path
 
 ROUNDS, INNER = 3, 1000000
 RECORD_STATUS = "monitor record status"
 REPLAY_STATUS = "monitor replay status"
 READ = ["info registers rdi rsi", "print rounds_done"]
-
-
-def lcg_after(rounds, inner):
-    """bench_checkpoints.c's x after `rounds` calls of work(x, inner), from 1."""
-    x = 1
-    for _ in range(rounds):
-        for i in range(inner):
-            x = (x * 6364136223846793005 + i) & 0xFFFFFFFFFFFFFFFF
-    return x
 
 
 # gdb-side: up to 60 s (a sanitizer build fills in slower), the client

@@ -27,6 +27,7 @@ of 40,000 LCG iterations, a taken branch each, no system call):
 import re
 import shlex
 
+from bench_checkpoints_lcg import lcg_after
 from harness import program, run_gdb, run_test, server_path
 
 ROUNDS, INNER = 3, 40000
@@ -39,15 +40,6 @@ AREAS = "python exec(%r)" % (
     " text, re.M):\n"
     "    print('area %d KiB, %s KiB resident' % ((int(m.group(2), 16) - int(m.group(1), 16)) // 1024,"
     " m.group(3)))\n")
-
-
-def lcg_after(rounds, inner):
-    """bench_checkpoints.c's x after `rounds` calls of work(x, inner), from 1."""
-    x = 1
-    for _ in range(rounds):
-        for i in range(inner):
-            x = (x * 6364136223846793005 + i) & 0xFFFFFFFFFFFFFFFF
-    return x
 
 
 def areas(text):
