@@ -144,7 +144,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   Expected<std::unique_ptr<ProcessCopy>> fork_copy(pid_t tid, const std::vector<pid_t>& idle = {}) override;  // ptrace_copy_program.cc
   Expected<uint64_t> map_program_memory(pid_t tid, uint64_t near, uint64_t reach, uint64_t size,
                                         bool executable) override;  // ptrace_map_program.cc
-  Expected<void> populate_program_memory(pid_t tid, uint64_t begin, uint64_t size) override;
+  Expected<void> populate_program_memory(pid_t tid, uint64_t begin, uint64_t size) override;  // ptrace_map_program.cc
   Expected<SharedMapping> map_shared_program_memory(pid_t tid, uint64_t near, uint64_t reach,
                                                     uint64_t size) override;  // ptrace_map_program.cc
   Expected<void> write_tracer_memory(uint64_t addr, const std::vector<uint8_t>& bytes) override {

@@ -109,8 +109,7 @@ const std::map<std::string, OsdataSource, std::less<>>& osdata_sources() {
 Reply handle_osdata_xfer(Session& s, const XferRead& req) {
   auto source = osdata_sources().find(req.annex);
   if (source == osdata_sources().end()) {
-    return Reply::now(
-        reply_error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "Unknown osdata type " + req.annex)));
+    return error(btstub::ErrorCode::InvalidArgument, "Unknown osdata type " + req.annex);
   }
   auto snapshot = s.osdata_snapshots.find(req.annex);
   if (req.offset == 0 || snapshot == s.osdata_snapshots.end()) {
@@ -139,7 +138,6 @@ Reply handle(Session& s, const XferRead& req) {
 Reply handle(Session& s, const XferWrite& req) {
   if (req.object != "siginfo") return Reply::now(reply_empty());
   using btstub::ErrorCode;
-  using btstub::make_error;
   if (!s.has_process()) return error(ErrorCode::NoProcess, "No process");
   const pid_t tid = s.current_thread();
   if (s.replaying(tid)) {

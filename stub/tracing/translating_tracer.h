@@ -84,6 +84,7 @@
 #include <vector>
 
 #include "decoder/block_translator.h"
+#include "stub/process/page_size.h"
 #include "stub/process/trace_hook.h"
 #include "stub/tracing/code_writes.h"
 #include "stub/tracing/heap_prefault.h"
@@ -115,6 +116,11 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // 64 Ki against 256 Ki still left Lua's recording 1.15x as long
   // (docs/performance.md).
   static constexpr uint64_t kLogCapacity = 256 * 1024;
+  // A thread's area as mapped: the log of kLogCapacity records below the
+  // gs base, the slots and table above it, whole pages.
+  static constexpr uint64_t kAreaLogBytes = kLogCapacity * decoder::kLogRecordSize;
+  static constexpr uint64_t kAreaBytes =
+      (kAreaLogBytes + decoder::kThreadAreaAboveBase + kPageSize - 1) / kPageSize * kPageSize;
   // Logs a thread has besides the one it writes, where a CPU is spare:
   // two, so that the program fills a log while the one before it is
   // still encoded (with one, btstub's thread, on the program's CPU,

@@ -185,23 +185,21 @@ decoder::TranslateOptions TranslatingTracer::translate_options() const {
 
 std::optional<TranslatingTracer::Area> TranslatingTracer::map_area(TracedThreadControl& control, pid_t tid,
                                                                    bool shared_only) {
-  const uint64_t log_bytes = kLogCapacity * decoder::kLogRecordSize;
-  const uint64_t size = (log_bytes + decoder::kThreadAreaAboveBase + kPageSize - 1) / kPageSize * kPageSize;
   // Shared, the log is drained in place; where the program cannot make
   // a memfd (a seccomp filter, no /proc), read through the process layer.
   Area area;
   uint64_t mapped = 0;
-  if (auto both = control.map_shared_program_memory(tid, kLogsNear, kLogsReach, size)) {
+  if (auto both = control.map_shared_program_memory(tid, kLogsNear, kLogsReach, kAreaBytes)) {
     mapped = both->program_address();
     area.shared = std::make_shared<process::SharedMapping>(std::move(*both));
   } else if (shared_only) {
     return std::nullopt;
-  } else if (auto alone = control.map_program_memory(tid, kLogsNear, kLogsReach, size, false)) {
+  } else if (auto alone = control.map_program_memory(tid, kLogsNear, kLogsReach, kAreaBytes, false)) {
     mapped = *alone;
   } else {
     return std::nullopt;
   }
-  area.base = mapped + log_bytes;
+  area.base = mapped + kAreaLogBytes;
   return area;
 }
 
@@ -284,9 +282,7 @@ bool TranslatingTracer::populate_area(TracedThreadControl& control, pid_t tid) {
   if (populate_refused_ || !area.shared || !th->filled_log || th->log_fill == 0 || control.stopping_all()) return true;
   const uint64_t want = (area.base - th->log_fill * decoder::kLogRecordSize) / kPageSize * kPageSize;
   if (area.populated_from != 0 && want >= area.populated_from) return true;
-  const uint64_t end = area.populated_from != 0
-                           ? area.populated_from
-                           : (area.base + decoder::kThreadAreaAboveBase + kPageSize - 1) / kPageSize * kPageSize;
+  const uint64_t end = area.populated_from != 0 ? area.populated_from : area.base - kAreaLogBytes + kAreaBytes;
   const auto populated = control.populate_program_memory(tid, want, end - want);
   Thread* still = thread(tid);
   if (still == nullptr) return false;
