@@ -232,7 +232,14 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
     // Its stop is a SIGTRAP sent to it (kill, raise) while the program
     // ignores SIGTRAP: dropped, as the kernel would have dropped it.
     bool ignored_trap = false;
+    // When btstub learned of it, against every other thread: threads()
+    // lists in this order, as gdbserver does, so gdb numbers the first
+    // thread 1 even where tids wrapped (pid_max) and a later thread got a
+    // smaller tid. Each ThreadState made takes the next number, wherever
+    // it is made (clone events, attach, exec).
+    uint64_t creation = next_creation_number();
   };
+  static uint64_t next_creation_number();
   struct TraceInt3 {
     uint8_t original = 0;
     // Who holds it: bookkeeping, not the program's bytes, so changed

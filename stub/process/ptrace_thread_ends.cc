@@ -15,6 +15,8 @@
 #include <unistd.h>
 #include <time.h>
 #include <sched.h>
+#include <algorithm>
+#include <atomic>
 #include <stdlib.h>
 
 #include <string>
@@ -114,11 +116,19 @@ void PtraceProcess::reap_ended_threads(pid_t except) {
   }
 }
 
+uint64_t PtraceProcess::next_creation_number() {
+  static std::atomic<uint64_t> next{0};
+  return next++;
+}
+
 std::vector<pid_t> PtraceProcess::threads() const {
-  std::vector<pid_t> tids;
+  std::vector<std::pair<uint64_t, pid_t>> listed;
   for (const auto& [tid, state] : threads_) {
-    if (!state.exited) tids.push_back(tid);
+    if (!state.exited) listed.emplace_back(state.creation, tid);
   }
+  std::sort(listed.begin(), listed.end());
+  std::vector<pid_t> tids;
+  for (const auto& entry : listed) tids.push_back(entry.second);
   return tids;
 }
 
