@@ -56,7 +56,10 @@
 //                     and the reader finds the records in a cache, not in
 //                     memory. On an Intel Xeon VM the program ran as fast
 //                     as with movnti and btstub's encoding of its logs
-//                     took a tenth less CPU (docs/performance.md).
+//                     took a tenth less CPU; on an AMD EPYC VM under KVM
+//                     recording Lua took 0.92x movnti's time, under PVM
+//                     1.01x (docs/performance.md). btstub uses it
+//                     wherever the CPU has prefetchw.
 // Non-temporal stores are weakly ordered, even against the cursor's plain
 // store: the log is read only while the thread is stopped, and every way
 // to a stop (a trap, a signal, preemption) enters the kernel, whose locked

@@ -429,8 +429,8 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // What the translations were made under.
   std::vector<uint64_t> breakpoints_;
   // How they write their logs: plain stores with a prefetchw ahead where
-  // that was measured faster (Intel) and the CPU has prefetchw, movnti
-  // elsewhere (decoder/block_translator.h "Log stores").
+  // the CPU has prefetchw, movnti elsewhere (decoder/block_translator.h
+  // "Log stores").
   const decoder::LogStores log_stores_ = log_stores_for_this_cpu();
   static decoder::LogStores log_stores_for_this_cpu();
   std::optional<TranslatableCode> code_;

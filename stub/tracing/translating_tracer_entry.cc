@@ -7,7 +7,6 @@
 
 #include "protocol/amd64_registers.h"
 #include "stub/process/page_size.h"
-#include "stub/tracing/backend_probe.h"
 #include "stub/tracing/software_tracer_internal.h"
 #include "stub/tracing/translating_tracer.h"
 
@@ -168,11 +167,9 @@ const decoder::Translation* TranslatingTracer::translation_and_ahead(TracedThrea
 
 decoder::LogStores TranslatingTracer::log_stores_for_this_cpu() {
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid(0, &a, &b, &c, &d) == 0) return decoder::LogStores::NonTemporal;
-  const bool intel = cpu_vendor({a, b, c, d}) == "GenuineIntel";
   constexpr unsigned kPrefetchwBit = 1u << 8;  // cpuid 0x80000001 ecx: PREFETCHW (3DNowPrefetch)
   const bool prefetchw = __get_cpuid(0x80000001, &a, &b, &c, &d) != 0 && (c & kPrefetchwBit) != 0;
-  return intel && prefetchw ? decoder::LogStores::CachedPrefetched : decoder::LogStores::NonTemporal;
+  return prefetchw ? decoder::LogStores::CachedPrefetched : decoder::LogStores::NonTemporal;
 }
 
 decoder::TranslateOptions TranslatingTracer::translate_options() const {
