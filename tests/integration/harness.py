@@ -643,6 +643,20 @@ def _sanitizer_reports(log_dir):
     return reports
 
 
+def transcript_lines(result):
+    """A gdb run's transcript after its first line (the command line),
+    normalised for comparing servers (checker.normalise)."""
+    return normalise(result.transcript().split("\n", 1)[1])
+
+
+def check_same_transcript(c, label, ref, test, server_kind, lines=transcript_lines):
+    """`label` passes when the reference run (gdbserver) and the run under
+    `server_kind` read the same, as `lines` gives them; else their diff."""
+    ref_lines, test_lines = lines(ref), lines(test)
+    c.true(label, ref_lines == test_lines,
+           unified_diff(ref_lines, test_lines, "gdbserver", server_kind))
+
+
 # What this test's references needed (reference.py), and the shim's path.
 TALLY = reference.Tally()
 SHIM = None

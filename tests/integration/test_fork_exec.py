@@ -21,7 +21,7 @@ tested by test_fork_follow.py.
     python3 test_fork_exec.py [--server gdbserver] [-v]
 """
 
-from harness import normalise, program, run_gdb_tcp, run_test, unified_diff
+from harness import check_same_transcript, program, run_gdb_tcp, run_test
 
 FORK_COMMANDS = [
     "break shared_work",
@@ -51,13 +51,6 @@ EXEC_RECORD_COMMANDS = [
     "x/2gx $sp",
     "continue",
 ]
-
-
-def compare(c, label, ref, test, server_kind):
-    ref_lines = normalise(ref.transcript().split("\n", 1)[1])
-    test_lines = normalise(test.transcript().split("\n", 1)[1])
-    c.true(label, ref_lines == test_lines,
-           unified_diff(ref_lines, test_lines, "gdbserver", server_kind))
 
 
 def main(args, c):
@@ -92,7 +85,7 @@ def main(args, c):
                "exited normally", ctx)
     c.equal("exec program output", "first 2\nsecond 4\n", test_server.stdout,
             ctx)
-    compare(c, "exec: same gdb transcript as gdbserver", ref, test,
+    check_same_transcript(c, "exec: same gdb transcript as gdbserver", ref, test,
             args.server)
     if args.server == "btstub":
         recorded_exec(c, prog, EXEC_RECORD_COMMANDS, "stepi first")

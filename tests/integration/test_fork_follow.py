@@ -61,8 +61,8 @@ reference) and the server under test; normalised transcripts must be equal:
 
 import re
 
-from harness import (Server, marker_line, normalise, pid_alive, program, run_gdb,
-                     run_gdb_tcp, run_test, unified_diff, wait_until)
+from harness import (Server, check_same_transcript, marker_line, pid_alive, program, run_gdb,
+                     run_gdb_tcp, run_test, transcript_lines, wait_until)
 
 PORT = re.compile(r"remote 127\.0\.0\.1:\d+")
 # waitpid(pid=N) in the parent's frames names the child.
@@ -227,12 +227,11 @@ def compare(c, label, ref, test, server_kind):
     if lost:
         c.skip(label, "the reference broke: gdbserver lost the registers (%r)" % lost[0])
         return
-    ref_lines = [PID_ARG.sub("pid=PID", PORT.sub("remote PORT", line))
-                 for line in normalise(ref.transcript().split("\n", 1)[1])]
-    test_lines = [PID_ARG.sub("pid=PID", PORT.sub("remote PORT", line))
-                  for line in normalise(test.transcript().split("\n", 1)[1])]
-    c.true(label, ref_lines == test_lines,
-           unified_diff(ref_lines, test_lines, "gdbserver", server_kind))
+    check_same_transcript(c, label, ref, test, server_kind, lines=comparable)
+
+
+def comparable(result):
+    return [PID_ARG.sub("pid=PID", PORT.sub("remote PORT", line)) for line in transcript_lines(result)]
 
 
 def scenario(kind, prog, commands):

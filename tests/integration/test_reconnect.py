@@ -31,8 +31,8 @@ to the next gdb, which runs it to its end.
 """
 
 import harness
-from harness import (Server, normalise, pid_alive, program, run_gdb, run_test, source_line,
-                     unified_diff, wait_until)
+from harness import (Server, check_same_transcript, pid_alive, program, run_gdb, run_test,
+                     source_line, wait_until)
 
 FIRST = ["break work", "continue", "thread", "disconnect"]
 SECOND = ["thread", "info threads", "bt 1", "info record", "continue"]
@@ -54,10 +54,6 @@ def two_clients(kind, prog, first, second):
     return r1, r2, server
 
 
-def lines_of(result):
-    return normalise(result.transcript().split("\n", 1)[1])
-
-
 def check_selected_thread(kind, prog, c):
     ref1, ref2, ref_server = two_clients("gdbserver", prog, FIRST, SECOND)
     test1, test2, test_server = two_clients(kind, prog, FIRST, SECOND)
@@ -66,10 +62,7 @@ def check_selected_thread(kind, prog, c):
                ref2.transcript())
     for label, ref, test in (("first gdb", ref1, test1),
                              ("second gdb", ref2, test2)):
-        ref_lines, test_lines = lines_of(ref), lines_of(test)
-        c.true("%s: same transcript as gdbserver" % label,
-               ref_lines == test_lines,
-               unified_diff(ref_lines, test_lines, "gdbserver", kind))
+        check_same_transcript(c, "%s: same transcript as gdbserver" % label, ref, test, kind)
     c.equal("same program output as under gdbserver", ref_server.stdout,
             test_server.stdout)
 

@@ -23,7 +23,7 @@ import re
 import sys
 
 import harness
-from harness import normalise, program, run_gdb, run_test, server_path, unified_diff
+from harness import check_same_transcript, program, run_gdb, run_test, server_path
 from pty_gdb import PtyChild
 
 # The user's shell: runs the server in its own group, in the foreground, and
@@ -60,10 +60,7 @@ def main(args, c):
     c.contains("reference: the program runs to its end under gdbserver",
                ref.of_command("continue"), "exited normally",
                ref.transcript() + ref_log)
-    ref_lines = normalise(ref.transcript().split("\n", 1)[1])
-    test_lines = normalise(test.transcript().split("\n", 1)[1])
-    c.true("same gdb transcript as gdbserver", ref_lines == test_lines,
-           unified_diff(ref_lines, test_lines, "gdbserver", args.server))
+    check_same_transcript(c, "same gdb transcript as gdbserver", ref, test, args.server)
     c.equal("same program output on the terminal as under gdbserver",
             "\n".join(ref_output), "\n".join(test_output), test_log)
     c.equal("the terminal is given back as by gdbserver", ref_verdict,

@@ -20,10 +20,9 @@ or the test would prove nothing.
 
 import os
 import re
-import shlex
 
 import harness
-from harness import Server, normalise, program, run_gdb, run_test, server_path, unified_diff
+from harness import Server, check_same_transcript, program, run_gdb, run_test, server_path
 
 FIRST = ["break all_started", "continue", "disconnect"]
 SECOND = [
@@ -85,10 +84,7 @@ def main(args, c):
         c.true("%s: tids wrapped, a worker's tid is below the main thread's" % kind,
                main_tid is not None and tids and min(tids.values()) < main_tid,
                run.of(1))
-    ref_lines = normalise(ref.transcript().split("\n", 1)[1])
-    test_lines = normalise(test.transcript().split("\n", 1)[1])
-    c.true("same gdb transcript as gdbserver", ref_lines == test_lines,
-           unified_diff(ref_lines, test_lines, "gdbserver", args.server))
+    check_same_transcript(c, "same gdb transcript as gdbserver", ref, test, args.server)
 
 
 if __name__ == "__main__":

@@ -24,8 +24,7 @@ reported to gdb). `--quiet` runs the program without it.
 import re
 import sys
 
-import harness
-from harness import normalise, program, run_gdb_tcp, run_test, unified_diff
+from harness import check_same_transcript, program, run_gdb_tcp, run_test, transcript_lines
 
 COMMANDS = [
     "handle SIGUSR1 nostop noprint pass",
@@ -58,7 +57,7 @@ NOISY = True
 
 
 def comparable(result):
-    return [line for line in normalise(result.transcript().split("\n", 1)[1])
+    return [line for line in transcript_lines(result)
             if not FRAME_DETAIL.search(line)]
 
 
@@ -82,10 +81,8 @@ def main(args, c):
                test.of(15), "hit Breakpoint 2, before_sigint", test.transcript())
     c.true("no all-stop SIGSTOP reported to gdb",
            "SIGSTOP" not in test.transcript(), test.transcript())
-    ref_lines = comparable(ref)
-    test_lines = comparable(test)
-    c.true("same gdb transcript as gdbserver", ref_lines == test_lines,
-           unified_diff(ref_lines, test_lines, "gdbserver", args.server))
+    check_same_transcript(c, "same gdb transcript as gdbserver", ref, test, args.server,
+                          lines=comparable)
     c.equal("program output", "usr1 30\nstepper 9\nusr2 1234\nsigint 1\n",
             test_server.stdout)
     c.equal("same program output as under gdbserver", ref_server.stdout,

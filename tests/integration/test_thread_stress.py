@@ -15,8 +15,7 @@ at a time, then 10 batches of 10 running at once):
 """
 
 import harness
-from harness import (Server, normalise, program, run_gdb, run_gdb_tcp,
-                     run_test, unified_diff)
+from harness import Server, check_same_transcript, program, run_gdb, run_gdb_tcp, run_test
 
 EXPECTED_SUM = sum(i * 2 + 1 for i in range(100)) + sum(i * 3 for i in range(100))
 
@@ -79,10 +78,7 @@ def main(args, c):
                "exited normally", ctx)
     c.equal("program output with breakpoints", "sum %d\n" % EXPECTED_SUM,
             test_server.stdout, ctx)
-    ref_lines = normalise(ref.transcript().split("\n", 1)[1])
-    test_lines = normalise(test.transcript().split("\n", 1)[1])
-    c.true("same gdb transcript as gdbserver", ref_lines == test_lines,
-           unified_diff(ref_lines, test_lines, "gdbserver", args.server))
+    check_same_transcript(c, "same gdb transcript as gdbserver", ref, test, args.server)
 
 
 if __name__ == "__main__":

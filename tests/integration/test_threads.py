@@ -9,7 +9,7 @@ breakpoints hit in each worker in turn, `thread N`, `thread apply all bt`,
 """
 
 import harness
-from harness import normalise, program, run_gdb_tcp, run_test, unified_diff
+from harness import check_same_transcript, program, run_gdb_tcp, run_test
 
 COMMANDS = [
     "break all_started",
@@ -50,10 +50,7 @@ def main(args, c):
     test, test_server = runs[args.server]
     c.contains("reference run reached the exit", ref.of(-1), "exited normally",
                ref.transcript())
-    ref_lines = normalise(ref.transcript().split("\n", 1)[1])
-    test_lines = normalise(test.transcript().split("\n", 1)[1])
-    c.true("same gdb transcript as gdbserver", ref_lines == test_lines,
-           unified_diff(ref_lines, test_lines, "gdbserver", args.server))
+    check_same_transcript(c, "same gdb transcript as gdbserver", ref, test, args.server)
     c.equal("same program output as under gdbserver", ref_server.stdout,
             test_server.stdout)
 

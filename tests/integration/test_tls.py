@@ -24,8 +24,8 @@ other values in the main thread than in the worker.
 import re
 import shlex
 
-from harness import marker_line, normalise, program, run_gdb, run_gdb_tcp, run_test, server_path, \
-    unified_diff
+from harness import (check_same_transcript, marker_line, program, run_gdb, run_gdb_tcp, run_test,
+                     server_path, transcript_lines)
 
 SOURCE = "tls_threads.c"
 
@@ -47,7 +47,7 @@ def comparable(result):
     worker's breakpoint finds it (still returning from clone3, or already
     waiting in pthread_join's futex) is a matter of timing."""
     lines, skipping = [], False
-    for line in normalise(result.transcript().split("\n", 1)[1]):
+    for line in transcript_lines(result):
         if line.startswith("(gdb) "):
             skipping = False
         elif skipping:
@@ -77,10 +77,8 @@ def check_live(args, prog, c):
     c.contains("the reference prints the main thread's main_tls", ref.of(3 + PROBE.index("thread 1") + 1),
                "= 10", ref.transcript())
     c.contains("the reference reached the exit", ref.of(-1), "exited normally", ref.transcript())
-    ref_lines = comparable(ref)
-    test_lines = comparable(test)
-    c.true("same gdb transcript as gdbserver", ref_lines == test_lines,
-           unified_diff(ref_lines, test_lines, "gdbserver", args.server))
+    check_same_transcript(c, "same gdb transcript as gdbserver", ref, test, args.server,
+                          lines=comparable)
 
 
 class PastScript:

@@ -37,7 +37,7 @@ Z1-Z4 and these say SKIP):
 
 import re
 
-from harness import debug_registers_trap, normalise, program, run_gdb_tcp, run_test, unified_diff
+from harness import check_same_transcript, debug_registers_trap, program, run_gdb_tcp, run_test
 
 SOFTWARE = [
     "set can-use-hw-watchpoints 0",
@@ -111,10 +111,7 @@ def both(c, kind, name, prog, commands, options=("--once",)):
                               timeout=120)
     ref, ref_server = runs["gdbserver"]
     test, server = runs[kind]
-    ref_lines = normalise(ref.transcript().split("\n", 1)[1])
-    test_lines = normalise(test.transcript().split("\n", 1)[1])
-    c.true("%s: same gdb transcript as gdbserver" % name, ref_lines == test_lines,
-           unified_diff(ref_lines, test_lines, "gdbserver", kind))
+    check_same_transcript(c, "%s: same gdb transcript as gdbserver" % name, ref, test, kind)
     c.equal("%s: same program output" % name, ref_server.stdout, server.stdout,
             test.transcript())
     return test
