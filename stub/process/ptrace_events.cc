@@ -599,6 +599,12 @@ std::optional<ProcessEvent> PtraceProcess::classify_stop(pid_t tid, ThreadState&
       here.tid = tid;
       return here;
     }
+    if (verdict == TraceVerdict::ShowStop) {
+      // Not run on as a step the client did not ask for (below): shown
+      // as the trap the tracer's trace stops are.
+      if (thread.requested == StepKind::Continue) event.single_stepped = false;
+      return event;
+    }
     if (verdict != TraceVerdict::Report) {
       // Moved by an emulated transfer (or out of the code cache): unrun
       // there, kept stopped (all-stop) or resumed. Resumed, our all-stop

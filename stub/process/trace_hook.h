@@ -219,6 +219,12 @@ enum class TraceVerdict {
   // to exit (gdb's record full stops there too, so the user can go back
   // from the end).
   StopHere,
+  // Reported to the client as the stop it is, also where it ends a step
+  // the tracer took itself (which Report would have the process layer run
+  // on from, as from any step the client did not ask for): the trace is
+  // full under --trace-full=stop, and the thread stands before the branch
+  // that does not fit.
+  ShowStop,
 };
 
 class TraceHook {

@@ -171,7 +171,7 @@ TraceVerdict SoftwareTracer::judge_stop(TracedThreadControl& control, const Trac
   const bool tracer_step = stop.single_stepped && t->step && t->step->by_tracer;
   settle_lookahead(control, *t, stop.tid, stop.pc);
   settle(control, *t, stop.tid, stop.pc, stop.single_stepped);
-  if (t->stopped_full) return TraceVerdict::Report;
+  if (t->stopped_full) return TraceVerdict::ShowStop;
   const bool ours = stop.signal == SIGTRAP && !stop.software_breakpoint && !stop.watchpoint_hit &&
                     (tracer_step || (stop.trace_stop_hit && !stop.single_stepped));
   // Everything before the pc is in the trace now: a point a copy can stand
@@ -190,7 +190,7 @@ TraceVerdict SoftwareTracer::judge_stop(TracedThreadControl& control, const Trac
     case Next::Report: break;
     case Next::StopBeforeExit: return TraceVerdict::StopHere;
   }
-  return TraceVerdict::Report;
+  return t->stopped_full ? TraceVerdict::ShowStop : TraceVerdict::Report;
 }
 
 void SoftwareTracer::note_client_move(ThreadState& t, uint64_t pc) {
@@ -370,8 +370,12 @@ SoftwareTracer::Next SoftwareTracer::step_one(TracedThreadControl& control, Thre
   if (control.has_user_breakpoint(pc_of(regs))) return Next::Continue;
   auto insn = blocks_.instruction_at(pc_of(regs), code);
   if (insn && stops_before(t, *insn, regs)) return Next::StopBeforeExit;
-  if (insn && insn->is_control_transfer() && refuses_more(t)) return full_stop(t);
   const bool branch = insn && predicts_branch(*insn, regs, code);
+  // Full: stopped before a transfer that may branch, as at_transfer and
+  // continue_by_emulation stop (a jcc or loop seen not taken is no branch).
+  const bool not_taken = !branch && insn &&
+                         (insn->kind == decoder::ControlKind::ConditionalJump || insn->kind == decoder::ControlKind::Loop);
+  if (insn && insn->is_control_transfer() && !not_taken && refuses_more(t)) return full_stop(t);
   return step_over(t, regs, std::move(insn), branch);
 }
 

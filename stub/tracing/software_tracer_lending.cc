@@ -102,7 +102,7 @@ bool SoftwareTracer::checkpoint_wanted(pid_t tid) const {
 TraceVerdict SoftwareTracer::take_back(TracedThreadControl& control, pid_t tid) {
   ThreadState* t = state(tid);
   if (t == nullptr || !t->enabled) return TraceVerdict::Continue;
-  if (t->stopped_full) return TraceVerdict::Report;
+  if (t->stopped_full) return TraceVerdict::ShowStop;
   if (t->frozen) return TraceVerdict::Continue;  // full and resumed anyway: runs on untraced
   if (t->trace) t->trace->collect_packed();
   ensure_code_map(control, tid);
@@ -115,7 +115,7 @@ TraceVerdict SoftwareTracer::take_back(TracedThreadControl& control, pid_t tid) 
   switch (next) {
     case Next::Continue: return TraceVerdict::Continue;
     case Next::SingleStep: return TraceVerdict::SingleStep;
-    case Next::Report: return TraceVerdict::Report;
+    case Next::Report: return t->stopped_full ? TraceVerdict::ShowStop : TraceVerdict::Report;
     case Next::StopBeforeExit: return TraceVerdict::StopHere;
   }
   return TraceVerdict::Report;

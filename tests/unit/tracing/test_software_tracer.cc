@@ -224,7 +224,7 @@ TEST_CASE("software tracer: a full buffer under the stop policy stops before the
   REQUIRE(f.run.resume() == StepKind::Continue);
   REQUIRE(f.run.trace_stop_at(kJne) == TraceVerdict::Continue);
   REQUIRE(f.run.trace_stop_at(kCall) == TraceVerdict::Continue);
-  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::Report);  // call stored; ret does not fit
+  REQUIRE(f.run.trace_stop_at(kRet) == TraceVerdict::ShowStop);  // call stored; ret does not fit
   REQUIRE(f.tracer->stopped_full(kTid));
   REQUIRE(branches(f.trace()) == std::vector<Branch>{{kCall, kFunc}});
   // Resumed anyway: the thread runs on untraced, its trace kept as it was.
@@ -408,6 +408,29 @@ TEST_CASE("software tracer: without working debug registers every instruction is
   REQUIRE(tracer->trace(kTid)->size() == 2);
   REQUIRE(run.breakpoint_at(kTgt) == TraceVerdict::Report);
   REQUIRE(tracer->trace(kTid)->size() == 2);
+}
+
+TEST_CASE("software tracer: stepping, a full buffer is shown at the tracer's own step, past a jcc not taken") {
+  // The process layer runs on from a step the client did not ask for,
+  // unless told to show it: the thread ran on untraced to its end.
+  stub::tracing::TraceConfig config;
+  config.buffer_bytes = 24;  // one record
+  config.overflow = decoder::OverflowPolicy::Stop;
+  Control control;
+  auto tracer = stub::tracing::SoftwareTracer::create(config, false, stub::tracing::TraceStops::SingleStep).value();
+  Driver run{*tracer, control, kTid};
+  control.set_reg(kTid, Amd64Reg::rip, kLoop);
+  control.set_reg(kTid, Amd64Reg::rcx, 2);
+  REQUIRE(tracer->enable(kTid).ok());
+  REQUIRE(run.resume() == StepKind::SingleStep);                   // dec ecx: 1
+  REQUIRE(run.step_done_at(kLoopJne) == TraceVerdict::SingleStep);  // taken: fits
+  REQUIRE(run.step_done_at(kLoop) == TraceVerdict::SingleStep);     // dec ecx: 0
+  control.set_reg(kTid, Amd64Reg::eflags, kZf);
+  REQUIRE(run.step_done_at(kLoopJne) == TraceVerdict::SingleStep);  // not taken: no branch, it runs
+  REQUIRE(run.step_done_at(kLoopNop) == TraceVerdict::SingleStep);
+  REQUIRE(run.step_done_at(kTgt) == TraceVerdict::ShowStop);  // a syscall may go anywhere
+  REQUIRE(tracer->stopped_full(kTid));
+  REQUIRE(branches(*tracer->trace(kTid)) == std::vector<Branch>{{kLoopJne, kLoop}});
 }
 
 TEST_CASE("software tracer: the process layer's step off a user breakpoint is watched") {
