@@ -9,7 +9,11 @@ record_workload (1,000 rounds, about 250,000 branches) runs under
 700,000 branches at -O2), after one and two whole 256 Ki-record logs (7m:
 305,834 branches, 13m: 567,978). At the stop both runs must report the trace
 full ("stopped: buffer full"), give the same stop reply, the same
-registers (`g`) and the same branch trace (qXfer:btrace:read:all), and,
+registers (`g`; where the stop is outside the program's own code, but
+the 8-byte slots in which a second int3 run differs from the first: a
+trace that fills in ld.so may stop where a register holds the time stamp
+counter it read, or a thread id) and the same branch
+trace (qXfer:btrace:read:all), and,
 continued, end the same way with the same output. The translate run must
 have logged most branches in translated code and reached the stop at a
 log-full exit, so the comparison cannot pass with the cache unused.
@@ -27,11 +31,13 @@ Runs against btstub only.
     python3 test_translate_trace_full.py [-v]
 """
 
+import os
 import re
 
 from harness import opt_levels, program, run_test
 from rsp_client import RspClient
-from translate_compare import BLOCK, TIMEOUT, _recorded, monitor, read_document, strip_thread, translated_share
+from translate_compare import (BLOCK, TIMEOUT, _recorded, masked_slots, monitor, read_document, read_maps,
+                               strip_thread, translated_share, varying_slots)
 
 # (program, arguments, trace size): loop_count's full trace stops it at a
 # taken `loop`, which counts rcx down before it branches.
@@ -52,7 +58,10 @@ def session(server):
             c.request("Hg" + thread.group(1))
         regs = c.request("g")
         rip = re.search(r"(?:^|;)10:([0-9a-f]{16});", reply[3:])
-        code = c.request("m%x,2" % int.from_bytes(bytes.fromhex(rip.group(1)), "little")) if rip else ""
+        pc = int.from_bytes(bytes.fromhex(rip.group(1)), "little") if rip else None
+        code = c.request("m%x,2" % pc) if rip else ""
+        where = next((name for begin, end, _, name in read_maps(server.inferior_pid) if begin <= pc < end), "") \
+            if rip else ""
         status, _ = monitor(c, "record status")
         c.request("Qbtrace:bts")
         doc, _ = read_document(c, "qXfer:btrace:read:all")
@@ -60,7 +69,8 @@ def session(server):
         if ends[-1].startswith("T"):  # held at the end: let it end
             ends.append(c.request("vCont;c", timeout=TIMEOUT))
         c.send_packet("k")
-    return {"stop": strip_thread(reply), "regs": regs, "code": code, "status": status, "blocks": BLOCK.findall(doc or ""),
+    return {"stop": strip_thread(reply), "regs": regs, "code": code, "where": where, "status": status,
+            "blocks": BLOCK.findall(doc or ""),
             "ends": [re.sub(r";process:[0-9a-f]+", "", strip_thread(e)) for e in ends]}
 
 
@@ -73,14 +83,22 @@ def main(args, c):
             prog = program(name, opt)
             options = ("--trace-size=" + size, "--trace-full=stop")
             ref = _recorded(prog, prog_args, "int3", options, session)
+            # Stopped in ld.so or libc (the program's start): run again.
+            own = ref["where"] == os.path.realpath(prog)
+            again = ref if own else _recorded(prog, prog_args, "int3", options, session)
             got = _recorded(prog, prog_args, "translate", options, session)
+            varying = varying_slots(ref["regs"], again["regs"])
             label = "%s_%s, --trace-size=%s" % (name, opt, size)
             ctx = "int3 status:\n%s\ntranslate status:\n%s\ntranslate stderr:\n%s" % (
                 ref["status"], got["status"], got["stderr"][-2000:])
             c.contains("%s: the reference stops full" % label, ref["status"], FULL)
             c.contains("%s: the translate run stops full" % label, got["status"], FULL)
             c.equal("%s: the same stop" % label, ref["stop"], got["stop"], ctx)
-            c.equal("%s: the same registers there" % label, ref["regs"], got["regs"], ctx)
+            c.equal("%s: a second int3 run stops there too" % label, ref["stop"], again["stop"], ctx)
+            c.true("%s: at most two register slots vary from run to run (%s)" % (label, sorted(varying)),
+                   len(varying) <= 2, ctx)
+            c.equal("%s: the same registers there" % label, masked_slots(ref["regs"], varying),
+                    masked_slots(got["regs"], varying), ctx)
             c.true("%s: the reference holds many blocks (%d)" % (label, len(ref["blocks"])),
                    len(ref["blocks"]) > 4000, ctx)
             c.true("%s: the same branch trace" % label, ref["blocks"] == got["blocks"],

@@ -154,6 +154,18 @@ def _record_session(server):
             "blocks": blocks_outside(doc, vdso), "vdso": vdso, "maps": maps}
 
 
+def varying_slots(a, b):
+    """The 8-byte slots (16 hex digits each) in which two `g` replies of
+    runs that should stop alike differ: what the program itself made
+    different from run to run (rdtsc, a thread id)."""
+    return {i for i in range(0, max(len(a), len(b)), 16) if a[i:i + 16] != b[i:i + 16]}
+
+
+def masked_slots(regs, slots):
+    """`regs` with those slots left out."""
+    return "".join("-" * 16 if i in slots else regs[i:i + 16] for i in range(0, len(regs), 16))
+
+
 def first_difference(a, b):
     """Index of the first block where the lists differ (the shorter's length
     when one is the start of the other), None when they are equal."""
