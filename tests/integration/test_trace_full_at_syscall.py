@@ -31,7 +31,7 @@ import subprocess
 
 from harness import Server, case_modes, debug_registers_trap, load_base, program, run_test
 from rsp_client import RspClient
-from translate_compare import BLOCK, TIMEOUT, monitor, read_document, strip_thread
+from translate_compare import TIMEOUT, full_stop_facts, monitor
 
 MODES = ("int3", "step", "debugreg", "translate")
 BRANCH_BYTES = 24  # one branch's share of a trace size
@@ -83,22 +83,9 @@ def recorded(prog, mode, branches):
             c.handshake(features=FEATURES)
             run_to(c, server, prog, "recording_starts")
             started, _ = monitor(c, "record start %d" % (BRANCH_BYTES * branches))
-            reply = c.request("vCont;c", timeout=TIMEOUT)
-            select_thread(c, reply)
-            regs = c.request("g")
-            rip = re.search(r"(?:^|;)10:([0-9a-f]{16});", reply[3:])
-            pc = int.from_bytes(bytes.fromhex(rip.group(1)), "little") if rip else None
-            code = c.request("m%x,2" % pc) if pc is not None else ""
-            status, _ = monitor(c, "record status")
-            c.request("Qbtrace:bts")
-            doc, _ = read_document(c, "qXfer:btrace:read:all")
-            ends = [c.request("vCont;c", timeout=TIMEOUT)]
-            if ends[-1].startswith("T"):  # held at the end: let it end
-                ends.append(c.request("vCont;c", timeout=TIMEOUT))
-            c.send_packet("k")
-    return {"started": started, "stop": strip_thread(reply), "pc": pc, "regs": regs, "code": code,
-            "status": status, "blocks": BLOCK.findall(doc or ""), "stderr": server.stderr,
-            "ends": [re.sub(r";process:[0-9a-f]+", "", strip_thread(e)) for e in ends]}
+            facts = full_stop_facts(c, server, c.request("vCont;c", timeout=TIMEOUT))
+    facts.update(started=started, stderr=server.stderr)
+    return facts
 
 
 def live_registers(prog, pc):

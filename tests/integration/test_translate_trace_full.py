@@ -36,8 +36,7 @@ import re
 
 from harness import opt_levels, program, run_test
 from rsp_client import RspClient
-from translate_compare import (BLOCK, TIMEOUT, _recorded, masked_slots, monitor, read_document, read_maps,
-                               strip_thread, translated_share, varying_slots)
+from translate_compare import TIMEOUT, _recorded, full_stop_facts, masked_slots, translated_share, varying_slots
 
 # (program, arguments, trace size): loop_count's full trace stops it at a
 # taken `loop`, which counts rcx down before it branches.
@@ -52,26 +51,7 @@ def session(server):
     """Runs to the stop, reads what is there, continues to the end."""
     with RspClient.connect(server.port, timeout=TIMEOUT) as c:
         c.handshake(features="multiprocess+;swbreak+;hwbreak+;vContSupported+;exec-events+")
-        reply = c.request("vCont;c", timeout=TIMEOUT)
-        thread = re.search(r"thread:([0-9a-fp.]+);", reply)
-        if thread:
-            c.request("Hg" + thread.group(1))
-        regs = c.request("g")
-        rip = re.search(r"(?:^|;)10:([0-9a-f]{16});", reply[3:])
-        pc = int.from_bytes(bytes.fromhex(rip.group(1)), "little") if rip else None
-        code = c.request("m%x,2" % pc) if rip else ""
-        where = next((name for begin, end, _, name in read_maps(server.inferior_pid) if begin <= pc < end), "") \
-            if rip else ""
-        status, _ = monitor(c, "record status")
-        c.request("Qbtrace:bts")
-        doc, _ = read_document(c, "qXfer:btrace:read:all")
-        ends = [c.request("vCont;c", timeout=TIMEOUT)]
-        if ends[-1].startswith("T"):  # held at the end: let it end
-            ends.append(c.request("vCont;c", timeout=TIMEOUT))
-        c.send_packet("k")
-    return {"stop": strip_thread(reply), "regs": regs, "code": code, "where": where, "status": status,
-            "blocks": BLOCK.findall(doc or ""),
-            "ends": [re.sub(r";process:[0-9a-f]+", "", strip_thread(e)) for e in ends]}
+        return full_stop_facts(c, server, c.request("vCont;c", timeout=TIMEOUT))
 
 
 def main(args, c):

@@ -154,6 +154,33 @@ def _record_session(server):
             "blocks": blocks_outside(doc, vdso), "vdso": vdso, "maps": maps}
 
 
+def full_stop_facts(c, server, reply):
+    """What a stop of a full trace (`reply`) shows, the thread selected: the
+    stop reply without its thread, pc, registers (`g`), the two code bytes
+    at the pc, the mapping the pc is in, `monitor record status`, the
+    qXfer:btrace:read:all blocks; then how the program ends when continued
+    (one more `continue` past the held end). Kills it after."""
+    thread = re.search(r"thread:([0-9a-fp.]+);", reply)
+    if thread:
+        c.request("Hg" + thread.group(1))
+    regs = c.request("g")
+    rip = re.search(r"(?:^|;)10:([0-9a-f]{16});", reply[3:])
+    pc = int.from_bytes(bytes.fromhex(rip.group(1)), "little") if rip else None
+    code = c.request("m%x,2" % pc) if rip else ""
+    where = next((name for begin, end, _, name in read_maps(server.inferior_pid) if begin <= pc < end), "") \
+        if rip else ""
+    status, _ = monitor(c, "record status")
+    c.request("Qbtrace:bts")
+    doc, _ = read_document(c, "qXfer:btrace:read:all")
+    ends = [c.request("vCont;c", timeout=TIMEOUT)]
+    if ends[-1].startswith("T"):  # held at the end: let it end
+        ends.append(c.request("vCont;c", timeout=TIMEOUT))
+    c.send_packet("k")
+    return {"stop": strip_thread(reply), "pc": pc, "regs": regs, "code": code, "where": where, "status": status,
+            "blocks": BLOCK.findall(doc or ""),
+            "ends": [re.sub(r";process:[0-9a-f]+", "", strip_thread(e)) for e in ends]}
+
+
 def varying_slots(a, b):
     """The 8-byte slots (16 hex digits each) in which two `g` replies of
     runs that should stop alike differ: what the program itself made
