@@ -604,6 +604,17 @@ def load_base(pid, path):
     raise HarnessError("no mapping of %s in pid %d" % (path, pid))
 
 
+def symbol_offset(path, name):
+    """The file offset (as linked) of symbol `name` in the program file
+    `path` (`nm`): add load_base's result to get its address."""
+    out = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 3 and fields[2] == name:
+            return int(fields[0], 16)
+    raise HarnessError("%s: no symbol %s" % (path, name))
+
+
 def free_port():
     """A TCP port that was free a moment ago (for tests that need a fixed one)."""
     with socket.socket() as s:

@@ -32,7 +32,7 @@ import re
 import time
 
 from harness import (Server, load_base, marker_line, pid_alive, program, run_gdb,
-                     run_test, tracer_of, wait_until)
+                     run_test, symbol_offset, tracer_of, wait_until)
 from rsp_client import RspClient, RspError
 
 KILLED = "Program terminated with signal SIGKILL, Killed."
@@ -55,13 +55,6 @@ def read_byte(pid, addr):
     with open("/proc/%d/mem" % pid, "rb") as mem:
         mem.seek(addr)
         return mem.read(1)
-
-
-def symbol_offset(path, name):
-    import subprocess
-    out = subprocess.run(["nm", path], capture_output=True, text=True).stdout
-    m = re.search(r"^([0-9a-f]+) \w %s$" % re.escape(name), out, re.M)
-    return int(m.group(1), 16)
 
 
 def next_client_served(c, label, server, kind="btstub"):

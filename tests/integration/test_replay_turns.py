@@ -25,9 +25,8 @@ Against gdbserver: skipped (no recording).
 """
 
 import re
-import subprocess
 
-from harness import Server, program, run_test, load_base
+from harness import Server, program, run_test, load_base, symbol_offset
 from rsp_client import RspClient
 
 ROUNDS = "1500"
@@ -35,18 +34,13 @@ PROGRESS = re.compile(r"btstub: searching the history: (\d+) of at most (\d+) br
                       r"Ctrl-C stops here\n")
 
 
-def symbol(path, name):
-    out = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
-    return int(re.search(r"^([0-9a-f]+) T %s$" % name, out, re.M).group(1), 16)
-
-
 def stopped_at_end(c, client, prog, base, ctx):
-    assert client.request("Z0,%x,1" % (base + symbol(prog, "bench_end"))) == "OK"
+    assert client.request("Z0,%x,1" % (base + symbol_offset(prog, "bench_end"))) == "OK"
     stop = client.request("vCont;c", timeout=120)
     c.true("the program stops at bench_end", stop.startswith("T05"), ctx + stop)
-    assert client.request("z0,%x,1" % (base + symbol(prog, "bench_end"))) == "OK"
+    assert client.request("z0,%x,1" % (base + symbol_offset(prog, "bench_end"))) == "OK"
     # Inside bench_begin's first instruction: never an instruction's address.
-    assert client.request("Z0,%x,1" % (base + symbol(prog, "bench_begin") + 1)) == "OK"
+    assert client.request("Z0,%x,1" % (base + symbol_offset(prog, "bench_begin") + 1)) == "OK"
 
 
 def session(prog, options):

@@ -27,11 +27,10 @@ Runs against btstub only (the gdbserver reference runs inside).
 """
 
 import re
-import subprocess
 
-from harness import Server, case_modes, debug_registers_trap, load_base, program, run_test
+from harness import Server, case_modes, debug_registers_trap, load_base, program, run_test, symbol_offset
 from rsp_client import RspClient
-from translate_compare import TIMEOUT, full_stop_facts, monitor
+from translate_compare import TIMEOUT, full_stop_facts, monitor, select_thread
 
 MODES = ("int3", "step", "debugreg", "translate")
 BRANCH_BYTES = 24  # one branch's share of a trace size
@@ -50,28 +49,13 @@ def without_rf(regs):
     return regs[:EFLAGS_BYTE2] + "%02x" % byte + regs[EFLAGS_BYTE2 + 2:]
 
 
-def symbol(prog, name):
-    out = subprocess.run(["nm", prog], capture_output=True, text=True, check=True).stdout
-    for line in out.splitlines():
-        fields = line.split()
-        if len(fields) == 3 and fields[2] == name:
-            return int(fields[0], 16)
-    raise AssertionError("%s: no symbol %s" % (prog, name))
-
-
 def run_to(c, server, prog, name):
     """Runs the program to the function `name`'s first instruction."""
-    at = load_base(server.inferior_pid, prog) + symbol(prog, name)
+    at = load_base(server.inferior_pid, prog) + symbol_offset(prog, name)
     assert c.request("Z0,%x,1" % at) == "OK"
     reply = c.request("vCont;c", timeout=TIMEOUT)
     assert c.request("z0,%x,1" % at) == "OK"
     return reply
-
-
-def select_thread(c, reply):
-    thread = re.search(r"thread:([0-9a-fp.]+);", reply)
-    if thread:
-        c.request("Hg" + thread.group(1))
 
 
 def recorded(prog, mode, branches):

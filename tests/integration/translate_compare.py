@@ -141,9 +141,7 @@ def _record_session(server):
             if sig is None or sig == 0:
                 break
             reply = c.request("vCont;c" if ";exec:" in reply or sig == signal.SIGTRAP else "C%02x" % sig, timeout=TIMEOUT)
-        thread = re.search(r"thread:([0-9a-fp.]+);", stops[-1])
-        if thread:
-            c.request("Hg" + thread.group(1))
+        select_thread(c, stops[-1])
         status, _ = monitor(c, "record status")
         maps = read_maps(server.inferior_pid)
         vdso = vdso_range(maps)
@@ -154,15 +152,20 @@ def _record_session(server):
             "blocks": blocks_outside(doc, vdso), "vdso": vdso, "maps": maps}
 
 
+def select_thread(c, reply):
+    """Selects (Hg) the thread a stop reply names, if it names one."""
+    thread = re.search(r"thread:([0-9a-fp.]+);", reply)
+    if thread:
+        c.request("Hg" + thread.group(1))
+
+
 def full_stop_facts(c, server, reply):
     """What a stop of a full trace (`reply`) shows, the thread selected: the
     stop reply without its thread, pc, registers (`g`), the two code bytes
     at the pc, the mapping the pc is in, `monitor record status`, the
     qXfer:btrace:read:all blocks; then how the program ends when continued
     (one more `continue` past the held end). Kills it after."""
-    thread = re.search(r"thread:([0-9a-fp.]+);", reply)
-    if thread:
-        c.request("Hg" + thread.group(1))
+    select_thread(c, reply)
     regs = c.request("g")
     rip = re.search(r"(?:^|;)10:([0-9a-f]{16});", reply[3:])
     pc = int.from_bytes(bytes.fromhex(rip.group(1)), "little") if rip else None
