@@ -15,8 +15,10 @@ trace that fills in ld.so may stop where a register holds the time stamp
 counter it read, or a thread id) and the same branch
 trace (qXfer:btrace:read:all), and,
 continued, end the same way with the same output. The translate run must
-have logged most branches in translated code and reached the stop at a
-log-full exit, so the comparison cannot pass with the cache unused.
+have logged most branches in translated code and, where the trace fills
+in the program's own code, reached the stop at a log-full exit, so the
+comparison cannot pass with the cache unused (in ld.so or libc the trace
+may fill in a block left to the ptrace tracer: a system call, rdtsc).
 loop_count (a hot loop of the `loop` instruction, which counts rcx down
 before it branches) must stop at a `loop`: rcx there is the one before it.
 
@@ -88,8 +90,13 @@ def main(args, c):
             share = translated_share(got["status"])
             c.true("%s: translated code logged most branches" % label,
                    share is not None and share[1] > 0 and share[0] > share[1] / 2, ctx)
-            full = LOG_FULL.search(got["status"])
-            c.true("%s: the translate run came to a log-full exit" % label, full and int(full.group(1)) > 0, ctx)
+            # ld.so and libc hold the blocks left to the ptrace tracer (system
+            # calls, rdtsc): a trace may fill in one of them, where 100k does
+            # in some environments (ld.so's `read` of libc.so.6).
+            if own:
+                full = LOG_FULL.search(got["status"])
+                c.true("%s: the translate run came to a log-full exit" % label,
+                       full and int(full.group(1)) > 0, ctx)
             if name == "loop_count":
                 c.true("%s: stopped at a `loop` (%s)" % (label, ref["code"]), ref["code"].startswith("e2"), ctx)
             c.not_contains("%s: no complaint from the translating tracer" % label, got["stderr"], "btstub: ", ctx)
