@@ -682,6 +682,14 @@ def run_test(name, main):
     an XSAVE fault message in a transcript of the server under test is a
     failure. The last lines say what the references needed."""
     global SHIM
+    # The working directory as a shell tells it: ctest starts a test in its
+    # build directory with the PWD of whoever started ctest, a shell
+    # between a server and its program (btstub's and gdbserver's default)
+    # puts the real one in its place, and lldb-server, which starts the
+    # program itself, passes it on as it is: the two programs' stacks then
+    # lay out apart (LLDB's transcripts differed by 16 bytes in every
+    # stack address under `env -i ... bash .ci/run` in /check/work/main).
+    os.environ["PWD"] = os.getcwd()
     args = parse_args(name)
     checker = Checker(name, args.server)
     log_dir = _sanitizer_logs_begin()
