@@ -144,9 +144,13 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid, const
   int ended = -1;
   auto injected = inject_clone(tid, &ended);
   if (ended != -1) {
-    // Killed from outside while being copied: its end was reaped on the
-    // way, so it is reported from here (the next wait would find nothing).
-    if (auto event = handle_status(tid, ended)) ended_while_stopping_ = event;
+    // Killed from outside while being copied: its end, reaped on the way,
+    // goes back to be reaped again (the next wait would find nothing), and
+    // the event loop reports it. Handled here, it took the thread's state
+    // (all of the program's, for the leader) from under the stop or resume
+    // whose tracer asked for this copy, which went on using it.
+    thread.running = true;
+    replay_.emplace_front(tid, ended);
     return injected.error();
   }
   if (siginfo) (void)write_siginfo(tid, *siginfo);

@@ -13,6 +13,15 @@ SIGSYS. Before this, a clone that made no clone event let the continued
 thread run on into the program's code with btstub's registers: the
 program ended without printing its checksum.
 
+With `kill` the filter ends the program (SECCOMP_RET_KILL_PROCESS) at the
+first checkpoint's clone: btstub does not read the program's filters, and
+this is the program's end in the middle of a copy, as a SIGKILL from
+outside would be, made certain. It is reported as the end it is (X, SIGSYS)
+and btstub stays sound. Before this, the copy handled that end on the spot,
+which freed the thread's state under the stop whose tracer took the copy
+(a heap-use-after-free under ASan, seen in CI's test_lifecycle_faults as a
+SIGKILL from outside).
+
 Runs against btstub only (gdbserver has no --record).
 
     python3 test_copy_clone_refused.py [-v]
@@ -25,16 +34,34 @@ from rsp_client import RspClient
 from translate_compare import TIMEOUT, stop_signal
 
 
+def check_end_during_copy(c, label, prog):
+    with Server("btstub", [prog, "kill"], options=("--once", "--record")) as server:
+        with RspClient.connect(server.port, timeout=TIMEOUT) as client:
+            client.handshake(features="multiprocess+;swbreak+;hwbreak+;vContSupported+")
+            first = client.request("vCont;c", timeout=TIMEOUT)
+        # gdb's number for SIGSYS is 12.
+        c.matches("%s: the end in the copy's clone is reported as the program's (SIGSYS)" % label,
+                  first, r"^X0c(;|$)", server.stderr[-2000:])
+        try:
+            status = server.proc.wait(TIMEOUT)
+        except subprocess.TimeoutExpired:
+            status = None
+        c.equal("%s: btstub ends with its --once client, unharmed" % label, 0, status, server.stderr[-2000:])
+
+
 def main(args, c):
     if args.server != "btstub":
         c.true("only btstub records with --record (skipped for %s)" % args.server, True)
         return
     for opt in ("O0", "O2"):
         prog = program("no_clone_copies", opt)
-        for mode in ("errno", "trap"):
+        for mode in ("errno", "trap", "kill"):
             label = "%s %s" % (opt, mode)
             native = subprocess.run([prog, mode], capture_output=True, text=True, timeout=60)
             c.equal("%s: runs natively" % label, 0, native.returncode, native.stderr)
+            if mode == "kill":
+                check_end_during_copy(c, label, prog)
+                continue
             with Server("btstub", [prog, mode], options=("--once", "--record")) as server, \
                     RspClient.connect(server.port, timeout=TIMEOUT) as client:
                 client.handshake(features="multiprocess+;swbreak+;hwbreak+;vContSupported+")
