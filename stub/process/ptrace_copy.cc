@@ -133,8 +133,8 @@ bool sent_sigtrap(pid_t tid);
 // call can be made. At the other event stops none is made: a vfork's (the
 // step would wait for the child, which may be held), seccomp's (before
 // the call: the step would make it), exit's. Signals met on the way are
-// the program's.
-Expected<void> leave_event_stop(pid_t tid, std::vector<int>& signals_met) {
+// the program's; its end met on the way goes to `ended` (when given).
+Expected<void> leave_event_stop(pid_t tid, std::vector<int>& signals_met, int* ended) {
   siginfo_t info{};
   if (!do_ptrace(PTRACE_GETSIGINFO, tid, 0, &info) || info.si_signo != SIGTRAP || (info.si_code & 0xff) != SIGTRAP ||
       (info.si_code >> 8) == 0) {
@@ -153,6 +153,7 @@ Expected<void> leave_event_stop(pid_t tid, std::vector<int>& signals_met) {
     int status = 0;
     const pid_t waited = wait_retry(tid, &status, __WALL);
     if (waited != tid || !WIFSTOPPED(status)) {
+      if (waited == tid && ended != nullptr) *ended = status;
       return make_error(ErrorCode::NoProcess, "The program ended during a system call of btstub's");
     }
     const int signal = WSTOPSIG(status);
@@ -167,9 +168,9 @@ Expected<void> leave_event_stop(pid_t tid, std::vector<int>& signals_met) {
   return {};
 }
 
-Expected<BorrowedSite> borrow_syscall_site(pid_t tid) {
+Expected<BorrowedSite> borrow_syscall_site(pid_t tid, int* ended) {
   BorrowedSite site;
-  if (auto left = leave_event_stop(tid, site.signals_met); !left) {
+  if (auto left = leave_event_stop(tid, site.signals_met, ended); !left) {
     for (int signal : site.signals_met) (void)::syscall(SYS_tkill, tid, signal);  // still the program's
     return left.error();
   }
@@ -270,8 +271,8 @@ Expected<long> step_past_syscall(pid_t tid, long number, uint64_t pc, std::vecto
 
 }  // namespace
 
-Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64_t> args) {
-  auto site = borrow_syscall_site(tid);
+Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64_t> args, int* ended) {
+  auto site = borrow_syscall_site(tid, ended);
   if (!site) return site.error();
   args.resize(6, 0);
   user_regs_struct call = site->saved;
@@ -285,7 +286,7 @@ Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64
   // One step runs the `syscall`; a signal that comes first is kept for the program.
   InjectedCall result;
   result.signals_met = site->signals_met;
-  auto rax = step_past_syscall(tid, number, call.rip, result.signals_met);
+  auto rax = step_past_syscall(tid, number, call.rip, result.signals_met, ended);
   if (!rax && rax.error().code == ErrorCode::NoProcess) return rax.error();
   site->put_back(tid);
   if (!rax) return rax.error();
@@ -294,7 +295,7 @@ Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64
 }
 
 Expected<InjectedClone> inject_clone(pid_t tid, int* ended) {
-  auto site = borrow_syscall_site(tid);
+  auto site = borrow_syscall_site(tid, ended);
   if (!site) return site.error();
   user_regs_struct& saved = site->saved;
   const uint64_t pc = saved.rip;

@@ -144,13 +144,9 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid, const
   int ended = -1;
   auto injected = inject_clone(tid, &ended);
   if (ended != -1) {
-    // Killed from outside while being copied: its end, reaped on the way,
-    // goes back to be reaped again (the next wait would find nothing), and
-    // the event loop reports it. Handled here, it took the thread's state
-    // (all of the program's, for the leader) from under the stop or resume
-    // whose tracer asked for this copy, which went on using it.
-    thread.running = true;
-    replay_.emplace_front(tid, ended);
+    // Killed from outside while being copied (the next wait would find
+    // nothing).
+    give_back_end(tid, ended);
     return injected.error();
   }
   if (siginfo) (void)write_siginfo(tid, *siginfo);

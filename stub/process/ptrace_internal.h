@@ -72,12 +72,13 @@ btstub::Expected<InjectedClone> inject_clone(pid_t tid, int* ended = nullptr);
 // Makes the stopped thread `tid` run one system call at its pc (as
 // inject_clone borrows two bytes), then puts its registers back. The
 // call's result (negative errno on failure), and the signals that stopped
-// it meanwhile.
+// it meanwhile. `ended` as for inject_clone.
 struct InjectedCall {
   long result = 0;
   std::vector<int> signals_met;
 };
-btstub::Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64_t> args);
+btstub::Expected<InjectedCall> inject_syscall(pid_t tid, long number, std::vector<uint64_t> args,
+                                              int* ended = nullptr);
 
 // DRn in the user area (PTRACE_PEEKUSER/POKEUSER), and writing it.
 uint64_t debugreg_offset(int n);

@@ -40,9 +40,9 @@ Expected<uint64_t> PtraceProcess::map_program_memory(pid_t tid, uint64_t near, u
   // may run through them meanwhile (the translating tracer maps memory for
   // one thread while others run).
   const std::vector<pid_t> held = hold_others(tid);
-  auto mapped = inject_syscall(tid, SYS_mmap, {at, size, prot, flags, ~uint64_t{0}, 0});
+  auto mapped = inject_in_program(tid, SYS_mmap, {at, size, prot, flags, ~uint64_t{0}, 0});
   if (mapped && mapped->result >= 0 && near != 0 && static_cast<uint64_t>(mapped->result) != at) {
-    (void)inject_syscall(tid, SYS_munmap, {static_cast<uint64_t>(mapped->result), size});
+    (void)inject_in_program(tid, SYS_munmap, {static_cast<uint64_t>(mapped->result), size});
     mapped->result = -EEXIST;  // a kernel that took the address as a hint
   }
   // Not in a fork: a checkpoint's copy stands at an original pc and runs
@@ -52,7 +52,7 @@ Expected<uint64_t> PtraceProcess::map_program_memory(pid_t tid, uint64_t near, u
   // (their page tables are most of a small program's), and writes to them
   // after it no copy-on-write fault. A refusal only costs that speed.
   if (mapped && mapped->result >= 0) {
-    auto advised = inject_syscall(tid, SYS_madvise, {static_cast<uint64_t>(mapped->result), size, MADV_DONTFORK});
+    auto advised = inject_in_program(tid, SYS_madvise, {static_cast<uint64_t>(mapped->result), size, MADV_DONTFORK});
     if (advised) mapped->signals_met.insert(mapped->signals_met.end(), advised->signals_met.begin(),
                                             advised->signals_met.end());
   }
@@ -76,7 +76,7 @@ void PtraceProcess::unmap_tracer_memory() {
     const pid_t tid = threads_.begin()->first;
     std::vector<int> met;
     for (const auto& [begin, size] : tracer_mappings_) {
-      auto unmapped = inject_syscall(tid, SYS_munmap, {begin, size});
+      auto unmapped = inject_in_program(tid, SYS_munmap, {begin, size});
       if (!unmapped) break;
       met.insert(met.end(), unmapped->signals_met.begin(), unmapped->signals_met.end());
     }
@@ -98,6 +98,19 @@ void PtraceProcess::give_back_signals_met(pid_t tid, const std::vector<int>& sig
     }
     requeue_signal(tid, signal);
   }
+}
+
+Expected<InjectedCall> PtraceProcess::inject_in_program(pid_t tid, long number, std::vector<uint64_t> args) {
+  int ended = -1;
+  auto made = inject_syscall(tid, number, std::move(args), &ended);
+  if (ended != -1) give_back_end(tid, ended);
+  return made;
+}
+
+void PtraceProcess::give_back_end(pid_t tid, int status) {
+  auto found = threads_.find(tid);
+  if (found != threads_.end()) found->second.running = true;
+  replay_.emplace_front(tid, status);
 }
 
 namespace {
@@ -130,7 +143,7 @@ Expected<void> PtraceProcess::populate_program_memory(pid_t tid, uint64_t begin,
   // may enter seccomp after its areas were mapped).
   if (under_seccomp(pid_, tid)) return make_error(ErrorCode::NotSupported, "The program runs under seccomp");
   const std::vector<pid_t> held = hold_others(tid);  // as map_program_memory
-  auto made = inject_syscall(tid, SYS_madvise, {begin, size, MADV_POPULATE_WRITE});
+  auto made = inject_in_program(tid, SYS_madvise, {begin, size, MADV_POPULATE_WRITE});
   release_held(held);
   if (!made) return made.error();
   give_back_signals_met(tid, made->signals_met);
@@ -156,7 +169,7 @@ Expected<SharedMapping> PtraceProcess::map_shared_program_memory(pid_t tid, uint
   // which is still tried unless the thread is gone).
   auto call = [&](long number, std::vector<uint64_t> args) -> std::optional<long> {
     if (lost) return std::nullopt;
-    auto made = inject_syscall(tid, number, std::move(args));
+    auto made = inject_in_program(tid, number, std::move(args));
     if (!made) {
       if (made.error().code == ErrorCode::NoProcess) lost = made.error();
       return std::nullopt;
@@ -219,7 +232,7 @@ Expected<SharedMapping> PtraceProcess::map_shared_program_memory(pid_t tid, uint
 Expected<uint64_t> PtraceProcess::allocate_memory(pid_t tid, uint64_t size, int prot) {
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
   if (size == 0 || size > (uint64_t{1} << 40)) return make_error(ErrorCode::InvalidArgument, "Cannot allocate " + hex(size) + " bytes");
-  auto mapped = inject_syscall(tid, SYS_mmap, {0, size, static_cast<uint64_t>(prot), MAP_PRIVATE | MAP_ANONYMOUS,
+  auto mapped = inject_in_program(tid, SYS_mmap, {0, size, static_cast<uint64_t>(prot), MAP_PRIVATE | MAP_ANONYMOUS,
                                                ~uint64_t{0}, 0});
   if (!mapped) return mapped.error();
   give_back_signals_met(tid, mapped->signals_met);
@@ -232,7 +245,7 @@ Expected<uint64_t> PtraceProcess::allocate_memory(pid_t tid, uint64_t size, int 
 
 Expected<void> PtraceProcess::free_memory(pid_t tid, uint64_t addr, uint64_t size) {
   if (!alive_) return make_error(ErrorCode::NoProcess, "The program is not being run.");
-  auto unmapped = inject_syscall(tid, SYS_munmap, {addr, size});
+  auto unmapped = inject_in_program(tid, SYS_munmap, {addr, size});
   if (!unmapped) return unmapped.error();
   give_back_signals_met(tid, unmapped->signals_met);
   if (unmapped->result < 0) {

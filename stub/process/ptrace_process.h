@@ -40,6 +40,10 @@
 
 namespace stub::process {
 
+namespace ptrace_detail {
+struct InjectedCall;
+}
+
 class PtraceProcess final : public Process, public TracedThreadControl, public WaitOwner {
  public:
   // Starts argv (behind the wrapper, if any) stopped at its first
@@ -274,6 +278,17 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   // Signals an injected system call met (InjectedCall::signals_met), sent
   // again: the program's, but for an all-stop's SIGSTOP the thread owed.
   void give_back_signals_met(pid_t tid, const std::vector<int>& signals);
+  // A system call of btstub's made in the program (inject_syscall). Its
+  // end, met on the way (killed from outside) and reaped there, is given
+  // back (give_back_end).
+  Expected<ptrace_detail::InjectedCall> inject_in_program(pid_t tid, long number, std::vector<uint64_t> args);
+  // A status reaped inside btstub's own system call in the program goes
+  // back to be reaped again by the event loop, which reports it: handled
+  // on the spot, an end would take the thread's state (all of the
+  // program's, for the leader) from under the stop or resume whose tracer
+  // made the call. The thread counts as running, and a resume of it as
+  // made (raw_resume).
+  void give_back_end(pid_t tid, int status);
   void owe_signal(pid_t tid, ThreadState& thread, int signal);
   int take_owed_signal(pid_t tid, ThreadState& thread);
   void put_back_lifted_breakpoint(ThreadState& thread);

@@ -129,7 +129,7 @@ void PtraceProcess::keep_trap_handler(pid_t tid, ThreadState& thread, int signal
         std::vector<uint8_t> action(kActionBytes);
         std::memcpy(action.data(), trap_handler_->data(), kActionBytes);
         if (saved.size() == kActionBytes && raw_write(scratch, action)) {
-          auto set = inject_syscall(tid, SYS_rt_sigaction, {SIGTRAP, scratch, 0, sizeof(uint64_t)});
+          auto set = inject_in_program(tid, SYS_rt_sigaction, {SIGTRAP, scratch, 0, sizeof(uint64_t)});
           (void)raw_write(scratch, saved);
           if (set) {
             give_back_signals_met(tid, set->signals_met);
