@@ -305,8 +305,9 @@ Expected<InjectedClone> inject_clone(pid_t tid, int* ended) {
   user_regs_struct call = saved;
   call.rax = SYS_clone;
   call.orig_rax = ~0ull;  // no system call to restart: the kernel leaves rip alone
-  call.rdi = CLONE_PARENT;  // exit signal 0: nobody is told when it dies
-  call.rsi = call.rdx = call.r10 = call.r8 = 0;
+  call.rdi = kCopyCloneArgs[0];
+  call.rsi = kCopyCloneArgs[1], call.rdx = kCopyCloneArgs[2], call.r10 = kCopyCloneArgs[3];
+  call.r8 = kCopyCloneArgs[4], call.r9 = kCopyCloneArgs[5];
   if (auto r = do_ptrace(PTRACE_SETREGS, tid, 0, &call); !r) {
     site->put_back(tid);
     return r.error();

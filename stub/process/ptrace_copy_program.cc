@@ -140,6 +140,7 @@ Expected<std::unique_ptr<ProcessCopy>> PtraceProcess::fork_copy(pid_t tid, const
   if (in_shared_mapping(maps, *pc)) {
     return make_error(ErrorCode::NotSupported, "No copies while the program runs code in shared memory");
   }
+  if (auto allowed = seccomp_lets_through(tid, SYS_clone, kCopyCloneArgs); !allowed) return allowed.error();
   auto siginfo = read_siginfo(tid);
   int ended = -1;
   auto injected = inject_clone(tid, &ended);

@@ -59,6 +59,9 @@ btstub::Expected<protocol::RegisterFile> read_thread_registers(pid_t tid);
 // not delivered: they belong to the program. A clone that failed (a
 // resource limit, a seccomp filter) leaves `child` 0 and its errno in
 // `failed`, the thread as it was.
+// The clone's arguments: CLONE_PARENT and exit signal 0 (nobody is told
+// when the copy dies), the rest 0.
+inline const std::vector<uint64_t> kCopyCloneArgs = {0x00008000 /* CLONE_PARENT */, 0, 0, 0, 0, 0};
 struct InjectedClone {
   pid_t child = 0;
   int failed = 0;

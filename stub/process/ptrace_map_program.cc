@@ -18,6 +18,7 @@
 #include "stub/process/proc_maps.h"
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/ptrace_process.h"
+#include "stub/process/thread_seccomp.h"
 
 namespace stub::process {
 
@@ -100,7 +101,18 @@ void PtraceProcess::give_back_signals_met(pid_t tid, const std::vector<int>& sig
   }
 }
 
+Expected<void> PtraceProcess::seccomp_lets_through(pid_t tid, long number, const std::vector<uint64_t>& args) {
+  auto pc = read_pc(tid);
+  if (!pc) return pc.error();
+  if (seccomp_answer(tid, number, args, *pc) == SeccompAnswer::Harmful) {
+    return make_error(ErrorCode::NotSupported, "The program's seccomp filter would not let btstub's system call " +
+                                                   std::to_string(number) + " through");
+  }
+  return {};
+}
+
 Expected<InjectedCall> PtraceProcess::inject_in_program(pid_t tid, long number, std::vector<uint64_t> args) {
+  if (auto allowed = seccomp_lets_through(tid, number, args); !allowed) return allowed.error();
   int ended = -1;
   auto made = inject_syscall(tid, number, std::move(args), &ended);
   if (ended != -1) give_back_end(tid, ended);

@@ -282,6 +282,12 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   // end, met on the way (killed from outside) and reaped there, is given
   // back (give_back_end).
   Expected<ptrace_detail::InjectedCall> inject_in_program(pid_t tid, long number, std::vector<uint64_t> args);
+  // Not made where the thread's seccomp filters would end the program for
+  // the call (SECCOMP_RET_KILL_*, or strict mode) or show it to a
+  // supervisor (SECCOMP_RET_USER_NOTIF): refused. Where they cannot be
+  // read (btstub without CAP_SYS_ADMIN or under seccomp itself) it is made,
+  // as before btstub read them.
+  Expected<void> seccomp_lets_through(pid_t tid, long number, const std::vector<uint64_t>& args);
   // A status reaped inside btstub's own system call in the program goes
   // back to be reaped again by the event loop, which reports it: handled
   // on the spot, an end would take the thread's state (all of the

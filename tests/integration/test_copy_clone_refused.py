@@ -5,37 +5,47 @@ it was.
 Each checkpoint is a clone(CLONE_PARENT) btstub makes the program run at
 its pc (two bytes borrowed for the `syscall`). no_clone_copies.c installs
 a filter that refuses exactly that clone, with EPERM (`errno`, a sandbox's
-deny rule) or a trap (`trap`: SIGSYS), then works across system calls
-(where the tracer wants a checkpoint after each) and prints a checksum.
-Under `btstub --once --record`, at -O0 and -O2, to its end: the program
-prints what it prints natively and exits with status 0, and never gets a
-SIGSYS. Before this, a clone that made no clone event let the continued
-thread run on into the program's code with btstub's registers: the
-program ended without printing its checksum.
+deny rule), a trap (`trap`: SIGSYS) or the program's end (`kill`:
+SECCOMP_RET_KILL_PROCESS), then works across system calls (where the
+tracer wants a checkpoint after each) and prints a checksum. Under
+`btstub --once --record`, at -O0 and -O2, to its end: the program prints
+what it prints natively and exits with status 0, and never gets a SIGSYS.
+Before this, a clone that made no clone event let the continued thread
+run on into the program's code with btstub's registers: the program ended
+without printing its checksum; and a filter that kills on the clone ended
+the program at the first checkpoint (btstub now reads the filters first).
 
-With `kill` the filter ends the program (SECCOMP_RET_KILL_PROCESS) at the
-first checkpoint's clone: btstub does not read the program's filters, and
-this is the program's end in the middle of a copy, as a SIGKILL from
-outside would be, made certain. It is reported as the end it is (X, SIGSYS)
-and btstub stays sound. Before this, the copy handled that end on the spot,
-which freed the thread's state under the stop whose tracer took the copy
-(a heap-use-after-free under ASan, seen in CI's test_lifecycle_faults as a
-SIGKILL from outside).
+A btstub that cannot read the filters (run without CAP_SYS_ADMIN, here by
+setpriv) makes the clone as before, and `kill` ends the program in the
+middle of a copy, as a SIGKILL from outside would, made certain: reported
+as the end it is (X, SIGSYS), and btstub stays sound. Before this, the
+copy handled that end on the spot, which freed the thread's state under
+the stop whose tracer took the copy (a heap-use-after-free under ASan,
+seen in CI's test_lifecycle_faults as a SIGKILL from outside).
 
 Runs against btstub only (gdbserver has no --record).
 
     python3 test_copy_clone_refused.py [-v]
 """
 
+import re
 import subprocess
 
-from harness import Server, program, run_test
+from harness import Server, program, run_test, server_path
 from rsp_client import RspClient
 from translate_compare import TIMEOUT, stop_signal
 
 
+def capability_effective(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"^CapEff:\s*([0-9a-f]+)$", f.read(), re.M).group(1), 16)
+
+
 def check_end_during_copy(c, label, prog):
-    with Server("btstub", [prog, "kill"], options=("--once", "--record")) as server:
+    argv = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin",
+            server_path("btstub"), "--once", "--record", "127.0.0.1:0", prog, "kill"]
+    with Server("btstub", [], argv=argv) as server:
+        c.equal("%s: btstub runs without CAP_SYS_ADMIN" % label, 0, capability_effective(server.proc.pid) >> 21 & 1)
         with RspClient.connect(server.port, timeout=TIMEOUT) as client:
             client.handshake(features="multiprocess+;swbreak+;hwbreak+;vContSupported+")
             first = client.request("vCont;c", timeout=TIMEOUT)
@@ -60,8 +70,7 @@ def main(args, c):
             native = subprocess.run([prog, mode], capture_output=True, text=True, timeout=60)
             c.equal("%s: runs natively" % label, 0, native.returncode, native.stderr)
             if mode == "kill":
-                check_end_during_copy(c, label, prog)
-                continue
+                check_end_during_copy(c, label + ", filters unread", prog)
             with Server("btstub", [prog, mode], options=("--once", "--record")) as server, \
                     RspClient.connect(server.port, timeout=TIMEOUT) as client:
                 client.handshake(features="multiprocess+;swbreak+;hwbreak+;vContSupported+")
