@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the stub/process/ptrace_*.cc files, which alone may include
 // <sys/ptrace.h>; this header does not, so requests travel as plain ints.
+#include <sched.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -50,6 +51,10 @@ using protocol::hex;
 // layout.
 btstub::Expected<protocol::RegisterFile> read_thread_registers(pid_t tid);
 
+// The arguments of a copy's clone: CLONE_PARENT and exit signal 0 (nobody
+// is told when the copy dies), the rest 0.
+inline const std::vector<uint64_t> kCopyCloneArgs = {CLONE_PARENT, 0, 0, 0, 0, 0};
+
 // Makes the stopped thread `tid`, alone in its process, run
 // clone(CLONE_PARENT, no exit signal) at its pc (two bytes of code are
 // borrowed for the `syscall` and put back), then puts its registers back as
@@ -59,9 +64,6 @@ btstub::Expected<protocol::RegisterFile> read_thread_registers(pid_t tid);
 // not delivered: they belong to the program. A clone that failed (a
 // resource limit, a seccomp filter) leaves `child` 0 and its errno in
 // `failed`, the thread as it was.
-// The clone's arguments: CLONE_PARENT and exit signal 0 (nobody is told
-// when the copy dies), the rest 0.
-inline const std::vector<uint64_t> kCopyCloneArgs = {0x00008000 /* CLONE_PARENT */, 0, 0, 0, 0, 0};
 struct InjectedClone {
   pid_t child = 0;
   int failed = 0;
