@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
-#include <fstream>
 #include <optional>
 #include <string>
 
@@ -18,7 +17,7 @@
 #include "stub/process/proc_maps.h"
 #include "stub/process/ptrace_internal.h"
 #include "stub/process/ptrace_process.h"
-#include "stub/process/thread_seccomp.h"
+#include "stub/process/ptrace_seccomp.h"
 
 namespace stub::process {
 
@@ -125,23 +124,6 @@ void PtraceProcess::give_back_end(pid_t tid, int status) {
   replay_.emplace_front(tid, status);
 }
 
-namespace {
-
-// Whether the thread runs under seccomp (its status' "Seccomp:" field not
-// 0; unknown counts as yes). A filter may kill the thread at a system call
-// it does not list, or trap it (SIGSYS, the call's number left in rax as
-// if it were a result): btstub's memfd_create must not be the one.
-bool under_seccomp(pid_t pid, pid_t tid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("Seccomp:", 0) == 0) return line.find_first_not_of(" \t0", 8) != std::string::npos;
-  }
-  return true;
-}
-
-}  // namespace
-
 Expected<void> PtraceProcess::populate_program_memory(pid_t tid, uint64_t begin, uint64_t size) {
   const bool aligned = begin % kPageSize == 0 && size % kPageSize == 0 && size != 0 && begin + size > begin;
   const bool tracers = std::any_of(tracer_mappings_.begin(), tracer_mappings_.end(), [&](const auto& mapping) {
@@ -153,7 +135,7 @@ Expected<void> PtraceProcess::populate_program_memory(pid_t tid, uint64_t begin,
   }
   // A filter may kill the thread at a call it does not list (a program
   // may enter seccomp after its areas were mapped).
-  if (under_seccomp(pid_, tid)) return make_error(ErrorCode::NotSupported, "The program runs under seccomp");
+  if (under_seccomp(tid)) return make_error(ErrorCode::NotSupported, "The program runs under seccomp");
   const std::vector<pid_t> held = hold_others(tid);  // as map_program_memory
   auto made = inject_in_program(tid, SYS_madvise, {begin, size, MADV_POPULATE_WRITE});
   release_held(held);
@@ -168,7 +150,7 @@ Expected<void> PtraceProcess::populate_program_memory(pid_t tid, uint64_t begin,
 
 Expected<SharedMapping> PtraceProcess::map_shared_program_memory(pid_t tid, uint64_t near, uint64_t reach,
                                                                  uint64_t size) {
-  if (under_seccomp(pid_, tid)) {
+  if (under_seccomp(tid)) {
     return make_error(ErrorCode::NotSupported, "The program runs under seccomp: no memfd of btstub's there");
   }
   auto free = free_page_near(read_maps(pid_), near, reach, size);

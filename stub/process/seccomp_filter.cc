@@ -11,10 +11,9 @@ namespace {
 constexpr std::size_t kDataBytes = 64;  // sizeof(struct seccomp_data)
 constexpr std::size_t kMemoryWords = BPF_MEMWORDS;
 
-// The 32-bit word at `offset` of the call's seccomp_data, as a filter
-// loads it (x86-64 is little-endian).
-std::optional<uint32_t> data_word(const SeccompCall& call, uint32_t offset) {
-  if (offset % 4 != 0 || offset >= kDataBytes) return std::nullopt;
+// The 32-bit word at `offset` (aligned, inside: well_formed) of the
+// call's seccomp_data, as a filter loads it (x86-64 is little-endian).
+uint32_t data_word(const SeccompCall& call, uint32_t offset) {
   uint8_t data[kDataBytes];
   std::memcpy(data, &call.number, 4);
   std::memcpy(data + 4, &call.arch, 4);
@@ -25,17 +24,14 @@ std::optional<uint32_t> data_word(const SeccompCall& call, uint32_t offset) {
   return word;
 }
 
-// A, the ALU's operand op'ed with `operand`; nullopt for an operation
-// seccomp does not take. A division by zero ends the filter with 0 (the
-// kernel's answer for it: SECCOMP_RET_KILL_THREAD), told by `zero_divisor`.
-std::optional<uint32_t> alu(uint16_t op, uint32_t a, uint32_t operand, bool& zero_divisor) {
+// A, the ALU's operand op'ed with `operand` (never a division by zero:
+// the caller's); nullopt for an operation seccomp does not take.
+std::optional<uint32_t> alu(uint16_t op, uint32_t a, uint32_t operand) {
   switch (op) {
     case BPF_ADD: return a + operand;
     case BPF_SUB: return a - operand;
     case BPF_MUL: return a * operand;
-    case BPF_DIV:
-      if (operand == 0) zero_divisor = true;
-      return operand == 0 ? 0 : a / operand;
+    case BPF_DIV: return a / operand;
     case BPF_AND: return a & operand;
     case BPF_OR: return a | operand;
     case BPF_XOR: return a ^ operand;
@@ -90,7 +86,8 @@ std::optional<uint32_t> run_seccomp_filter(std::span<const BpfInstruction> filte
   uint32_t a = 0;
   uint32_t x = 0;
   uint32_t memory[kMemoryWords] = {};
-  // Every jump goes forward, so a filter runs at most its length.
+  // Every jump goes forward, so a filter runs at most its length, and
+  // well_formed holds every jump, load and store in range.
   for (std::size_t pc = 0; pc < filter.size(); ++pc) {
     const BpfInstruction& insn = filter[pc];
     const uint16_t code = insn.code;
@@ -104,7 +101,7 @@ std::optional<uint32_t> run_seccomp_filter(std::span<const BpfInstruction> filte
           value = kDataBytes;
         } else if (code == (BPF_LD | BPF_IMM) || code == (BPF_LDX | BPF_IMM)) {
           value = insn.k;
-        } else if ((code == (BPF_LD | BPF_MEM) || code == (BPF_LDX | BPF_MEM)) && insn.k < kMemoryWords) {
+        } else if (code == (BPF_LD | BPF_MEM) || code == (BPF_LDX | BPF_MEM)) {
           value = memory[insn.k];
         }
         if (!value) return std::nullopt;
@@ -114,15 +111,15 @@ std::optional<uint32_t> run_seccomp_filter(std::span<const BpfInstruction> filte
       case BPF_ST:
       case BPF_STX:
         if (code != BPF_ST && code != BPF_STX) return std::nullopt;
-        if (insn.k >= kMemoryWords) return std::nullopt;
         memory[insn.k] = BPF_CLASS(code) == BPF_ST ? a : x;
         break;
       case BPF_ALU: {
         if (BPF_OP(code) == BPF_NEG && code != (BPF_ALU | BPF_NEG)) return std::nullopt;
-        bool zero_divisor = false;
-        auto result = alu(BPF_OP(code), a, BPF_SRC(code) == BPF_X ? x : insn.k, zero_divisor);
+        const uint32_t operand = BPF_SRC(code) == BPF_X ? x : insn.k;
+        // The kernel's answer to a division by zero: 0, SECCOMP_RET_KILL_THREAD.
+        if (BPF_OP(code) == BPF_DIV && operand == 0) return 0;
+        auto result = alu(BPF_OP(code), a, operand);
         if (!result) return std::nullopt;
-        if (zero_divisor) return 0;
         a = *result;
         break;
       }
@@ -135,7 +132,6 @@ std::optional<uint32_t> run_seccomp_filter(std::span<const BpfInstruction> filte
           if (!taken) return std::nullopt;
           skip = *taken ? insn.jt : insn.jf;
         }
-        if (skip >= filter.size() - pc - 1) return std::nullopt;  // past the last instruction
         pc += skip;
         break;
       }
@@ -156,7 +152,7 @@ std::optional<uint32_t> run_seccomp_filter(std::span<const BpfInstruction> filte
         return std::nullopt;
     }
   }
-  return std::nullopt;  // ran off the end
+  return std::nullopt;  // never: well_formed ends every filter in a return
 }
 
 std::optional<uint32_t> seccomp_verdict(const std::vector<std::vector<BpfInstruction>>& filters,

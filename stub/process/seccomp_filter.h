@@ -3,7 +3,7 @@
 // making the call. btstub asks before each system call it makes in the
 // program: a filter that would end the program there (SECCOMP_RET_KILL_*)
 // or hand the call to a supervisor (SECCOMP_RET_USER_NOTIF) must not see
-// it. No OS calls here: the filters come from the caller (seccomp_filters.h
+// it. No OS calls here: the filters come from the caller (ptrace_seccomp.h
 // reads them from a thread).
 #pragma once
 

@@ -1,7 +1,7 @@
 // stub/process/seccomp_filter.h: a seccomp filter run as the kernel runs
 // it, checked against the kernel itself (a child installs the filter and
 // makes the call: the errno it gets is the answer's data); the stacking of
-// several filters; what is unknown. stub/process/thread_seccomp.h: a
+// several filters; what is unknown. stub/process/ptrace_seccomp.h: a
 // stopped tracee's filters read and asked about btstub's calls.
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -19,7 +19,7 @@
 #include <catch2/catch.hpp>
 
 #include "stub/process/seccomp_filter.h"
-#include "stub/process/thread_seccomp.h"
+#include "stub/process/ptrace_seccomp.h"
 
 namespace test_seccomp_filter {  // this file's own names, apart in a unity build
 

@@ -1,8 +1,8 @@
 #pragma once
-// Whether a system call btstub would make in a stopped thread of the
-// program is one the thread's seccomp state lets through harmlessly
-// (seccomp_filter.h), read from /proc/TID/status and the filters
-// themselves (PTRACE_SECCOMP_GET_FILTER).
+// A stopped thread's seccomp state, read from /proc/TID/status and the
+// filters themselves (PTRACE_SECCOMP_GET_FILTER): whether a system call
+// btstub would make there is one it lets through harmlessly
+// (seccomp_filter.h).
 #include <sys/types.h>
 
 #include <cstdint>
@@ -15,6 +15,12 @@ enum class SeccompAnswer {
   Harmful,   // strict mode, a kill, a supervisor's notification
   Unknown,   // the filters cannot be read (btstub without CAP_SYS_ADMIN, or under seccomp itself)
 };
+
+// Whether the thread runs under seccomp, strict or filtered (unknown
+// counts as yes). A filter may kill the thread at a system call it does
+// not list, or trap it (SIGSYS, the call's number left in rax as if it
+// were a result): btstub's memfd_create must not be the one.
+bool under_seccomp(pid_t tid);
 
 // `pc` is where the thread's `syscall` instruction stands.
 SeccompAnswer seccomp_answer(pid_t tid, long number, const std::vector<uint64_t>& args, uint64_t pc);

@@ -1,4 +1,4 @@
-#include "stub/process/thread_seccomp.h"
+#include "stub/process/ptrace_seccomp.h"
 
 #include <linux/audit.h>
 #include <sys/ptrace.h>
@@ -59,12 +59,15 @@ std::optional<std::vector<std::vector<BpfInstruction>>> read_filters(pid_t tid) 
 
 }  // namespace
 
+bool under_seccomp(pid_t tid) { return seccomp_mode(tid) != Mode::None; }
+
 SeccompAnswer seccomp_answer(pid_t tid, long number, const std::vector<uint64_t>& args, uint64_t pc) {
   switch (seccomp_mode(tid)) {
     case Mode::None:
       return SeccompAnswer::Harmless;
     case Mode::Strict:
-      // read, write, _exit and rt_sigreturn only; any other call is a SIGKILL.
+      // read, write, _exit and rt_sigreturn only (btstub makes neither of
+      // the last two); any other call is a SIGKILL.
       return number == SYS_read || number == SYS_write ? SeccompAnswer::Harmless : SeccompAnswer::Harmful;
     case Mode::Unknown:
       return SeccompAnswer::Unknown;
