@@ -4,6 +4,7 @@
 #include <fcntl.h>
 
 #include "protocol/replies.h"
+#include "protocol/rsp_link.h"
 
 namespace protocol {
 namespace {
@@ -45,7 +46,12 @@ std::string reply_file_result(int64_t result, int error_number) {
 
 std::string reply_file_data(int64_t result, std::string_view data) {
   if (result < 0) return reply_file_result(result);
-  return "F" + signed_hex(result) + ";" + escape_binary(data);
+  // The head is longest for the whole length: what it leaves fits whatever
+  // length is written.
+  const std::size_t head = 2 + signed_hex(result).size();
+  std::size_t taken = 0;
+  const std::string escaped = escape_binary_within(data, RspLink::kMaxPayload - head, taken);
+  return "F" + signed_hex(static_cast<int64_t>(taken)) + ";" + escaped;
 }
 
 std::string encode_fileio_stat(const FileioStat& st) {

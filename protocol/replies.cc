@@ -117,6 +117,23 @@ std::string escape_binary(std::string_view bytes) {
   return out;
 }
 
+std::string escape_binary_within(std::string_view bytes, std::size_t budget, std::size_t& taken) {
+  std::string out;
+  out.reserve(std::min(bytes.size(), budget));
+  for (taken = 0; taken < bytes.size(); ++taken) {
+    const char c = bytes[taken];
+    const std::size_t cost = needs_escape(c) ? 2 : 1;
+    if (out.size() + cost > budget) break;
+    if (cost == 2) {
+      out += '}';
+      out += static_cast<char>(c ^ 0x20);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::optional<std::string> unescape_binary(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size());
@@ -198,19 +215,8 @@ std::string reply_xfer_chunk(std::string_view object, uint64_t offset, uint64_t 
   uint64_t wanted = std::min<uint64_t>(length, rest.size());
   // gdb asks for `length` raw bytes, but escaping can make the reply longer
   // than the packet size we advertised; like gdbserver, send fewer bytes then.
-  const std::size_t budget = RspLink::kMaxPayload - 1;
-  std::string chunk;
   std::size_t taken = 0;
-  for (; taken < wanted; ++taken) {
-    std::size_t cost = needs_escape(rest[taken]) ? 2 : 1;
-    if (chunk.size() + cost > budget) break;
-    if (cost == 2) {
-      chunk += '}';
-      chunk += static_cast<char>(rest[taken] ^ 0x20);
-    } else {
-      chunk += rest[taken];
-    }
-  }
+  const std::string chunk = escape_binary_within(rest.substr(0, wanted), RspLink::kMaxPayload - 1, taken);
   return (taken < rest.size() ? "m" : "l") + chunk;
 }
 

@@ -22,6 +22,9 @@ std::string hex_number(uint64_t value);
 std::optional<std::vector<uint8_t>> hex_decode(std::string_view hex);
 // Escapes '#', '$', '}' and '*' as '}' followed by byte ^ 0x20.
 std::string escape_binary(std::string_view bytes);
+// escape_binary of the longest prefix of `bytes` whose escaped form fits in
+// `budget` bytes; `taken` is that prefix's length.
+std::string escape_binary_within(std::string_view bytes, std::size_t budget, std::size_t& taken);
 // Reverses escape_binary; nullopt on a trailing lone '}'.
 std::optional<std::string> unescape_binary(std::string_view bytes);
 
@@ -120,6 +123,11 @@ std::string reply_threads_info(const std::vector<ThreadStopSummary>& threads);
 // ---- vFile ----
 // "F" + hex result, or "F-1," + hex errno on failure, with ";" + escaped data attached.
 std::string reply_file_result(int64_t result, int error_number = 0);
+// `data` (the call's result: its length) escaped after "F<length>;", or,
+// where escaping would make the reply longer than the packet size btstub
+// advertises, as much of it as fits and that length (a short read, as
+// gdbserver answers): nothing else reads more than a packet holds.
+// A negative `result` is a failure with no data.
 std::string reply_file_data(int64_t result, std::string_view data);
 
 // Signal number translation (host <-> gdb). Equal for common signals on

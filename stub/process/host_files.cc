@@ -38,7 +38,11 @@ std::string HostFiles::open(const std::string& path, int fileio_flags, int mode)
   if (fds_.size() >= kMaxOpen) return fail(EMFILE);
   int host_flags = protocol::fileio_open_flags_to_host(fileio_flags);
   if (host_flags < 0) return fail(EINVAL);
-  int fd = ::open(resolve(path).c_str(), host_flags | O_CLOEXEC, mode & 0777);
+  // Never blocking: a FIFO opened for reading waited for a writer, and
+  // btstub with it, answering nothing more (gdbserver hangs there too). A
+  // read of something empty that would wait (a FIFO, /proc/kmsg) fails
+  // instead; regular files read as ever.
+  int fd = ::open(resolve(path).c_str(), host_flags | O_CLOEXEC | O_NONBLOCK, mode & 0777);
   if (fd < 0) return fail(errno);
   while (fds_.count(next_fd_) != 0) ++next_fd_;
   int client_fd = next_fd_++;

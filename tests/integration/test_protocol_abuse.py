@@ -25,6 +25,7 @@ import os
 import re
 import socket
 import subprocess
+import tempfile
 import time
 
 from harness import Server, load_base, program, run_test, wait_until
@@ -540,6 +541,63 @@ def check_vfile_huge_read(kind, c, t):
                lambda r: r.startswith("F0;") or r.startswith("F-1"))
     check_case(c, kind, t, "vFile: close", "vFile:close:%s" % fd,
                lambda r: r == "F0")
+    check_vfile_escaped_read(kind, c, t)
+    if kind == "btstub":  # gdbserver 13.1 waits in open(2) for a writer, for good
+        check_vfile_fifo(kind, c, t)
+
+
+def check_vfile_escaped_read(kind, c, t):
+    """A pread whose bytes all need escaping: the reply fits PacketSize
+    (fewer bytes, as a short read) and holds exactly the bytes it counts."""
+    client = t.client
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "escapes")
+        content = b"}#$*" * 10000
+        with open(path, "wb") as f:
+            f.write(content)
+        reply = client.request("vFile:open:%s,0,0" % hexs(path))
+        m = re.match(r"^F([0-9a-f]+)$", reply)
+        c.true("vFile: open a file of escaped bytes", m is not None, reply)
+        if not m:
+            return
+        fd = m.group(1)
+        reply = client.request("vFile:pread:%s,4000,0" % fd).encode("latin-1")
+        client.request("vFile:close:%s" % fd)
+    # The client undid the escapes; as sent, each of these bytes took two.
+    head, _, data = reply.partition(b";")
+    sent = len(head) + 1 + len(escape_binary(data))
+    count = int(head[1:], 16) if re.fullmatch(rb"F[0-9a-f]+", head) else -1
+    packet_size = int(re.search(r"PacketSize=([0-9a-f]+)", t.supported).group(1), 16)
+    fits = sent <= packet_size
+    detail = "reply of %d bytes, head %r" % (sent, head[:20])
+    if kind == "gdbserver" and not fits:
+        # 13.1 fills its buffer to PacketSize and one byte past it.
+        print("NOTE vFile: gdbserver's escaped pread is longer than its PacketSize (%s)" % detail)
+    else:
+        c.true("vFile: an escaped pread fits PacketSize (%d bytes)" % packet_size, fits, detail)
+    c.true("vFile: an escaped pread holds the bytes it counts",
+           0 < count == len(data) and data == content[:count],
+           "count %d, %d bytes" % (count, len(data)))
+
+
+def check_vfile_fifo(kind, c, t):
+    """Opening a FIFO no one writes to answers at once; reading it too."""
+    client = t.client
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "fifo")
+        os.mkfifo(path)
+        check_case(c, kind, t, "vFile: open a FIFO without a writer",
+                   "vFile:open:%s,0,0" % hexs(path),
+                   lambda r: re.fullmatch(r"F[0-9a-f]+|F-1,[0-9a-f]+", r) is not None)
+        reply = client.request("vFile:open:%s,0,0" % hexs(path))
+        m = re.match(r"^F([0-9a-f]+)$", reply)
+        if m:
+            check_case(c, kind, t, "vFile: read a FIFO without a writer",
+                       "vFile:pread:%s,100,0" % m.group(1),
+                       lambda r: r.startswith("F"))
+        check_case(c, kind, t, "vFile: open a FIFO for writing without a reader",
+                   "vFile:open:%s,1,0" % hexs(path),
+                   lambda r: re.fullmatch(r"F[0-9a-f]+|F-1,[0-9a-f]+", r) is not None)
 
 
 # --------------------------------------------------------------------------

@@ -249,6 +249,15 @@ TEST_CASE("vFile replies", "[replies]") {
   CHECK(reply_file_result(-1, 9999) == "F-1,270f");
   CHECK(reply_file_data(3, "a#b") == "F3;a}\x03" "b");
   CHECK(reply_file_data(0, "") == "F0;");
+  // Escaped, no more than a packet holds (PacketSize): a short read.
+  const std::string escapes(16384, '}');
+  const std::string short_read = reply_file_data(16384, escapes);
+  CHECK(short_read.size() <= RspLink::kMaxPayload);
+  CHECK(short_read.substr(0, 6) == "F1ffd;");
+  CHECK(unescape_binary(short_read.substr(6)) == std::string(0x1ffd, '}'));
+  const std::string plain(16384, 'a');
+  CHECK(reply_file_data(16384, plain) == "F3ffa;" + std::string(0x3ffa, 'a'));
+  CHECK(reply_file_data(0x3ffa, plain.substr(0, 0x3ffa)) == "F3ffa;" + std::string(0x3ffa, 'a'));
 }
 
 TEST_CASE("File-I/O stat encoding is big-endian and 64 bytes", "[replies]") {
