@@ -138,7 +138,8 @@ Expected<void> Server::may_start_programs() const {
 }
 
 // The old program goes first: two traced programs at once could steal each
-// other's wait statuses, and gdb has killed or detached it already anyway.
+// other's wait statuses. Only R (restart) comes here with it live: the
+// session refuses a vRun or vAttach until gdb has killed or detached it.
 Expected<Process*> Server::launch(const std::vector<std::string>& argv, const session::RunSettings& settings) {
   if (command_line_.no_run) return refused_by_no_run("Running programs");
   release_program();

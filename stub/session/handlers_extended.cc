@@ -11,7 +11,13 @@ namespace stub::session {
 namespace {
 
 // Outside extended mode gdb may still run or attach when nothing is being
-// debugged (gdbserver allows it too); with a live program it must not.
+// debugged (gdbserver allows it too); with a live program it must not. In
+// extended mode neither: btstub debugs one program at a time, and gdb
+// kills or detaches the one it has before a plain `run` or `attach`. A
+// vRun or vAttach with a program still live comes from a second inferior
+// (add-inferior), and starting it used to kill or detach the first one
+// behind gdb's back: gdb still held it, and its next `continue` repeated
+// "No thread to resume" without end.
 std::optional<Reply> refuse_start(Session& s, const char* what) {
   if (s.process_factory == nullptr) {
     return error(btstub::ErrorCode::NotSupported, std::string(what) + " is not available on this connection");
@@ -21,6 +27,11 @@ std::optional<Reply> refuse_start(Session& s, const char* what) {
   }
   if (s.has_process() && !s.extended) {
     return error(btstub::ErrorCode::InvalidArgument, "Already debugging a process");
+  }
+  if (s.has_process()) {
+    return error(btstub::ErrorCode::InvalidArgument,
+                 "Already debugging process " + std::to_string(s.inferiors().first()->pid()) +
+                     ": btstub debugs one program at a time (kill or detach it first)");
   }
   return std::nullopt;
 }

@@ -21,6 +21,11 @@
    `kill` + `run` the new one is not recorded; under `--record` every run
    is, from its start.
 
+5. A second inferior (add-inferior) while the first program lives: its
+   `run` and `attach` are refused (btstub debugs one program at a time),
+   and the first program runs on to its end (gdbserver 13.1 debugs both:
+   NOTE line).
+
 A failed `attach` must leave the session usable (btstub only: gdbserver 13.1
 crashes on the next request, NOTE line).
 
@@ -240,12 +245,58 @@ def check_disconnect(kind, c, spin):
         server.stop()
 
 
+def check_second_inferior(kind, c, spin):
+    """gdb's add-inferior: a second `run` or `attach` while the first
+    program lives. btstub debugs one program at a time: it refuses, and the
+    first program stays gdb's to continue or detach (gdbserver 13.1 debugs
+    both)."""
+    basic = program("basic")
+    server = Server(kind, [], options=("--once", "--multi"))
+    try:
+        result = run_gdb(["target extended-remote " + server.address,   # 0
+                          "set remote exec-file " + basic,              # 1
+                          "break compute",                              # 2
+                          "run alpha beta",                             # 3
+                          "add-inferior",                               # 4
+                          "inferior 2",                                 # 5
+                          "set remote exec-file " + basic,              # 6
+                          "file " + basic,                              # 7
+                          "run",                                        # 8
+                          "attach %d" % spin.pid,                       # 9
+                          "inferior 1",                                 # 10
+                          "delete",                                     # 11
+                          "continue",                                   # 12
+                          "monitor exit"],                              # 13
+                         basic, None, timeout=60)
+        server.wait_exit(10)
+    finally:
+        server.stop()
+    ctx = result.transcript() + "\n--- server stderr ---\n" + server.stderr
+    c.matches("second inferior: the first program stops at its breakpoint",
+              result.of(3), r"^Breakpoint 1, compute ", ctx)
+    if kind != "btstub":
+        print("NOTE gdbserver runs a second inferior: %r" % result.of(8).strip()[-80:])
+        return
+    # gdb shows its own words for a failed vRun or vAttach, not the E. text.
+    c.contains("second inferior: run is refused while the first program lives",
+               result.of(8), "on the remote target failed", ctx)
+    c.equal("second inferior: no second program started", 1, len(launched_pids(server)), ctx)
+    c.contains("second inferior: attach is refused too", result.of(9),
+               "Attaching to process %d failed" % spin.pid, ctx)
+    c.matches("second inferior: the first program runs on to its end",
+              result.of(12), exited("07"), ctx)
+    c.true("second inferior: the spinning program was never traced",
+           tracer_of(spin.pid) == 0 and spin.poll() is None,
+           "TracerPid %r" % tracer_of(spin.pid))
+
+
 def main(args, c):
     with tempfile.TemporaryDirectory(prefix="btstub-test-") as tmp:
         spin = start_spin(tmp)
         try:
             check_multi_session(args.server, c, spin)
             check_extended_with_program(args.server, c)
+            check_second_inferior(args.server, c, spin)
             check_disconnect(args.server, c, spin)
             if args.server == "btstub":
                 check_record_per_run(c)
