@@ -26,6 +26,7 @@
 #include "protocol/replies.h"
 #include "protocol/rsp_link.h"
 #include "stub/server/child_signals.h"
+#include "stub/server/termination_signals.h"
 #include "stub/session/session.h"
 
 namespace stub::server {
@@ -41,13 +42,15 @@ template <class ReadStream, class WriteStream>
 class Connection {
  public:
   Connection(boost::asio::io_context& io, ReadStream& in, WriteStream& out, Session& session,
-             ChildSignals& sigchld, bool remote_debug, std::chrono::microseconds busy_poll,
+             ChildSignals& sigchld, TerminationSignals& terminate, bool remote_debug,
+             std::chrono::microseconds busy_poll,
              std::chrono::seconds replay_progress)
       : io_(io),
         in_(in),
         out_(out),
         session_(session),
         sigchld_(sigchld),
+        terminate_(terminate),
         remote_debug_(remote_debug),
         busy_poll_(busy_poll),
         replay_progress_(replay_progress) {
@@ -60,6 +63,12 @@ class Connection {
   ConnectionResult run() {
     start_read();
     watch_children();
+    // Ends the connection as a hang-up does; the server then lets the
+    // program go and exits (termination_signals.h).
+    terminate_.async_wait([this] {
+      closing_ = true;
+      finish();
+    });
     io_.run();
     io_.restart();
     return result_;
@@ -393,6 +402,7 @@ class Connection {
     flush();
     boost::system::error_code ignored;
     sigchld_.cancel(ignored);
+    terminate_.cancel();
     in_.cancel(ignored);
   }
 
@@ -401,6 +411,7 @@ class Connection {
   WriteStream& out_;
   Session& session_;
   ChildSignals& sigchld_;
+  TerminationSignals& terminate_;
   bool remote_debug_;
   bool log_timestamps_ = false;  // monitor set debug-format
   std::chrono::microseconds busy_poll_;

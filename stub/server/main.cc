@@ -1,6 +1,7 @@
 // btstub entry point: parse the gdbserver-compatible command line and run.
 #include <malloc.h>
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -63,8 +64,23 @@ int main(int argc, char** argv) {
     command_line->trace_backend = *backend;
   }
   try {
-    stub::server::Server server(std::move(*command_line));
-    return server.run();
+    int status = 0;
+    int signal = 0;
+    {
+      stub::server::Server server(std::move(*command_line));
+      status = server.run();
+      signal = server.ended_by();
+    }
+    if (signal != 0) {
+      // Every program let go: now die of the signal, as without a handler.
+      std::signal(signal, SIG_DFL);
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, signal);
+      pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+      std::raise(signal);
+    }
+    return status;
   } catch (const std::exception& e) {
     // Start-up failures from the libraries (e.g. Asio) end here, never a crash.
     std::fprintf(stderr, "btstub: %s\n", e.what());

@@ -299,8 +299,8 @@ void set_cloexec(int fd) { (void)::fcntl(fd, F_SETFD, FD_CLOEXEC); }
 // program is not to be kept: gone, or running).
 template <class In, class Out>
 ConnectionResult serve(asio::io_context& io, In& in, Out& out, Process* process, ProcessFactory* factory,
-                       TraceBackend* trace_backend, ChildSignals& sigchld, const CommandLine& cl,
-                       std::optional<SessionHandover>& handover) {
+                       TraceBackend* trace_backend, ChildSignals& sigchld, TerminationSignals& terminate,
+                       const CommandLine& cl, std::optional<SessionHandover>& handover) {
   SessionConfig config;
   config.disabled_packets = cl.disabled_packets;
   config.step_ahead = cl.step_ahead;
@@ -310,7 +310,7 @@ ConnectionResult serve(asio::io_context& io, In& in, Out& out, Process* process,
   session.process_factory = factory;
   session.trace_backend = trace_backend;
   if (handover) session.take_over(*handover);
-  Connection<In, Out> connection(io, in, out, session, sigchld, cl.remote_debug,
+  Connection<In, Out> connection(io, in, out, session, sigchld, terminate, cl.remote_debug,
                                  std::chrono::microseconds(cl.busy_poll_us),
                                  std::chrono::seconds(cl.replay_progress_seconds));
   ConnectionResult result = connection.run();
@@ -331,12 +331,14 @@ int Server::serve_stdio() {
   }
   asio::io_context io;
   ChildSignals sigchld(io);
+  TerminationSignals terminate(io);
   asio::posix::stream_descriptor in(io, ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0));
   asio::posix::stream_descriptor out(io, ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0));
   std::fprintf(stderr, "Remote debugging using stdio\n");
   std::optional<SessionHandover> handover;
-  serve(io, in, out, process_.get(), this, trace_backend(), sigchld, command_line_, handover);
+  serve(io, in, out, process_.get(), this, trace_backend(), sigchld, terminate, command_line_, handover);
   release_program();
+  ended_by_ = terminate.received();
   return 0;
 }
 
@@ -348,6 +350,7 @@ int Server::serve_tcp() {
   }
   asio::io_context io;
   ChildSignals sigchld(io);
+  TerminationSignals terminate(io);
   boost::system::error_code ec;
   auto ip = asio::ip::make_address(address->host, ec);
   if (ec) {
@@ -390,7 +393,23 @@ int Server::serve_tcp() {
   std::optional<SessionHandover> handover;  // from the previous client, for a kept program
   for (;;) {
     tcp::socket socket(io);
-    acceptor.accept(socket, ec);
+    // Waiting for a client, a termination signal ends the wait: the
+    // program goes as after a client (detached or killed).
+    acceptor.async_accept(socket, [&](const boost::system::error_code& accepted) {
+      ec = accepted;
+      terminate.cancel();
+    });
+    terminate.async_wait([&] {
+      boost::system::error_code ignored;
+      acceptor.cancel(ignored);
+    });
+    io.run();
+    io.restart();
+    if (terminate.received() != 0) {
+      release_program();
+      ended_by_ = terminate.received();
+      return 0;
+    }
     if (ec) {
       std::fprintf(stderr, "Accept failed: %s\n", ec.message().c_str());
       release_program();
@@ -403,8 +422,13 @@ int Server::serve_tcp() {
     std::fprintf(stderr, "Remote debugging from host %s, port %u\n", peer.address().to_string().c_str(),
                  static_cast<unsigned>(peer.port()));
     socket.set_option(tcp::no_delay(true), ec);
-    ConnectionResult result =
-        serve(io, socket, socket, process_.get(), this, trace_backend(), sigchld, command_line_, handover);
+    ConnectionResult result = serve(io, socket, socket, process_.get(), this, trace_backend(), sigchld, terminate,
+                                    command_line_, handover);
+    if (terminate.received() != 0) {
+      release_program();
+      ended_by_ = terminate.received();
+      return 0;
+    }
     if (handover && !result.exit_server && !command_line_.once && process_ && !process_->attached()) {
       // The client went away (gdb's `disconnect`) leaving the program it
       // launched stopped: the next client gets it as it is, as from

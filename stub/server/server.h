@@ -34,6 +34,9 @@ class Server final : public ProcessFactory {
   explicit Server(CommandLine command_line);
   // Returns the process exit status for main().
   int run();
+  // The termination signal that ended run() (0: none): main dies of it
+  // once the server is gone (termination_signals.h).
+  int ended_by() const { return ended_by_; }
 
   // ProcessFactory: the previous program is released first.
   Expected<Process*> launch(const std::vector<std::string>& argv, const session::RunSettings& settings) override;
@@ -60,6 +63,7 @@ class Server final : public ProcessFactory {
   Expected<std::unique_ptr<SoftwareTracer>> make_software_tracer() const;
 
   CommandLine command_line_;
+  int ended_by_ = 0;
   // The CPU btstub pinned itself to (run(); -1: not pinned), and the
   // others it may use.
   int pinned_cpu_ = -1;
