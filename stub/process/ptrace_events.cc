@@ -733,7 +733,16 @@ ProcessEvent PtraceProcess::handle_sigtrap(pid_t tid, ThreadState& thread, bool&
   uint64_t user_bits = tracer_slot ? (dr6 & ~uint64_t{1 << 3}) : dr6;
   auto hits = user_debug_.hits_for_dr6(user_bits);
   if (!hits.empty()) {
-    const DebugHit& hit = hits.front();
+    // One stop names one address. Several watchpoints hit by one
+    // instruction (a wide store over two of them): the highest slot's, as
+    // gdbserver names it (x86_dr_stopped_data_address). gdb stops for a
+    // write watchpoint only where its value changed, so which one is named
+    // decides what gdb sees; the lowest slot's, named before, was the
+    // unchanged one in a memset over two watched bytes, and gdb went on
+    // past the change. An execute hit only where no watchpoint was hit.
+    const auto watch = std::find_if(hits.rbegin(), hits.rend(),
+                                    [](const DebugHit& h) { return h.kind != WatchKind::Execute; });
+    const DebugHit& hit = watch != hits.rend() ? *watch : hits.front();
     switch (hit.kind) {
       case WatchKind::Execute: event.hw_stop = protocol::BreakpointType::Hardware; break;
       case WatchKind::Write: event.hw_stop = protocol::BreakpointType::WriteWatch; break;

@@ -11,6 +11,8 @@ Z1-Z4 and these say SKIP):
 2. Hardware watchpoints on watch.c: `watch value`, `rwatch other`,
    `awatch sink` at once; every write, read and access stops with the
    right kind, address and old/new values, in the order gdbserver shows.
+   One 16-byte store that hits two watchpoints, only the second's value
+   changed: the stop names that one (as gdbserver's), and gdb shows it.
 3. `hbreak reader` (Z1, `hwbreak` stop) and `bt` there; `info registers
    rip` agrees with the breakpoint's address.
 4. Four slots shared by all requests: watch, rwatch, awatch and hbreak
@@ -59,6 +61,20 @@ HARDWARE = [
     "awatch sink",
     "info watchpoints",
 ] + ["continue"] * 8
+
+# One 16-byte store hits both (watch.c, store_pair): only pair[12]
+# changes. gdb stops for a write watchpoint only where the value changed,
+# so the stop must name pair[12]'s, as gdbserver's does (the highest slot
+# hit); naming pair[3]'s (the lowest), btstub let the change go unseen.
+PAIR = [
+    "break main",        # 0
+    "continue",          # 1
+    "watch pair[3]",     # 2
+    "watch pair[12]",    # 3
+    "continue",          # 4
+    "delete",            # 5
+    "continue",          # 6
+]
 
 HBREAK = [
     "hbreak reader",
@@ -146,6 +162,12 @@ def check_hardware(c, kind):
             ("access of sink: read", r"Hardware access \(read/write\) watchpoint 4: sink\n+Value = 3"),
             ("write of value: 3 -> 10", r"Hardware watchpoint 2: value\n+Old value = 3\nNew value = 10")]:
         c.matches("watch/rwatch/awatch: " + label, stops, pattern, ctx)
+
+    test = both(c, kind, "one store, two watchpoints", program("watch"), PAIR)
+    ctx = test.transcript()
+    c.matches("one store, two watchpoints: the changed one stops", test.of(4),
+              r"Hardware watchpoint 3: pair\[12\]\n+Old value = 0 '\\000'\nNew value = 9 '\\t'", ctx)
+    c.contains("one store, two watchpoints: program exits", test.of(6), "exited normally", ctx)
 
     test = both(c, kind, "hbreak", program("watch"), HBREAK)
     ctx = test.transcript()
