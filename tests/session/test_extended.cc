@@ -213,8 +213,17 @@ TEST_CASE("outside extended mode vRun is refused while a program is debugged", "
   auto reply = session.handle_packet("vRun;" + hex("/bin/prog"));
   CHECK(reply.payload == std::optional<std::string>("E.Already debugging a process"));
   CHECK(factory.log.empty());
-  // `!` is accepted even without --multi, and then run restarts.
+  // `!` is accepted even without --multi; a run or attach still waits
+  // until the program is killed or detached (gdb does that first; a second
+  // inferior's would take the first one from under it), then restarts.
   CHECK(session.handle_packet("!").payload == std::optional<std::string>("OK"));
+  const std::string busy = "E.Already debugging process 100: btstub debugs one program at a time "
+                           "(kill or detach it first)";
+  CHECK(session.handle_packet("vRun;;" + hex("x")).payload == std::optional<std::string>(busy));
+  CHECK(session.handle_packet("vAttach;1234").payload == std::optional<std::string>(busy));
+  CHECK(factory.log.empty());
+  CHECK(process.log.empty());  // neither killed nor detached
+  CHECK(session.handle_packet("vKill;64").payload == std::optional<std::string>("OK"));
   CHECK(starts_with(*session.handle_packet("vRun;;" + hex("x")).payload, "T05"));
   CHECK(factory.log.back() == "launch /bin/default x");
 }
