@@ -16,7 +16,6 @@
 // Prints a table for docs/performance.md.
 #include <asm/prctl.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -32,6 +31,7 @@
 #include <vector>
 
 #include "decoder/block_translator.h"
+#include "tests/common/translation_area.h"
 
 extern "C" {
 long tcbench_interp(long), tcbench_calls(long), tcbench_loops(long);
@@ -56,81 +56,35 @@ bool in_code(uint64_t a) { return a >= addr(__start_tcbench_code) && a < addr(__
   std::exit(1);
 }
 
-// The thread's slots at the gs base, the indirect-target table above, the
-// log below (block_translator.h).
-class Area {
- public:
-  static constexpr std::size_t kCapacity = std::size_t{1} << 20;  // records: 32 MiB
-  Area() : words_(kWords * kCapacity + decoder::kThreadAreaAboveBase / 8) {
-    reset();
-    const auto zero = static_cast<int32_t>(decoder::indirect_entry_offset(0));
-    std::memcpy(&slot(zero), decoder::empty_indirect_entry(static_cast<uint64_t>(zero)).data(),
-                decoder::kIndirectEntrySize);
-  }
-  uint64_t base() const { return addr(words_.data() + kWords * kCapacity); }
-  uint64_t& slot(int32_t offset) { return words_[kWords * kCapacity + offset / 8]; }
-  // Empties the log; returns how many records it held.
-  uint64_t drain() {
-    const uint64_t used = kCapacity - (-slot(decoder::kSlotLogCursor)) / decoder::kLogRecordSize;
-    reset();
-    return used;
-  }
-  void enter_indirect(uint64_t original, uint64_t cache_address) {
-    const auto at = static_cast<int32_t>(decoder::indirect_entry_offset(original));
-    slot(at) = -original;
-    slot(at + 8) = cache_address;
-  }
-
- private:
-  static constexpr std::size_t kWords = decoder::kLogRecordSize / 8;
-  void reset() { slot(decoder::kSlotLogCursor) = -static_cast<uint64_t>(decoder::kLogRecordSize * kCapacity); }
-  std::vector<uint64_t> words_;
-};
-
+// The thread's area: 1 Mi records (32 MiB), so that a run leaves the
+// cache a few dozen times.
+constexpr std::size_t kLogRecords = std::size_t{1} << 20;
 // The cache, within reach of the code's RIP-relative operands.
-class Cache {
- public:
-  static constexpr std::size_t kSize = std::size_t{4} << 20;
-  Cache() {
-    const uint64_t code = addr(__start_tcbench_code) & ~uint64_t{0xffff};
-    for (uint64_t distance = 64 << 20; distance < (1ull << 30) && base_ == nullptr; distance += 64 << 20) {
-      for (uint64_t hint : {code - distance, code + distance}) {
-        void* p = ::mmap(reinterpret_cast<void*>(hint), kSize, PROT_READ | PROT_WRITE | PROT_EXEC,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-        if (p != MAP_FAILED) {
-          base_ = static_cast<uint8_t*>(p);
-          break;
-        }
-      }
-    }
-    if (base_ == nullptr) fail("no room for a cache near the code");
-  }
-  ~Cache() { ::munmap(base_, kSize); }
-  uint64_t next() const { return addr(base_ + used_); }
-  void install(const decoder::Translation& t) {
-    if (used_ + t.code.size() > kSize) fail("the cache is full");
-    std::memcpy(base_ + used_, t.code.data(), t.code.size());
-    used_ += (t.code.size() + 15) & ~std::size_t{15};
-  }
-
- private:
-  uint8_t* base_ = nullptr;
-  std::size_t used_ = 0;
-};
+constexpr std::size_t kCacheBytes = std::size_t{4} << 20;
 
 struct Runner;
 Runner* g_runner = nullptr;
 
 struct Runner {
-  explicit Runner(decoder::LogStores stores) { options.log_stores = stores; }
+  explicit Runner(decoder::LogStores stores) {
+    options.log_stores = stores;
+    if (!cache.ok()) fail("no room for a cache near the code");
+  }
 
   decoder::TranslateOptions options;
-  Cache cache;
-  Area area;
+  test_translation::CodeCache cache{addr(__start_tcbench_code), kCacheBytes};
+  test_translation::ThreadArea area{kLogRecords};
   std::map<uint64_t, decoder::Translation> blocks;       // by original address
   std::map<uint64_t, const decoder::Translation*> by_cache;  // by cache address
   uint64_t records = 0;  // branches logged (drained ones counted)
   uint64_t exits = 0;
+
+  // Empties the log; returns how many records it held.
+  uint64_t drain() {
+    const uint64_t used = area.used();
+    area.reset();
+    return used;
+  }
 
   uint64_t entry(uint64_t original) {
     if (auto it = blocks.find(original); it != blocks.end()) return it->second.cache_address;
@@ -138,7 +92,7 @@ struct Runner {
     auto t = decoder::translate_block(original, {code, static_cast<std::size_t>(addr(__stop_tcbench_code) - original)},
                                       cache.next(), options);
     if (!t) fail(t.error().message);
-    cache.install(*t);
+    if (!cache.install(*t)) fail("the cache is full");
     const decoder::Translation& kept = blocks.emplace(original, std::move(*t)).first->second;
     by_cache[kept.cache_address] = &kept;
     return kept.cache_address;
@@ -154,7 +108,7 @@ struct Runner {
     if (exit == nullptr) fail("a trap at a pc that is no exit");
     const uint64_t target = area.slot(decoder::kSlotExitTarget);
     if (exit->kind == decoder::ExitKind::LogFull) {
-      records += area.drain();
+      records += drain();
       if (exit->retry) return t.cache_address + exit->retry_offset;
       ++records;  // the branch the full log left out
     }
@@ -189,7 +143,7 @@ struct Runner {
     ::syscall(SYS_arch_prctl, ARCH_SET_GS, old_gs);
     ::sigaction(SIGTRAP, &old, nullptr);
     g_runner = nullptr;
-    records += area.drain();
+    records += drain();
     return result;
   }
 };

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "decoder/block_translator.h"
+#include "tests/common/translation_area.h"
 #include "tests/unit/decoder/block_translator_code.h"
 
 namespace test_block_translator {  // this file's own names, apart in a unity build
@@ -47,73 +48,23 @@ std::span<const uint8_t> code_at(uint64_t a) {
   return {reinterpret_cast<const uint8_t*>(a), static_cast<std::size_t>(addr(bttest_end) + 1 - a)};
 }
 
-// The thread's slots at the gs base and its log below.
-class Area {
+// The thread's area, whose drain appends the records to a vector.
+class Area : public test_translation::ThreadArea {
  public:
-  static constexpr std::size_t kWords = decoder::kLogRecordSize / 8;
-  explicit Area(std::size_t capacity)
-      : capacity_(capacity), words_(kWords * capacity + decoder::kThreadAreaAboveBase / 8) {
-    reset();
-    // Empty as the tracer leaves it (decoder::empty_indirect_entry).
-    const auto zero = static_cast<int32_t>(decoder::indirect_entry_offset(0));
-    std::memcpy(&slot(zero), decoder::empty_indirect_entry(static_cast<uint64_t>(zero)).data(),
-                decoder::kIndirectEntrySize);
-  }
-  uint64_t base() const { return addr(words_.data() + kWords * capacity_); }
-  uint64_t& slot(int32_t offset) { return words_[kWords * capacity_ + offset / 8]; }
-  void reset() { slot(decoder::kSlotLogCursor) = -static_cast<uint64_t>(decoder::kLogRecordSize * capacity_); }
-  // Sends indirect transfers to `original` straight to `cache_address`.
-  void enter_indirect(uint64_t original, uint64_t cache_address) {
-    const auto at = static_cast<int32_t>(decoder::indirect_entry_offset(original));
-    slot(at) = -original;
-    slot(at + 8) = cache_address;
-  }
+  explicit Area(std::size_t capacity) : ThreadArea(capacity) {}
   // Appends the records written since the last drain and empties the log.
   void drain(std::vector<LogRecord>& into) {
-    const std::size_t used =
-        capacity_ - static_cast<std::size_t>(-slot(decoder::kSlotLogCursor)) / decoder::kLogRecordSize;
-    for (std::size_t i = 0; i < used; ++i) {
-      const uint64_t* r = &words_[kWords * i];
-      into.push_back({r[0], r[1], r[2], r[3]});
-    }
+    for (std::size_t i = 0, n = used(); i < n; ++i) into.push_back(record(i));
     reset();
   }
-
- private:
-  std::size_t capacity_;
-  std::vector<uint64_t> words_;
 };
 
 // The cache, mapped within 1 GiB of the code it holds translations of.
-class Cache {
+class Cache : public test_translation::CodeCache {
  public:
   static constexpr std::size_t kSize = 1 << 20;
-  Cache() {
-    const uint64_t code = addr(bttest_begin) & ~uint64_t{0xffff};
-    for (uint64_t distance = 64 << 20; distance < (1ull << 30) && base_ == nullptr; distance += 64 << 20) {
-      for (uint64_t hint : {code - distance, code + distance}) {
-        void* p = ::mmap(reinterpret_cast<void*>(hint), kSize, PROT_READ | PROT_WRITE | PROT_EXEC,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-        if (p != MAP_FAILED) {
-          base_ = static_cast<uint8_t*>(p);
-          break;
-        }
-      }
-    }
-    REQUIRE(base_ != nullptr);
-  }
-  ~Cache() { ::munmap(base_, kSize); }
-  uint64_t next() const { return addr(base_ + used_); }
-  // Copies `t` in at next(), which it was translated for.
-  void install(const Translation& t) {
-    std::memcpy(base_ + used_, t.code.data(), t.code.size());
-    used_ += (t.code.size() + 15) & ~std::size_t{15};
-  }
-  bool holds(uint64_t a) const { return a >= addr(base_) && a < addr(base_ + kSize); }
-
- private:
-  uint8_t* base_ = nullptr;
-  std::size_t used_ = 0;
+  Cache() : CodeCache(addr(bttest_begin), kSize) { REQUIRE(ok()); }
+  void install(const Translation& t) { REQUIRE(CodeCache::install(t)); }
 };
 
 void apply(const decoder::CodePatch& patch) {
