@@ -337,8 +337,12 @@ int Server::serve_stdio() {
   std::fprintf(stderr, "Remote debugging using stdio\n");
   std::optional<SessionHandover> handover;
   serve(io, in, out, process_.get(), this, trace_backend(), sigchld, terminate, command_line_, handover);
+  return end_on_signal(terminate.received());
+}
+
+int Server::end_on_signal(int signal) {
   release_program();
-  ended_by_ = terminate.received();
+  ended_by_ = signal;
   return 0;
 }
 
@@ -405,11 +409,7 @@ int Server::serve_tcp() {
     });
     io.run();
     io.restart();
-    if (terminate.received() != 0) {
-      release_program();
-      ended_by_ = terminate.received();
-      return 0;
-    }
+    if (terminate.received() != 0) return end_on_signal(terminate.received());
     if (ec) {
       std::fprintf(stderr, "Accept failed: %s\n", ec.message().c_str());
       release_program();
@@ -424,11 +424,7 @@ int Server::serve_tcp() {
     socket.set_option(tcp::no_delay(true), ec);
     ConnectionResult result = serve(io, socket, socket, process_.get(), this, trace_backend(), sigchld, terminate,
                                     command_line_, handover);
-    if (terminate.received() != 0) {
-      release_program();
-      ended_by_ = terminate.received();
-      return 0;
-    }
+    if (terminate.received() != 0) return end_on_signal(terminate.received());
     if (handover && !result.exit_server && !command_line_.once && process_ && !process_->attached()) {
       // The client went away (gdb's `disconnect`) leaving the program it
       // launched stopped: the next client gets it as it is, as from

@@ -52,6 +52,9 @@ class Server final : public ProcessFactory {
   // Ends the program's part in a finished connection: a program btstub
   // started is killed, an attached one detached.
   void release_program();
+  // The program released as at a connection's end; `signal` (0: none)
+  // noted for main, which dies of it. Returns run()'s status.
+  int end_on_signal(int signal);
   // Whether a program must run before the first client connects.
   bool starts_with_program() const;
   // Gives a new program to the tracer (its hook and control) and the
