@@ -20,33 +20,32 @@ the program dies of SIGTRAP (NOTE lines; the checks are btstub's).
     python3 test_termination_signals.py [--server gdbserver] [-v]
 """
 
+import contextlib
 import os
 import signal
 import subprocess
 import tempfile
 import time
 
-from harness import (Server, kill_session, load_base, pid_alive, program, run_test, tracer_of, wait_until)
+from harness import (Server, kill_session, load_base, pid_alive, program, run_test, symbol_offset, tracer_of,
+                     wait_until)
 from rsp_client import RspClient
 
 SPIN_SECONDS = "60"
 
 
-def symbol(path, name):
-    out = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[2] == name:
-            return int(parts[0], 16)
-    raise KeyError(name)
-
-
-def start_spin(tmp, name):
+@contextlib.contextmanager
+def spinning(tmp, name):
+    """A spin_O0 in its loop, with its marker file; gone afterwards."""
     marker = os.path.join(tmp, name)
     spin = subprocess.Popen([program("spin"), SPIN_SECONDS, marker], stdin=subprocess.DEVNULL,
                             start_new_session=True)
-    time.sleep(0.3)  # into its loop
-    return spin, marker
+    try:
+        time.sleep(0.3)  # into its loop
+        yield spin, marker
+    finally:
+        kill_session(spin.pid)
+        spin.wait(5)
 
 
 def finish_spin(c, label, spin, marker, ticks_before):
@@ -78,63 +77,59 @@ def gdbserver_note(kind, label, status, extra=""):
     return False
 
 
-def ticks_now(pid, address):
+def address_in(pid, name):
+    prog = program("spin")
+    return load_base(pid, prog) + symbol_offset(prog, name)
+
+
+def ticks_now(pid):
     with open("/proc/%d/mem" % pid, "rb") as mem:
-        mem.seek(address)
+        mem.seek(address_in(pid, "ticks"))
         return int.from_bytes(mem.read(8), "little")
 
 
+def check_let_go(c, label, signo, status, stderr, spin, marker, ticks_before):
+    """btstub died of `signo` after detaching the program, which runs on."""
+    c.equal("%s: btstub dies of %s" % (label, signal.Signals(signo).name), -signo, status, stderr)
+    c.true("%s: the program is no longer traced" % label,
+           wait_until(lambda: tracer_of(spin.pid) == 0, 5), "TracerPid %r" % tracer_of(spin.pid))
+    finish_spin(c, label, spin, marker, ticks_before)
+
+
 def check_attached(kind, c, tmp, label, options, signo):
-    spin, marker = start_spin(tmp, label.replace(" ", "_"))
-    try:
-        prog = program("spin")
+    with spinning(tmp, label.replace(" ", "_")) as (spin, marker):
         server = Server(kind, [str(spin.pid)], options=options)
         try:
-            base = load_base(spin.pid, prog)
             with RspClient.connect(server.port) as client:
                 client.handshake()
-                tick = base + symbol(prog, "tick")
+                tick = address_in(spin.pid, "tick")
                 c.equal("%s: breakpoint on tick" % label, "OK", client.request("Z0,%x,1" % tick))
                 stop = client.request("vCont;c", timeout=20)
                 c.true("%s: the breakpoint is hit" % label, stop.startswith("T05"), stop)
                 client.send_packet("vCont;c")  # running on, the int3 in place
                 time.sleep(0.5)
-                ticks_before = ticks_now(spin.pid, base + symbol(prog, "ticks"))
+                ticks_before = ticks_now(spin.pid)
                 status = signalled(server, signo)
         finally:
             server.stop()
-        ctx = server.stderr
         if not gdbserver_note(kind, label, status, ", program alive %s" % pid_alive(spin.pid)):
             return
-        c.equal("%s: btstub dies of the signal" % label, -signo, status, ctx)
-        c.contains("%s: btstub detached the program" % label, ctx, "Detached from process %d" % spin.pid, ctx)
-        c.true("%s: the program is no longer traced" % label,
-               wait_until(lambda: tracer_of(spin.pid) == 0, 5), "TracerPid %r" % tracer_of(spin.pid))
-        finish_spin(c, label, spin, marker, ticks_before)
-    finally:
-        kill_session(spin.pid)
-        spin.wait(5)
+        c.contains("%s: btstub detached the program" % label, server.stderr, "Detached from process %d" % spin.pid)
+        check_let_go(c, label, signo, status, server.stderr, spin, marker, ticks_before)
 
 
 def check_waiting_for_client(kind, c, tmp):
     label = "no client yet"
-    spin, marker = start_spin(tmp, "waiting")
-    try:
+    with spinning(tmp, "waiting") as (spin, marker):
         server = Server(kind, [str(spin.pid)], options=("--attach",))
         try:
-            ticks_before = ticks_now(spin.pid, load_base(spin.pid, program("spin")) + symbol(program("spin"), "ticks"))
+            ticks_before = ticks_now(spin.pid)
             status = signalled(server, signal.SIGINT)
         finally:
             server.stop()
         if not gdbserver_note(kind, label, status):
             return
-        c.equal("%s: btstub dies of SIGINT" % label, -signal.SIGINT, status, server.stderr)
-        c.true("%s: the program is no longer traced" % label,
-               wait_until(lambda: tracer_of(spin.pid) == 0, 5), "TracerPid %r" % tracer_of(spin.pid))
-        finish_spin(c, label, spin, marker, ticks_before)
-    finally:
-        kill_session(spin.pid)
-        spin.wait(5)
+        check_let_go(c, label, signal.SIGINT, status, server.stderr, spin, marker, ticks_before)
 
 
 def programs_with(marker):
