@@ -137,9 +137,15 @@ Expected<Request> parse_breakpoint(std::string_view payload) {
   if (*type > 4) return Request{UnknownPacket{packet_name(payload)}};
   auto addr_kind = split_once(fields->second, ',');
   if (!addr_kind) return bad_packet(std::string(1, letter) + ": expected ADDR,KIND");
-  // Conditions and commands (";X..." after the kind) are evaluated by gdb
-  // when we do not advertise them, so they are ignored here.
-  auto kind_text = addr_kind->second.substr(0, addr_kind->second.find(';'));
+  // Conditions and commands (";X..." or ";cmds:..." after the kind) come
+  // only from a client that ignored qSupported (no ConditionalBreakpoints+
+  // or BreakpointCommands+): ignored, the breakpoint would stop where the
+  // client asked it not to.
+  if (addr_kind->second.find(';') != std::string_view::npos) {
+    return bad_packet(std::string(1, letter) +
+                      ": breakpoint conditions and commands are not supported (not in qSupported)");
+  }
+  auto kind_text = addr_kind->second;
   auto addr = parse_hex_u64(addr_kind->first);
   auto kind = parse_hex_u64(kind_text);
   if (!addr) return bad_packet(std::string(1, letter) + ": bad address");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <string_view>
 
 #include "protocol/amd64_registers.h"
 #include "stub/session/handlers.h"
@@ -27,7 +28,16 @@ Expected<std::string> target_features(Session& s, const std::string& annex) {
   return amd64_target_xml(s.register_layout());
 }
 
-Expected<std::string> auxv(Session& s, const std::string&) {
+// Objects that take no annex refuse one, as gdbserver does: a client that
+// named one asked for something this document is not.
+Expected<void> no_annex(std::string_view object, const std::string& annex) {
+  if (annex.empty()) return {};
+  return btstub::make_error(btstub::ErrorCode::InvalidArgument,
+                            "qXfer:" + std::string(object) + " takes no annex (got \"" + annex + "\")");
+}
+
+Expected<std::string> auxv(Session& s, const std::string& annex) {
+  if (auto checked = no_annex("auxv", annex); !checked) return checked.error();
   if (!s.has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
   return s.process()->read_auxv();
 }
@@ -53,7 +63,8 @@ Expected<std::string> libraries(Session& s, const std::string&) {
 }
 
 // Every thread with its name (comm) and last core: `info threads` shows the names.
-Expected<std::string> threads(Session& s, const std::string&) {
+Expected<std::string> threads(Session& s, const std::string& annex) {
+  if (auto checked = no_annex("threads", annex); !checked) return checked.error();
   std::vector<protocol::ThreadInfo> infos;
   for (Process* process : s.inferiors().live()) {
     for (pid_t tid : process->threads()) {
@@ -64,7 +75,8 @@ Expected<std::string> threads(Session& s, const std::string&) {
 }
 
 // The raw siginfo_t of the general thread's last stop ($_siginfo).
-Expected<std::string> siginfo(Session& s, const std::string&) {
+Expected<std::string> siginfo(Session& s, const std::string& annex) {
+  if (auto checked = no_annex("siginfo", annex); !checked) return checked.error();
   if (!s.has_process()) return btstub::make_error(btstub::ErrorCode::NoProcess, "No process");
   auto bytes = s.process()->read_siginfo(s.current_thread());
   if (!bytes) return bytes.error();
@@ -138,6 +150,7 @@ Reply handle(Session& s, const XferRead& req) {
 Reply handle(Session& s, const XferWrite& req) {
   if (req.object != "siginfo") return Reply::now(reply_empty());
   using btstub::ErrorCode;
+  if (auto checked = no_annex("siginfo", req.annex); !checked) return error(checked.error());
   if (!s.has_process()) return error(ErrorCode::NoProcess, "No process");
   const pid_t tid = s.current_thread();
   if (s.replaying(tid)) {

@@ -54,6 +54,7 @@ DIFFERS_FROM_GDBSERVER = {
     "breakpoints: Z0,zz,1": _DIES,
     "breakpoints: Z0": _DIES,
     "breakpoints: Z0,%x": _LAX + " (it inserts a breakpoint at main)",
+    "breakpoints: Z0,%x,1;X3,220027": "gdbserver evaluates conditions (it advertises ConditionalBreakpoints+); btstub refuses them",
     "resume: czz": _RESUMES,
     "resume: C05;zz": _RESUMES,
     "resume: szz": _DIES,
@@ -328,6 +329,12 @@ def xfer_cases(t):
         ("qXfer:exec-file:read:zz:0,10", error_or_empty),
         ("qXfer:exec-file:read:99999999:0,10", error_or_empty),
         ("qXfer:threads:read::0,zz", error_or_empty),
+        # Objects that take no annex refuse one (gdbserver: E01), rather
+        # than answer a document the client did not name.
+        ("qXfer:auxv:read:junk:0,10", is_error),
+        ("qXfer:threads:read:junk:0,10", is_error),
+        ("qXfer:siginfo:read:junk:0,10", is_error),
+        ("qXfer:siginfo:write:junk:0:00", is_error),
         ("qXfer:osdata:read:no-such:0,10", error_or_empty),
         # The annex (augmented-libraries-svr4-read options) is ignored, as
         # by gdbserver: any reply, as long as the session goes on.
@@ -371,6 +378,9 @@ def breakpoint_cases(t):
         ("Z0,zz,1", error_or_empty), ("Z0", error_or_empty),
         ("Z0,%x" % main, error_or_empty), ("Z9,%x,1" % main, error_or_empty),
         ("z0,%x,1" % main, is_error),
+        # A condition (here "0": never stop) btstub did not advertise is
+        # refused: ignored, the breakpoint would stop at every pass.
+        ("Z0,%x,1;X3,220027" % main, is_error),
         ("z0,%x,1" % UNMAPPED, is_error),
         ("zzz", error_or_empty),
     ]
