@@ -39,7 +39,8 @@ Expected<std::vector<PastWatch::Stretch>> PastWatch::stretches(HistoryPoint low,
   std::vector<tracing::Checkpoints::Usable> starts;
   auto first = checkpoints_.usable_for(tid_, low);
   if (first) starts.push_back(*first);
-  for (const auto& c : checkpoints_.all(tid_)) {
+  const std::vector<tracing::Checkpoints::Usable> every = checkpoints_.all(tid_);
+  for (const auto& c : every) {
     if ((first ? first->at < c.at : low < c.at) && c.at < high) starts.push_back(c);
   }
   if (!first) {
@@ -65,8 +66,14 @@ Expected<std::vector<PastWatch::Stretch>> PastWatch::stretches(HistoryPoint low,
       stretch.end = *barrier;
       stretch.ends_at_call = true;
       const HistoryPoint after{barrier->sequence, barrier->pc + kSyscallSize};
+      // The checkpoint right after the call may lie at `high` itself (a
+      // step that starts at the call, a search back from just after it):
+      // no start of a stretch, but what the call wrote is read from it.
+      auto at_after = std::find_if(every.begin(), every.end(), [&](const auto& c) { return c.at == after; });
       if (i + 1 < starts.size() && starts[i + 1].at == after) {
         stretch.after_call = starts[i + 1];
+      } else if (at_after != every.end() && !(at_after->at < high)) {
+        stretch.after_call = *at_after;
       } else if (*barrier < high && next > low) {
         gap = *barrier;
       }

@@ -9,7 +9,9 @@ counter` (reverse-continue four times, through the unchanged writes),
 forward again with `continue` in the past, and over one write with
 reverse-stepi. At every
 stop the watchpoint report (old and new value) and the location must equal
-what gdb's own record full prints on the same program. btstub's watchpoints
+what gdb's own record full prints on the same program. Single steps and
+searches that start or end right at read()'s system call report its write
+(the checkpoint after the call lies at the step's end). btstub's watchpoints
 are hardware ones (Z2, searched in copies of the program); record full's
 are software ones: gdb 13's record full passes hardware watchpoints by
 when it runs natively. Then no copy of the program may be left.
@@ -105,6 +107,38 @@ def stepped_over_call(c):
                "Cannot stop recording while replaying", r.transcript())
 
 
+def steps_across_the_call(c):
+    """Single steps that start or end at read()'s system call, with a watch
+    on what it writes: the checkpoint right after the call is where the
+    step ends, and what the call wrote is read from it (both ways, and a
+    search back from just after the call). Refused before: "a signal, or a
+    system call without a checkpoint after it, lies in between"."""
+    prog = program("past_watch", "O0")
+    target = "| " + shlex.join([server_path("btstub"), "--record", "-", prog])
+    r = run_gdb(["break %d" % marker_line("past_watch.c", "done"), "continue", "watch buf", "reverse-continue",
+                 "print $pc", "stepi", "print $pc", "reverse-stepi", "print $pc", "continue", "reverse-continue",
+                 "print $pc"], prog, target, timeout=120)
+    at_call = r.of_command("print $pc", 0).split("=")[-1].strip()
+    c.contains("the search back stops at the system call", r.of_command("reverse-continue", 0), "read",
+               r.transcript())
+    empty, filled = r"'\000' <repeats 15 times>", r'"watchme!'
+    for label, command, index, old, new in (
+            ("a stepi over the call", "stepi", 0, empty, filled),
+            ("a reverse-stepi back over it", "reverse-stepi", 0, filled, empty),
+            ("a continue from it", "continue", 1, empty, filled),
+            ("a reverse-continue from just after it", "reverse-continue", 1, filled, empty)):
+        shown = r.of_command(command, index)
+        c.true("%s reports the call's write" % label,
+               re.search(r"Old value = %s" % re.escape(old), shown) is not None
+               and re.search(r"New value = %s" % re.escape(new), shown) is not None, r.transcript())
+    after_call = r.of_command("print $pc", 1).split("=")[-1].strip()
+    c.true("the stepi ends just past the call", after_call != at_call and "read" in after_call, r.transcript())
+    c.equal("the reverse-stepi stands at the call again", at_call, r.of_command("print $pc", 2).split("=")[-1].strip(),
+            r.transcript())
+    c.equal("the reverse-continue stands at the call again", at_call,
+            r.of_command("print $pc", 3).split("=")[-1].strip(), r.transcript())
+
+
 def main(args, c):
     if not own_recording_against_record_full(args, c):
         return
@@ -136,6 +170,7 @@ def main(args, c):
         c.equal("%s: no copy of the program is left" % opt, [], leftovers(prog))
     copies_die_with_the_program(c)
     stepped_over_call(c)
+    steps_across_the_call(c)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import Server, load_base, program, run_test, wait_until
+from harness import Server, load_base, program, run_test
 from rsp_client import RspClient, RspError, escape_binary, frame, hexs
 
 # Cases where gdbserver 13.1 answers otherwise and btstub's answer is the
