@@ -198,7 +198,13 @@ Reply handle(Session& s, const Resume& raw) {
     }
   }
   if (!resumed_any) {
-    return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "No thread to resume"));
+    // Nothing left to run, but an end kept while all stopped (the program
+    // exited while a thread's exit was being reported): that end is the
+    // stop reply, which the next poll gives.
+    const std::vector<Process*> live = s.inferiors().live();
+    if (std::none_of(live.begin(), live.end(), [](const Process* p) { return p->has_pending_event(); })) {
+      return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "No thread to resume"));
+    }
   }
   s.last_stop.reset();
   s.mark_running();
