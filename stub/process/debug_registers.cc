@@ -2,6 +2,7 @@
 #include "protocol/hex_text.h"
 #include "stub/process/debug_registers.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -110,6 +111,11 @@ WatchKind DebugRegisterState::reported_kind(const Slot& slot) {
 Expected<void> DebugRegisterState::insert(WatchKind kind, uint64_t addr, uint64_t len) {
   auto pieces = pieces_for(kind, addr, len);
   if (!pieces) return pieces.error();
+  const uint64_t norm_len = normalized_length(kind, len);
+  const auto same = [&](const Watch& w) { return w.kind == kind && w.addr == addr && w.len == norm_len; };
+  // The protocol asks inserts to be idempotent (a packet sent twice): the
+  // same watch again changes nothing, and one remove takes it away.
+  if (std::any_of(watches_.begin(), watches_.end(), same)) return {};
   const Condition condition = condition_for(kind);
   const int k = static_cast<int>(kind);
   auto slots = slots_;  // work on a copy: all pieces fit or nothing changes
@@ -134,14 +140,7 @@ Expected<void> DebugRegisterState::insert(WatchKind kind, uint64_t addr, uint64_
     ++target->refs[k];
   }
   slots_ = slots;
-  const uint64_t norm_len = normalized_length(kind, len);
-  for (Watch& watch : watches_) {
-    if (watch.kind == kind && watch.addr == addr && watch.len == norm_len) {
-      ++watch.count;
-      return {};
-    }
-  }
-  watches_.push_back(Watch{kind, addr, norm_len, 1});
+  watches_.push_back(Watch{kind, addr, norm_len});
   return {};
 }
 
@@ -172,7 +171,7 @@ Expected<void> DebugRegisterState::remove(WatchKind kind, uint64_t addr, uint64_
     if (--target->refs[k] == 0 && target->refs == std::array<int, 4>{}) *target = Slot{};
   }
   slots_ = slots;
-  if (--watch->count == 0) watches_.erase(watch);
+  watches_.erase(watch);
   return {};
 }
 

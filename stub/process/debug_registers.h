@@ -49,10 +49,12 @@ class DebugRegisterState {
   // naturally aligned pieces of 1, 2, 4 or 8 bytes, one slot each; a piece
   // identical to one already installed (same address, size and hardware
   // condition) shares its slot. All or nothing: on error nothing changes.
+  // The same watch (kind, address, length) again is a no-op (Z packets are
+  // idempotent, as gdbserver's).
   // Execute ignores `len` (gdb's Z1 kind is the breakpoint instruction size)
   // and always uses one byte, the only length x86 allows for it.
   btstub::Expected<void> insert(WatchKind kind, uint64_t addr, uint64_t len);
-  // Undoes one earlier insert() with exactly the same arguments.
+  // Takes away the watch an insert() with exactly the same arguments made.
   btstub::Expected<void> remove(WatchKind kind, uint64_t addr, uint64_t len);
   void clear();
 
@@ -97,7 +99,6 @@ class DebugRegisterState {
     WatchKind kind = WatchKind::Execute;
     uint64_t addr = 0;
     uint64_t len = 0;
-    int count = 0;
     friend bool operator==(const Watch&, const Watch&) = default;
   };
 

@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import Server, load_base, program, run_test
+from harness import Server, debug_registers_trap, load_base, program, run_test
 from rsp_client import RspClient, RspError, escape_binary, frame, hexs
 
 # Cases where gdbserver 13.1 answers otherwise and btstub's answer is the
@@ -645,10 +645,32 @@ def _alive(pid):
         return False
 
 
+def check_idempotent_inserts(kind, c):
+    """Z1 and Z2 sent twice, then z1 and z2 once (a retransmitted packet, a
+    script): the protocol asks inserts to be idempotent, so nothing is left
+    and the program runs to its exit, as under gdbserver. btstub counted
+    them before and stopped at main."""
+    if not debug_registers_trap():
+        print("SKIP Z1/Z2 twice: debug registers never trap here")
+        return
+    t = Target(kind)
+    try:
+        main, counter = t.address("main"), t.address("counter")
+        for packet in ("Z1,%x,1" % main, "Z1,%x,1" % main, "z1,%x,1" % main,
+                       "Z2,%x,4" % counter, "Z2,%x,4" % counter, "z2,%x,4" % counter):
+            c.equal("twice, then once: %s" % packet.replace("%x" % main, "main").replace("%x" % counter, "counter"),
+                    "OK", t.client.request(packet))
+        c.matches("Z1/Z2 twice, z1/z2 once: the program runs to its exit",
+                  t.client.request("vCont;c", timeout=30), r"^W[0-9a-f]+")
+    finally:
+        t.close()
+
+
 def main(args, c):
     check_framing(args.server, c)
     check_families(args.server, c)
     check_half_packet_then_vanish(args.server, c)
+    check_idempotent_inserts(args.server, c)
 
 
 if __name__ == "__main__":

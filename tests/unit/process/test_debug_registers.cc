@@ -185,18 +185,21 @@ TEST_CASE("a failed insert leaves the state unchanged", "[debug_registers]") {
   }
 }
 
-TEST_CASE("identical watches share a slot with a reference count", "[debug_registers]") {
+TEST_CASE("the same watch inserted twice is one, gone with one remove", "[debug_registers]") {
   DebugRegisterState state;
   require_ok(state.insert(WatchKind::Write, 0x1000, 4));
-  const uint64_t dr7 = state.dr7();
+  const DebugRegisterState once = state;
   require_ok(state.insert(WatchKind::Write, 0x1000, 4));
+  CHECK(state == once);
   CHECK(state.free_slots() == 3);
-  CHECK(state.dr7() == dr7);
-  require_ok(state.remove(WatchKind::Write, 0x1000, 4));
-  CHECK(state.in_use(0));
-  CHECK(state.dr7() == dr7);
+  require_ok(state.insert(WatchKind::Execute, 0x2000, 1));
+  require_ok(state.insert(WatchKind::Execute, 0x2000, 1));
+  CHECK(state.free_slots() == 2);
+  require_ok(state.remove(WatchKind::Execute, 0x2000, 1));
+  CHECK_FALSE(state.breaks_at(0x2000));
   require_ok(state.remove(WatchKind::Write, 0x1000, 4));
   CHECK(state.empty());
+  CHECK(state.dr7() == 0);
   CHECK(state.dr7() == 0);
   auto again = state.remove(WatchKind::Write, 0x1000, 4);
   REQUIRE_FALSE(again.ok());
