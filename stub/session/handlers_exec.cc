@@ -14,12 +14,14 @@ namespace stub::session {
 using process::StepKind;
 using process::kHasReadOnlyWatchpoints;
 
+// Thread 0 ("any thread") names the whole process, as gdbserver reads a
+// pid-only ptid.
 const ThreadAction* action_for(const Resume& req, pid_t pid, pid_t tid) {
   for (const auto& action : req.actions) {
     if (!action.thread) return &action;
     const ThreadId& id = *action.thread;
     if (id.pid > 0 && id.pid != pid) continue;
-    if (id.is_all() || id.tid == tid) return &action;
+    if (id.is_all() || id.is_any() || id.tid == tid) return &action;
   }
   return nullptr;
 }

@@ -666,11 +666,28 @@ def check_idempotent_inserts(kind, c):
         t.close()
 
 
+def check_any_thread_resume(kind, c):
+    """vCont with thread 0 ("any thread": pPID.0, or 0 alone) resumes the
+    process, as gdbserver reads it (a pid-only ptid); btstub answered
+    "E.No thread to resume" before."""
+    t = Target(kind)
+    try:
+        main = t.address("main")
+        c.equal("Z0 at main (thread-0 resume)", "OK", t.client.request("Z0,%x,1" % main))
+        c.matches("vCont;c:pPID.0 resumes the process (to main)",
+                  t.client.request("vCont;c:p%x.0" % t.pid, timeout=30), r"^T05.*swbreak")
+        c.equal("z0 at main (thread-0 resume)", "OK", t.client.request("z0,%x,1" % main))
+        c.matches("vCont;c:0 resumes it to its exit", t.client.request("vCont;c:0", timeout=30), r"^W[0-9a-f]+")
+    finally:
+        t.close()
+
+
 def main(args, c):
     check_framing(args.server, c)
     check_families(args.server, c)
     check_half_packet_then_vanish(args.server, c)
     check_idempotent_inserts(args.server, c)
+    check_any_thread_resume(args.server, c)
 
 
 if __name__ == "__main__":
