@@ -102,6 +102,7 @@ using OsdataSource = std::string (*)();
 const std::map<std::string, OsdataSource, std::less<>>& osdata_sources() {
   static const std::map<std::string, OsdataSource, std::less<>> sources = {
       {"", [] { return protocol::osdata_types_xml(); }},
+      {"types", [] { return protocol::osdata_types_xml(); }},  // `info os types`, as gdbserver
       {"cpus", [] { return protocol::osdata_cpus_xml(process::list_os_cpus()); }},
       {"files", [] { return protocol::osdata_files_xml(process::list_os_files()); }},
       {"modules", [] { return protocol::osdata_modules_xml(process::list_os_modules()); }},

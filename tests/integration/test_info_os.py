@@ -10,7 +10,8 @@ shared-memory segment, semaphore set and message queue are made with ipcmk
 (and removed afterwards).
 
 What must hold (contents differ between runs, so only what is stable):
-- `info os` (the list of types) prints exactly gdbserver's text;
+- `info os` (the list of types) prints exactly gdbserver's text, and so
+  does `info os types` (the annex "types", which gdbserver serves too);
 - every table's column headers are gdbserver's (names, order);
 - cpus and modules: the same rows as gdbserver's;
 - processes, procgroups: a row for the program's pid; threads: its four
@@ -84,6 +85,8 @@ def session(kind):
     commands.append("info os nosuch")
     index["after"] = len(commands)
     commands.append("info os processes")
+    index["types"] = len(commands)
+    commands.append("info os types")
     commands.append("kill")
     server = Server(kind, [prog], options=("--once",))
     try:
@@ -118,6 +121,7 @@ def main(args, c):
     ref_types = ref.of(2)
     c.true("gdbserver lists ten types", all(("\n%s " % t) in ref_types for t in TYPES), ref.transcript())
     c.equal("info os: the types list is gdbserver's", ref_types, sub.of(2), ctx)
+    c.equal("info os types (annex 'types'): gdbserver's text", ref.of(index["types"]), sub.of(index["types"]), ctx)
 
     tables = {}
     for t in TYPES:
