@@ -803,6 +803,11 @@ Expected<void> PtraceProcess::detach() {
   for (auto& [tid, state] : threads_) state.reinsert_at.reset();
   breakpoints_.edit().clear();
   trace_int3s_.edit().clear();
+  // Debug registers a client left armed (D without z1-z4; gdb removes
+  // them first) would trap in a program nobody traces: SIGTRAP kills it.
+  user_debug_.clear();
+  for (auto& [tid, state] : threads_) state.trace_stop.reset();
+  sync_all_debug_regs();
   Expected<void> result = detach_threads();
   if (!attached_ && btstub_is_parent_) detached_children().push_back(pid_);
   mark_gone();

@@ -15,6 +15,12 @@ under test, each on its own fresh copy of the program:
   (a leftover int3 in worker_tick() would have killed it with SIGTRAP).
 The facts drawn from both transcripts must be the same.
 
+Then, btstub only (raw RSP, where debug registers trap): a client that
+detaches (`D;PID`) with a Z1 on worker_tick() and a Z2 on ticks[1] still
+in place leaves no debug register armed: the program goes on and exits
+normally (gdbserver 13.1 leaves them, and SIGTRAP kills it; gdb removes
+them before `D`).
+
     python3 test_attach_threads.py [--server gdbserver] [-v]
 """
 
@@ -24,8 +30,9 @@ import subprocess
 import tempfile
 import time
 
-from harness import (Server, kill_session, marker_line, pid_alive, program,
-                     run_gdb, run_test, tracer_of, wait_until)
+from harness import (Server, debug_registers_trap, kill_session, load_base, marker_line, pid_alive,
+                     program, run_gdb, run_test, symbol_offset, tracer_of, wait_until)
+from rsp_client import RspClient
 
 COMMANDS = [
     "info threads",
@@ -130,6 +137,41 @@ def attach_run(kind, c, prog, tmp):
             pass
 
 
+def detach_with_hw_points(c, prog, tmp):
+    marker = os.path.join(tmp, "hw.done")
+    proc = subprocess.Popen([prog, marker], stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        pid = proc.pid
+        wait_until(lambda: len(os.listdir("/proc/%d/task" % pid)) == 4, 5)
+        server = Server("btstub", [str(pid)], options=("--once", "--attach"))
+        try:
+            client = RspClient.connect(server.port)
+            client.handshake()
+            base = load_base(pid, prog)
+            tick, ticks = base + symbol_offset(prog, "worker_tick"), base + symbol_offset(prog, "ticks")
+            c.equal("raw: Z1 on worker_tick", "OK", client.request("Z1,%x,1" % tick))
+            c.equal("raw: Z2 on ticks[1]", "OK", client.request("Z2,%x,8" % (ticks + 8)))
+            c.equal("raw: D;PID with both still set", "OK", client.request("D;%x" % pid))
+            client.close()
+            server.wait_exit(10)
+        finally:
+            server.stop()
+        time.sleep(0.3)
+        c.true("raw: the program lives on after the detach", proc.poll() is None, "status %r" % proc.poll())
+        open(marker + ".stop", "w").close()
+        try:
+            status = proc.wait(15)
+        except subprocess.TimeoutExpired:
+            status = None
+        c.equal("raw: it exits normally when told (no debug register left armed)", 0, status)
+    finally:
+        kill_session(proc.pid)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
 def main(args, c):
     prog = program("attach_threads")
     body = marker_line("attach_threads.c", "worker_tick_body")
@@ -156,6 +198,9 @@ def main(args, c):
     ref_facts = facts(ref)
     for key in ref_facts:
         c.equal("same %s as gdbserver" % key, ref_facts[key], got[key])
+    if args.server == "btstub" and debug_registers_trap():
+        with tempfile.TemporaryDirectory(prefix="btstub-test-") as tmp:
+            detach_with_hw_points(c, prog, tmp)
 
 
 if __name__ == "__main__":
