@@ -21,10 +21,15 @@ namespace {
 // its executable, so memory taken right beside either would move the
 // program's own mappings (and its history with them). A code cache goes
 // 1 GiB below the code it serves (still within a rel32's reach of it);
-// logs go to a part of the address space programs leave alone.
+// logs go to a part of the address space programs leave alone: [126.5,
+// 126.75) TiB, below where the kernel's top-down mmaps start even with
+// ASLR (at least ~127 TiB) and inside what the sanitizers take for the
+// program's memory (ASan's high memory, TSan's and MSan's top application
+// range from 126.5 TiB). At 16 TiB, where they were, they lay in ASan's and
+// TSan's shadow, and sanitized programs refused to start.
 constexpr uint64_t kCacheAway = uint64_t{1} << 30;
-constexpr uint64_t kLogsNear = uint64_t{0x100000000000};
-constexpr uint64_t kLogsReach = uint64_t{1} << 40;
+constexpr uint64_t kLogsNear = uint64_t{0x7ea000000000};
+constexpr uint64_t kLogsReach = uint64_t{0x2000000000};
 
 std::vector<uint8_t> le64(uint64_t v) {
   std::vector<uint8_t> out(8);
