@@ -118,6 +118,18 @@ class TracedThreadControl {
     return btstub::make_error(btstub::ErrorCode::NotSupported, "Memory is read-only here");
   }
 
+  // The siginfo_t of the signal that stopped `tid`, and its replacement
+  // (the translating tracer puts the original address of a fault in the
+  // code cache in place of the cache's). The same as Process's.
+  virtual Expected<std::vector<uint8_t>> read_siginfo(pid_t tid) {
+    (void)tid;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No siginfo");
+  }
+  virtual Expected<void> write_siginfo(pid_t tid, const std::vector<uint8_t>& info) {
+    (void)tid, (void)info;
+    return btstub::make_error(btstub::ErrorCode::NotSupported, "No siginfo");
+  }
+
   // ---- the translating tracer (stub/tracing/translating_tracer.h) ----
   // Maps `size` bytes (a multiple of the page size) of fresh anonymous
   // memory into the program, readable and writable, executable when

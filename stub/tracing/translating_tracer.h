@@ -266,6 +266,9 @@ class TranslatingTracer final : public TraceHook, public TraceBackend {
   // The hook's work; before_resume and on_stop tell the ptrace tracer
   // which threads run code around them (SoftwareTracer::note_resumed).
   StepKind plan_resume(TracedThreadControl& control, pid_t tid, StepKind requested, int signal);
+  // The signal that stopped `tid` in the cache names the original address
+  // of its fault, not the cache's (si_addr).
+  void original_fault_address(TracedThreadControl& control, pid_t tid, int signal);
   TraceVerdict judge_stop(TracedThreadControl& control, const TracedStop& stop);
 
   // translating_tracer_entry.cc: into the cache.

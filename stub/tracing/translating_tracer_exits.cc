@@ -163,8 +163,32 @@ bool TranslatingTracer::step_out(TracedThreadControl& control, Thread& th, pid_t
   return moved;
 }
 
+// A fault of an instruction run in the cache (SIGILL, SIGFPE: the address
+// of the instruction; SIGSEGV, SIGBUS: of what it touched) names a cache
+// address where the kernel filled si_addr from the pc: the original's
+// goes in its place, for the handler and for the client's $_siginfo.
+// Signals sent by a process (si_code <= 0) hold a pid there, left alone.
+void TranslatingTracer::original_fault_address(TracedThreadControl& control, pid_t tid, int signal) {
+  if (signal != SIGILL && signal != SIGFPE && signal != SIGSEGV && signal != SIGBUS) return;
+  auto info = control.read_siginfo(tid);
+  constexpr std::size_t kCode = offsetof(siginfo_t, si_code);
+  constexpr std::size_t kAddr = 16;  // si_addr, in the union after three ints and padding
+  static_assert(sizeof(siginfo_t) >= kAddr + 8);
+  if (!info || info->size() < kAddr + 8) return;
+  int32_t code = 0;
+  uint64_t addr = 0;
+  std::memcpy(&code, info->data() + kCode, sizeof code);
+  std::memcpy(&addr, info->data() + kAddr, sizeof addr);
+  const decoder::Translation* t = code > 0 ? cache_.holding(addr) : nullptr;
+  if (t == nullptr) return;
+  const uint64_t original = t->original_pc(addr);
+  std::memcpy(info->data() + kAddr, &original, sizeof original);
+  (void)control.write_siginfo(tid, *info);
+}
+
 TraceVerdict TranslatingTracer::leave(TracedThreadControl& control, Thread& th, pid_t tid, uint64_t original,
                                       const TracedStop* stop, const ExitTaken::Before* before) {
+  if (stop != nullptr) original_fault_address(control, tid, stop->signal);
   if (!step_out(control, th, tid, original, before)) return TraceVerdict::Report;  // the thread is gone
   if (stop != nullptr) {
     // A stop of the program's (a signal): the ptrace tracer judges it
