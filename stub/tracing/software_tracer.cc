@@ -121,13 +121,13 @@ StepKind SoftwareTracer::plan_resume(TracedThreadControl& control, pid_t tid, St
     auto insn = blocks_.instruction_at(pc, code);
     const bool branch = insn && predicts_branch(*insn, *regs, code);
     const bool by_tracer = requested != StepKind::SingleStep && !at_user_breakpoint;
-    t->step = Step{pc, stack_of(*regs), std::move(insn), branch, by_tracer, std::nullopt};
+    t->step = Step{pc, stack_of(*regs), std::move(insn), branch, by_tracer, std::nullopt, std::nullopt};
     if (by_tracer) ++stats_.steps;
     return signal != 0 ? StepKind::SingleStep : requested;
   }
   if (restart != 0) {
     ControlMemory code(control);
-    t->step = Step{restart, stack_of(*regs), blocks_.instruction_at(restart, code), false, true, std::nullopt};
+    t->step = Step{restart, stack_of(*regs), blocks_.instruction_at(restart, code), false, true, std::nullopt, std::nullopt};
     ++stats_.steps;
     return StepKind::SingleStep;
   }
@@ -238,6 +238,7 @@ void SoftwareTracer::settle(TracedThreadControl& control, ThreadState& t, pid_t 
   if (t.step) {
     const Step& s = *t.step;
     if (s.insn && step_completed && reads_unrepeatable_value(*s.insn)) note_unrepeatable(control, t, tid, s.from);
+    if (s.untraced_flags) put_back_clone_flags(control, tid, *s.untraced_flags);
     if (s.insn && s.insn->kind == decoder::ControlKind::Syscall) {
       // Read once: whether the call was made, what it was, what it returned.
       const auto regs = control.read_general_registers(tid);
@@ -343,6 +344,16 @@ bool SoftwareTracer::refuses_more(const ThreadState& t) const {
 }
 
 SoftwareTracer::Next SoftwareTracer::continue_from(TracedThreadControl& control, ThreadState& t, pid_t tid) {
+  const Next next = plan_from(control, t, tid);
+  // Every system call the tracer runs is a step of its `syscall`.
+  if (next == Next::SingleStep && t.step && t.step->insn && t.step->insn->kind == decoder::ControlKind::Syscall &&
+      !t.step->untraced_flags) {
+    if (auto regs = control.read_general_registers(tid)) t.step->untraced_flags = traced_clone(control, tid, *regs);
+  }
+  return next;
+}
+
+SoftwareTracer::Next SoftwareTracer::plan_from(TracedThreadControl& control, ThreadState& t, pid_t tid) {
   auto regs = control.read_general_registers(tid);
   if (!regs) return Next::Report;
   const uint64_t pc = pc_of(*regs);
@@ -457,6 +468,45 @@ bool SoftwareTracer::stops_before(ThreadState& t, const decoder::Instruction& in
   return true;
 }
 
+std::optional<SoftwareTracer::Step::ClonedFlags> SoftwareTracer::traced_clone(TracedThreadControl& control,
+                                                                            pid_t tid,
+                                                                            const protocol::RegisterFile& regs) {
+  const uint64_t number = regs.get_u64(Amd64Reg::rax);
+  constexpr uint64_t kUntracedVm = CLONE_UNTRACED | CLONE_VM;
+  if (number == SYS_clone) {
+    const uint64_t flags = regs.get_u64(Amd64Reg::rdi);
+    if ((flags & kUntracedVm) != kUntracedVm) return std::nullopt;
+    protocol::RegisterFile traced;
+    traced.set_u64(Amd64Reg::rdi, flags & ~uint64_t{CLONE_UNTRACED});
+    if (!control.write_registers(tid, traced)) return std::nullopt;
+    return Step::ClonedFlags{flags, 0};
+  }
+  if (number != SYS_clone3) return std::nullopt;
+  const uint64_t at = regs.get_u64(Amd64Reg::rdi);
+  auto bytes = control.read_memory(at, sizeof(uint64_t));
+  uint64_t flags = 0;
+  if (!bytes || bytes->size() < sizeof flags) return std::nullopt;
+  std::memcpy(&flags, bytes->data(), sizeof flags);
+  if ((flags & kUntracedVm) != kUntracedVm) return std::nullopt;
+  const uint64_t traced = flags & ~uint64_t{CLONE_UNTRACED};
+  std::vector<uint8_t> out(sizeof traced);
+  std::memcpy(out.data(), &traced, sizeof traced);
+  if (!control.write_memory(at, out)) return std::nullopt;
+  return Step::ClonedFlags{flags, at};
+}
+
+void SoftwareTracer::put_back_clone_flags(TracedThreadControl& control, pid_t tid, const Step::ClonedFlags& flags) {
+  if (flags.at == 0) {
+    protocol::RegisterFile back;
+    back.set_u64(Amd64Reg::rdi, flags.flags);
+    (void)control.write_registers(tid, back);
+    return;
+  }
+  std::vector<uint8_t> out(sizeof flags.flags);
+  std::memcpy(out.data(), &flags.flags, sizeof flags.flags);
+  (void)control.write_memory(flags.at, out);
+}
+
 SoftwareTracer::Next SoftwareTracer::full_stop(ThreadState& t) {
   t.stopped_full = true;
   return Next::Report;
@@ -465,7 +515,7 @@ SoftwareTracer::Next SoftwareTracer::full_stop(ThreadState& t) {
 SoftwareTracer::Next SoftwareTracer::step_over(ThreadState& t, const protocol::RegisterFile& regs,
                                                std::optional<decoder::Instruction> insn,
                                                bool predicted_branch) {
-  t.step = Step{pc_of(regs), stack_of(regs), std::move(insn), predicted_branch, true, std::nullopt};
+  t.step = Step{pc_of(regs), stack_of(regs), std::move(insn), predicted_branch, true, std::nullopt, std::nullopt};
   ++stats_.steps;
   return Next::SingleStep;
 }

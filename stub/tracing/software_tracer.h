@@ -225,6 +225,13 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     // A system call's: the program's shared memory before it ran, for the
     // barrier it makes (Checkpoints::barrier; nullopt: not read).
     std::optional<uint64_t> shared_before;
+    // A clone's flags as the program gave them, where the step runs it
+    // without CLONE_UNTRACED (traced_clone): put back once it ran.
+    struct ClonedFlags {
+      uint64_t flags = 0;
+      uint64_t at = 0;  // clone3's argument block; 0: clone's rdi
+    };
+    std::optional<ClonedFlags> untraced_flags;
   };
   struct ThreadState {
     bool enabled = false;
@@ -282,8 +289,17 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   bool refuses_more(const ThreadState& t) const;
 
   Next continue_from(TracedThreadControl& control, ThreadState& t, pid_t tid);
+  Next plan_from(TracedThreadControl& control, ThreadState& t, pid_t tid);  // continue_from's choice
   Next at_transfer(TracedThreadControl& control, ThreadState& t, pid_t tid,
                    const protocol::RegisterFile& regs, const decoder::Instruction& insn);
+  // A clone that would make an untraced process sharing the memory
+  // (CLONE_VM | CLONE_UNTRACED: LeakSanitizer's, which stops the program's
+  // threads from it) runs traced: untraced, it ran into the tracer's int3s
+  // in the shared code and died of SIGTRAP, and the program waited for it
+  // for good. Returns the flags to put back once the call ran.
+  std::optional<Step::ClonedFlags> traced_clone(TracedThreadControl& control, pid_t tid,
+                                               const protocol::RegisterFile& regs);
+  void put_back_clone_flags(TracedThreadControl& control, pid_t tid, const Step::ClonedFlags& flags);
   Next step_over(ThreadState& t, const protocol::RegisterFile& regs, std::optional<decoder::Instruction> insn,
                  bool predicted_branch);
   // TraceStops::DebugRegister at a transfer whose target is read from
