@@ -34,7 +34,9 @@ from harness import programs_dir, run_gdb, run_test, server_path
 
 
 def main(args, c):
-    os.environ["ASAN_OPTIONS"] = "detect_leaks=0"
+    # The harness's options (log_path: a sanitized btstub's reports) stay.
+    harness_options = os.environ.get("ASAN_OPTIONS", "")
+    os.environ["ASAN_OPTIONS"] = harness_options + ":detect_leaks=0"
     ran = 0
     for name in ("sanitized_asan", "sanitized_tsan"):
         prog = os.path.join(programs_dir(), name)
@@ -60,7 +62,7 @@ def main(args, c):
         return
     prog = os.path.join(programs_dir(), "sanitized_asan")
     if os.access(prog, os.X_OK):
-        del os.environ["ASAN_OPTIONS"]
+        os.environ["ASAN_OPTIONS"] = harness_options
         for kind in ("gdbserver", args.server):
             options = ["--record"] if kind == "btstub" else []
             target = "| " + shlex.join([server_path(kind)] + options + ["-", prog])
