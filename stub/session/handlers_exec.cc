@@ -200,11 +200,12 @@ Reply handle(Session& s, const Resume& raw) {
     }
   }
   if (!resumed_any) {
-    // Nothing left to run, but an end kept while all stopped (the program
-    // exited while a thread's exit was being reported): that end is the
-    // stop reply, which the next poll gives.
+    // No thread left to run, but an end kept while all stopped (the
+    // program exited while a thread's exit was being reported): that end
+    // is the stop reply, which the next poll gives.
     const std::vector<Process*> live = s.inferiors().live();
-    if (std::none_of(live.begin(), live.end(), [](const Process* p) { return p->has_pending_event(); })) {
+    if (std::none_of(live.begin(), live.end(),
+                     [](const Process* p) { return p->threads().empty() && p->has_pending_event(); })) {
       return error(btstub::make_error(btstub::ErrorCode::InvalidArgument, "No thread to resume"));
     }
   }

@@ -3,7 +3,7 @@
  * each take about 900,000 branches with no system call between (a loop
  * that calls a noipa function), so that under the translating tracer each
  * fills its logs again and again. Joined, main reads /proc/self/smaps for
- * btstub's log areas (mapped near 16 TiB, 0x901000 bytes each: an 8 MiB
+ * btstub's log areas (mapped near 0x7ea000000000, 0x901000 bytes each: an 8 MiB
  * log, then the slots and the indirect-target table) and prints how many
  * there are and how many of them have more than BOUND_KB resident (a
  * 2 MiB log, the table and the slots), then the threads' sum:
@@ -50,7 +50,7 @@ int main(void) {
   while (smaps && fgets(line, sizeof line, smaps)) {
     unsigned long lo, hi, kb;
     if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-      in_area = lo >= 0xf0000000000ul && lo < 0x200000000000ul && hi - lo == 0x901000;
+      in_area = lo >= 0x7e8000000000ul && lo < 0x7ec000000000ul && hi - lo == 0x901000;
       areas += in_area;
     } else if (in_area && sscanf(line, "Rss: %lu kB", &kb) == 1) {
       over += kb > BOUND_KB;

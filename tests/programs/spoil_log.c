@@ -1,7 +1,7 @@
 /* spoil_log.c: for tests/integration/test_translate_lost_log.py. The
  * program writes over the log cursor of the translating tracer's area in
- * its own memory (found in /proc/self/maps: the log btstub maps near 16
- * TiB, 0x901000 bytes: an 8 MiB log of 256 Ki records, then the slots and
+ * its own memory (found in /proc/self/maps: the log btstub maps near
+ * 0x7ea000000000, 0x901000 bytes: an 8 MiB log of 256 Ki records, then the slots and
  * the indirect-target table; its cursor 0x800010 bytes in), as a wild store
  * could, then makes a system call at once, where btstub drains the log:
  * the branches logged since the last drain are lost, and the trace must
@@ -35,7 +35,7 @@ __attribute__((noipa)) int cursor_slots(long **slots, int max) {
   int found = 0;
   while (fgets(line, sizeof line, maps) && found < max) {
     unsigned long lo, hi;
-    if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo >= 0xf0000000000ul && lo < 0x200000000000ul &&
+    if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo >= 0x7e8000000000ul && lo < 0x7ec000000000ul &&
         hi - lo == 0x901000) {
       slots[found++] = (long *)(lo + 0x800010);
     }
