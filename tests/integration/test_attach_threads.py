@@ -24,6 +24,7 @@ them before `D`).
     python3 test_attach_threads.py [--server gdbserver] [-v]
 """
 
+import contextlib
 import os
 import re
 import subprocess
@@ -86,15 +87,36 @@ def facts(result):
     }
 
 
+@contextlib.contextmanager
+def running_program(prog, marker):
+    """The program started with its four threads (named), killed at the end."""
+    proc = subprocess.Popen([prog, marker], stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        # Every worker must exist (and have its name) before the attach.
+        wait_until(lambda: len(os.listdir("/proc/%d/task" % proc.pid)) == 4, 5)
+        time.sleep(0.2)
+        yield proc
+    finally:
+        kill_session(proc.pid)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def told_to_stop(proc, marker):
+    """Its exit status once told to stop (None: it did not exit)."""
+    open(marker + ".stop", "w").close()
+    try:
+        return proc.wait(15)
+    except subprocess.TimeoutExpired:
+        return None
+
+
 def attach_run(kind, c, prog, tmp):
     marker = os.path.join(tmp, kind + ".done")
-    proc = subprocess.Popen([prog, marker], stdin=subprocess.DEVNULL,
-                            start_new_session=True)
-    try:
+    with running_program(prog, marker) as proc:
         pid = proc.pid
-        # Every worker must exist (and have its name) before the attach.
-        wait_until(lambda: len(os.listdir("/proc/%d/task" % pid)) == 4, 5)
-        time.sleep(0.2)
         server = Server(kind, [str(pid)], options=("--once", "--attach"))
         try:
             result = run_gdb(COMMANDS, prog, server.address, timeout=90)
@@ -113,13 +135,8 @@ def attach_run(kind, c, prog, tmp):
         # The workers go on ticking after the detach (a stray int3 in
         # worker_tick() would kill them).
         time.sleep(0.3)
-        open(marker + ".stop", "w").close()
-        try:
-            status = proc.wait(15)
-        except subprocess.TimeoutExpired:
-            status = None
         c.equal("%s: program exits normally when told (no stray int3)" % kind,
-                0, status)
+                0, told_to_stop(proc, marker))
         text = open(marker).read() if os.path.exists(marker) else ""
         m = c.matches("%s: program wrote its tick counts" % kind, text,
                       r"^done ticks=(\d+) (\d+) (\d+)$")
@@ -129,20 +146,12 @@ def attach_run(kind, c, prog, tmp):
                        for end, hit in zip(m.groups(), at_hit.groups())),
                    "at the hit %s, at the end %s" % (at_hit.groups(), text))
         return result, ctx
-    finally:
-        kill_session(proc.pid)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 def detach_with_hw_points(c, prog, tmp):
     marker = os.path.join(tmp, "hw.done")
-    proc = subprocess.Popen([prog, marker], stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
+    with running_program(prog, marker) as proc:
         pid = proc.pid
-        wait_until(lambda: len(os.listdir("/proc/%d/task" % pid)) == 4, 5)
         server = Server("btstub", [str(pid)], options=("--once", "--attach"))
         try:
             client = RspClient.connect(server.port)
@@ -158,18 +167,7 @@ def detach_with_hw_points(c, prog, tmp):
             server.stop()
         time.sleep(0.3)
         c.true("raw: the program lives on after the detach", proc.poll() is None, "status %r" % proc.poll())
-        open(marker + ".stop", "w").close()
-        try:
-            status = proc.wait(15)
-        except subprocess.TimeoutExpired:
-            status = None
-        c.equal("raw: it exits normally when told (no debug register left armed)", 0, status)
-    finally:
-        kill_session(proc.pid)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            pass
+        c.equal("raw: it exits normally when told (no debug register left armed)", 0, told_to_stop(proc, marker))
 
 
 def main(args, c):
