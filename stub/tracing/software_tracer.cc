@@ -238,7 +238,7 @@ void SoftwareTracer::settle(TracedThreadControl& control, ThreadState& t, pid_t 
   if (t.step) {
     const Step& s = *t.step;
     if (s.insn && step_completed && reads_unrepeatable_value(*s.insn)) note_unrepeatable(control, t, tid, s.from);
-    if (s.untraced_flags) put_back_clone_flags(control, tid, *s.untraced_flags);
+    if (s.untraced_flags) (void)write_clone_flags(control, tid, *s.untraced_flags);  // the program's again
     if (s.insn && s.insn->kind == decoder::ControlKind::Syscall) {
       // Read once: whether the call was made, what it was, what it returned.
       const auto regs = control.read_general_registers(tid);
@@ -472,39 +472,31 @@ std::optional<SoftwareTracer::Step::ClonedFlags> SoftwareTracer::traced_clone(Tr
                                                                             pid_t tid,
                                                                             const protocol::RegisterFile& regs) {
   const uint64_t number = regs.get_u64(Amd64Reg::rax);
-  constexpr uint64_t kUntracedVm = CLONE_UNTRACED | CLONE_VM;
-  if (number == SYS_clone) {
-    const uint64_t flags = regs.get_u64(Amd64Reg::rdi);
-    if ((flags & kUntracedVm) != kUntracedVm) return std::nullopt;
-    protocol::RegisterFile traced;
-    traced.set_u64(Amd64Reg::rdi, flags & ~uint64_t{CLONE_UNTRACED});
-    if (!control.write_registers(tid, traced)) return std::nullopt;
-    return Step::ClonedFlags{flags, 0};
+  if (number != SYS_clone && number != SYS_clone3) return std::nullopt;
+  // clone takes its flags in rdi, clone3 in the block rdi points at.
+  const uint64_t at = number == SYS_clone3 ? regs.get_u64(Amd64Reg::rdi) : 0;
+  uint64_t flags = regs.get_u64(Amd64Reg::rdi);
+  if (at != 0) {
+    auto bytes = control.read_memory(at, sizeof flags);
+    if (!bytes || bytes->size() < sizeof flags) return std::nullopt;
+    std::memcpy(&flags, bytes->data(), sizeof flags);
   }
-  if (number != SYS_clone3) return std::nullopt;
-  const uint64_t at = regs.get_u64(Amd64Reg::rdi);
-  auto bytes = control.read_memory(at, sizeof(uint64_t));
-  uint64_t flags = 0;
-  if (!bytes || bytes->size() < sizeof flags) return std::nullopt;
-  std::memcpy(&flags, bytes->data(), sizeof flags);
+  constexpr uint64_t kUntracedVm = CLONE_UNTRACED | CLONE_VM;
   if ((flags & kUntracedVm) != kUntracedVm) return std::nullopt;
-  const uint64_t traced = flags & ~uint64_t{CLONE_UNTRACED};
-  std::vector<uint8_t> out(sizeof traced);
-  std::memcpy(out.data(), &traced, sizeof traced);
-  if (!control.write_memory(at, out)) return std::nullopt;
-  return Step::ClonedFlags{flags, at};
+  const Step::ClonedFlags given{flags, at};
+  if (!write_clone_flags(control, tid, Step::ClonedFlags{flags & ~uint64_t{CLONE_UNTRACED}, at})) return std::nullopt;
+  return given;
 }
 
-void SoftwareTracer::put_back_clone_flags(TracedThreadControl& control, pid_t tid, const Step::ClonedFlags& flags) {
+bool SoftwareTracer::write_clone_flags(TracedThreadControl& control, pid_t tid, const Step::ClonedFlags& flags) {
   if (flags.at == 0) {
-    protocol::RegisterFile back;
-    back.set_u64(Amd64Reg::rdi, flags.flags);
-    (void)control.write_registers(tid, back);
-    return;
+    protocol::RegisterFile regs;
+    regs.set_u64(Amd64Reg::rdi, flags.flags);
+    return control.write_registers(tid, regs).ok();
   }
-  std::vector<uint8_t> out(sizeof flags.flags);
-  std::memcpy(out.data(), &flags.flags, sizeof flags.flags);
-  (void)control.write_memory(flags.at, out);
+  std::vector<uint8_t> bytes(sizeof flags.flags);
+  std::memcpy(bytes.data(), &flags.flags, sizeof flags.flags);
+  return control.write_memory(flags.at, bytes).ok();
 }
 
 SoftwareTracer::Next SoftwareTracer::full_stop(ThreadState& t) {

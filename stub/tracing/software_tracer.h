@@ -299,7 +299,8 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // for good. Returns the flags to put back once the call ran.
   std::optional<Step::ClonedFlags> traced_clone(TracedThreadControl& control, pid_t tid,
                                                const protocol::RegisterFile& regs);
-  void put_back_clone_flags(TracedThreadControl& control, pid_t tid, const Step::ClonedFlags& flags);
+  // Puts `flags` where the clone reads them (rdi, or clone3's block).
+  static bool write_clone_flags(TracedThreadControl& control, pid_t tid, const Step::ClonedFlags& flags);
   Next step_over(ThreadState& t, const protocol::RegisterFile& regs, std::optional<decoder::Instruction> insn,
                  bool predicted_branch);
   // TraceStops::DebugRegister at a transfer whose target is read from

@@ -172,8 +172,7 @@ void TranslatingTracer::original_fault_address(TracedThreadControl& control, pid
   if (signal != SIGILL && signal != SIGFPE && signal != SIGSEGV && signal != SIGBUS) return;
   auto info = control.read_siginfo(tid);
   constexpr std::size_t kCode = offsetof(siginfo_t, si_code);
-  constexpr std::size_t kAddr = 16;  // si_addr, in the union after three ints and padding
-  static_assert(sizeof(siginfo_t) >= kAddr + 8);
+  constexpr std::size_t kAddr = offsetof(siginfo_t, si_addr);
   if (!info || info->size() < kAddr + 8) return;
   int32_t code = 0;
   uint64_t addr = 0;
