@@ -169,9 +169,13 @@ TraceVerdict SoftwareTracer::judge_stop(TracedThreadControl& control, const Trac
   }
   ensure_origin(*t, stop.pc);
   const bool tracer_step = stop.single_stepped && t->step && t->step->by_tracer;
+  const bool stepped_call = tracer_step && t->step->insn && t->step->insn->kind == decoder::ControlKind::Syscall;
   settle_lookahead(control, *t, stop.tid, stop.pc);
   settle(control, *t, stop.tid, stop.pc, stop.single_stepped);
   if (t->stopped_full) return TraceVerdict::ShowStop;
+  if (stepped_call && stop.signal == SIGTRAP) {
+    if (auto restart = step_over_restart(control, *t, stop.tid)) return *restart;
+  }
   const bool ours = stop.signal == SIGTRAP && !stop.software_breakpoint && !stop.watchpoint_hit &&
                     (tracer_step || (stop.trace_stop_hit && !stop.single_stepped));
   // Everything before the pc is in the trace now: a point a copy can stand
@@ -193,6 +197,28 @@ TraceVerdict SoftwareTracer::judge_stop(TracedThreadControl& control, const Trac
   return t->stopped_full ? TraceVerdict::ShowStop : TraceVerdict::Report;
 }
 
+// The trap of a step over a system call comes as the call returns, before
+// the kernel handles what interrupted it: a stop of every thread (all-stop,
+// a checkpoint) makes a nanosleep or futex wait return a restart code, and
+// the SIGSTOP is reported after the trap. The kernel then makes the call
+// again when the thread resumes, moving the pc back from where it stands
+// onto the `syscall`: the thread must not go on from there (a transfer
+// emulated past it lands two bytes before its target). It is stepped over
+// the restart, as a resume does (on_resume).
+std::optional<TraceVerdict> SoftwareTracer::step_over_restart(TracedThreadControl& control, ThreadState& t,
+                                                              pid_t tid) {
+  auto regs = control.read_general_registers(tid);
+  if (!regs) return std::nullopt;
+  const std::optional<uint64_t> restart = restarted_call(control, *regs);
+  if (!restart) return std::nullopt;
+  ControlMemory code(control);
+  t.step = Step{*restart, stack_of(*regs), blocks_.instruction_at(*restart, code), false, true, std::nullopt,
+                std::nullopt};
+  ++stats_.steps;
+  ++stats_.absorbed;
+  return TraceVerdict::SingleStep;
+}
+
 void SoftwareTracer::note_client_move(ThreadState& t, uint64_t pc) {
   if (!t.moved_from) return;
   const auto [from, stack] = *t.moved_from;
@@ -212,9 +238,12 @@ void SoftwareTracer::note_client_move(ThreadState& t, uint64_t pc) {
 namespace {
 bool system_call_made(const Expected<protocol::RegisterFile>& regs, uint64_t after_call, uint64_t pc,
                       bool step_completed) {
+  // A step's trap comes as the call returns, before the kernel turns a
+  // restart code into a restart: at after_call with one, the call is undone
+  // even where the step completed.
+  if (pc == after_call && regs && in_restarted_call(*regs)) return false;
   if (step_completed) return true;
-  if (pc != after_call) return false;
-  return regs && !in_restarted_call(*regs);
+  return pc == after_call && regs;
 }
 // clone/clone3 making a process (not a thread, not a vfork child) that
 // shares the memory. clone3's flags are read from its argument block;

@@ -366,6 +366,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // it resumes without a signal (a futex wait an all-stop interrupted):
   // the `syscall` instruction's address.
   std::optional<uint64_t> restarted_call(TracedThreadControl& control, const protocol::RegisterFile& regs);
+  std::optional<TraceVerdict> step_over_restart(TracedThreadControl& control, ThreadState& t, pid_t tid);
   // Resumed with one step, does the thread wait and run no code of the
   // program before it stops (a futex wait, a sleep)?
   bool steps_into_wait(TracedThreadControl& control, pid_t tid);
