@@ -80,6 +80,8 @@ StepKind SoftwareTracer::plan_resume(TracedThreadControl& control, pid_t tid, St
   // cannot: no copy may run across it. The point just before it (often
   // right after the system call that sent it) gets a checkpoint first.
   if (signal != 0 && !t->frozen) {
+    note_signal_flood(*t, pc);
+    if (checkpoints_ && checkpoints_->in_vdso(pc) && t->trace) t->vdso_interrupted = t->trace->end_sequence();
     checkpoint_if_due(control, *t, tid, pc);
     t->last_delivered = signal;
     note_unrepeatable(control, *t, tid, pc);
@@ -302,6 +304,12 @@ void SoftwareTracer::settle(TracedThreadControl& control, ThreadState& t, pid_t 
       record = pc != s.from && pc != s.insn->next_address();
     }
     if (record) store(t, s.from, pc, s.stack);
+    // A system call that went elsewhere: rt_sigreturn, back where a signal
+    // interrupted the thread (an execve starts a new history).
+    if (record && step_completed && s.insn && s.insn->kind == decoder::ControlKind::Syscall && t.trace) {
+      t.handler_returned = HistoryPoint{t.trace->end_sequence(), pc};
+      t.vdso_interrupted.reset();
+    }
     t.step.reset();
   }
   if (t.pending) {

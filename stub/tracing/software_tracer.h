@@ -248,6 +248,13 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
     // its last signal came again while a copy was being taken (see
     // checkpoint_if_due).
     uint64_t copies_resume_at = 0;
+    // Where the thread's last signal handler returned (rt_sigreturn's
+    // landing) and its history's length then: a signal delivered there
+    // with nothing run since finds the thread doing nothing but handlers.
+    std::optional<decoder::HistoryPoint> handler_returned;
+    // A signal interrupted the thread in the vDSO (its history's length
+    // then), and its handler has not returned yet (other_in_vdso).
+    std::optional<uint64_t> vdso_interrupted;
     // May be running code of the program now: not stopped, nor in a wait
     // it was stepped into (note_resumed). Unknown counts as running.
     bool runs_code = true;
@@ -354,6 +361,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // True when there was such a write.
   bool note_client_write(ThreadState& t, pid_t tid, uint64_t pc);
   void checkpoint_if_due(TracedThreadControl& control, ThreadState& t, pid_t tid, uint64_t pc);
+  void note_signal_flood(ThreadState& t, uint64_t pc);
   // Branches the thread has recorded (what the periodic spacing grows with;
   // also those a full trace dropped since).
   static uint64_t recorded_branches(const ThreadState& t) { return t.trace ? t.trace->end_sequence() : 0; }
@@ -361,6 +369,7 @@ class SoftwareTracer final : public TraceHook, public TraceBackend {
   // stopped or waiting): a copy of `tid` stands for the program while all
   // others are among them.
   std::vector<pid_t> idle_others(pid_t tid) const;
+  bool other_in_vdso(TracedThreadControl& control, pid_t tid) const;
   bool has_others(pid_t tid) const;
   // Where the thread stands in a system call the kernel makes again when
   // it resumes without a signal (a futex wait an all-stop interrupted):

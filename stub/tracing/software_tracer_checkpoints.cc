@@ -93,6 +93,11 @@ void SoftwareTracer::checkpoint_if_due(TracedThreadControl& control, ThreadState
   if (checkpoints_->vdso().second == 0) checkpoints_->set_vdso(read_vdso_range(tid));
   // A copy standing inside the vDSO would run the rest of it.
   if (checkpoints_->in_vdso(pc)) return;
+  // Nor while another thread stands in the vDSO: a clock read there goes
+  // round again when the kernel's time moved on during it, and a copy every
+  // few milliseconds (each thread's, at the resumes after a client's
+  // breakpoint) kept it going round for good.
+  if (other_in_vdso(control, tid)) return;
   // Another thread running code now would run on where the copy does not:
   // the process layer refuses unless every other one is idle (or ended).
   auto copy = control.fork_copy(tid, idle_others(tid));
@@ -109,6 +114,17 @@ void SoftwareTracer::checkpoint_if_due(TracedThreadControl& control, ThreadState
   if (t.last_delivered != 0 && control.signal_waits(tid, t.last_delivered)) {
     t.copies_resume_at = recorded_branches(t) + kFloodBranches;
   }
+}
+
+// A signal delivered where the thread's last handler returned, nothing run
+// since: the next signal arrived while the last was handled (its delivery,
+// the handler's copies, other threads' stops for the client's breakpoints
+// in between), and the thread would run nothing but its handlers. Its
+// copies then wait for its own branches, as where a signal came again
+// while a copy was taken (checkpoint_if_due).
+void SoftwareTracer::note_signal_flood(ThreadState& t, uint64_t pc) {
+  if (!t.trace || t.handler_returned != HistoryPoint{t.trace->end_sequence(), pc}) return;
+  t.copies_resume_at = recorded_branches(t) + kFloodBranches;
 }
 
 }  // namespace stub::tracing
