@@ -105,6 +105,23 @@ std::vector<pid_t> SoftwareTracer::idle_others(pid_t tid) const {
   return idle;
 }
 
+// Also one in a signal handler that interrupted it there: the clock read
+// goes on after the handler returns (for a handler's few branches: one
+// that never returns, by longjmp, does not hold copies back for long).
+// Only a stopped thread can stand there (a running one's registers are not
+// read).
+bool SoftwareTracer::other_in_vdso(TracedThreadControl& control, pid_t tid) const {
+  constexpr uint64_t kHandlerBranches = 10'000;
+  for (const auto& [other, t] : threads_) {
+    if (other == tid || t.exited) continue;
+    if (t.vdso_interrupted && t.trace && t.trace->end_sequence() < *t.vdso_interrupted + kHandlerBranches) return true;
+    if (t.runs_code) continue;
+    auto regs = control.read_general_registers(other);
+    if (regs && checkpoints_->in_vdso(pc_of(*regs))) return true;
+  }
+  return false;
+}
+
 std::optional<uint64_t> SoftwareTracer::restarted_call(TracedThreadControl& control,
                                                        const protocol::RegisterFile& regs) {
   const uint64_t pc = pc_of(regs);
