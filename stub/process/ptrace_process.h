@@ -427,8 +427,12 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   // thread the tracer stops and resumes at once (a spin loop stepped
   // through) is ready every time, and another thread's stop would wait
   // forever behind it. After this many statuses of one thread in a row,
-  // the others' are collected into replay_ (ptrace_events.cc).
-  static constexpr int kFairnessStreak = 16;
+  // the others' are collected into replay_ (ptrace_events.cc). At 16, a
+  // thread the tracer steps through a sleep every half millisecond kept
+  // another's signal stop waiting 8 ms each time, slower than its signals
+  // came (test_signal_flood_stops); a look at the others costs one
+  // waitpid each.
+  static constexpr int kFairnessStreak = 2;
   pid_t streak_tid_ = 0;
   int streak_ = 0;
   void collect_other_statuses(pid_t busy);
