@@ -222,7 +222,8 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
     // with several threads any tracee may report, so wait for any.
     pid_t target = threads_.size() == 1 ? threads_.begin()->first : -1;
     int status = 0;
-    pid_t tid = reap(target, &status, __WALL | (block ? 0 : WNOHANG));
+    pid_t tid = streak_ >= kFairnessStreak ? reap_other(streak_tid_, &status) : 0;
+    if (tid == 0) tid = reap(target, &status, __WALL | (block ? 0 : WNOHANG));
     if (tid == 0) return std::optional<ProcessEvent>{};
     if (tid < 0) {
       int err = errno;
@@ -232,9 +233,8 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
     if (tid != streak_tid_) {
       streak_tid_ = tid;
       streak_ = 0;
-    } else if (++streak_ >= kFairnessStreak) {
-      streak_ = 0;
-      collect_other_statuses(tid);
+    } else if (++streak_ > kFairnessStreak) {
+      streak_ = 0;  // the others had nothing: look again after the next streak
     }
     auto event = handle_status(tid, status);
     if (auto ended = take_ended()) return ended;  // the stop's handling found the program gone
@@ -269,15 +269,18 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
   }
 }
 
-void PtraceProcess::collect_other_statuses(pid_t busy) {
-  if (threads_.size() < 2) return;
-  for (const auto& entry : threads_) {
-    const pid_t tid = entry.first;
-    if (tid == busy) continue;
-    if (in_replay(tid)) continue;
-    int status = 0;
-    if (wait_retry(tid, &status, __WALL | WNOHANG) == tid) replay_.emplace_back(tid, status);
+// The next thread after `busy` (in tid order, round) whose status is
+// ready, taken as waitpid(-1) would have returned it; 0 if none is.
+pid_t PtraceProcess::reap_other(pid_t busy, int* status) {
+  if (threads_.size() < 2) return 0;
+  std::vector<pid_t> order;
+  for (auto it = threads_.upper_bound(busy); it != threads_.end(); ++it) order.push_back(it->first);
+  for (auto it = threads_.begin(); it != threads_.end() && it->first < busy; ++it) order.push_back(it->first);
+  for (pid_t other : order) {
+    if (threads_.at(other).exited) continue;
+    if (reap(other, status, __WALL | WNOHANG) == other) return other;
   }
+  return 0;
 }
 
 // Whether the event `thread` keeps means nothing any more (pending_is_stale)
@@ -866,8 +869,8 @@ void PtraceProcess::handle_exec() {
 // separate SIGSTOP, absorbed by nobody and reported to the client as the
 // thread's own signal. Waiting for the owed one stops the thread all the same.
 //
-// A thread whose exit is already in hand (collect_other_statuses reaped it
-// when this very stop made a streak, or another debugged process did) is
+// A thread whose exit is already in hand (reaped early, while another
+// thread's step was held, or by another debugged process) is
 // gone from the kernel, and tgkill fails: it is waited for all the same,
 // which takes that exit. Left out, it stayed listed at the stop, and the
 // client's first register read of it failed (ESRCH).

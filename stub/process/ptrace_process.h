@@ -427,15 +427,17 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   // thread the tracer stops and resumes at once (a spin loop stepped
   // through) is ready every time, and another thread's stop would wait
   // forever behind it. After this many statuses of one thread in a row,
-  // the others' are collected into replay_ (ptrace_events.cc). At 16, a
-  // thread the tracer steps through a sleep every half millisecond kept
-  // another's signal stop waiting 8 ms each time, slower than its signals
-  // came (test_signal_flood_stops); a look at the others costs one
-  // waitpid each.
+  // the next ready one of another thread is taken instead (reap_other,
+  // ptrace_events.cc). At 16, a thread the tracer steps through a sleep
+  // every half millisecond kept another's signal stop waiting 8 ms each
+  // time, slower than its signals came (test_signal_flood_stops); a look
+  // at the others costs one waitpid each. (Collecting the others' statuses
+  // into replay_ at once, as before, reported a thread's breakpoint hit
+  // twice when it was done every second status.)
   static constexpr int kFairnessStreak = 2;
   pid_t streak_tid_ = 0;
   int streak_ = 0;
-  void collect_other_statuses(pid_t busy);
+  pid_t reap_other(pid_t busy, int* status);
   // Fork events (ptrace_fork.cc): whether to report them, and the child of
   // the last one, held stopped with the user int3s it inherited.
   struct HeldChild {
