@@ -273,14 +273,20 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
 // ready, taken as waitpid(-1) would have returned it; 0 if none is.
 pid_t PtraceProcess::reap_other(pid_t busy, int* status) {
   if (threads_.size() < 2) return 0;
-  std::vector<pid_t> order;
-  for (auto it = threads_.upper_bound(busy); it != threads_.end(); ++it) order.push_back(it->first);
-  for (auto it = threads_.begin(); it != threads_.end() && it->first < busy; ++it) order.push_back(it->first);
-  for (pid_t other : order) {
-    if (threads_.at(other).exited) continue;
+  for (pid_t other : threads_in_turn_after(busy)) {
+    if (other == busy || threads_.at(other).exited) continue;
     if (reap(other, status, __WALL | WNOHANG) == other) return other;
   }
   return 0;
+}
+
+// Every thread, in tid order from the one after `last` round to `last`
+// itself: no thread starves when each look starts after the last served.
+std::vector<pid_t> PtraceProcess::threads_in_turn_after(pid_t last) const {
+  std::vector<pid_t> order;
+  for (auto it = threads_.upper_bound(last); it != threads_.end(); ++it) order.push_back(it->first);
+  for (auto it = threads_.begin(); it != threads_.end() && it->first <= last; ++it) order.push_back(it->first);
+  return order;
 }
 
 // Whether the event `thread` keeps means nothing any more (pending_is_stale)
@@ -298,13 +304,8 @@ bool PtraceProcess::kept_event_stale(pid_t tid, const ThreadState& thread, StepK
 // event is reported instead, so the program never loses it.
 std::optional<ProcessEvent> PtraceProcess::take_pending() {
   if (non_stop_) return take_pending_non_stop();
-  std::vector<pid_t> order;
-  for (auto it = threads_.upper_bound(last_reported_); it != threads_.end(); ++it) order.push_back(it->first);
-  for (auto it = threads_.begin(); it != threads_.end() && it->first <= last_reported_; ++it) {
-    order.push_back(it->first);
-  }
   std::vector<pid_t> passed;
-  for (pid_t tid : order) {
+  for (pid_t tid : threads_in_turn_after(last_reported_)) {
     ThreadState& thread = threads_[tid];
     if (!thread.pending || !thread.deferred) continue;
     ProcessEvent event = *thread.pending;

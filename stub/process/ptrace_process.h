@@ -438,6 +438,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   pid_t streak_tid_ = 0;
   int streak_ = 0;
   pid_t reap_other(pid_t busy, int* status);
+  std::vector<pid_t> threads_in_turn_after(pid_t last) const;
   // Fork events (ptrace_fork.cc): whether to report them, and the child of
   // the last one, held stopped with the user int3s it inherited.
   struct HeldChild {

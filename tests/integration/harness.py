@@ -587,9 +587,18 @@ def run_gdb_tcp(kind, program_path, args, commands, options=("--once",),
     return result, server
 
 
-def stdio_target(kind, program_path, args):
-    return "| " + shlex.join([server_path(kind), "-", program_path] +
+def stdio_target(kind, program_path, args, options=()):
+    """`target remote | SERVER OPTIONS - PROGRAM ARGS`."""
+    return "| " + shlex.join([server_path(kind)] + list(options) + ["-", program_path] +
                              list(args))
+
+
+def recording_setups(kind):
+    """(name, server options) a test runs under: btstub's recording with
+    translated code and with int3 trace stops, or a reference server plain."""
+    if kind != "btstub":
+        return [("plain", [])]
+    return [("record", ["--record"]), ("int3", ["--record", "--trace-stops=int3"])]
 
 
 def load_base(pid, path):

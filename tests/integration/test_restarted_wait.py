@@ -20,21 +20,14 @@ the first stop on.
 """
 
 import re
-import shlex
 
-from harness import program, run_gdb, run_test, server_path
+from harness import program, recording_setups, run_gdb, run_test, stdio_target
 
 STOPS = 10
 
 
-def target(args, prog, options):
-    return "| " + shlex.join([server_path(args.server)] + options + ["-", prog])
-
-
 def main(args, c):
-    setups = [("record", ["--record"]), ("int3", ["--record", "--trace-stops=int3"])]
-    if args.server != "btstub":
-        setups = [("plain", [])]
+    setups = recording_setups(args.server)
     for opt in ("O0", "O2"):
         prog = program("restarted_wait", opt)
         for name, options in setups:
@@ -45,7 +38,7 @@ def main(args, c):
             # Under --record the end takes three: the stop before exit_group,
             # the held end, the exit.
             commands += ["delete", "continue", "continue", "continue"]
-            result = run_gdb(commands, prog, target(args, prog, options), timeout=180)
+            result = run_gdb(commands, prog, stdio_target(args.server, prog, [], options), timeout=180)
             ctx = result.transcript()
             at_call = [re.search(r":\s+syscall\s*$", result.of(3 + 2 * i).strip()) is not None
                        for i in range(STOPS)]

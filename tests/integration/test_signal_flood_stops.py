@@ -20,24 +20,16 @@ and gdbserver: the program ends with both threads' work done.
     python3 test_signal_flood_stops.py [--server gdbserver] [-v]
 """
 
-import shlex
-
-from harness import program, run_gdb, run_test, server_path
-
-
-def target(args, prog, options):
-    return "| " + shlex.join([server_path(args.server)] + options + ["-", prog])
+from harness import program, recording_setups, run_gdb, run_test, stdio_target
 
 
 def main(args, c):
-    setups = [("record", ["--record"]), ("int3", ["--record", "--trace-stops=int3"])]
-    if args.server != "btstub":
-        setups = [("plain", [])]
+    setups = recording_setups(args.server)
     prog = program("signal_flood_stops", "O0")
     for name, options in setups:
         commands = ["handle SIGUSR1 nostop noprint pass", "break bp", "ignore 1 1000000",
                     "continue", "continue", "continue"]
-        result = run_gdb(commands, prog, target(args, prog, options), timeout=150)
+        result = run_gdb(commands, prog, stdio_target(args.server, prog, [], options), timeout=150)
         ctx = result.transcript()
         out = "".join(result.of(i) for i in range(3, len(commands)))
         c.contains("%s: both threads' work is done" % name, out, "worker 100 clock 100", ctx)
