@@ -533,6 +533,13 @@ Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t
   thread.running = true;
   thread.stepping = true;
   thread.last_kind = StepKind::SingleStep;
+  // As raw_resume does: an all-stop's SIGSTOP still queued can stop the
+  // step before it runs anything, and the thread then stands where this
+  // resume found it. Left from an earlier resume (the tracer moving it onto
+  // a breakpoint it then hit), the flag made the restart run into the
+  // breakpoint it had stopped at, reported again (test_breakpoint_resume).
+  thread.unrun_at_resume = thread.pc_moved_unrun;
+  thread.pc_moved_unrun = false;
   if (stepped) replay_.emplace_front(tid, status);
   return {};
 }
