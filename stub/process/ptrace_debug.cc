@@ -515,10 +515,17 @@ void PtraceProcess::release_held(const std::vector<pid_t>& held) {
 // running thread is held (SIGSTOP) while the int3 is lifted: without that a
 // traced thread could run through the address unseen and its trace would
 // lose a branch. Trace int3s sit only on jumps, calls, returns and loops,
-// which never block, so the hold is one instruction long.
+// which never block, so the hold is one instruction long. The same for a
+// user breakpoint stepped off (start_thread), whose other threads would
+// pass it unseen, unless its instruction may block (step_may_block).
 Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t pc, int signal) {
+  auto traced = trace_int3s_.find(pc);
+  auto user = breakpoints_.find(pc);
+  if (traced == trace_int3s_.end() && user == breakpoints_.end()) {
+    return make_error(ErrorCode::Internal, "No int3 to step off at " + std::to_string(pc));
+  }
   const std::vector<pid_t> held = hold_others(tid);
-  const uint8_t original = trace_int3s_.at(pc).original;
+  const uint8_t original = traced != trace_int3s_.end() ? traced->second.original : user->second;
   Expected<void> result = raw_write(pc, {original});
   int status = 0;
   bool stepped = false;
@@ -542,6 +549,17 @@ Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t
   thread.pc_moved_unrun = false;
   if (stepped) replay_.emplace_front(tid, status);
   return {};
+}
+
+// Whether one step of the instruction at `pc` (its first byte `first_byte`,
+// the rest read from memory) may wait in the kernel for as long as it
+// likes: a system call (syscall, sysenter, int 0x80). step_held would hold
+// every other thread, and btstub, that long.
+bool PtraceProcess::step_may_block(uint64_t pc, uint8_t first_byte) {
+  if (first_byte != 0x0f && first_byte != 0xcd) return false;
+  const std::vector<uint8_t> next = raw_read(pc + 1, 1);
+  if (next.empty()) return true;
+  return first_byte == 0x0f ? next[0] == 0x05 || next[0] == 0x34 : next[0] == 0x80;
 }
 
 // One step of a stopped thread, waited for here (the translating tracer

@@ -128,6 +128,16 @@ Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepK
   bool under_trace_int3 = trace_int3s_.count(*pc) != 0;
   bool lift = step_off && !thread.reinsert_at && !under_trace_int3;
   if (step_off && under_trace_int3) actual = StepKind::SingleStep;
+  // With the int3 lifted until the step's event is reaped, the threads
+  // started beside this one could pass the breakpoint unseen (a client
+  // that resumes threads standing on breakpoints it left inserted lost
+  // their hits: test_breakpoint_resume). The step is made with them held
+  // instead, unless it may block.
+  const bool held_step = lift && threads_.size() > 1 && !step_may_block(*pc, bp->second);
+  if (held_step) {
+    lift = false;
+    actual = StepKind::SingleStep;
+  }
   if (lift) {
     // Step the original instruction with the int3 lifted; the breakpoint
     // goes back when that step's event is reaped (handle_status), and for a
@@ -142,7 +152,7 @@ Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepK
     }
     return r;
   }
-  auto r = raw_resume(tid, thread, lift ? StepKind::SingleStep : actual, signal);
+  auto r = raw_resume(tid, thread, lift ? StepKind::SingleStep : actual, signal, held_step);
   if (!r) {
     if (lift) {
       (void)raw_write(*pc, {kInt3});
@@ -154,9 +164,14 @@ Expected<void> PtraceProcess::start_thread(pid_t tid, ThreadState& thread, StepK
   return {};
 }
 
-Expected<void> PtraceProcess::raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal) {
+Expected<void> PtraceProcess::raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal, bool held_step) {
   keep_trap_handler(tid, thread, signal);
   bool step = kind == StepKind::SingleStep;
+  if (held_step) {
+    auto pc = read_pc(tid);
+    if (!pc) return pc.error();
+    return step_held(tid, thread, *pc, signal);
+  }
   if (step && !trace_int3s_.empty()) {
     // Stepping an int3 would run the int3: the real instruction is stepped
     // with the tracer's int3 lifted instead. Not under a user's breakpoint

@@ -14,7 +14,10 @@
 // possibly at the same address. A thread must never run with one lifted
 // while others run (they could pass unseen), so any step at one is done by
 // step_held: every other running thread is SIGSTOPped first, and wait
-// statuses reaped from them meanwhile are replayed later by reap().
+// statuses reaped from them meanwhile are replayed later by reap(). So is
+// a step off a user breakpoint, unless its instruction is a system call
+// (which may wait for a held thread): that one lifts the int3 until the
+// step's event is reaped.
 //
 // ptrace binds a tracee to the tracing *thread*: every call on one object
 // must come from the thread that created it. Events are reaped with
@@ -308,7 +311,9 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   bool still_in_stop(pid_t tid);
   std::optional<ProcessEvent> thread_gone(pid_t tid, int status);
   std::optional<ProcessEvent> no_resumed_left(pid_t gone);
-  Expected<void> raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal);
+  // held_step: a step with every other running thread held (step_held),
+  // off the breakpoint under the pc.
+  Expected<void> raw_resume(pid_t tid, ThreadState& thread, StepKind kind, int signal, bool held_step = false);
   // The program's SIGTRAP handler kept through our traps (ptrace_trap_guard.cc):
   // at a trap stop after a system call (`regs`), what it set; before each
   // resume, the handler and the mask put back where a trap of ours reset them.
@@ -361,6 +366,7 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   bool was_trace_int3(uint64_t addr);
   bool pass_untraced_trace_hit(pid_t tid, ThreadState& thread, uint64_t pc);
   Expected<void> step_held(pid_t tid, ThreadState& thread, uint64_t pc, int signal);
+  bool step_may_block(uint64_t pc, uint8_t first_byte);
   std::vector<pid_t> hold_others(pid_t tid);
   void release_held(const std::vector<pid_t>& held);
   pid_t reap(pid_t want, int* status, int flags);
