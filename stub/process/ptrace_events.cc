@@ -237,20 +237,22 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
     // with several threads any tracee may report, so wait for any.
     pid_t target = threads_.size() == 1 ? threads_.begin()->first : -1;
     int status = 0;
-    pid_t tid = streak_ >= kFairnessStreak ? reap_other(streak_tid_, &status) : 0;
-    if (tid == 0) tid = reap(target, &status, __WALL | (block ? 0 : WNOHANG));
+    pid_t tid = 0;
+    if (since_look_ >= kFairnessEvery) {
+      since_look_ = 0;
+      tid = reap_other(last_served_, &status);
+    }
+    if (tid == 0) {
+      tid = reap(target, &status, __WALL | (block ? 0 : WNOHANG));
+      if (tid > 0) ++since_look_;
+    }
     if (tid == 0) return std::optional<ProcessEvent>{};
     if (tid < 0) {
       int err = errno;
       mark_gone();
       return make_error(ErrorCode::NoProcess, std::string("waitpid: ") + std::strerror(err));
     }
-    if (tid != streak_tid_) {
-      streak_tid_ = tid;
-      streak_ = 0;
-    } else if (++streak_ > kFairnessStreak) {
-      streak_ = 0;  // the others had nothing: look again after the next streak
-    }
+    last_served_ = tid;
     auto event = handle_status(tid, status);
     if (auto ended = take_ended()) return ended;  // the stop's handling found the program gone
     if (!event && recheck_pending_) {
@@ -284,12 +286,19 @@ Expected<std::optional<ProcessEvent>> PtraceProcess::next_event(bool block) {
   }
 }
 
-// The next thread after `busy` (in tid order, round) whose status is
-// ready, taken as waitpid(-1) would have returned it; 0 if none is.
-pid_t PtraceProcess::reap_other(pid_t busy, int* status) {
+// The first of up to kFairnessLook threads but `served` (the last one
+// served), in tid order round from the one after where the last look
+// ended, whose status is ready, taken as waitpid(-1) would have returned
+// it; 0 if none is. Bounded, so that a program of hundreds of threads
+// pays a few waitpids a look, and every thread is reached in turn.
+pid_t PtraceProcess::reap_other(pid_t served, int* status) {
   if (threads_.size() < 2) return 0;
-  for (pid_t other : threads_in_turn_after(busy)) {
-    if (other == busy || threads_.at(other).exited) continue;
+  std::size_t looked = 0;
+  for (pid_t other : threads_in_turn_after(looked_last_)) {
+    if (looked == kFairnessLook) break;
+    looked_last_ = other;
+    if (other == served || threads_.at(other).exited) continue;
+    ++looked;
     if (reap(other, status, __WALL | WNOHANG) == other) return other;
   }
   return 0;

@@ -431,19 +431,24 @@ class PtraceProcess final : public Process, public TracedThreadControl, public W
   std::deque<std::pair<pid_t, int>> replay_;
   // waitpid(-1) returns the first ready tracee in the kernel's list: a
   // thread the tracer stops and resumes at once (a spin loop stepped
-  // through) is ready every time, and another thread's stop would wait
-  // forever behind it. After this many statuses of one thread in a row,
-  // the next ready one of another thread is taken instead (reap_other,
-  // ptrace_events.cc). At 16, a thread the tracer steps through a sleep
-  // every half millisecond kept another's signal stop waiting 8 ms each
-  // time, slower than its signals came (test_signal_flood_stops); a look
-  // at the others costs one waitpid each. (Collecting the others' statuses
-  // into replay_ at once, as before, reported a thread's breakpoint hit
-  // twice when it was done every second status.)
-  static constexpr int kFairnessStreak = 2;
-  pid_t streak_tid_ = 0;
-  int streak_ = 0;
-  pid_t reap_other(pid_t busy, int* status);
+  // through, translated code filling its log) is ready every time, and
+  // the stops of threads later in the list would wait forever behind it,
+  // or behind two such threads taking turns (four threads at a spin
+  // barrier, pinned to one CPU: the two spinning were served, the two
+  // still to arrive never resumed; test_thread_fairness). After every
+  // kFairnessEvery statuses from waitpid(-1), up to kFairnessLook other
+  // threads are looked at (one waitpid each), in tid order round from
+  // where the last look ended, and the first ready one is taken
+  // (reap_other, ptrace_events.cc). At 16 statuses of one thread in a row,
+  // a thread the tracer steps through a sleep every half millisecond kept
+  // another's signal stop waiting 8 ms each time, slower than its signals
+  // came (test_signal_flood_stops).
+  static constexpr int kFairnessEvery = 2;
+  static constexpr std::size_t kFairnessLook = 8;
+  int since_look_ = 0;      // statuses from waitpid(-1) since the last look
+  pid_t looked_last_ = 0;   // the last thread a look reached
+  pid_t last_served_ = 0;   // the thread whose status was handled last
+  pid_t reap_other(pid_t served, int* status);
   std::vector<pid_t> threads_in_turn_after(pid_t last) const;
   // Fork events (ptrace_fork.cc): whether to report them, and the child of
   // the last one, held stopped with the user int3s it inherited.

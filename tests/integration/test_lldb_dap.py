@@ -159,6 +159,8 @@ def editor_session(kind):
             dap.request("setBreakpoints", {"source": {"path": os.path.realpath(source)}, "breakpoints": []})
             dap.request("continue", {"threadId": thread})
             seen["exit code"] = dap.event("exited")["body"].get("exitCode")
+        except HarnessError as e:
+            raise HarnessError("against %s: %s" % (kind, e)) from e
         finally:
             dap.close()
     return seen
