@@ -188,6 +188,8 @@ class ProcessCopy {
   // At the copy's stop at the entry of a system call (`regs`): makes the
   // next expected call for it, or says why it cannot.
   Expected<void> make_expected_call(const ::user_regs_struct& regs);
+  // The copy stands after `call` as the program did: its result in rax.
+  Expected<void> give_result(const ::user_regs_struct& regs, const RepeatedCall& call);
   bool at_repeated_string_instruction(uint64_t pc);
   // Puts the owed bytes back (owe_bytes), one write per stretch of a page;
   // the copy is unusable if that fails.

@@ -482,6 +482,7 @@ Expected<void> ProcessCopy::make_expected_call(const user_regs_struct& regs) {
   }
   const RepeatedCall call = expected_calls_.front();
   expected_calls_.pop_front();
+  if (!made_again(call)) return give_result(regs, call);
   const std::array<uint64_t, 6> repeated = repeated_args(call);
   // The injected call steps from where the copy stands, which may be
   // run_to's execute breakpoint.
@@ -500,7 +501,11 @@ Expected<void> ProcessCopy::make_expected_call(const user_regs_struct& regs) {
                                                std::to_string(made->result) + " where the program's returned " +
                                                std::to_string(call.result));
   }
-  // Back as the program was after its call (the kernel keeps orig_rax).
+  return give_result(regs, call);
+}
+
+// Back as the program was after its call (the kernel keeps orig_rax).
+Expected<void> ProcessCopy::give_result(const user_regs_struct& regs, const RepeatedCall& call) {
   user_regs_struct after = regs;
   after.rax = static_cast<uint64_t>(call.result);
   after.r11 = call.r11;  // the flags the program's `syscall` saved, under the tracer's step

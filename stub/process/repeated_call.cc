@@ -30,6 +30,9 @@ std::optional<RepeatedCall> repeatable_call(uint64_t pc, long number, const std:
       return call;
     }
     case SYS_mprotect:
+    case SYS_nanosleep:
+    case SYS_clock_nanosleep:
+    case SYS_sched_yield:
       if (result != 0) return std::nullopt;
       return call;
     default:
@@ -46,11 +49,18 @@ std::array<uint64_t, 6> repeated_args(const RepeatedCall& call) {
   return args;
 }
 
+bool made_again(const RepeatedCall& call) {
+  return call.number == SYS_brk || call.number == SYS_mmap || call.number == SYS_mprotect;
+}
+
 std::string call_name(long number) {
   switch (number) {
     case SYS_brk: return "brk";
     case SYS_mmap: return "mmap";
     case SYS_mprotect: return "mprotect";
+    case SYS_nanosleep: return "nanosleep";
+    case SYS_clock_nanosleep: return "clock_nanosleep";
+    case SYS_sched_yield: return "sched_yield";
     default: return "system call " + std::to_string(number);
   }
 }

@@ -18,6 +18,14 @@
 // kernel's change. Programs grow the heap all the time: Lua recording a
 // script took 109 checkpoints, 26 of them after such calls
 // (docs/performance.md).
+//
+// Calls that change nothing a later instruction can read but rax, and
+// whose result the recording holds, are given to the copy instead of
+// made: a sleep that ended (nanosleep, clock_nanosleep returning 0: the
+// remaining time is written only when one is interrupted) and sched_yield.
+// A program that polled with usleep(100) took a checkpoint, a fork, at
+// every call, and recorded at a third of its speed; a copy making the
+// sleep again would only wait.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -47,6 +55,10 @@ std::optional<RepeatedCall> repeatable_call(uint64_t pc, long number, const std:
 // (btstub's counting pages) and lacks ones it holds, so the kernel's own
 // choice could differ.
 std::array<uint64_t, 6> repeated_args(const RepeatedCall& call);
+
+// Whether a copy makes `call` again itself (false: it is given the
+// program's result, the call changing nothing else).
+bool made_again(const RepeatedCall& call);
 
 // "brk", "mmap", ... for messages.
 std::string call_name(long number);

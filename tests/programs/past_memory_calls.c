@@ -1,7 +1,8 @@
 /* past_memory_calls.c: between marks, the heap grown by brk, anonymous
  * memory mapped and made partly read-only (test_past_memory_calls): system
- * calls a copy of the program makes again itself, so the recording takes
- * no checkpoint after them (stub/process/repeated_call.h); then calls that
+ * calls a copy of the program makes again itself, and two sleeps and a
+ * sched_yield, whose results a copy is given, so the recording takes no
+ * checkpoint after them (stub/process/repeated_call.h); then calls that
  * take memory away and stay barriers: an mremap shrinking, the heap shrunk,
  * an munmap. No other system call runs from the first sbrk to the last
  * mark. Every mark's values depend on all the memory written before it,
@@ -9,8 +10,11 @@
  * got another address or lost a write shows other values there.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stddef.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { kPage = 4096, kWords = kPage / sizeof(unsigned long) };
@@ -47,6 +51,10 @@ int main(void) {
   g_map = mmap(NULL, 32 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (g_map == MAP_FAILED) return 1;
   fill(g_map, 32 * kWords, 5);
+  /* Given their result by the recording: sleeps that ended, a yield. */
+  struct timespec ms = {0, 1000 * 1000};
+  if (syscall(SYS_nanosleep, &ms, NULL) != 0 || usleep(1000) != 0 || sched_yield() != 0) return 1;
+  g_sum += (unsigned long)ms.tv_nsec;
   mark(2);
   if (mprotect(g_map, 16 * kPage, PROT_READ) != 0) return 1;
   g_sum += g_map[7] + g_map[16 * kWords + 9];

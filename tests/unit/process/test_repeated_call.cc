@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 #include <cerrno>
 
@@ -44,6 +45,24 @@ TEST_CASE("calls that only add to private memory are made again; the rest are ba
   CHECK_FALSE(repeatable_call(kPc, SYS_mremap, {0x7f0000, 0x2000, 0x1000, 0}, 0x7f0000, kUnknown));
   CHECK_FALSE(repeatable_call(kPc, SYS_read, {0, 0x1000, 16}, 16, kUnknown));
   CHECK_FALSE(repeatable_call(kPc, SYS_madvise, {0x7f0000, 0x1000, MADV_DONTNEED}, 0, kUnknown));
+}
+
+TEST_CASE("a sleep that ended and sched_yield are given their result, not made", "[repeated_call]") {
+  using stub::process::made_again;
+  const uint64_t req = 0x7ffd0000, rem = 0x7ffd0010;
+  auto slept = repeatable_call(kPc, SYS_nanosleep, {req, rem}, 0, kUnknown);
+  REQUIRE(slept);
+  CHECK_FALSE(made_again(*slept));
+  CHECK_FALSE(repeatable_call(kPc, SYS_nanosleep, {req, rem}, -EINTR, kUnknown));  // wrote the time left
+  auto absolute = repeatable_call(kPc, SYS_clock_nanosleep, {CLOCK_MONOTONIC, TIMER_ABSTIME, req, 0}, 0, kUnknown);
+  REQUIRE(absolute);
+  CHECK_FALSE(made_again(*absolute));
+  CHECK_FALSE(repeatable_call(kPc, SYS_clock_nanosleep, {CLOCK_MONOTONIC, 0, req, rem}, -EINTR, kUnknown));
+  auto yielded = repeatable_call(kPc, SYS_sched_yield, {}, 0, kUnknown);
+  REQUIRE(yielded);
+  CHECK_FALSE(made_again(*yielded));
+  CHECK(made_again(*repeatable_call(kPc, SYS_mprotect, {0x7f0000, 0x1000, PROT_READ}, 0, kUnknown)));
+  CHECK(made_again(*repeatable_call(kPc, SYS_brk, {0}, 0x5000, 0x5000)));
 }
 
 TEST_CASE("an mmap the kernel placed goes where the program's went, and nowhere else", "[repeated_call]") {
