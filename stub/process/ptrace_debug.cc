@@ -522,7 +522,7 @@ Expected<void> PtraceProcess::step_held(pid_t tid, ThreadState& thread, uint64_t
   auto traced = trace_int3s_.find(pc);
   auto user = breakpoints_.find(pc);
   if (traced == trace_int3s_.end() && user == breakpoints_.end()) {
-    return make_error(ErrorCode::Internal, "No int3 to step off at " + std::to_string(pc));
+    return make_error(ErrorCode::Internal, "No int3 to step off at " + hex(pc));
   }
   const std::vector<pid_t> held = hold_others(tid);
   const uint8_t original = traced != trace_int3s_.end() ? traced->second.original : user->second;
